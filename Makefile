@@ -1,0 +1,24 @@
+# The two commands: `make demo` and `make test`. Both set up what they need first (scripts/bootstrap.sh).
+VENV ?= .venv
+BIN := $(VENV)/bin
+
+.PHONY: setup demo test lint bench clean
+
+setup:
+	@bash scripts/bootstrap.sh
+
+demo: setup
+	$(BIN)/zkconsumer demo
+
+test: setup
+	$(BIN)/ruff check zkconsumer tests benchmarks
+	$(BIN)/python -m pytest -q
+
+lint: setup
+	$(BIN)/ruff check zkconsumer tests benchmarks
+
+bench: setup
+	$(BIN)/python benchmarks/assignors.py
+
+clean:
+	rm -rf $(VENV) .pytest_cache .ruff_cache .pytest-zkconsumer-home

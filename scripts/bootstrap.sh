@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Set up everything zkconsumer needs on a fresh Debian/Ubuntu machine: Java (for ZooKeeper and Spark),
+# python3-venv when missing, a .venv with the package installed editable plus its dev extras.
+# Idempotent: a stamp file skips the pip step while pyproject.toml is unchanged.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+VENV="${VENV:-.venv}"
+SUDO=""
+if [ "$(id -u)" -ne 0 ] && command -v sudo >/dev/null 2>&1; then SUDO="sudo"; fi
+
+apt_install() {
+  if ! command -v apt-get >/dev/null 2>&1; then
+    echo "bootstrap: please install $* with your package manager" >&2; exit 1
+  fi
+  echo "bootstrap: installing $* with apt-get" >&2
+  $SUDO apt-get update -qq
+  DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "$@" >/dev/null
+}
+
+if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
+  apt_install default-jre-headless
+fi
+PY="${PYTHON:-python3}"
+if ! "$PY" -c 'import sys; assert sys.version_info >= (3, 11)' 2>/dev/null; then
+  echo "bootstrap: zkconsumer needs Python >= 3.11 (found: $("$PY" --version 2>&1))" >&2; exit 1
+fi
+if [ ! -x "$VENV/bin/python" ]; then
+  if ! "$PY" -m venv "$VENV" >/dev/null 2>&1; then
+    rm -rf "$VENV"
+    apt_install python3-venv
+    "$PY" -m venv "$VENV"
+  fi
+fi
+STAMP="$VENV/.zkconsumer-installed"
+if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
+  "$VENV/bin/python" -m pip install -q --upgrade pip
+  "$VENV/bin/python" -m pip install -q -e '.[dev]'
+  touch "$STAMP"
+fi

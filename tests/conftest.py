@@ -1,0 +1,55 @@
+"""Shared fixtures: a real ZooKeeper server per test module, a fresh chroot per test.
+
+Starting a JVM costs about a second, so each module shares one server; isolation comes from giving every
+test its own chroot, which is how Kafka deployments share an ensemble too.
+"""
+
+from __future__ import annotations
+
+import os
+import uuid
+from collections.abc import Iterator
+
+import pytest
+
+from zkconsumer.registry import Registry, connect
+from zkconsumer.zkserver import ZooKeeperServer
+
+
+@pytest.fixture(scope="module")
+def zk_server() -> Iterator[ZooKeeperServer]:
+    server = ZooKeeperServer(servers=1)
+    server.start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+@pytest.fixture
+def zk_connect(zk_server: ZooKeeperServer, request: pytest.FixtureRequest) -> str:
+    """``host:port/chroot`` unique to this test (the chroot node is created)."""
+    name = "".join(c if c.isalnum() else "_" for c in request.node.name)[:60]
+    chroot = f"/t_{name}_{uuid.uuid4().hex[:8]}"
+    client = connect(zk_server.connect_string)
+    try:
+        client.ensure_path(chroot)
+    finally:
+        client.stop()
+        client.close()
+    return zk_server.connect_string + chroot
+
+
+@pytest.fixture
+def registry(zk_connect: str) -> Iterator[Registry]:
+    client = connect(zk_connect)
+    try:
+        yield Registry(client)
+    finally:
+        client.stop()
+        client.close()
+
+
+@pytest.fixture(scope="session", autouse=True)
+def _quiet_env() -> None:
+    os.environ.setdefault("ZKCONSUMER_HOME", os.path.join(os.getcwd(), ".pytest-zkconsumer-home"))

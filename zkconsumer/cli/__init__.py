@@ -1,0 +1,77 @@
+"""The ``zkconsumer`` command line: one sub-module per command family, each with ``register(subparsers)``.
+
+Flags follow Kafka's tools (``--zookeeper``, ``--topic``, ``--group``, ``--bootstrap-server``) and any Kafka
+property can be given as ``--property key=value`` or from a ``consumer.properties`` file where it applies.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import sys
+
+from rich.console import Console
+
+#: Command families, in the order ``--help`` lists them. Each module defines ``register(subparsers)``.
+COMMAND_MODULES = [
+    "zkconsumer.cli.zk",
+    "zkconsumer.cli.topics",
+    "zkconsumer.cli.assign",
+    "zkconsumer.cli.broker",
+    "zkconsumer.cli.produce",
+    "zkconsumer.cli.demo",
+    "zkconsumer.cli.consume",
+    "zkconsumer.cli.groups",
+    "zkconsumer.cli.lab",
+    "zkconsumer.cli.analyze",
+    "zkconsumer.cli.sweep",
+]
+
+console = Console()
+err_console = Console(stderr=True, soft_wrap=True)
+
+
+class CliError(Exception):
+    """An error to show the user as one clear line, with an exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="zkconsumer",
+        description="Kafka 0.8 ZooKeeper consumer groups, reimplemented: ZooKeeper, topics, assignors, lab.")
+    parser.add_argument("-v", "--verbose", action="count", default=0, help="more logging (-vv for debug)")
+    sub = parser.add_subparsers(dest="command", metavar="COMMAND", required=True)
+    for name in COMMAND_MODULES:
+        try:
+            module = importlib.import_module(name)
+        except ModuleNotFoundError as e:
+            if e.name == name:
+                continue  # a command family not built yet
+            raise
+        module.register(sub)
+    return parser
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    logging.basicConfig(level=[logging.WARNING, logging.INFO, logging.DEBUG][min(args.verbose, 2)],
+                        format="%(asctime)s %(levelname)s %(name)s: %(message)s")
+    if args.verbose < 2:
+        logging.getLogger("kazoo").setLevel(logging.ERROR)
+    try:
+        return int(args.func(args) or 0)
+    except CliError as e:
+        err_console.print(f"[bold red]error:[/] {e}", highlight=False)
+        return e.code
+    except KeyboardInterrupt:
+        return 130
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,18 @@
+"""``zkconsumer demo``: what ``make demo`` runs."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import console
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("demo", help="start ZooKeeper, two topics, three consumers: assignments and a rebalance")
+    p.set_defaults(func=cmd_demo)
+
+
+def cmd_demo(args: argparse.Namespace) -> int:
+    from ..demo import run
+
+    return run(console)

@@ -1,0 +1,109 @@
+"""``zkconsumer topics create|alter|list|describe``: Kafka's TopicCommand against ZooKeeper."""
+
+from __future__ import annotations
+
+import argparse
+import json
+
+from rich.table import Table
+
+from ..layout import LayoutError
+from ..registry import Registry, TopicExistsError, UnknownTopicError, ZkConnectError
+from ..topics import AdminOperationError, add_partitions, create_topic, describe_topic
+from . import CliError, console
+
+
+def add_zookeeper_arg(p: argparse.ArgumentParser, required: bool = True) -> None:
+    p.add_argument("--zookeeper", "--zookeeper.connect", dest="zookeeper", required=required,
+                   metavar="HOST:PORT[/CHROOT]", help="zookeeper.connect")
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    topics = sub.add_parser("topics", help="create, grow, list and describe topics in ZooKeeper")
+    tsub = topics.add_subparsers(dest="topics_command", metavar="ACTION", required=True)
+
+    create = tsub.add_parser("create", help="create a topic (replicas over the registered brokers, or broker 0)")
+    add_zookeeper_arg(create)
+    create.add_argument("--topic", required=True)
+    create.add_argument("--partitions", type=int, required=True)
+    create.add_argument("--replication-factor", type=int, default=1)
+    create.add_argument("--if-not-exists", action="store_true", help="succeed if the topic already exists")
+    create.set_defaults(func=cmd_create)
+
+    alter = tsub.add_parser("alter", help="grow a topic's partition count (it never shrinks)")
+    add_zookeeper_arg(alter)
+    alter.add_argument("--topic", required=True)
+    alter.add_argument("--partitions", type=int, required=True)
+    alter.set_defaults(func=cmd_alter)
+
+    lst = tsub.add_parser("list", help="list topics")
+    add_zookeeper_arg(lst)
+    lst.set_defaults(func=cmd_list)
+
+    desc = tsub.add_parser("describe", help="show partitions and replicas")
+    add_zookeeper_arg(desc)
+    desc.add_argument("--topic", action="append", help="topic(s); all when omitted")
+    desc.add_argument("--json", action="store_true")
+    desc.set_defaults(func=cmd_describe)
+
+
+def _open(args: argparse.Namespace):
+    try:
+        return Registry.open(args.zookeeper)
+    except ZkConnectError as e:
+        raise CliError(str(e)) from None
+
+
+def cmd_create(args: argparse.Namespace) -> int:
+    with _open(args) as reg:
+        try:
+            assignment = create_topic(reg, args.topic, args.partitions, args.replication_factor)
+        except TopicExistsError as e:
+            if args.if_not_exists:
+                return 0
+            raise CliError(str(e)) from None
+        except (LayoutError, AdminOperationError) as e:
+            raise CliError(str(e)) from None
+    console.print(f'Created topic "{args.topic}" with {len(assignment)} partition(s).', highlight=False)
+    return 0
+
+
+def cmd_alter(args: argparse.Namespace) -> int:
+    with _open(args) as reg:
+        try:
+            new = add_partitions(reg, args.topic, args.partitions)
+        except (UnknownTopicError, AdminOperationError, LayoutError) as e:
+            raise CliError(str(e).strip("'\"")) from None
+    console.print(f"Adding partitions succeeded! ({len(new)} new: {sorted(new)})", highlight=False)
+    return 0
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _open(args) as reg:
+        for t in reg.topics():
+            print(t)
+    return 0
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    with _open(args) as reg:
+        names = args.topic or reg.topics()
+        try:
+            descs = [describe_topic(reg, t) for t in names]
+        except (UnknownTopicError, LayoutError) as e:
+            raise CliError(str(e).strip("'\"")) from None
+    if args.json:
+        print(json.dumps({d.topic: {str(p): r for p, r in d.partitions.items()} for d in descs}))
+        return 0
+    for d in descs:
+        console.print(f"Topic:{d.topic}\tPartitionCount:{len(d.partitions)}\t"
+                      f"ReplicationFactor:{d.replication_factor}", highlight=False)
+        table = Table(show_header=True, box=None, pad_edge=False)
+        for col in ("Partition", "Replicas", "Live replicas"):
+            table.add_column(col)
+        live = set(d.live_brokers)
+        for p, replicas in d.partitions.items():
+            table.add_row(str(p), ",".join(map(str, replicas)),
+                          ",".join(str(r) for r in replicas if r in live) or "-")
+        console.print(table)
+    return 0

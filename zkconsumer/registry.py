@@ -1,0 +1,244 @@
+"""The one place that talks to ZooKeeper: typed reads and writes of the Kafka 0.8 tree through kazoo.
+
+Everything else works with :mod:`zkconsumer.layout` values (``TopicAssignment``, ``BrokerInfo``,
+``ConsumerRegistration``, offsets, owners); this module turns them into znodes and back, so path spelling,
+encoding and error handling live in a single module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+from collections.abc import Iterable, Iterator
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from . import layout
+from .layout import BrokerInfo, ConsumerRegistration, GroupPaths, TopicAssignment
+
+log = logging.getLogger(__name__)
+
+
+class ZkConnectError(RuntimeError):
+    """ZooKeeper could not be reached within the connection timeout."""
+
+
+class BrokerAlreadyRegistered(RuntimeError):
+    pass
+
+
+class TopicExistsError(RuntimeError):
+    pass
+
+
+class UnknownTopicError(LookupError):
+    pass
+
+
+def split_connect(zk_connect: str) -> tuple[str, str]:
+    """``host:port,host:port/chroot`` → (hosts, chroot or "")."""
+    zk_connect = zk_connect.strip()
+    if not zk_connect:
+        raise ZkConnectError("zookeeper.connect is empty")
+    hosts, slash, chroot = zk_connect.partition("/")
+    chroot = ("/" + chroot.strip("/")) if slash and chroot.strip("/") else ""
+    return hosts, chroot
+
+
+def connect(zk_connect: str, session_timeout_ms: int = 6000, connection_timeout_ms: int = 6000,
+            logger: logging.Logger | None = None, create_chroot: bool = True) -> KazooClient:
+    """A started KazooClient for ``zookeeper.connect`` (chroot created when missing, as a convenience).
+
+    ``zookeeper.session.timeout.ms`` becomes the requested session timeout; the server may negotiate it into
+    its own [min, max] bounds. ``zookeeper.connection.timeout.ms`` bounds the wait for the first session.
+    """
+    hosts, chroot = split_connect(zk_connect)
+    timeout = connection_timeout_ms / 1000.0
+    if chroot and create_chroot:
+        root = KazooClient(hosts=hosts, timeout=session_timeout_ms / 1000.0, logger=logger)
+        _start(root, hosts, timeout)
+        try:
+            root.ensure_path(chroot)
+        finally:
+            root.stop()
+            root.close()
+    client = KazooClient(hosts=hosts + chroot, timeout=session_timeout_ms / 1000.0, logger=logger)
+    _start(client, zk_connect, timeout)
+    return client
+
+
+def _start(client: KazooClient, shown: str, timeout: float) -> None:
+    try:
+        client.start(timeout=timeout)
+    except KazooTimeoutError:
+        with contextlib.suppress(Exception):
+            client.stop()
+            client.close()
+        raise ZkConnectError(f"could not connect to ZooKeeper at {shown} within {timeout:.1f}s "
+                             "(zookeeper.connection.timeout.ms); is a server running there? "
+                             "'zkconsumer zk start' starts one.") from None
+
+
+class Registry:
+    """Typed access to the Kafka tree over one kazoo client."""
+
+    def __init__(self, client: KazooClient) -> None:
+        self.zk = client
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, zk_connect: str, **kwargs) -> Iterator[Registry]:
+        client = connect(zk_connect, **kwargs)
+        try:
+            yield cls(client)
+        finally:
+            client.stop()
+            client.close()
+
+    # ------------------------------------------------------------------------------------------ plumbing
+    def setup_common_paths(self) -> None:
+        for path in layout.COMMON_PATHS:
+            self.zk.ensure_path(path)
+
+    def children(self, path: str, watch=None) -> list[str]:
+        """Children, or [] when the parent does not exist (``getChildrenParentMayNotExist``)."""
+        try:
+            return self.zk.get_children(path, watch=watch)
+        except NoNodeError:
+            return []
+
+    def read(self, path: str, watch=None) -> bytes | None:
+        try:
+            data, _ = self.zk.get(path, watch=watch)
+            return data
+        except NoNodeError:
+            return None
+
+    # ------------------------------------------------------------------------------------------- brokers
+    def broker_ids(self) -> list[int]:
+        out = []
+        for child in self.children(layout.BROKER_IDS_PATH):
+            with contextlib.suppress(ValueError):
+                out.append(int(child))
+        return sorted(out)
+
+    def broker(self, broker_id: int) -> BrokerInfo | None:
+        path = layout.broker_path(broker_id)
+        data = self.read(path)
+        return None if data is None else BrokerInfo.decode(path, data)
+
+    def brokers(self) -> dict[int, BrokerInfo]:
+        out = {}
+        for bid in self.broker_ids():
+            info = self.broker(bid)
+            if info is not None:
+                out[bid] = info
+        return out
+
+    def register_broker(self, info: BrokerInfo) -> str:
+        """Create ``/brokers/ids/<id>`` (ephemeral); an existing registration is Kafka's startup error."""
+        path = layout.broker_path(info.broker_id)
+        self.zk.ensure_path(layout.BROKER_IDS_PATH)
+        try:
+            self.zk.create(path, info.encode(), ephemeral=True)
+        except NodeExistsError:
+            raise BrokerAlreadyRegistered(
+                f"A broker is already registered on the path {path}. This probably indicates that you either "
+                "have configured a brokerid that is already in use, or else you have shutdown this broker and "
+                "restarted it faster than the zookeeper timeout so it appears to be re-registering.") from None
+        return path
+
+    # -------------------------------------------------------------------------------------------- topics
+    def topics(self, watch=None) -> list[str]:
+        return sorted(self.children(layout.BROKER_TOPICS_PATH, watch=watch))
+
+    def topic(self, topic: str, watch=None) -> TopicAssignment | None:
+        path = layout.topic_path(topic)
+        data = self.read(path, watch=watch)
+        return None if data is None else TopicAssignment.decode(path, data)
+
+    def partitions_for_topics(self, topics: Iterable[str]) -> dict[str, list[int]]:
+        """Topic → numerically sorted partition ids; a missing topic has none (Kafka's behaviour)."""
+        out = {}
+        for t in topics:
+            ta = self.topic(t)
+            out[t] = ta.partition_ids if ta else []
+        return out
+
+    def create_topic_node(self, topic: str, assignment: TopicAssignment) -> None:
+        layout.validate_topic(topic)
+        self.zk.ensure_path(layout.BROKER_TOPICS_PATH)
+        try:
+            self.zk.create(layout.topic_path(topic), assignment.encode())
+        except NodeExistsError:
+            raise TopicExistsError(f"Topic \"{topic}\" already exists.") from None
+        self.zk.ensure_path(layout.CONFIG_TOPICS_PATH)
+        with contextlib.suppress(NodeExistsError):
+            self.zk.create(layout.topic_config_path(topic), layout.kafka_json({"version": 1, "config": {}}).encode())
+
+    def update_topic_node(self, topic: str, assignment: TopicAssignment) -> None:
+        try:
+            self.zk.set(layout.topic_path(topic), assignment.encode())
+        except NoNodeError:
+            raise UnknownTopicError(f"The topic {topic} does not exist") from None
+
+    # --------------------------------------------------------------------------------------------- groups
+    def groups(self) -> list[str]:
+        return sorted(self.children(layout.CONSUMERS_PATH))
+
+    def consumer_ids(self, group: str, watch=None) -> list[str]:
+        return sorted(self.children(GroupPaths(group).ids, watch=watch))
+
+    def registration(self, group: str, consumer_id: str) -> ConsumerRegistration | None:
+        path = GroupPaths(group).registration(consumer_id)
+        data = self.read(path)
+        return None if data is None else ConsumerRegistration.decode(path, data)
+
+    def owner(self, group: str, topic: str, partition: int) -> str | None:
+        path = GroupPaths(group).owner(topic, partition)
+        data = self.read(path)
+        return None if data is None else layout.decode_owner(path, data)
+
+    def owners(self, group: str) -> dict[tuple[str, int], str]:
+        """(topic, partition) → owning thread id, for every owner node of the group."""
+        g = GroupPaths(group)
+        out = {}
+        for topic in self.children(g.owners):
+            for child in self.children(g.owners_topic(topic)):
+                with contextlib.suppress(ValueError):
+                    p = int(child)
+                    owner = self.owner(group, topic, p)
+                    if owner is not None:
+                        out[(topic, p)] = owner
+        return out
+
+    def offset(self, group: str, topic: str, partition: int) -> int | None:
+        path = GroupPaths(group).offset(topic, partition)
+        data = self.read(path)
+        return None if data is None else layout.decode_offset(path, data)
+
+    def offsets(self, group: str) -> dict[tuple[str, int], int]:
+        g = GroupPaths(group)
+        out = {}
+        for topic in self.children(g.offsets):
+            for child in self.children(g.offsets_topic(topic)):
+                with contextlib.suppress(ValueError):
+                    p = int(child)
+                    off = self.offset(group, topic, p)
+                    if off is not None:
+                        out[(topic, p)] = off
+        return out
+
+    def write_offset(self, group: str, topic: str, partition: int, offset: int) -> None:
+        """``ZkUtils.updatePersistentPath``: set, creating parents when the node is new."""
+        path = GroupPaths(group).offset(topic, partition)
+        data = layout.encode_offset(offset)
+        try:
+            self.zk.set(path, data)
+        except NoNodeError:
+            try:
+                self.zk.create(path, data, makepath=True)
+            except NodeExistsError:
+                self.zk.set(path, data)

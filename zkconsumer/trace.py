@@ -1,0 +1,65 @@
+"""Run traces: every consumer appends JSON-lines events to its own file in a trace directory.
+
+The schema is documented in docs/trace.md; it is the input of the Spark analysis (``zkconsumer analyze``).
+Writing is thread-safe (fetcher, rebalance and commit threads all record) and each line is flushed as it is
+written, so a consumer killed with SIGKILL leaves every event up to its last complete line.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import threading
+import time
+from pathlib import Path
+from typing import IO, Any
+
+#: Every event name a consumer may write (docs/trace.md describes their fields).
+EVENTS = frozenset({
+    "registered", "rebalance_triggered", "attempt_started", "released", "assigned", "claim_conflict",
+    "claimed", "rebalance_done", "rebalance_failed", "session_expired", "connection_suspended", "reconnected",
+    "offset_committed", "record_delivered", "shutdown",
+})
+SCHEMA_VERSION = 1
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+class TraceWriter:
+    """Appends events for one consumer to ``<dir>/<consumer id>.jsonl``; a no-op when ``directory`` is None."""
+
+    def __init__(self, directory: str | os.PathLike | None, group: str, consumer: str) -> None:
+        self.group = group
+        self.consumer = consumer
+        self._lock = threading.Lock()
+        self._seq = 0
+        self._file: IO[str] | None = None
+        self.path: Path | None = None
+        if directory is not None:
+            Path(directory).mkdir(parents=True, exist_ok=True)
+            self.path = Path(directory) / f"{consumer}.jsonl"
+            self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives with us
+
+    @property
+    def enabled(self) -> bool:
+        return self._file is not None
+
+    def emit(self, event: str, **fields: Any) -> None:
+        if self._file is None:
+            return
+        if event not in EVENTS:
+            raise ValueError(f"unknown trace event {event!r}")
+        with self._lock:
+            self._seq += 1
+            record = {"v": SCHEMA_VERSION, "ts": now_ms(), "event": event, "group": self.group,
+                      "consumer": self.consumer, "seq": self._seq, **fields}
+            if self._file is not None:
+                self._file.write(json.dumps(record, separators=(",", ":"), sort_keys=False) + "\n")
+
+    def close(self) -> None:
+        with self._lock:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
