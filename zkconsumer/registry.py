@@ -191,6 +191,28 @@ class Registry:
     def consumer_ids(self, group: str, watch=None) -> list[str]:
         return sorted(self.children(GroupPaths(group).ids, watch=watch))
 
+    def consumer_ids_with_version(self, group: str) -> tuple[list[str], int]:
+        """The members and the child version of ``ids``: equal versions mean the same membership was seen."""
+        try:
+            children, stat = self.zk.get_children(GroupPaths(group).ids, include_data=True)
+        except NoNodeError:
+            return [], -1
+        return sorted(children), stat.cversion
+
+    def register_consumer(self, group: str, consumer_id: str, registration: ConsumerRegistration) -> None:
+        """Create the ephemeral registration; one already there from our previous session is replaced."""
+        path = GroupPaths(group).registration(consumer_id)
+        data = registration.encode()
+        self.zk.ensure_path(GroupPaths(group).ids)
+        try:
+            self.zk.create(path, data, ephemeral=True)
+        except NodeExistsError:
+            # Kafka's createEphemeralPathExpectConflictHandleZKBug: a node left by our own expired session
+            # disappears by itself; replace it rather than wait for the server to notice.
+            with contextlib.suppress(NoNodeError):
+                self.zk.delete(path)
+            self.zk.create(path, data, ephemeral=True)
+
     def registration(self, group: str, consumer_id: str) -> ConsumerRegistration | None:
         path = GroupPaths(group).registration(consumer_id)
         data = self.read(path)
@@ -213,6 +235,9 @@ class Registry:
                     if owner is not None:
                         out[(topic, p)] = owner
         return out
+
+    def owner_nodes_exist(self, group: str) -> None:
+        self.zk.ensure_path(GroupPaths(group).owners)
 
     def offset(self, group: str, topic: str, partition: int) -> int | None:
         path = GroupPaths(group).offset(topic, partition)

@@ -1,0 +1,207 @@
+"""The 0.8 rebalance against a real ZooKeeper: Kafka's connector test, joins, leaves, crashes, expiry, growth."""
+
+from __future__ import annotations
+
+import signal
+import subprocess
+import sys
+import threading
+import time
+
+import pytest
+from helpers import consumer, wait_until
+from kazoo.client import KazooClient
+
+from zkconsumer.connector import MessageStreamsExist
+from zkconsumer.layout import TopicAssignment
+from zkconsumer.registry import Registry
+from zkconsumer.topics import add_partitions, create_topic
+
+PROFILES = ["default", "kafka-0.8"]
+
+
+def owners(reg: Registry, group: str) -> dict[str, str]:
+    return {f"{t}-{p}": tid for (t, p), tid in sorted(reg.owners(group).items())}
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_kafkas_connector_test(registry: Registry, zk_connect: str, profile: str) -> None:
+    """ZookeeperConsumerConnectorTest: consumer1 alone, consumer2 joins, consumer3 with nothing changes nothing."""
+    registry.zk.create("/brokers/topics/topic1", TopicAssignment({0: [0], 1: [0]}).encode(), makepath=True)
+    c1 = consumer(zk_connect, "group1", "consumer1", zkconsumer_profile=profile)
+    c2 = c3 = None
+    try:
+        c1.create_message_streams({"topic1": 1})
+        assert owners(registry, "group1") == {"topic1-0": "group1_consumer1-0", "topic1-1": "group1_consumer1-0"}
+        c2 = consumer(zk_connect, "group1", "consumer2", zkconsumer_profile=profile)
+        c2.create_message_streams({"topic1": 1})
+        expected = {"topic1-0": "group1_consumer1-0", "topic1-1": "group1_consumer2-0"}
+        wait_until(lambda: owners(registry, "group1") == expected, message="consumer2's share")
+        assert c1.owned_partitions() and c2.owned_partitions()
+        c3 = consumer(zk_connect, "group1", "consumer3", zkconsumer_profile=profile)
+        c3.create_message_streams({})
+        wait_until(lambda: c1.rebalancer.rebalance_count >= 3 and c2.rebalancer.rebalance_count >= 2,
+                   message="consumers 1 and 2 rebalanced for consumer3")
+        wait_until(lambda: owners(registry, "group1") == expected and not c1.rebalancer.busy
+                   and not c2.rebalancer.busy, message="the same owners once the group settled")
+        assert c3.owned_partitions() == {}
+        with pytest.raises(MessageStreamsExist):
+            c1.create_message_streams({"topic1": 1})
+    finally:
+        for c in (c3, c2, c1):
+            if c is not None:
+                c.shutdown()
+    assert registry.consumer_ids("group1") == []
+    assert owners(registry, "group1") == {}
+
+
+def test_registration_node_is_kafkas(registry: Registry, zk_connect: str) -> None:
+    create_topic(registry, "t", 1)
+    with consumer(zk_connect, "g", "c1") as c:
+        c.create_message_streams({"t": 2})
+        data = registry.read("/consumers/g/ids/g_c1").decode()
+        assert data.startswith('{"version":1,"subscription":{"t":2},"pattern":"static","timestamp":"')
+        assert registry.zk.exists("/consumers/g/ids/g_c1").ephemeralOwner == c.zk.client_id[0]
+        assert owners(registry, "g") == {"t-0": "g_c1-0"}
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_leave_moves_partitions(registry: Registry, zk_connect: str, profile: str) -> None:
+    create_topic(registry, "t", 4)
+    a = consumer(zk_connect, "g", "a", zkconsumer_profile=profile)
+    b = consumer(zk_connect, "g", "b", zkconsumer_profile=profile)
+    try:
+        a.create_message_streams({"t": 1})
+        b.create_message_streams({"t": 1})
+        wait_until(lambda: owners(registry, "g") == {"t-0": "g_a-0", "t-1": "g_a-0", "t-2": "g_b-0", "t-3": "g_b-0"},
+                   message="two-way split")
+        b.shutdown()
+        wait_until(lambda: owners(registry, "g") == {f"t-{p}": "g_a-0" for p in range(4)}, message="a owns all")
+    finally:
+        a.shutdown()
+        b.shutdown()
+
+
+CHILD = """
+import sys, time
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.connector import ZookeeperConsumerConnector
+c = ZookeeperConsumerConnector(ConsumerConfig.from_properties({
+    "group.id": "g", "consumer.id": "b", "zookeeper.connect": sys.argv[1], "zkconsumer.fetch.enable": False,
+    "zookeeper.session.timeout.ms": 2000, "auto.commit.enable": False}))
+c.create_message_streams({"t": 1})
+print("ready", flush=True)
+time.sleep(600)
+"""
+
+
+def test_kill_9_moves_partitions_after_session_timeout(registry: Registry, zk_connect: str) -> None:
+    """A consumer process killed with SIGKILL: its ephemerals live until its session times out, then move."""
+    create_topic(registry, "t", 2)
+    a = consumer(zk_connect, "g", "a")
+    child = subprocess.Popen([sys.executable, "-c", CHILD, zk_connect], stdout=subprocess.PIPE, text=True)
+    try:
+        a.create_message_streams({"t": 1})
+        assert child.stdout.readline().strip() == "ready"
+        wait_until(lambda: owners(registry, "g") == {"t-0": "g_a-0", "t-1": "g_b-0"}, message="split")
+        child.send_signal(signal.SIGKILL)
+        child.wait(10)
+        killed_at = time.monotonic()
+        assert owners(registry, "g")["t-1"] == "g_b-0"  # nobody noticed yet: the session still lives
+        wait_until(lambda: owners(registry, "g") == {"t-0": "g_a-0", "t-1": "g_a-0"}, timeout=20,
+                   message="a owns all after b's session expired")
+        assert time.monotonic() - killed_at >= 1.0  # it took the session timeout, not an instant
+    finally:
+        child.kill()
+        child.wait()
+        a.shutdown()
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_server_side_session_expiry_reregisters(registry: Registry, zk_connect: str, zk_server, profile: str) -> None:
+    """Expire a's session on the server (a second client on the same id and password, then closed)."""
+    create_topic(registry, "t", 2)
+    a = consumer(zk_connect, "g", "a", zkconsumer_profile=profile)
+    b = consumer(zk_connect, "g", "b", zkconsumer_profile=profile)
+    try:
+        a.create_message_streams({"t": 1})
+        b.create_message_streams({"t": 1})
+        split = {"t-0": "g_a-0", "t-1": "g_b-0"}
+        wait_until(lambda: owners(registry, "g") == split, message="split")
+        old_session = a.zk.client_id[0]
+        session_id, password = a.zk.client_id
+        twin = KazooClient(hosts=zk_connect, client_id=(session_id, password))
+        twin.start(10)
+        twin.stop()
+        twin.close()
+        wait_until(lambda: a.zk.client_id and a.zk.client_id[0] != old_session and
+                   registry.zk.exists("/consumers/g/ids/g_a") is not None and
+                   registry.zk.exists("/consumers/g/ids/g_a").ephemeralOwner == a.zk.client_id[0],
+                   message="a re-registered on a new session")
+        wait_until(lambda: owners(registry, "g") == split, message="split again after expiry")
+        events = (a.trace.path.read_text() if a.trace.path else "")
+        assert a.failure is None, events
+    finally:
+        a.shutdown()
+        b.shutdown()
+
+
+def test_partition_growth_triggers_rebalance(registry: Registry, zk_connect: str) -> None:
+    create_topic(registry, "t", 2)
+    a = consumer(zk_connect, "g", "a")
+    b = consumer(zk_connect, "g", "b")
+    try:
+        a.create_message_streams({"t": 1})
+        b.create_message_streams({"t": 1})
+        wait_until(lambda: len(owners(registry, "g")) == 2, message="2 owned")
+        add_partitions(registry, "t", 6)
+        wait_until(lambda: owners(registry, "g") == {"t-0": "g_a-0", "t-1": "g_a-0", "t-2": "g_a-0",
+                                                     "t-3": "g_b-0", "t-4": "g_b-0", "t-5": "g_b-0"},
+                   message="6 partitions split 3/3")
+    finally:
+        a.shutdown()
+        b.shutdown()
+
+
+def test_wildcard_picks_up_new_topic(registry: Registry, zk_connect: str) -> None:
+    create_topic(registry, "logs.a", 1)
+    create_topic(registry, "other", 1)
+    with consumer(zk_connect, "g", "w") as c:
+        c.create_message_streams_by_filter("logs\\..*", 1)
+        data = registry.read("/consumers/g/ids/g_w").decode()
+        assert '"subscription":{"logs\\\\..*":1},"pattern":"white_list"' in data
+        assert owners(registry, "g") == {"logs.a-0": "g_w-0"}
+        create_topic(registry, "logs.b", 2)
+        wait_until(lambda: owners(registry, "g") == {"logs.a-0": "g_w-0", "logs.b-0": "g_w-0", "logs.b-1": "g_w-0"},
+                   message="the new matching topic owned")
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_many_consumers_started_together_converge(registry: Registry, zk_connect: str, profile: str) -> None:
+    create_topic(registry, "t", 40)
+    consumers = [consumer(zk_connect, "g", f"c{i:02d}", zkconsumer_profile=profile, rebalance_max_retries=10)
+                 for i in range(20)]
+    barrier = threading.Barrier(len(consumers))
+    errors: list[BaseException] = []
+
+    def start(c) -> None:
+        barrier.wait()
+        try:
+            c.create_message_streams({"t": 1})
+        except BaseException as e:  # noqa: BLE001
+            errors.append(e)
+
+    threads = [threading.Thread(target=start, args=(c,)) for c in consumers]
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join(120)
+        expected = {f"t-{p}": f"g_c{p // 2:02d}-0" for p in range(40)}
+        wait_until(lambda: owners(registry, "g") == expected and all(
+            len(c.owned_partitions()) == 2 for c in consumers), timeout=60, message="20 consumers converge")
+        if profile == "default":
+            assert not errors
+    finally:
+        for c in consumers:
+            c.shutdown()

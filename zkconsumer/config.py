@@ -1,0 +1,339 @@
+"""Consumer configuration with Kafka 0.8's property names, defaults and validation, plus two profiles.
+
+``kafka-0.8`` reproduces the original connector's behaviour and timing exactly, weaknesses included, so the
+lab can show them. ``default`` (zkconsumer's own) keeps the same ZooKeeper layout, ids and assignments but
+avoids needless waiting and failed claims; every difference is a named switch below and in docs/profiles.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from .assignors import STRATEGIES
+
+PROFILES = ("default", "kafka-0.8")
+
+
+class ConfigError(ValueError):
+    """An invalid or missing consumer property (Kafka's ``InvalidConfigException``), with the property name."""
+
+
+_LEGAL_CHARS = re.compile(r"[a-zA-Z0-9._\-]*")
+
+
+def _validate_chars(prop: str, value: str) -> None:
+    """Kafka's ``ConsumerConfig.validateChars``: ASCII alphanumerics, '.', '_' and '-'."""
+    if not _LEGAL_CHARS.fullmatch(value):
+        raise ConfigError(f"{prop} {value} is illegal, contains a character other than ASCII alphanumerics, "
+                          "'.', '_' and '-'")
+
+
+@dataclass(frozen=True)
+class Prop:
+    name: str
+    kind: type
+    default: Any
+    doc: str
+
+
+#: Kafka 0.8.2 consumer properties we honour (name, type, default). ``None`` default = unset.
+KAFKA_PROPERTIES: tuple[Prop, ...] = (
+    Prop("group.id", str, None, "the consumer group (required)"),
+    Prop("zookeeper.connect", str, None, "host:port[,host:port][/chroot]; none starts an embedded ZooKeeper"),
+    Prop("consumer.id", str, None, "fixed consumer id suffix; default host-millis-uuid8"),
+    Prop("partition.assignment.strategy", str, "range", "range | roundrobin | roundrobin-relaxed"),
+    Prop("rebalance.max.retries", int, 4, "attempts per rebalance"),
+    Prop("rebalance.backoff.ms", int, None, "sleep between attempts; defaults to zookeeper.sync.time.ms"),
+    Prop("zookeeper.sync.time.ms", int, 2000, "how far a ZK follower may lag the leader"),
+    Prop("zookeeper.session.timeout.ms", int, 6000, "ZooKeeper session timeout"),
+    Prop("zookeeper.connection.timeout.ms", int, None, "wait for the first connection; defaults to the session "
+                                                       "timeout"),
+    Prop("auto.commit.enable", bool, True, "commit offsets periodically"),
+    Prop("auto.commit.interval.ms", int, 60000, "auto-commit period"),
+    Prop("auto.offset.reset", str, "largest", "smallest | largest: where to start without a committed offset"),
+    Prop("exclude.internal.topics", bool, True, "wildcards never match __consumer_offsets"),
+    Prop("offsets.storage", str, "zookeeper", "zookeeper | kafka"),
+    Prop("dual.commit.enabled", bool, None, "commit to both stores; defaults to offsets.storage == kafka"),
+    Prop("consumer.timeout.ms", int, -1, "a stream raises ConsumerTimeout after this long without a record; "
+                                         "-1 waits forever"),
+    Prop("client.id", str, None, "defaults to group.id"),
+    Prop("fetch.message.max.bytes", int, 1024 * 1024, "max bytes per partition per fetch"),
+    Prop("fetch.min.bytes", int, 1, "broker waits for this many bytes"),
+    Prop("fetch.wait.max.ms", int, 100, "or this long"),
+    Prop("queued.max.message.chunks", int, 2, "chunks buffered per stream"),
+    Prop("socket.timeout.ms", int, 30000, "network request timeout"),
+    # Not Kafka 0.8's: how zkconsumer finds brokers when they are not registered in ZooKeeper.
+    Prop("bootstrap.servers", str, None, "host:port list of a Kafka cluster; default: brokers from ZooKeeper"),
+    Prop("zkconsumer.profile", str, "default", "default | kafka-0.8 (see docs/profiles.md)"),
+    Prop("zkconsumer.trace.dir", str, None, "directory for JSON-lines traces (docs/trace.md)"),
+    Prop("zkconsumer.fetch.enable", bool, True, "false: take part in rebalances and own partitions without "
+                                               "fetching records (ownership studies, benchmarks)"),
+)
+_BY_NAME = {p.name: p for p in KAFKA_PROPERTIES}
+
+
+def _coerce(prop: Prop, value: Any) -> Any:
+    if value is None or (isinstance(value, str) and value.strip() == "" and prop.kind is not str):
+        return None
+    if prop.kind is bool:
+        if isinstance(value, bool):
+            return value
+        text = str(value).strip().lower()
+        if text in ("true", "false"):
+            return text == "true"
+        raise ConfigError(f"{prop.name} must be true or false, got {value!r}")
+    if prop.kind is int:
+        if isinstance(value, bool):
+            raise ConfigError(f"{prop.name} must be an integer, got {value!r}")
+        try:
+            return int(str(value).strip())
+        except ValueError:
+            raise ConfigError(f"{prop.name} must be an integer, got {value!r}") from None
+    return str(value).strip()
+
+
+@dataclass(frozen=True)
+class Profile:
+    """Behaviour switches that differ between Kafka 0.8 and zkconsumer's default (docs/profiles.md)."""
+
+    name: str
+    #: claim all owner nodes in one ZooKeeper multi-op (all or nothing) instead of one create per partition
+    atomic_claims: bool
+    #: on a claim conflict, wait (with a watch) for the holder to delete its node instead of failing the attempt
+    wait_for_release: bool
+    #: keep partitions this consumer keeps after the rebalance (no release, no fetch stop) instead of
+    #: stopping the world
+    keep_unmoved: bool
+    #: commit only records the caller has finished with (it asked for the next one, or committed), instead
+    #: of every record handed out
+    commit_processed_only: bool
+    #: before claiming, re-read the membership; if it changed, recompute at once instead of claiming stale
+    recheck_membership: bool
+
+
+PROFILE_SETTINGS = {
+    "kafka-0.8": Profile("kafka-0.8", atomic_claims=False, wait_for_release=False, keep_unmoved=False,
+                         commit_processed_only=False, recheck_membership=False),
+    "default": Profile("default", atomic_claims=True, wait_for_release=True, keep_unmoved=True,
+                       commit_processed_only=True, recheck_membership=True),
+}
+
+
+@dataclass(frozen=True)
+class ConsumerConfig:
+    """Validated consumer properties. Build with :meth:`from_properties` or :meth:`load`."""
+
+    props: Mapping[str, Any] = field(default_factory=dict)
+
+    # ----------------------------------------------------------------------------------------- building
+    @classmethod
+    def from_properties(cls, props: Mapping[str, Any] | None = None, **kwargs: Any) -> ConsumerConfig:
+        """From a mapping of Kafka property names; keyword arguments use ``_`` for ``.`` (``group_id=``)."""
+        merged: dict[str, Any] = {}
+        for key, value in {**(props or {}), **{k.replace("_", "."): v for k, v in kwargs.items()}}.items():
+            prop = _BY_NAME.get(key)
+            if prop is None:
+                # Kafka logs unknown properties and goes on; so do we, keeping them for the record.
+                merged[key] = value
+                continue
+            coerced = _coerce(prop, value)
+            if coerced is not None:
+                merged[key] = coerced
+        config = cls(merged)
+        config.validate()
+        return config
+
+    @classmethod
+    def load(cls, path: str | Path, overrides: Mapping[str, Any] | None = None) -> ConsumerConfig:
+        """Read a Java ``consumer.properties`` file, then apply ``overrides``."""
+        return cls.from_properties({**read_properties(path), **(overrides or {})})
+
+    def with_overrides(self, **props: Any) -> ConsumerConfig:
+        return ConsumerConfig.from_properties({**self.props, **props})
+
+    def get(self, name: str) -> Any:
+        if name in self.props:
+            return self.props[name]
+        prop = _BY_NAME.get(name)
+        if prop is None:
+            raise KeyError(name)
+        return prop.default
+
+    # ---------------------------------------------------------------------------------------- validation
+    def validate(self) -> None:
+        group = self.props.get("group.id")
+        if not group:
+            raise ConfigError("group.id is required")
+        _validate_chars("group.id", group)
+        _validate_chars("client.id", self.client_id)
+        if self.auto_offset_reset not in ("smallest", "largest"):
+            raise ConfigError(f"Wrong value {self.auto_offset_reset} of auto.offset.reset in ConsumerConfig; "
+                              "Valid values are smallest and largest")
+        if self.offsets_storage not in ("zookeeper", "kafka"):
+            raise ConfigError(f"Wrong value {self.offsets_storage} of offsets.storage in consumer config; "
+                              "Valid values are 'zookeeper' and 'kafka'")
+        if self.strategy not in STRATEGIES:
+            raise ConfigError(f"partition.assignment.strategy must be one of {', '.join(STRATEGIES)}, "
+                              f"got {self.strategy!r}")
+        if self.profile_name not in PROFILES:
+            raise ConfigError(f"zkconsumer.profile must be one of {', '.join(PROFILES)}, got {self.profile_name!r}")
+        for name in ("rebalance.max.retries", "zookeeper.session.timeout.ms", "auto.commit.interval.ms",
+                     "fetch.message.max.bytes", "queued.max.message.chunks"):
+            if self.get(name) < 1:
+                raise ConfigError(f"{name} must be >= 1, got {self.get(name)}")
+        if self.rebalance_backoff_ms < 0:
+            raise ConfigError(f"rebalance.backoff.ms must be >= 0, got {self.rebalance_backoff_ms}")
+        cid = self.props.get("consumer.id")
+        if cid is not None and ("/" in cid or not cid.strip()):
+            raise ConfigError(f"consumer.id {cid!r} cannot be used in a ZooKeeper path")
+
+    def warnings(self) -> list[str]:
+        """Advice Kafka's FAQ gives, e.g. retries x backoff must outlast a session timeout."""
+        out = []
+        if self.rebalance_max_retries * self.rebalance_backoff_ms <= self.session_timeout_ms:
+            out.append(f"rebalance.max.retries * rebalance.backoff.ms ({self.rebalance_max_retries} x "
+                       f"{self.rebalance_backoff_ms}) should exceed zookeeper.session.timeout.ms "
+                       f"({self.session_timeout_ms}): a crashed owner's nodes live that long")
+        return out
+
+    # ---------------------------------------------------------------------------------------- accessors
+    @property
+    def group_id(self) -> str:
+        return self.props["group.id"]
+
+    @property
+    def consumer_id(self) -> str | None:
+        return self.props.get("consumer.id")
+
+    @property
+    def zookeeper_connect(self) -> str | None:
+        return self.props.get("zookeeper.connect")
+
+    @property
+    def client_id(self) -> str:
+        return self.props.get("client.id") or self.props["group.id"]
+
+    @property
+    def strategy(self) -> str:
+        return self.get("partition.assignment.strategy")
+
+    @property
+    def rebalance_max_retries(self) -> int:
+        return self.get("rebalance.max.retries")
+
+    @property
+    def rebalance_backoff_ms(self) -> int:
+        value = self.get("rebalance.backoff.ms")
+        return self.get("zookeeper.sync.time.ms") if value is None else value
+
+    @property
+    def session_timeout_ms(self) -> int:
+        return self.get("zookeeper.session.timeout.ms")
+
+    @property
+    def connection_timeout_ms(self) -> int:
+        value = self.get("zookeeper.connection.timeout.ms")
+        return self.session_timeout_ms if value is None else value
+
+    @property
+    def auto_commit(self) -> bool:
+        return self.get("auto.commit.enable")
+
+    @property
+    def auto_commit_interval_ms(self) -> int:
+        return self.get("auto.commit.interval.ms")
+
+    @property
+    def auto_offset_reset(self) -> str:
+        return self.get("auto.offset.reset")
+
+    @property
+    def exclude_internal_topics(self) -> bool:
+        return self.get("exclude.internal.topics")
+
+    @property
+    def offsets_storage(self) -> str:
+        return self.get("offsets.storage")
+
+    @property
+    def dual_commit(self) -> bool:
+        value = self.get("dual.commit.enabled")
+        return self.offsets_storage == "kafka" if value is None else value
+
+    @property
+    def consumer_timeout_ms(self) -> int:
+        return self.get("consumer.timeout.ms")
+
+    @property
+    def profile_name(self) -> str:
+        return self.get("zkconsumer.profile")
+
+    @property
+    def profile(self) -> Profile:
+        return PROFILE_SETTINGS[self.profile_name]
+
+    @property
+    def trace_dir(self) -> str | None:
+        return self.get("zkconsumer.trace.dir")
+
+    @property
+    def fetch_enabled(self) -> bool:
+        return self.get("zkconsumer.fetch.enable")
+
+    @property
+    def bootstrap_servers(self) -> str | None:
+        return self.get("bootstrap.servers")
+
+    def as_dict(self) -> dict[str, Any]:
+        """Every known property with its effective value (defaults filled in)."""
+        out = {p.name: self.get(p.name) for p in KAFKA_PROPERTIES}
+        out["rebalance.backoff.ms"] = self.rebalance_backoff_ms
+        out["zookeeper.connection.timeout.ms"] = self.connection_timeout_ms
+        out["client.id"] = self.client_id
+        out["dual.commit.enabled"] = self.dual_commit
+        out.update({k: v for k, v in self.props.items() if k not in out})
+        return out
+
+
+def read_properties(path: str | Path) -> dict[str, str]:
+    """A Java ``.properties`` file: ``key=value`` / ``key: value`` / ``key value``, ``#``/``!`` comments,
+    backslash line continuations and escapes. Missing file → ConfigError."""
+    try:
+        text = Path(path).read_text(encoding="latin-1")
+    except OSError as e:
+        raise ConfigError(f"cannot read properties file {path}: {e.strerror}") from None
+    out: dict[str, str] = {}
+    logical: list[str] = []
+    for raw in text.splitlines():
+        line = raw.lstrip() if not logical else raw.lstrip()
+        if not logical and (not line or line[0] in "#!"):
+            continue
+        if line.endswith("\\") and not line.endswith("\\\\"):
+            logical.append(line[:-1])
+            continue
+        logical.append(line)
+        entry = "".join(logical)
+        logical = []
+        m = re.match(r"((?:\\.|[^=:\s\\])*)\s*[=:\s]?\s*(.*)$", entry)
+        if not m:
+            continue
+        key = _unescape(m.group(1))
+        if key:
+            out[key] = _unescape(m.group(2))
+    return out
+
+
+def _unescape(s: str) -> str:
+    return re.sub(r"\\(u[0-9a-fA-F]{4}|.)", lambda m: chr(int(m.group(1)[1:], 16)) if m.group(1)[0] == "u"
+                  and len(m.group(1)) == 5 else {"t": "\t", "n": "\n", "r": "\r", "f": "\f"}.get(m.group(1),
+                                                                                                 m.group(1)), s)
+
+
+def property_names() -> list[str]:
+    return [p.name for p in KAFKA_PROPERTIES]
+
+

@@ -1,0 +1,439 @@
+"""Kafka 0.8's ``ZookeeperConsumerConnector``, in Python: streams, ownership state, commits, shutdown.
+
+The connector registers under ``/consumers/<g>/ids``, hands records to the caller through one
+:class:`KafkaStream` per consumer thread, and commits offsets to ZooKeeper. Deciding who owns what is the
+:class:`~zkconsumer.rebalance.Rebalancer`'s job; the connector gives it three operations — stop fetching a
+set of partitions (dropping what is buffered and committing what was consumed), start fetching a new share,
+and reset everything after a session expiry.
+
+Records carry the *generation* of their partition's ownership: releasing a partition bumps it under the state
+lock, so a record fetched before the release can never be handed out after it.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import queue
+import threading
+import time
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass
+
+from kazoo.client import KazooState
+from kazoo.protocol.states import KeeperState
+
+from . import layout
+from .assignors import TopicPartition
+from .config import ConsumerConfig
+from .fetcher import FetchedRecord, Fetcher
+from .layout import ConsumerRegistration, TopicFilter
+from .offsets import PartitionProgress, ZkOffsetStore
+from .registry import Registry, connect
+from .trace import TraceWriter
+
+log = logging.getLogger(__name__)
+
+
+class ConsumerRebalanceFailed(RuntimeError):
+    """Kafka's ``ConsumerRebalanceFailedException``: every attempt of a rebalance failed."""
+
+
+class MessageStreamsExist(RuntimeError):
+    """Kafka's ``MessageStreamsExistException``: streams can be created once per connector."""
+
+
+class ConsumerTimeout(Exception):
+    """Kafka's ``ConsumerTimeoutException``: no record within ``consumer.timeout.ms``."""
+
+
+class RebalanceListener:
+    """Kafka's ``ConsumerRebalanceListener``; override what you need. Called on the rebalance thread."""
+
+    def before_releasing_partitions(self, partitions: Mapping[str, set[int]]) -> None:
+        """Before owner nodes are deleted (offsets of consumed records are already committed)."""
+
+    def before_starting_fetchers(self, consumer_id: str, assignment: Mapping[str, Mapping[int, str]]) -> None:
+        """After the new share was claimed, before records flow: topic → partition → thread id."""
+
+
+_SHUTDOWN = object()
+
+
+@dataclass(frozen=True)
+class _Queued:
+    record: FetchedRecord
+    generation: int
+
+
+class KafkaStream:
+    """An iterator of records for one consumer thread (or one wildcard stream index).
+
+    ``next()`` marks the record handed out before as processed: in the default profile only processed
+    records are committed. Call :meth:`ack` to mark the current one processed without asking for more.
+    """
+
+    def __init__(self, connector: ZookeeperConsumerConnector, index: int, maxsize: int) -> None:
+        self._connector = connector
+        self.index = index
+        self.queue: queue.Queue = queue.Queue(maxsize)
+        self._in_flight: FetchedRecord | None = None
+        self._in_flight_gen = -1
+
+    def __iter__(self) -> Iterator[FetchedRecord]:
+        return self
+
+    def __next__(self) -> FetchedRecord:
+        c = self._connector
+        self.ack()
+        timeout_ms = c.config.consumer_timeout_ms
+        deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
+        while True:
+            if c.failure is not None:
+                raise c.failure
+            if not c.connected.is_set():
+                # SUSPENDED: the session may be gone and our partitions with it; hand out nothing until it is
+                # confirmed again (or replaced, after which a rebalance decides again).
+                c.connected.wait(0.1)
+                self._check_deadline(deadline)
+                continue
+            wait = 0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic()))
+            try:
+                item = self.queue.get(timeout=wait)
+            except queue.Empty:
+                if c.closed:
+                    raise StopIteration from None
+                self._check_deadline(deadline)
+                continue
+            if item is _SHUTDOWN:
+                self.queue.put(_SHUTDOWN)
+                raise StopIteration
+            if c.hand_out(item, self):
+                self._in_flight = item.record
+                self._in_flight_gen = item.generation
+                return item.record
+
+    @staticmethod
+    def _check_deadline(deadline: float | None) -> None:
+        if deadline is not None and time.monotonic() >= deadline:
+            raise ConsumerTimeout()
+
+    def ack(self) -> None:
+        """Mark the record handed out last as processed (it becomes committable)."""
+        if self._in_flight is not None:
+            self._connector.mark_processed(self._in_flight, self._in_flight_gen)
+            self._in_flight = None
+
+    def clear(self) -> None:
+        with contextlib.suppress(queue.Empty):
+            while True:
+                item = self.queue.get_nowait()
+                if item is _SHUTDOWN:
+                    self.queue.put_nowait(_SHUTDOWN)
+                    return
+
+
+class ZookeeperConsumerConnector:
+    """One consumer instance of a Kafka 0.8 ZooKeeper group.
+
+    ``ZookeeperConsumerConnector(ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": zk}))``;
+    without ``zookeeper.connect`` an embedded ZooKeeper is started for this process (the lab's default).
+    """
+
+    def __init__(self, config: ConsumerConfig, listener: RebalanceListener | None = None) -> None:
+        from .rebalance import Rebalancer
+
+        self.config = config
+        self.profile = config.profile
+        self.group = config.group_id
+        self.consumer_id = layout.make_consumer_id(self.group, config.consumer_id)
+        self.listener = listener or RebalanceListener()
+        self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id)
+        for warning in config.warnings():
+            log.warning(warning)
+        self._embedded = None
+        zk_connect = config.zookeeper_connect
+        if not zk_connect:
+            from .zkserver import ZooKeeperServer
+
+            self._embedded = ZooKeeperServer().start()
+            zk_connect = self._embedded.connect_string
+            log.info("no zookeeper.connect given: started an embedded ZooKeeper at %s", zk_connect)
+        self.zk_connect = zk_connect
+        self.zk = connect(zk_connect, session_timeout_ms=config.session_timeout_ms,
+                          connection_timeout_ms=config.connection_timeout_ms)
+        self.registry = Registry(self.zk)
+        self.offsets = ZkOffsetStore(self.registry, self.group, self.trace)
+        self.state_lock = threading.RLock()
+        self.owned: dict[TopicPartition, PartitionProgress] = {}
+        self._generation = 0
+        self.failure: BaseException | None = None
+        self.connected = threading.Event()
+        self.connected.set()
+        self.closed = False
+        self._streams_created = False
+        self.registration: ConsumerRegistration | None = None
+        self.topic_filter: TopicFilter | None = None
+        self._static_streams: dict[str, list[KafkaStream]] = {}
+        self._wildcard_streams: list[KafkaStream] = []
+        self.fetcher: Fetcher | None = None
+        self.rebalancer = Rebalancer(self)
+        self._commit_thread: threading.Thread | None = None
+        self._stop = threading.Event()
+        self.zk.add_listener(self._on_zk_state)
+
+    # ------------------------------------------------------------------------------------ stream creation
+    def create_message_streams(self, topic_count: Mapping[str, int]) -> dict[str, list[KafkaStream]]:
+        """Static subscription: topic → number of streams (threads); returns topic → streams."""
+        self._claim_streams_creation()
+        for topic, n in topic_count.items():
+            layout.validate_topic(topic)
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ValueError(f"stream count for {topic} must be an integer >= 1, got {n!r}")
+        maxsize = self._queue_size()
+        self._static_streams = {t: [KafkaStream(self, i, maxsize) for i in range(n)]
+                                for t, n in topic_count.items()}
+        self.registration = ConsumerRegistration.static(dict(topic_count))
+        self._start()
+        return self._static_streams
+
+    def create_message_streams_by_filter(self, topic_filter: TopicFilter | str, num_streams: int = 1
+                                         ) -> list[KafkaStream]:
+        """Wildcard subscription (white_list / black_list regex); new matching topics are picked up."""
+        self._claim_streams_creation()
+        if isinstance(topic_filter, str):
+            topic_filter = layout.whitelist(topic_filter)
+        if num_streams < 1:
+            raise ValueError("num_streams must be >= 1")
+        self.topic_filter = topic_filter
+        self._wildcard_streams = [KafkaStream(self, i, self._queue_size()) for i in range(num_streams)]
+        self.registration = ConsumerRegistration.wildcard(topic_filter, num_streams)
+        self._start()
+        return self._wildcard_streams
+
+    def _claim_streams_creation(self) -> None:
+        if self._streams_created:
+            raise MessageStreamsExist("ZookeeperConsumerConnector can create message streams at most once")
+        self._streams_created = True
+
+    def _queue_size(self) -> int:
+        return max(1, self.config.get("queued.max.message.chunks")) * 500
+
+    def _start(self) -> None:
+        self.registry.setup_common_paths()
+        if self.config.fetch_enabled:
+            self._start_fetcher()
+        self.register()
+        self.rebalancer.start()
+        if self.config.auto_commit:
+            self._commit_thread = threading.Thread(target=self._auto_commit_loop, daemon=True,
+                                                   name=f"{self.consumer_id}-autocommit")
+            self._commit_thread.start()
+
+    def _start_fetcher(self) -> None:
+        bootstrap = self.config.bootstrap_servers
+        if not bootstrap:
+            brokers = self.registry.brokers()
+            if not brokers:
+                raise RuntimeError("no brokers registered under /brokers/ids and no bootstrap.servers given: "
+                                   "start one with 'zkconsumer broker start'")
+            bootstrap = ",".join("{}:{}".format(*b.plaintext_address()) for b in brokers.values())
+        self.fetcher = Fetcher(bootstrap, self.config.client_id, self.config.auto_offset_reset, self._deliver,
+                               fetch_max_wait_ms=self.config.get("fetch.wait.max.ms"),
+                               fetch_min_bytes=self.config.get("fetch.min.bytes"),
+                               max_partition_fetch_bytes=self.config.get("fetch.message.max.bytes"),
+                               request_timeout_ms=self.config.get("socket.timeout.ms"))
+        self.fetcher.start()
+
+    def register(self) -> None:
+        """Write our registration node (again after a session expiry)."""
+        assert self.registration is not None
+        reg = self.registration
+        self.registration = ConsumerRegistration(reg.subscription, reg.pattern, str(int(time.time() * 1000)))
+        self.registry.register_consumer(self.group, self.consumer_id, self.registration)
+        self.trace.emit("registered", subscription=dict(self.registration.subscription),
+                        pattern=self.registration.pattern)
+
+    # ------------------------------------------------------------------------------------- stream lookup
+    def stream_for(self, tp: TopicPartition, thread_id: str) -> KafkaStream | None:
+        index = int(thread_id.rsplit("-", 1)[1])
+        if self.topic_filter is not None:
+            return self._wildcard_streams[index] if index < len(self._wildcard_streams) else None
+        streams = self._static_streams.get(tp.topic, [])
+        return streams[index] if index < len(streams) else None
+
+    def all_streams(self) -> list[KafkaStream]:
+        return self._wildcard_streams + [s for streams in self._static_streams.values() for s in streams]
+
+    # ---------------------------------------------------------------------------------------- data path
+    def _deliver(self, records: list[FetchedRecord]) -> None:
+        """Fetcher thread: queue each record for its owning stream, unless ownership moved meanwhile."""
+        for record in records:
+            tp = TopicPartition(record.topic, record.partition)
+            while True:
+                with self.state_lock:
+                    progress = self.owned.get(tp)
+                    if progress is None:
+                        break
+                    stream = self.stream_for(tp, progress.thread_id)
+                    generation = progress.generation
+                if stream is None:
+                    break
+                try:
+                    stream.queue.put(_Queued(record, generation), timeout=0.1)
+                    break
+                except queue.Full:
+                    if self._stop.is_set():
+                        return
+
+    def hand_out(self, item: _Queued, stream: KafkaStream) -> bool:
+        """Stream thread: atomically check the record is still ours and record that it was handed out."""
+        rec = item.record
+        tp = TopicPartition(rec.topic, rec.partition)
+        with self.state_lock:
+            progress = self.owned.get(tp)
+            if progress is None or progress.generation != item.generation:
+                return False
+            if progress.handed is not None and rec.offset < progress.handed:
+                return False  # a re-fetch of something already handed out
+            progress.handed = rec.offset + 1
+            thread = progress.thread_id
+        self.trace.emit("record_delivered", topic=rec.topic, partition=rec.partition, offset=rec.offset,
+                        thread=thread)
+        return True
+
+    def mark_processed(self, record: FetchedRecord, generation: int) -> None:
+        with self.state_lock:
+            progress = self.owned.get(TopicPartition(record.topic, record.partition))
+            if progress is not None and progress.generation == generation:
+                progress.processed = max(progress.processed or 0, record.offset + 1)
+
+    # ------------------------------------------------------------------------------ used by the rebalancer
+    def next_generation(self) -> int:
+        with self.state_lock:
+            self._generation += 1
+            return self._generation
+
+    def stop_fetching(self, tps: set[TopicPartition] | None = None, commit: bool = True) -> None:
+        """Stop delivering ``tps`` (all when None): invalidate buffered records, stop the fetcher for them,
+        and commit what was consumed (before ownership is released, as Kafka does)."""
+        with self.state_lock:
+            targets = set(self.owned) if tps is None else set(tps) & set(self.owned)
+            if not targets:
+                return
+            generation = self.next_generation()
+            for tp in targets:
+                self.owned[tp].generation = -generation  # queued records of these partitions are now stale
+            if tps is None:
+                for stream in self.all_streams():
+                    stream.clear()
+        if self.fetcher is not None:
+            with self.state_lock:
+                keep = {tp: None for tp in self.owned if tp not in targets}
+            self.fetcher.assign(keep)
+        if commit and self.config.auto_commit:
+            self.commit_offsets(only=targets)
+
+    def drop_ownership(self, tps: set[TopicPartition]) -> None:
+        with self.state_lock:
+            for tp in tps:
+                self.owned.pop(tp, None)
+
+    def start_fetching(self, gained: Mapping[TopicPartition, str], offsets: Mapping[TopicPartition, int]) -> None:
+        """Own ``gained`` (tp → thread id) from ``offsets`` and (re)start the fetcher on the whole share."""
+        with self.state_lock:
+            generation = self.next_generation()
+            for tp, tid in gained.items():
+                start = offsets.get(tp, -1)
+                self.owned[tp] = PartitionProgress(tp, tid, generation, start,
+                                                   handed=start if start >= 0 else None,
+                                                   processed=start if start >= 0 else None)
+            positions = {tp: (None if tp not in gained else p.start) for tp, p in self.owned.items()}
+        if self.fetcher is not None:
+            self.fetcher.assign(positions)
+
+    def reset_after_expiry(self) -> None:
+        """Our owner nodes died with the session: stop everything without committing (others may own it)."""
+        with self.state_lock:
+            tps = set(self.owned)
+        self.stop_fetching(tps, commit=False)
+        self.drop_ownership(tps)
+
+    # -------------------------------------------------------------------------------------------- commits
+    def commit_offsets(self, only: set[TopicPartition] | None = None) -> dict[TopicPartition, int]:
+        """Commit consumed offsets to ZooKeeper (only what changed; never backwards; only owned partitions)."""
+        processed_only = self.profile.commit_processed_only
+        with self.state_lock:
+            values = {tp: p.committable(processed_only) for tp, p in self.owned.items()
+                      if only is None or tp in only}
+        if self.profile.commit_processed_only and not self.connected.is_set():
+            return {}  # we may not own them any more; the next owner starts from the last commit
+        try:
+            return self.offsets.commit({tp: v for tp, v in values.items() if v is not None})
+        except Exception as e:  # noqa: BLE001 - a failed commit is retried by the next one
+            log.warning("offset commit failed: %s", e)
+            return {}
+
+    def _auto_commit_loop(self) -> None:
+        interval = self.config.auto_commit_interval_ms / 1000.0
+        while not self._stop.wait(interval):
+            self.commit_offsets()
+
+    # ------------------------------------------------------------------------------------ session events
+    def _on_zk_state(self, state: str) -> None:
+        """kazoo's connection listener: runs on its event thread, so it only flags."""
+        if state == KazooState.SUSPENDED:
+            self.connected.clear()
+            self.trace.emit("connection_suspended")
+        elif state == KazooState.LOST:
+            self.connected.clear()
+            self.trace.emit("session_expired")
+            self.rebalancer.trigger("session_expired")
+        elif state == KazooState.CONNECTED:
+            same = self.zk.client_state != KeeperState.EXPIRED_SESSION
+            if not self.connected.is_set():
+                self.trace.emit("reconnected", same_session=bool(same))
+            self.connected.set()
+
+    # ------------------------------------------------------------------------------------------ shutdown
+    def shutdown(self) -> None:
+        """Stop fetching, commit, release owners, delete the registration, close the session."""
+        if self.closed:
+            return
+        self._stop.set()
+        self.rebalancer.stop()
+        committed = False
+        with contextlib.suppress(Exception):
+            if self.fetcher is not None:
+                self.fetcher.stop_fetching()
+            if self.config.auto_commit:
+                self.commit_offsets()
+                committed = True
+        with contextlib.suppress(Exception):
+            self.rebalancer.release_all()
+        with contextlib.suppress(Exception):
+            self.zk.delete(layout.GroupPaths(self.group).registration(self.consumer_id))
+        self.closed = True
+        for stream in self.all_streams():
+            stream.clear()
+            with contextlib.suppress(queue.Full):
+                stream.queue.put_nowait(_SHUTDOWN)
+        if self.fetcher is not None:
+            self.fetcher.close()
+        self.trace.emit("shutdown", committed=committed)
+        self.trace.close()
+        with contextlib.suppress(Exception):
+            self.zk.stop()
+            self.zk.close()
+        if self._embedded is not None:
+            self._embedded.stop()
+
+    def __enter__(self) -> ZookeeperConsumerConnector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def owned_partitions(self) -> dict[TopicPartition, str]:
+        with self.state_lock:
+            return {tp: p.thread_id for tp, p in self.owned.items()}

@@ -1,0 +1,164 @@
+"""Fetching records for the partitions ZooKeeper gave us, through kafka-python with manual assignment.
+
+In a 0.8 group ZooKeeper decides who owns what, not the broker: the fetcher is a plain
+``KafkaConsumer`` without a group (``assign()`` + ``seek()``), so it works against our local broker and
+against a real Kafka cluster alike. kafka-python clients are not thread-safe, so one thread owns the client
+and every change of assignment is a command it applies between polls; the caller waits for it.
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from .assignors import TopicPartition
+from .offsets import INVALID_OFFSET
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class FetchedRecord:
+    """One record as a stream hands it to the caller."""
+
+    topic: str
+    partition: int
+    offset: int
+    key: bytes | None
+    value: bytes | None
+    timestamp: int | None = None
+    headers: tuple = ()
+
+
+class FetcherError(RuntimeError):
+    pass
+
+
+class Fetcher:
+    """A thread polling one kafka-python client; ``deliver`` gets each batch of records."""
+
+    def __init__(self, bootstrap_servers: str | list[str], client_id: str, auto_offset_reset: str,
+                 deliver: Callable[[list[FetchedRecord]], None], fetch_max_wait_ms: int = 100,
+                 fetch_min_bytes: int = 1, max_partition_fetch_bytes: int = 1024 * 1024,
+                 request_timeout_ms: int = 30000) -> None:
+        self._bootstrap = bootstrap_servers
+        self._settings = dict(client_id=client_id, group_id=None, enable_auto_commit=False,
+                              auto_offset_reset="earliest" if auto_offset_reset == "smallest" else "latest",
+                              fetch_max_wait_ms=fetch_max_wait_ms, fetch_min_bytes=fetch_min_bytes,
+                              max_partition_fetch_bytes=max_partition_fetch_bytes,
+                              request_timeout_ms=max(request_timeout_ms, 1000))
+        self._deliver = deliver
+        self._commands: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        self._thread = threading.Thread(target=self._run, name=f"{client_id}-fetcher", daemon=True)
+        self._started = threading.Event()
+        self._error: BaseException | None = None
+        self.assigned: dict[TopicPartition, int | None] = {}
+
+    def start(self, timeout: float = 30.0) -> None:
+        self._thread.start()
+        if not self._started.wait(timeout):
+            raise FetcherError(f"could not connect to Kafka at {self._bootstrap} within {timeout:.0f}s")
+        if self._error is not None:
+            raise FetcherError(f"could not connect to Kafka at {self._bootstrap}: {self._error}")
+
+    def _call(self, fn: Callable, timeout: float = 30.0) -> None:
+        if not self._thread.is_alive():
+            return
+        done = threading.Event()
+        box: list[BaseException] = []
+        self._commands.put((fn, done, box))
+        if not done.wait(timeout):
+            raise FetcherError("fetcher did not apply a command in time")
+        if box:
+            raise box[0]
+
+    def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
+        """Fetch exactly these partitions, from these offsets (``INVALID_OFFSET``: auto.offset.reset;
+        ``None``: a partition already fetched keeps its position, so nothing buffered is fetched twice)."""
+        wanted = dict(positions)
+
+        def apply(consumer) -> None:
+            from kafka import TopicPartition as KTP
+
+            consumer.assign([KTP(tp.topic, tp.partition) for tp in wanted])
+            for tp, offset in wanted.items():
+                ktp = KTP(tp.topic, tp.partition)
+                if offset is None:
+                    if tp in self.assigned:
+                        continue
+                    offset = INVALID_OFFSET
+                if offset >= 0:
+                    consumer.seek(ktp, offset)
+                elif self._settings["auto_offset_reset"] == "earliest":
+                    consumer.seek_to_beginning(ktp)
+                else:
+                    consumer.seek_to_end(ktp)
+            self.assigned = wanted
+
+        self._call(apply)
+
+    def stop_fetching(self) -> None:
+        """No more records for any partition until the next :meth:`assign`."""
+        self.assign({})
+
+    def close(self) -> None:
+        self._stop.set()
+        self._thread.join(10)
+
+    def _run(self) -> None:
+        from kafka import KafkaConsumer
+
+        try:
+            consumer = KafkaConsumer(bootstrap_servers=self._bootstrap, **self._settings)
+        except Exception as e:  # noqa: BLE001 - reported to start()
+            self._error = e
+            self._started.set()
+            return
+        self._started.set()
+        try:
+            while not self._stop.is_set():
+                self._drain_commands(consumer)
+                if not self.assigned:
+                    try:
+                        cmd = self._commands.get(timeout=0.1)
+                    except queue.Empty:
+                        continue
+                    self._commands.put(cmd)
+                    continue
+                try:
+                    batches = consumer.poll(timeout_ms=100)
+                except Exception as e:  # noqa: BLE001 - a broker hiccup: log, back off, keep going
+                    log.warning("fetch failed: %s", e)
+                    self._stop.wait(0.2)
+                    continue
+                records = [FetchedRecord(r.topic, r.partition, r.offset, r.key, r.value, r.timestamp,
+                                         tuple(r.headers or ()))
+                           for batch in batches.values() for r in batch]
+                if records:
+                    self._deliver(records)
+        finally:
+            self._drain_commands(consumer)
+            try:
+                consumer.close(autocommit=False)
+            except Exception:  # noqa: BLE001
+                log.debug("closing the kafka client failed", exc_info=True)
+
+    def _drain_commands(self, consumer) -> None:
+        while True:
+            try:
+                fn, done, box = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                fn(consumer)
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                box.append(e)
+            finally:
+                done.set()
+
+
+__all__ = ["Fetcher", "FetchedRecord", "FetcherError", "INVALID_OFFSET"]

@@ -1,0 +1,87 @@
+"""Offsets in ZooKeeper (``/consumers/<g>/offsets/<t>/<p>``), committed at-least-once and never backwards.
+
+Kafka 0.8 committed the offset after the last record *handed out* by a stream, so a record the caller was
+still processing could be committed and lost on a crash. The ``kafka-0.8`` profile keeps that; the default
+commits only what the caller has finished with (it asked for the next record, or acked). Either way the
+committed value is the next offset to read, it is written only when it changed (Kafka's checkpoint cache),
+and a value lower than the last one written or read is refused: a committed offset never moves backwards.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
+
+from .assignors import TopicPartition
+from .registry import Registry
+from .trace import TraceWriter
+
+log = logging.getLogger(__name__)
+
+#: Kafka's ``OffsetAndMetadata.InvalidOffset``: nothing committed yet, auto.offset.reset decides.
+INVALID_OFFSET = -1
+
+
+@dataclass
+class PartitionProgress:
+    """Where a stream stands on one owned partition. Offsets are "next to read" values."""
+
+    tp: TopicPartition
+    thread_id: str
+    generation: int
+    start: int
+    handed: int | None = None
+    processed: int | None = None
+
+    def committable(self, processed_only: bool) -> int | None:
+        value = self.processed if processed_only else self.handed
+        return value if value is not None else None
+
+
+class ZkOffsetStore:
+    """Reads and writes a group's offsets in ZooKeeper with Kafka's checkpoint cache."""
+
+    def __init__(self, registry: Registry, group: str, trace: TraceWriter | None = None) -> None:
+        self.registry = registry
+        self.group = group
+        self.trace = trace
+        self._checkpoints: dict[TopicPartition, int] = {}
+        self._lock = threading.Lock()
+
+    def fetch(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+        """The committed offsets (``INVALID_OFFSET`` when none); they become the checkpoints."""
+        out = {}
+        for tp in tps:
+            value = self.registry.offset(self.group, tp.topic, tp.partition)
+            out[tp] = INVALID_OFFSET if value is None else value
+            with self._lock:
+                if value is not None:
+                    self._checkpoints[tp] = max(value, self._checkpoints.get(tp, value))
+        return out
+
+    def commit(self, offsets: Mapping[TopicPartition, int]) -> dict[TopicPartition, int]:
+        """Write the offsets that changed and do not go backwards; returns what was written."""
+        written = {}
+        for tp, value in sorted(offsets.items()):
+            if value is None or value < 0:
+                continue
+            with self._lock:
+                last = self._checkpoints.get(tp)
+                if last is not None and value <= last:
+                    if value < last:
+                        log.warning("not committing %s=%d for group %s: below the committed %d", tp, value,
+                                    self.group, last)
+                    continue
+            self.registry.write_offset(self.group, tp.topic, tp.partition, value)
+            with self._lock:
+                self._checkpoints[tp] = value
+            written[tp] = value
+            if self.trace is not None:
+                self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value)
+        return written
+
+    def checkpoint(self, tp: TopicPartition) -> int | None:
+        with self._lock:
+            return self._checkpoints.get(tp)

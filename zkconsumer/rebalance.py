@@ -1,0 +1,435 @@
+"""The Kafka 0.8 rebalance, as each consumer runs it on its own (SPEC §4).
+
+Watches (children of ``/consumers/<g>/ids``, data of each subscribed ``/brokers/topics/<t>``, children of
+``/brokers/topics`` for wildcards, the session state) only *flag* an event; one thread per consumer waits
+for a flag (waking every second to check for shutdown) and runs :meth:`Rebalancer.synced_rebalance`:
+up to ``rebalance.max.retries`` attempts of :meth:`Rebalancer._attempt`, ``rebalance.backoff.ms`` apart,
+then :class:`ConsumerRebalanceFailed`, which the streams re-raise to the caller.
+
+With the ``kafka-0.8`` profile an attempt is Kafka's: stop all fetchers, commit, release every owner node,
+read everything, assign, read offsets, create owner nodes one by one (a node holding our own thread id is
+ours; any other conflict fails the attempt and deletes what it created). The ``default`` profile keeps the
+same decisions but (see docs/profiles.md): releases only partitions that move, re-reads the membership
+before claiming, claims in one multi-op, and waits for a conflicting owner's deletion with a watch.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Mapping
+from enum import Enum
+from typing import TYPE_CHECKING
+
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+
+from . import layout
+from .assignors import AssignmentContext, TopicPartition, assign
+from .connector import ConsumerRebalanceFailed
+from .layout import GroupPaths, LayoutError
+
+if TYPE_CHECKING:
+    from .connector import ZookeeperConsumerConnector
+
+log = logging.getLogger(__name__)
+
+
+class Outcome(Enum):
+    DONE = "done"
+    FAILED = "failed"
+    STALE = "stale"  # the membership changed under us: recompute at once (default profile)
+
+
+def _tp_str(tp: TopicPartition) -> str:
+    return f"{tp.topic}-{tp.partition}"
+
+
+class Rebalancer:
+    """Watches, the watcher-executor thread and the rebalance itself, for one connector."""
+
+    def __init__(self, connector: ZookeeperConsumerConnector) -> None:
+        self.c = connector
+        self.paths = GroupPaths(connector.group)
+        self._cond = threading.Condition()
+        self._triggered: list[str] = []
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()  # Kafka's rebalanceLock
+        self._thread: threading.Thread | None = None
+        self._topic_watches: set[str] = set()
+        self._watched_topics_children: list[str] | None = None
+        self.rebalance_count = 0
+        self._known_parents: set[str] = set()
+
+    # --------------------------------------------------------------------------------------------- watches
+    def start(self) -> None:
+        """Set the watches and run the first rebalance on the caller's thread, as Kafka's connector does."""
+        zk = self.c.zk
+        zk.ensure_path(self.paths.ids)
+        ChildrenWatch(zk, self.paths.ids, self._on_ids_change)
+        if self.c.topic_filter is not None:
+            ChildrenWatch(zk, layout.BROKER_TOPICS_PATH, self._on_topics_children)
+        else:
+            for topic in self.c.registration.subscription:
+                self._watch_topic(topic)
+        self._thread = threading.Thread(target=self._run, name=f"{self.c.consumer_id}_watcher_executor",
+                                        daemon=True)
+        self._thread.start()
+        self.c.trace.emit("rebalance_triggered", cause="startup")
+        self.synced_rebalance("startup")
+
+    def _watch_topic(self, topic: str) -> None:
+        if topic in self._topic_watches:
+            return
+        self._topic_watches.add(topic)
+        first = [True]
+
+        def on_data(data, stat, event=None) -> bool | None:
+            if self._stopping.is_set():
+                return False
+            if first[0]:
+                first[0] = False
+                return None
+            self.trigger("topic_changed")
+            return None
+
+        DataWatch(self.c.zk, layout.topic_path(topic), on_data)
+
+    def _on_ids_change(self, children: list[str]) -> bool | None:
+        if self._stopping.is_set():
+            return False
+        if getattr(self, "_ids_seen", False):
+            self.trigger("ids_changed")
+        self._ids_seen = True
+        return None
+
+    def _on_topics_children(self, children: list[str]) -> bool | None:
+        if self._stopping.is_set():
+            return False
+        tf = self.c.topic_filter
+        matching = tf.select(children, self.c.config.exclude_internal_topics) if tf else []
+        for topic in matching:
+            self._watch_topic(topic)
+        if self._watched_topics_children is not None and matching != self._watched_topics_children:
+            self.trigger("topics_changed")
+        self._watched_topics_children = matching
+        return None
+
+    def trigger(self, cause: str) -> None:
+        """Flag a rebalance (watch callbacks run on kazoo's thread and must not block)."""
+        with self._cond:
+            self._triggered.append(cause)
+            self._cond.notify_all()
+        if cause != "session_expired":
+            self.c.trace.emit("rebalance_triggered", cause=cause)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        with self._cond:
+            self._cond.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(30)
+
+    # ------------------------------------------------------------------------------- the executor thread
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            with self._cond:
+                if not self._triggered:
+                    self._cond.wait(1.0)  # wake up periodically to check the shutdown flag
+                causes, self._triggered = self._triggered, []
+            if not causes or self._stopping.is_set():
+                continue
+            try:
+                if "session_expired" in causes:
+                    self._handle_new_session()
+                else:
+                    self.synced_rebalance(causes[0])
+            except Exception as e:  # noqa: BLE001 - reported through the streams, never silent
+                log.error("rebalance of %s failed: %s", self.c.consumer_id, e)
+                if self.c.failure is None:
+                    self.c.failure = e if isinstance(e, ConsumerRebalanceFailed) else ConsumerRebalanceFailed(
+                        f"{self.c.consumer_id} rebalance error: {e}")
+
+    def _handle_new_session(self) -> None:
+        """Kafka's handleNewSession: wait for the new session, reset, re-register, rebalance."""
+        self.c.trace.emit("rebalance_triggered", cause="session_expired")
+        while not self._stopping.is_set() and not self.c.connected.wait(0.2):
+            pass
+        if self._stopping.is_set():
+            return
+        self.c.reset_after_expiry()
+        self.c.register()
+        self._ids_seen = False
+        self.synced_rebalance("session_expired")
+
+    # ----------------------------------------------------------------------------------- synced rebalance
+    def synced_rebalance(self, cause: str) -> bool:
+        cfg = self.c.config
+        with self._lock:
+            if self._stopping.is_set():
+                return False
+            self.rebalance_count += 1
+            number = self.rebalance_count
+            started = time.monotonic()
+            last_error = ""
+            stale_retries = 0
+            attempt = 0
+            while attempt < cfg.rebalance_max_retries:
+                attempt += 1
+                try:
+                    outcome = self._attempt(number, attempt)
+                except (KazooException, LayoutError, OSError, RuntimeError) as e:
+                    # ZooKeeper changed while we read it (a node vanished, ...): Kafka lets it go and retries.
+                    log.info("exception during rebalance of %s: %s", self.c.consumer_id, e)
+                    last_error = str(e)
+                    outcome = Outcome.FAILED
+                if outcome is Outcome.DONE:
+                    owned = sorted(_tp_str(tp) for tp in self.c.owned_partitions())
+                    self.c.trace.emit("rebalance_done", rebalance=number, attempts=attempt,
+                                      duration_ms=int((time.monotonic() - started) * 1000), owned=owned)
+                    if isinstance(self.c.failure, ConsumerRebalanceFailed):
+                        self.c.failure = None
+                    return True
+                if outcome is Outcome.STALE and stale_retries < 3 * cfg.rebalance_max_retries:
+                    stale_retries += 1
+                    attempt -= 1  # a changed membership is not a failed attempt: recompute immediately
+                    continue
+                # Kafka: stop all fetchers and clear the queues to avoid duplicates, then back off.
+                if not self.c.profile.keep_unmoved:
+                    self.c.stop_fetching(None)
+                    self.c.drop_ownership(set(self.c.owned_partitions()))
+                if attempt < cfg.rebalance_max_retries or not self.c.profile.keep_unmoved:
+                    self._backoff(cfg.rebalance_backoff_ms / 1000.0)
+                if self._stopping.is_set():
+                    return False
+            error = ConsumerRebalanceFailed(
+                f"{self.c.consumer_id} can't rebalance after {cfg.rebalance_max_retries} retries"
+                + (f" (last error: {last_error})" if last_error else ""))
+            self.c.trace.emit("rebalance_failed", rebalance=number, attempts=attempt, error=str(error))
+            self.c.failure = error
+            raise error
+
+    @property
+    def busy(self) -> bool:
+        """A rebalance is running or flagged."""
+        if self._lock.locked():
+            return True
+        with self._cond:
+            return bool(self._triggered)
+
+    def _backoff(self, seconds: float) -> None:
+        """Kafka sleeps the whole backoff; the default profile wakes up early when the membership changes."""
+        if not self.c.profile.recheck_membership:
+            self._stopping.wait(seconds)
+            return
+        deadline = time.monotonic() + seconds
+        with self._cond:
+            while not self._triggered and not self._stopping.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+            self._triggered.clear()
+
+    # --------------------------------------------------------------------------------------- one attempt
+    def _read_context(self) -> tuple[AssignmentContext, int]:
+        reg = self.c.registry
+        ids, cversion = reg.consumer_ids_with_version(self.c.group)
+        registrations = {}
+        for cid in ids:
+            r = reg.registration(self.c.group, cid)
+            if r is not None:  # None: left between the listing and the read; the membership check catches it
+                registrations[cid] = r
+        all_topics = reg.topics() if any(r.is_wildcard for r in registrations.values()) else []
+        subs = {cid: r.topic_streams(all_topics, self.c.config.exclude_internal_topics)
+                for cid, r in registrations.items()}
+        topics = sorted({t for s in subs.values() for t in s})
+        return AssignmentContext(subs, reg.partitions_for_topics(topics)), cversion
+
+    def _drain_triggers(self) -> None:
+        """About to read fresh state: flags raised so far are answered by this attempt (not session expiry)."""
+        with self._cond:
+            self._triggered = [cause for cause in self._triggered if cause == "session_expired"]
+
+    def _pending_trigger(self) -> bool:
+        with self._cond:
+            return bool(self._triggered)
+
+    def _attempt(self, number: int, attempt: int) -> Outcome:
+        c = self.c
+        profile = c.profile
+        if profile.recheck_membership:
+            self._drain_triggers()
+        if c.registry.registration(c.group, c.consumer_id) is None:
+            c.register()  # our node vanished (an expired session's ghost was cleaned up): put it back
+        ctx, cversion = self._read_context()
+        c.trace.emit("attempt_started", rebalance=number, attempt=attempt, ids_cversion=cversion)
+        owned = c.owned_partitions()
+
+        if not profile.keep_unmoved:
+            # Kafka: stop the world before reading the assignment: fetchers, queues, commit, release all.
+            c.stop_fetching(None)
+            self._release(owned)
+            owned = {}
+        whole = assign(c.config.strategy, ctx)
+        whole.warn_idle(c.consumer_id)
+        decision = whole.for_consumer(c.consumer_id)
+        c.trace.emit("assigned", rebalance=number, attempt=attempt, strategy=c.config.strategy,
+                     assignment={_tp_str(tp): tid for tp, tid in sorted(decision.items())})
+
+        if profile.keep_unmoved:
+            moving = {tp for tp, tid in owned.items() if decision.get(tp) != tid}
+            if moving:
+                c.stop_fetching(moving)
+                self._release({tp: owned[tp] for tp in moving})
+        gained = {tp: tid for tp, tid in decision.items() if owned.get(tp) != tid}
+        offsets = c.offsets.fetch(gained)
+        if c.closed or self._stopping.is_set():
+            return Outcome.FAILED
+        if profile.recheck_membership:
+            _, now = c.registry.consumer_ids_with_version(c.group)
+            if now != cversion:
+                return Outcome.STALE
+        ok = self._claim_atomic(gained, number, attempt) if profile.atomic_claims else \
+            self._claim_one_by_one(gained, number, attempt)
+        if not ok:
+            return Outcome.STALE if profile.recheck_membership and self._pending_trigger() else Outcome.FAILED
+        c.trace.emit("claimed", rebalance=number, attempt=attempt,
+                     partitions={_tp_str(tp): tid for tp, tid in sorted(gained.items())})
+        by_topic: dict[str, dict[int, str]] = {}
+        for tp, tid in decision.items():
+            by_topic.setdefault(tp.topic, {})[tp.partition] = tid
+        c.listener.before_starting_fetchers(c.consumer_id, by_topic)
+        c.start_fetching(gained, offsets)
+        return Outcome.DONE
+
+    # ----------------------------------------------------------------------------------- owner nodes
+    def _release(self, owned: Mapping[TopicPartition, str]) -> None:
+        if not owned:
+            return
+        by_topic: dict[str, set[int]] = {}
+        for tp in owned:
+            by_topic.setdefault(tp.topic, set()).add(tp.partition)
+        self.c.listener.before_releasing_partitions(by_topic)
+        for tp, tid in owned.items():
+            path = self.paths.owner(tp.topic, tp.partition)
+            with contextlib.suppress(NoNodeError):
+                data, _ = self.c.zk.get(path)
+                if data == layout.encode_owner(tid):
+                    self.c.zk.delete(path)
+        self.c.drop_ownership(set(owned))
+        self.c.trace.emit("released", rebalance=self.rebalance_count,
+                          partitions=sorted(_tp_str(tp) for tp in owned))
+
+    def release_all(self) -> None:
+        """Shutdown: delete every owner node we hold."""
+        self._release(self.c.owned_partitions())
+
+    def _holder(self, path: str) -> str | None:
+        try:
+            data, _ = self.c.zk.get(path)
+            return data.decode("utf-8", "replace")
+        except NoNodeError:
+            return None
+
+    def _conflict(self, number: int, attempt: int, tp: TopicPartition, tid: str, holder: str | None) -> None:
+        self.c.trace.emit("claim_conflict", rebalance=number, attempt=attempt,
+                          path=self.paths.owner(tp.topic, tp.partition), topic=tp.topic,
+                          partition=tp.partition, thread=tid, holder=holder)
+
+    def _claim_one_by_one(self, decision: Mapping[TopicPartition, str], number: int, attempt: int) -> bool:
+        """Kafka's reflectPartitionOwnershipDecision: try every node, undo all if any one failed."""
+        zk = self.c.zk
+        created: list[TopicPartition] = []
+        failed = 0
+        for tp, tid in sorted(decision.items()):
+            path = self.paths.owner(tp.topic, tp.partition)
+            try:
+                zk.create(path, layout.encode_owner(tid), ephemeral=True, makepath=True)
+                created.append(tp)
+            except NodeExistsError:
+                holder = self._holder(path)
+                if holder == tid:  # our own node from a create retried after a connection loss
+                    created.append(tp)
+                    continue
+                self._conflict(number, attempt, tp, tid, holder)
+                failed += 1
+        if failed:
+            for tp in created:
+                with contextlib.suppress(NoNodeError):
+                    zk.delete(self.paths.owner(tp.topic, tp.partition))
+            return False
+        return True
+
+    def _ensure_parent(self, topic: str) -> None:
+        parent = self.paths.owners_topic(topic)
+        if parent not in self._known_parents:
+            self.c.zk.ensure_path(parent)
+            self._known_parents.add(parent)
+
+    def _claim_atomic(self, decision: Mapping[TopicPartition, str], number: int, attempt: int) -> bool:
+        """All owner nodes in one multi-op; on conflict wait (watch) for the holder to let go, then retry."""
+        zk = self.c.zk
+        todo = dict(decision)
+        deadline = time.monotonic() + max(self.c.config.rebalance_backoff_ms / 1000.0, 0.5)
+        while todo:
+            for topic in {tp.topic for tp in todo}:
+                self._ensure_parent(topic)
+            txn = zk.transaction()
+            for tp, tid in sorted(todo.items()):
+                txn.create(self.paths.owner(tp.topic, tp.partition), layout.encode_owner(tid), ephemeral=True)
+            results = txn.commit()
+            if not any(isinstance(r, Exception) for r in results):
+                return True
+            # Nothing was created. Find every conflict (the multi-op names only the first).
+            waiting: list[str] = []
+            for tp, tid in sorted(todo.items()):
+                path = self.paths.owner(tp.topic, tp.partition)
+                holder = self._holder(path)
+                if holder is None:
+                    continue
+                if holder == tid:
+                    del todo[tp]
+                    continue
+                self._conflict(number, attempt, tp, tid, holder)
+                waiting.append(path)
+            if any(isinstance(r, NoNodeError) for r in results):
+                self._known_parents.clear()
+            if waiting and not self._wait_deleted(waiting, deadline):
+                return False
+        return True
+
+    def _wait_deleted(self, paths: list[str], deadline: float) -> bool:
+        """Wait until every path is gone (exists-watches), the deadline passes, or the membership changes."""
+        gone = threading.Event()
+        pending = set(paths)
+        lock = threading.Lock()
+
+        def make_watch(path: str):
+            def watch(event) -> None:
+                with lock:
+                    pending.discard(path)
+                    if not pending:
+                        gone.set()
+                with self._cond:
+                    self._cond.notify_all()
+            return watch
+
+        for path in paths:
+            if self.c.zk.exists(path, watch=make_watch(path)) is None:
+                with lock:
+                    pending.discard(path)
+        with lock:
+            if not pending:
+                return True
+        with self._cond:
+            while not gone.is_set() and not self._stopping.is_set():
+                if self._triggered:
+                    return False  # the membership changed: this assignment is stale; recompute
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(min(remaining, 0.5))
+        return gone.is_set()
