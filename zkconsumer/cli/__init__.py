@@ -12,6 +12,7 @@ import logging
 import sys
 
 from rich.console import Console
+from rich.markup import escape
 
 #: Command families, in the order ``--help`` lists them. Each module defines ``register(subparsers)``.
 COMMAND_MODULES = [
@@ -67,7 +68,7 @@ def main(argv: list[str] | None = None) -> int:
     try:
         return int(args.func(args) or 0)
     except CliError as e:
-        err_console.print(f"[bold red]error:[/] {e}", highlight=False)
+        err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         return e.code
     except KeyboardInterrupt:
         return 130

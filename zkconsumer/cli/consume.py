@@ -1,0 +1,164 @@
+"""``zkconsumer consume``: one ZooKeeper-coordinated consumer process, like Kafka's console consumer."""
+
+from __future__ import annotations
+
+import argparse
+import signal
+import sys
+import threading
+import time
+from pathlib import Path
+from typing import Any
+
+from rich.live import Live
+from rich.table import Table
+
+from ..config import ConfigError, ConsumerConfig, read_properties
+from ..connector import ConsumerRebalanceFailed, ConsumerTimeout, ZookeeperConsumerConnector
+from ..layout import LayoutError, blacklist, whitelist
+from ..registry import ZkConnectError
+from . import CliError, console, err_console
+
+
+def add_consumer_config_args(p: argparse.ArgumentParser) -> None:
+    """Flags shared by commands that build a ConsumerConfig (Kafka names first)."""
+    p.add_argument("--zookeeper", "--zookeeper.connect", dest="zookeeper", metavar="HOST:PORT[/CHROOT]",
+                   help="zookeeper.connect; omitted: an embedded ZooKeeper is started")
+    p.add_argument("--group", "--group.id", dest="group", help="group.id")
+    p.add_argument("--consumer-id", "--consumer.id", dest="consumer_id", help="consumer.id")
+    p.add_argument("--properties", "--consumer.config", dest="properties", type=Path, metavar="FILE",
+                   help="a consumer.properties file")
+    p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                   help="any consumer property, e.g. partition.assignment.strategy=roundrobin")
+    p.add_argument("--strategy", "--partition.assignment.strategy", dest="strategy",
+                   help="range | roundrobin | roundrobin-relaxed")
+    p.add_argument("--profile", choices=("default", "kafka-0.8"), help="zkconsumer.profile")
+    p.add_argument("--bootstrap-server", help="bootstrap.servers of a Kafka cluster (default: brokers in ZooKeeper)")
+    p.add_argument("--trace-dir", type=Path, help="write a JSON-lines trace (docs/trace.md)")
+    p.add_argument("--from-beginning", action="store_true", help="auto.offset.reset=smallest")
+
+
+def build_config(args: argparse.Namespace) -> ConsumerConfig:
+    props: dict[str, Any] = {}
+    if args.properties:
+        props.update(read_properties(args.properties))
+    for item in args.property:
+        key, eq, value = item.partition("=")
+        if not eq or not key.strip():
+            raise CliError(f"--property wants KEY=VALUE, got {item!r}")
+        props[key.strip()] = value
+    flags = {"zookeeper.connect": args.zookeeper, "group.id": args.group, "consumer.id": args.consumer_id,
+             "partition.assignment.strategy": args.strategy, "zkconsumer.profile": args.profile,
+             "bootstrap.servers": args.bootstrap_server,
+             "zkconsumer.trace.dir": str(args.trace_dir) if args.trace_dir else None}
+    props.update({k: v for k, v in flags.items() if v is not None})
+    if args.from_beginning:
+        props["auto.offset.reset"] = "smallest"
+    try:
+        return ConsumerConfig.from_properties(props)
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("consume", help="run one consumer of a ZooKeeper-coordinated (0.8) group")
+    add_consumer_config_args(p)
+    p.add_argument("--topic", action="append", default=[], help="topic (repeat for several)")
+    p.add_argument("--whitelist", help="subscribe by regex instead of --topic")
+    p.add_argument("--blacklist", help="subscribe to every topic not matching the regex")
+    p.add_argument("--streams", type=int, default=1, help="streams (threads) per topic")
+    p.add_argument("--max-messages", type=int, default=0, help="stop after this many records")
+    p.add_argument("--output", choices=("value", "record", "rate", "none"), default="value",
+                   help="print each value, each record with its offset, a live rate, or nothing")
+    p.set_defaults(func=cmd_consume)
+
+
+def cmd_consume(args: argparse.Namespace) -> int:
+    config = build_config(args)
+    if sum(bool(x) for x in (args.topic, args.whitelist, args.blacklist)) != 1:
+        raise CliError("give --topic (one or more), or --whitelist, or --blacklist")
+    if args.streams < 1:
+        raise CliError("--streams must be >= 1")
+    stop = threading.Event()
+
+    def on_signal(signum, frame) -> None:
+        stop.set()
+
+    signal.signal(signal.SIGTERM, on_signal)
+    signal.signal(signal.SIGINT, on_signal)
+    try:
+        connector = ZookeeperConsumerConnector(config)
+    except (ZkConnectError, RuntimeError) as e:
+        raise CliError(str(e)) from None
+    count = [0]
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+    try:
+        try:
+            if args.topic:
+                streams = [s for ss in connector.create_message_streams(
+                    {t: args.streams for t in args.topic}).values() for s in ss]
+            else:
+                tf = whitelist(args.whitelist) if args.whitelist else blacklist(args.blacklist)
+                streams = connector.create_message_streams_by_filter(tf, args.streams)
+        except (ConsumerRebalanceFailed, LayoutError, ValueError, RuntimeError) as e:
+            raise CliError(str(e)) from None
+        err_console.print(f"consumer {connector.consumer_id} joined group {config.group_id}", highlight=False)
+
+        def run(stream) -> None:
+            try:
+                for record in stream:
+                    with lock:
+                        if args.max_messages and count[0] >= args.max_messages:
+                            stop.set()
+                            return
+                        count[0] += 1
+                        if args.output == "value":
+                            sys.stdout.write((record.value or b"").decode("utf-8", "replace") + "\n")
+                        elif args.output == "record":
+                            sys.stdout.write(f"{record.topic}\t{record.partition}\t{record.offset}\t"
+                                             f"{(record.value or b'').decode('utf-8', 'replace')}\n")
+                    if stop.is_set():
+                        return
+            except ConsumerTimeout:
+                stop.set()
+            except BaseException as e:  # noqa: BLE001 - reported and ends the process
+                errors.append(e)
+                stop.set()
+
+        threads = [threading.Thread(target=run, args=(s,), daemon=True) for s in streams]
+        for t in threads:
+            t.start()
+        if args.output == "rate":
+            _live_rate(connector, count, stop)
+        else:
+            while not stop.wait(0.2):
+                pass
+    finally:
+        sys.stdout.flush()
+        connector.shutdown()
+    if errors:
+        raise CliError(f"{type(errors[0]).__name__}: {errors[0]}")
+    err_console.print(f"Processed a total of {count[0]} messages", highlight=False)
+    return 0
+
+
+def _live_rate(connector: ZookeeperConsumerConnector, count: list[int], stop: threading.Event) -> None:
+    last, last_t = 0, time.monotonic()
+    rate = 0.0
+
+    def render() -> Table:
+        table = Table(title=f"{connector.consumer_id}")
+        table.add_column("records")
+        table.add_column("records/s")
+        table.add_column("owned partitions")
+        owned = connector.owned_partitions()
+        table.add_row(str(count[0]), f"{rate:,.0f}", " ".join(sorted(f"{t}-{p}" for t, p in owned)) or "-")
+        return table
+
+    with Live(render(), console=console, refresh_per_second=4) as live:
+        while not stop.wait(0.5):
+            now = time.monotonic()
+            rate = (count[0] - last) / (now - last_t)
+            last, last_t = count[0], now
+            live.update(render())

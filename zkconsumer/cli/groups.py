@@ -1,0 +1,143 @@
+"""``zkconsumer groups list|describe|delete``, ``offsets export|import`` and ``verify``: Kafka's group tools."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+from pathlib import Path
+
+from rich.table import Table
+
+from ..groups import GroupError, delete_group, describe, export_offsets, import_offsets, parse_export, verify
+from ..layout import LayoutError
+from ..registry import Registry, ZkConnectError
+from . import CliError, console
+from .topics import add_zookeeper_arg
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    groups = sub.add_parser("groups", help="list, describe (offsets, lag, owners) and delete 0.8 groups")
+    gsub = groups.add_subparsers(dest="groups_command", metavar="ACTION", required=True)
+    lst = gsub.add_parser("list", help="list groups under /consumers")
+    add_zookeeper_arg(lst)
+    lst.set_defaults(func=cmd_list)
+    desc = gsub.add_parser("describe", help="TOPIC PARTITION OFFSET LOG-END-OFFSET LAG OWNER")
+    add_zookeeper_arg(desc)
+    desc.add_argument("--group", required=True)
+    desc.add_argument("--bootstrap-server", help="brokers for log-end offsets (default: from /brokers/ids)")
+    desc.add_argument("--json", action="store_true")
+    desc.set_defaults(func=cmd_describe)
+    delete = gsub.add_parser("delete", help="delete a group's tree (refused while consumers are registered)")
+    add_zookeeper_arg(delete)
+    delete.add_argument("--group", required=True)
+    delete.set_defaults(func=cmd_delete)
+
+    offsets = sub.add_parser("offsets", help="export / import committed offsets (Kafka's line format)")
+    osub = offsets.add_subparsers(dest="offsets_command", metavar="ACTION", required=True)
+    exp = osub.add_parser("export", help="print /consumers/<g>/offsets/<t>/<p>:<offset> lines")
+    add_zookeeper_arg(exp)
+    exp.add_argument("--group", action="append", required=True)
+    exp.add_argument("--output-file", type=Path)
+    exp.set_defaults(func=cmd_export)
+    imp = osub.add_parser("import", help="write offsets from an export file")
+    add_zookeeper_arg(imp)
+    imp.add_argument("--input-file", type=Path, required=True, help="'-' reads standard input")
+    imp.add_argument("--force", action="store_true", help="even while the group has live consumers")
+    imp.set_defaults(func=cmd_import)
+
+    ver = sub.add_parser("verify", help="every partition owned by a live consumer thread? (VerifyConsumerRebalance)")
+    add_zookeeper_arg(ver)
+    ver.add_argument("--group", required=True)
+    ver.set_defaults(func=cmd_verify)
+
+
+def _open(args: argparse.Namespace):
+    try:
+        return Registry.open(args.zookeeper)
+    except ZkConnectError as e:
+        raise CliError(str(e)) from None
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with _open(args) as reg:
+        for g in reg.groups():
+            print(g)
+    return 0
+
+
+def cmd_describe(args: argparse.Namespace) -> int:
+    with _open(args) as reg:
+        try:
+            rows = describe(reg, args.group, args.bootstrap_server)
+        except (GroupError, LayoutError) as e:
+            raise CliError(str(e)) from None
+    if args.json:
+        print(json.dumps([{"topic": r.topic, "partition": r.partition, "offset": r.offset, "log_end_offset":
+                           r.log_end, "lag": r.lag, "owner": r.owner} for r in rows]))
+        return 0
+    table = Table(box=None, title=f"GROUP {args.group}", title_justify="left")
+    for col in ("TOPIC", "PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG", "OWNER"):
+        table.add_column(col, justify="right" if col in ("PARTITION", "OFFSET", "LOG-END-OFFSET", "LAG") else "left")
+
+    def show(v: object) -> str:
+        return "-" if v is None else str(v)
+
+    for r in rows:
+        table.add_row(r.topic, str(r.partition), show(r.offset), show(r.log_end), show(r.lag), r.owner or "none")
+    console.print(table)
+    return 0
+
+
+def cmd_delete(args: argparse.Namespace) -> int:
+    with _open(args) as reg:
+        try:
+            delete_group(reg, args.group)
+        except GroupError as e:
+            raise CliError(str(e)) from None
+    console.print(f"Deleted all consumer group information for group {args.group} in zookeeper.", highlight=False)
+    return 0
+
+
+def cmd_export(args: argparse.Namespace) -> int:
+    with _open(args) as reg:
+        lines = export_offsets(reg, args.group)
+    text = "".join(line + "\n" for line in lines)
+    if args.output_file:
+        args.output_file.write_text(text)
+        console.print(f"exported {len(lines)} offsets to {args.output_file}", highlight=False)
+    else:
+        sys.stdout.write(text)
+    return 0
+
+
+def cmd_import(args: argparse.Namespace) -> int:
+    try:
+        lines = (sys.stdin.read() if str(args.input_file) == "-" else args.input_file.read_text()).splitlines()
+        entries = parse_export(lines)
+    except OSError as e:
+        raise CliError(f"cannot read {args.input_file}: {e.strerror}") from None
+    except (GroupError, LayoutError) as e:
+        raise CliError(str(e)) from None
+    with _open(args) as reg:
+        try:
+            n = import_offsets(reg, entries, args.force)
+        except GroupError as e:
+            raise CliError(str(e)) from None
+    console.print(f"imported {n} offsets", highlight=False)
+    return 0
+
+
+def cmd_verify(args: argparse.Namespace) -> int:
+    with _open(args) as reg:
+        try:
+            result = verify(reg, args.group)
+        except LayoutError as e:
+            raise CliError(str(e)) from None
+    for problem in result.problems:
+        print(problem)
+    if result.ok:
+        print("Rebalance operation successful !")
+        return 0
+    print("Rebalance operation failed !")
+    return 1

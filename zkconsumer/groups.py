@@ -1,0 +1,205 @@
+"""Tools over a 0.8 group in ZooKeeper: describe (offset checker), list, delete, offsets export/import, verify.
+
+These read the tree exactly as Kafka's ``ConsumerOffsetChecker``, ``ExportZkOffsets``/``ImportZkOffsets`` and
+``VerifyConsumerRebalance`` did; the log-end offsets come from the brokers (registered in ZooKeeper, or
+``--bootstrap-server``) through kafka-python.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+
+from kazoo.exceptions import NoNodeError, NotEmptyError
+
+from . import layout
+from .assignors import TopicPartition
+from .layout import GroupPaths
+from .registry import Registry
+
+log = logging.getLogger(__name__)
+
+_EXPORT_LINE = re.compile(r"^/consumers/([^/]+)/offsets/([^/]+)/(\d+):(-?\d+)$")
+
+
+class GroupError(RuntimeError):
+    pass
+
+
+@dataclass(frozen=True)
+class PartitionRow:
+    topic: str
+    partition: int
+    offset: int | None
+    log_end: int | None
+    owner: str | None
+
+    @property
+    def lag(self) -> int | None:
+        if self.offset is None or self.log_end is None:
+            return None
+        return max(self.log_end - self.offset, 0)
+
+
+def subscribed_topics(reg: Registry, group: str) -> dict[str, dict[str, int]]:
+    """Consumer id → topic → streams, wildcards resolved against ``/brokers/topics``."""
+    all_topics = reg.topics()
+    out = {}
+    for cid in reg.consumer_ids(group):
+        registration = reg.registration(group, cid)
+        if registration is not None:
+            out[cid] = registration.topic_streams(all_topics)
+    return out
+
+
+def bootstrap_from_zookeeper(reg: Registry) -> str | None:
+    brokers = reg.brokers()
+    if not brokers:
+        return None
+    return ",".join("{}:{}".format(*b.plaintext_address()) for b in brokers.values())
+
+
+def log_end_offsets(bootstrap: str | None, tps: Iterable[TopicPartition], timeout_ms: int = 5000
+                    ) -> dict[TopicPartition, int]:
+    """Latest offsets from the brokers; empty when none is reachable (the caller shows '-')."""
+    tps = list(tps)
+    if not bootstrap or not tps:
+        return {}
+    try:
+        from kafka import KafkaConsumer
+        from kafka import TopicPartition as KTP
+
+        consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
+                                 request_timeout_ms=max(timeout_ms, 1000), api_version_auto_timeout_ms=timeout_ms)
+        try:
+            ends = consumer.end_offsets([KTP(tp.topic, tp.partition) for tp in tps])
+        finally:
+            consumer.close()
+        return {TopicPartition(k.topic, k.partition): v for k, v in ends.items()}
+    except Exception as e:  # noqa: BLE001 - lag is best effort; offsets still show
+        log.warning("could not read log-end offsets from %s: %s", bootstrap, e)
+        return {}
+
+
+def describe(reg: Registry, group: str, bootstrap: str | None = None) -> list[PartitionRow]:
+    """One row per partition of every topic the group has offsets, owners or subscriptions for."""
+    if group not in reg.groups():
+        raise GroupError(f"Consumer group {group} does not exist.")
+    topics = set()
+    for subs in subscribed_topics(reg, group).values():
+        topics.update(subs)
+    g = GroupPaths(group)
+    topics.update(reg.children(g.offsets))
+    topics.update(reg.children(g.owners))
+    offsets = reg.offsets(group)
+    owners = reg.owners(group)
+    parts = reg.partitions_for_topics(sorted(topics))
+    tps = [TopicPartition(t, p) for t in sorted(topics) for p in parts[t]]
+    for (t, p) in list(offsets) + list(owners):
+        if TopicPartition(t, p) not in tps:
+            tps.append(TopicPartition(t, p))
+    ends = log_end_offsets(bootstrap or bootstrap_from_zookeeper(reg), tps)
+    return [PartitionRow(tp.topic, tp.partition, offsets.get(tp), ends.get(tp), owners.get(tp))
+            for tp in sorted(tps)]
+
+
+def delete_group(reg: Registry, group: str) -> None:
+    """Kafka's ``deleteConsumerGroupInZK``: refused while consumers are registered."""
+    g = GroupPaths(group)
+    if group not in reg.groups():
+        raise GroupError(f"Consumer group {group} does not exist.")
+    live = reg.consumer_ids(group)
+    if live:
+        raise GroupError(f"Delete for group {group} failed because its consumers are still active: "
+                         f"{', '.join(live)}")
+    try:
+        reg.zk.delete(g.root, recursive=True)
+    except NotEmptyError:
+        raise GroupError(f"Delete for group {group} failed: a consumer registered meanwhile") from None
+
+
+def export_offsets(reg: Registry, groups: Iterable[str]) -> list[str]:
+    """``ExportZkOffsets`` lines: ``/consumers/<g>/offsets/<t>/<p>:<offset>``."""
+    lines = []
+    for group in groups:
+        for (t, p), off in sorted(reg.offsets(group).items()):
+            lines.append(f"{GroupPaths(group).offset(t, p)}:{off}")
+    return lines
+
+
+def parse_export(lines: Iterable[str]) -> list[tuple[str, str, int, int]]:
+    """Validate every line before anything is written; a bad line names its number."""
+    out = []
+    for n, raw in enumerate(lines, 1):
+        line = raw.strip()
+        if not line or line.startswith("#"):
+            continue
+        m = _EXPORT_LINE.match(line)
+        if not m:
+            raise GroupError(f"line {n}: expected /consumers/<group>/offsets/<topic>/<partition>:<offset>, "
+                             f"got {line!r}")
+        group, topic, partition, offset = m.group(1), m.group(2), int(m.group(3)), int(m.group(4))
+        layout.validate_topic(topic)
+        if offset < 0:
+            raise GroupError(f"line {n}: offset must be >= 0, got {offset}")
+        out.append((group, topic, partition, offset))
+    return out
+
+
+def import_offsets(reg: Registry, entries: list[tuple[str, str, int, int]], force: bool = False) -> int:
+    """``ImportZkOffsets``; refused for a group with live consumers unless ``force`` (they would race it)."""
+    for group in sorted({e[0] for e in entries}):
+        live = reg.consumer_ids(group)
+        if live and not force:
+            raise GroupError(f"group {group} has live consumers ({', '.join(live)}); stop them or use --force")
+    for group, topic, partition, offset in entries:
+        reg.write_offset(group, topic, partition, offset)
+    return len(entries)
+
+
+@dataclass(frozen=True)
+class VerifyResult:
+    ok: bool
+    problems: list[str]
+    checked: int
+
+
+def verify(reg: Registry, group: str) -> VerifyResult:
+    """``VerifyConsumerRebalance``: every partition of every subscribed topic owned by a live thread id."""
+    subs = subscribed_topics(reg, group)
+    live_threads: dict[str, set[str]] = {}
+    for cid, topics in subs.items():
+        for topic, streams in topics.items():
+            live_threads.setdefault(topic, set()).update(layout.thread_ids(cid, streams))
+    problems = []
+    checked = 0
+    parts = reg.partitions_for_topics(sorted(live_threads))
+    for topic in sorted(live_threads):
+        if not parts[topic]:
+            problems.append(f"topic {topic} has no partitions (does it exist?)")
+        for p in parts[topic]:
+            checked += 1
+            try:
+                owner = reg.owner(group, topic, p)
+            except layout.MalformedNodeError as e:
+                problems.append(str(e))
+                continue
+            if owner is None:
+                problems.append(f"No owner for partition [{topic},{p}]")
+            elif owner not in live_threads[topic]:
+                problems.append(f"Owner {owner} for partition [{topic},{p}] is not a valid member of consumer "
+                                f"group {group}")
+    return VerifyResult(not problems, problems, checked)
+
+
+def list_groups(reg: Registry) -> list[str]:
+    return reg.groups()
+
+
+def owner_exists(reg: Registry, group: str, tp: TopicPartition) -> bool:
+    with contextlib.suppress(NoNodeError):
+        return reg.zk.exists(GroupPaths(group).owner(tp.topic, tp.partition)) is not None
+    return False
