@@ -165,6 +165,7 @@ class ZookeeperConsumerConnector:
         self.registry = Registry(self.zk)
         self.offsets = ZkOffsetStore(self.registry, self.group, self.trace)
         self.state_lock = threading.RLock()
+        self._commit_lock = threading.Lock()
         self.owned: dict[TopicPartition, PartitionProgress] = {}
         self._generation = 0
         self.failure: BaseException | None = None
@@ -273,8 +274,8 @@ class ZookeeperConsumerConnector:
             while True:
                 with self.state_lock:
                     progress = self.owned.get(tp)
-                    if progress is None:
-                        break
+                    if progress is None or progress.generation < 0:
+                        break  # not ours, or being released: drop it
                     stream = self.stream_for(tp, progress.thread_id)
                     generation = progress.generation
                 if stream is None:
@@ -292,8 +293,8 @@ class ZookeeperConsumerConnector:
         tp = TopicPartition(rec.topic, rec.partition)
         with self.state_lock:
             progress = self.owned.get(tp)
-            if progress is None or progress.generation != item.generation:
-                return False
+            if progress is None or progress.generation < 0 or progress.generation != item.generation:
+                return False  # released, being released, or fetched for an earlier ownership
             if progress.handed is not None and rec.offset < progress.handed:
                 return False  # a re-fetch of something already handed out
             progress.handed = rec.offset + 1
@@ -361,18 +362,22 @@ class ZookeeperConsumerConnector:
 
     # -------------------------------------------------------------------------------------------- commits
     def commit_offsets(self, only: set[TopicPartition] | None = None) -> dict[TopicPartition, int]:
-        """Commit consumed offsets to ZooKeeper (only what changed; never backwards; only owned partitions)."""
+        """Commit consumed offsets to ZooKeeper (only what changed; never backwards; only owned partitions).
+
+        Commits are serialised: the auto-commit thread and a rebalance must not interleave a snapshot taken
+        earlier with a write made later."""
         processed_only = self.profile.commit_processed_only
-        with self.state_lock:
-            values = {tp: p.committable(processed_only) for tp, p in self.owned.items()
-                      if only is None or tp in only}
-        if self.profile.commit_processed_only and not self.connected.is_set():
-            return {}  # we may not own them any more; the next owner starts from the last commit
-        try:
-            return self.offsets.commit({tp: v for tp, v in values.items() if v is not None})
-        except Exception as e:  # noqa: BLE001 - a failed commit is retried by the next one
-            log.warning("offset commit failed: %s", e)
-            return {}
+        with self._commit_lock:
+            with self.state_lock:
+                values = {tp: p.committable(processed_only) for tp, p in self.owned.items()
+                          if only is None or tp in only}
+            if self.profile.commit_processed_only and not self.connected.is_set():
+                return {}  # we may not own them any more; the next owner starts from the last commit
+            try:
+                return self.offsets.commit({tp: v for tp, v in values.items() if v is not None})
+            except Exception as e:  # noqa: BLE001 - a failed commit is retried by the next one
+                log.warning("offset commit failed: %s", e)
+                return {}
 
     def _auto_commit_loop(self) -> None:
         interval = self.config.auto_commit_interval_ms / 1000.0

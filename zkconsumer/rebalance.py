@@ -285,7 +285,10 @@ class Rebalancer:
                 c.stop_fetching(moving)
                 self._release({tp: owned[tp] for tp in moving})
         gained = {tp: tid for tp, tid in decision.items() if owned.get(tp) != tid}
-        offsets = c.offsets.fetch(gained)
+        if not profile.atomic_claims:
+            # Kafka reads the start offsets before claiming: if the previous owner commits between this read
+            # and our claim, we restart from a stale offset (duplicates). The default reads after the claim.
+            offsets = c.offsets.fetch(gained)
         if c.closed or self._stopping.is_set():
             return Outcome.FAILED
         if profile.recheck_membership:
@@ -298,6 +301,8 @@ class Rebalancer:
             return Outcome.STALE if profile.recheck_membership and self._pending_trigger() else Outcome.FAILED
         c.trace.emit("claimed", rebalance=number, attempt=attempt,
                      partitions={_tp_str(tp): tid for tp, tid in sorted(gained.items())})
+        if profile.atomic_claims:
+            offsets = c.offsets.fetch(gained)  # we own them now: nobody else commits these any more
         by_topic: dict[str, dict[int, str]] = {}
         for tp, tid in decision.items():
             by_topic.setdefault(tp.topic, {})[tp.partition] = tid

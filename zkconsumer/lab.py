@@ -1,0 +1,349 @@
+"""``zkconsumer lab``: a whole 0.8 group on one machine, with churn, watched live.
+
+It starts a real ZooKeeper and the local broker (or uses the ones given), creates two topics, produces
+numbered records, starts N consumer *processes* (``zkconsumer consume``, so that ``kill -9`` is real), then
+adds, stops and kills consumers on a schedule while a live table shows owners, lag and rebalances. It ends
+with Kafka's verify, a summary (rebalances and their durations, records delivered, duplicates, lost) and,
+with ``--analyze``, the Spark report. Every consumer writes a trace (docs/trace.md) under the run directory.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import signal
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+
+from .groups import verify
+from .registry import Registry
+from .topics import create_topic
+
+GROUP = "lab"
+
+
+@dataclass
+class Step:
+    at: float  # seconds after the start
+    action: str  # join | stop | kill
+    consumer: str
+
+
+@dataclass
+class LabPlan:
+    consumers: int = 3
+    duration: float = 30.0
+    profile: str = "default"
+    strategy: str = "range"
+    topics: dict[str, int] = field(default_factory=lambda: {"orders": 8, "payments": 4})
+    rate: float = 200.0  # records per second, all partitions together
+    initial_records: int = 400  # per topic, before consumers start
+    session_timeout_ms: int = 6000
+    commit_interval_ms: int = 1000
+    steps: list[Step] | None = None
+
+    def schedule(self) -> list[Step]:
+        if self.steps is not None:
+            return self.steps
+        d, n = self.duration, self.consumers
+        return [Step(0.15 * d, "join", f"c{n + 1}"), Step(0.35 * d, "stop", "c2" if n >= 2 else "c1"),
+                Step(0.55 * d, "kill", "c3" if n >= 3 else f"c{n + 1}"), Step(0.75 * d, "join", f"c{n + 2}")]
+
+
+class TraceTail:
+    """Reads the consumers' trace files incrementally (they keep growing while the lab runs)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._pos: dict[Path, int] = {}
+        self._partial: dict[Path, str] = {}
+        self.delivered: Counter = Counter()  # (topic, partition, offset) -> times
+        self.per_consumer: Counter = Counter()
+        self.rebalances: list[dict] = []
+        self.failed: list[dict] = []
+        self.conflicts = 0
+        self.bad_lines = 0
+
+    def poll(self) -> None:
+        for path in sorted(self.directory.glob("*.jsonl")):
+            with open(path, encoding="utf-8") as f:
+                f.seek(self._pos.get(path, 0))
+                chunk = self._partial.pop(path, "") + f.read()
+                self._pos[path] = f.tell()
+            lines = chunk.split("\n")
+            if lines[-1]:
+                self._partial[path] = lines[-1]
+            for line in lines[:-1]:
+                if line:
+                    self._line(line)
+
+    def _line(self, line: str) -> None:
+        try:
+            e = json.loads(line)
+            kind = e["event"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            self.bad_lines += 1
+            return
+        if kind == "record_delivered":
+            self.delivered[(e["topic"], e["partition"], e["offset"])] += 1
+            self.per_consumer[e["consumer"]] += 1
+        elif kind == "rebalance_done":
+            self.rebalances.append(e)
+        elif kind == "rebalance_failed":
+            self.failed.append(e)
+        elif kind == "claim_conflict":
+            self.conflicts += 1
+
+
+class Lab:
+    def __init__(self, plan: LabPlan, out_dir: Path, zookeeper: str | None = None,
+                 bootstrap: str | None = None, console: Console | None = None) -> None:
+        self.plan = plan
+        self.out = out_dir
+        self.traces = out_dir / "traces"
+        self.logs = out_dir / "logs"
+        self.console = console or Console()
+        self._zk_given, self._bootstrap_given = zookeeper, bootstrap
+        self.zk_connect = zookeeper or ""
+        self.bootstrap = bootstrap or ""
+        self.procs: dict[str, subprocess.Popen] = {}
+        self.status: dict[str, str] = {}
+        self.produced: dict[tuple[str, int], int] = defaultdict(int)
+        self._stop_producing = threading.Event()
+        self._zk_server = None
+        self._broker = None
+        self.tail = TraceTail(self.traces)
+        self.events: list[str] = []
+
+    # ---------------------------------------------------------------------------------------- setup
+    def _start_infrastructure(self) -> None:
+        if not self._zk_given:
+            from .zkserver import ZooKeeperServer
+
+            self._zk_server = ZooKeeperServer(data_dir=self.out / "zookeeper").start()
+            self.zk_connect = self._zk_server.connect_string + "/lab"
+        if not self._bootstrap_given:
+            from .broker import Broker
+
+            self._broker = Broker(self.zk_connect, data_dir=self.out / "broker").start()
+            self.bootstrap = self._broker.bootstrap
+        with Registry.open(self.zk_connect) as reg:
+            existing = set(reg.topics())
+            for topic, n in self.plan.topics.items():
+                if topic not in existing:
+                    create_topic(reg, topic, n)
+
+    def _producer(self) -> None:
+        from kafka import KafkaProducer
+
+        from .records import encode_value
+
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks=1, linger_ms=5)
+        parts = [(t, p) for t, n in self.plan.topics.items() for p in range(n)]
+
+        def send(t: str, p: int) -> None:
+            seq = self.produced[(t, p)]
+            producer.send(t, value=encode_value(t, p, seq), partition=p)
+            self.produced[(t, p)] = seq + 1
+
+        try:
+            for i in range(self.plan.initial_records * len(self.plan.topics)):
+                send(*parts[i % len(parts)])
+            producer.flush()
+            interval = 1.0 / self.plan.rate if self.plan.rate > 0 else None
+            i = 0
+            next_at = time.monotonic()
+            while interval and not self._stop_producing.is_set():
+                send(*parts[i % len(parts)])
+                i += 1
+                next_at += interval
+                delay = next_at - time.monotonic()
+                if delay > 0:
+                    self._stop_producing.wait(delay)
+            producer.flush()
+        finally:
+            producer.close()
+
+    # ------------------------------------------------------------------------------------- consumers
+    def _consumer_args(self, name: str) -> list[str]:
+        args = [sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", self.zk_connect, "--group", GROUP,
+                "--consumer-id", name, "--from-beginning", "--output", "none", "--trace-dir", str(self.traces),
+                "--profile", self.plan.profile, "--strategy", self.plan.strategy,
+                "--bootstrap-server", self.bootstrap,
+                "--property", f"auto.commit.interval.ms={self.plan.commit_interval_ms}",
+                "--property", f"zookeeper.session.timeout.ms={self.plan.session_timeout_ms}"]
+        if self.plan.strategy.startswith("roundrobin"):
+            args += ["--streams", "1"]
+        for topic in self.plan.topics:
+            args += ["--topic", topic]
+        return args
+
+    def join(self, name: str) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
+        self.procs[name] = subprocess.Popen(self._consumer_args(name), stdout=log, stderr=subprocess.STDOUT,
+                                            stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+        log.close()
+        self.status[name] = "running"
+        self._event(f"{name} joined")
+
+    def stop(self, name: str, kill: bool = False) -> None:
+        proc = self.procs.get(name)
+        if proc is None or proc.poll() is not None:
+            return
+        proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        self.status[name] = "killed (-9)" if kill else "stopping"
+        self._event(f"{name} {'killed with SIGKILL' if kill else 'stopped (SIGTERM)'}")
+
+    def _event(self, text: str) -> None:
+        self.events.append(f"{time.strftime('%H:%M:%S')} {text}")
+
+    def _reap(self) -> None:
+        for name, proc in self.procs.items():
+            code = proc.poll()
+            if code is not None and self.status[name] in ("running", "stopping"):
+                self.status[name] = "stopped" if code == 0 or self.status[name] == "stopping" else f"exit {code}"
+
+    # -------------------------------------------------------------------------------------------- view
+    def _view(self, reg: Registry, elapsed: float) -> Group:
+        self.tail.poll()
+        self._reap()
+        owners = reg.owners(GROUP)
+        offsets = reg.offsets(GROUP)
+        table = Table(title=f"group {GROUP} — {self.plan.profile} profile, {self.plan.strategy} — "
+                            f"{elapsed:4.0f}s / {self.plan.duration:.0f}s", expand=False)
+        for col in ("partition", "owner", "committed", "log end", "lag"):
+            table.add_column(col, justify="right" if col in ("committed", "log end", "lag") else "left")
+        for (t, p) in sorted(self.produced):
+            committed = offsets.get((t, p))
+            end = self.produced[(t, p)]
+            lag = end - committed if committed is not None else end
+            table.add_row(f"{t}-{p}", owners.get((t, p), "[red]none[/]"), "-" if committed is None else str(committed),
+                          str(end), str(lag))
+        members = Table(title="consumers")
+        for col in ("consumer", "state", "records", "rebalances"):
+            members.add_column(col)
+        rebalances = Counter(e["consumer"] for e in self.tail.rebalances)
+        for name in sorted(self.procs, key=lambda n: int(n[1:])):
+            cid = f"{GROUP}_{name}"
+            members.add_row(name, self.status[name], str(self.tail.per_consumer[cid]), str(rebalances[cid]))
+        events = "\n".join(self.events[-6:])
+        return Group(table, members, f"[dim]{events}[/]")
+
+    # --------------------------------------------------------------------------------------------- run
+    def run(self, analyze: bool = False, master: str | None = None) -> dict:
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.traces.mkdir(parents=True, exist_ok=True)
+        with self.console.status("starting ZooKeeper and the broker..."):
+            self._start_infrastructure()
+        self.console.print(f"ZooKeeper {self.zk_connect}, broker {self.bootstrap}, run directory {self.out}",
+                           highlight=False)
+        for topic, n in self.plan.topics.items():
+            for p in range(n):
+                self.produced[(topic, p)] = 0
+        producer = threading.Thread(target=self._producer, daemon=True, name="lab-producer")
+        producer.start()
+        summary: dict = {}
+        try:
+            with Registry.open(self.zk_connect) as reg:
+                for i in range(1, self.plan.consumers + 1):
+                    self.join(f"c{i}")
+                steps = sorted(self.plan.schedule(), key=lambda s: s.at)
+                started = time.monotonic()
+                with Live(self._view(reg, 0), console=self.console, refresh_per_second=2) as live:
+                    while (elapsed := time.monotonic() - started) < self.plan.duration:
+                        while steps and steps[0].at <= elapsed:
+                            step = steps.pop(0)
+                            if step.action == "join":
+                                self.join(step.consumer)
+                            else:
+                                self.stop(step.consumer, kill=step.action == "kill")
+                        live.update(self._view(reg, elapsed))
+                        time.sleep(0.5)
+                    self._stop_producing.set()
+                    producer.join(30)
+                    self._event("producer stopped; waiting for the group to catch up")
+                    deadline = time.monotonic() + max(20.0, self.plan.session_timeout_ms / 1000 * 3)
+                    while time.monotonic() < deadline:
+                        live.update(self._view(reg, time.monotonic() - started))
+                        offsets = reg.offsets(GROUP)
+                        if all(offsets.get(tp, -1) >= end for tp, end in self.produced.items()):
+                            break
+                        time.sleep(0.5)
+                    live.update(self._view(reg, time.monotonic() - started))
+                result = verify(reg, GROUP)
+                self.console.print("Rebalance operation successful !" if result.ok else
+                                   "Rebalance operation failed !\n" + "\n".join(result.problems), highlight=False)
+                summary["verify_ok"] = result.ok
+        finally:
+            self._stop_producing.set()
+            for name in list(self.procs):
+                self.stop(name)
+            for proc in self.procs.values():
+                try:
+                    proc.wait(30)
+                except subprocess.TimeoutExpired:
+                    proc.kill()
+                    proc.wait()
+            self._reap()
+            if self._broker is not None:
+                self._broker.stop()
+            if self._zk_server is not None:
+                self._zk_server.stop()
+        summary.update(self.summarize())
+        self._print_summary(summary)
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=2))
+        if analyze:
+            summary["report"] = self._analyze(master)
+        return summary
+
+    def summarize(self) -> dict:
+        self.tail.poll()
+        delivered = self.tail.delivered
+        produced = sum(self.produced.values())
+        unique = sum(1 for (t, p, o) in delivered if o < self.produced.get((t, p), 0))
+        duplicates = sum(n - 1 for n in delivered.values() if n > 1)
+        durations = [e["duration_ms"] for e in self.tail.rebalances]
+        return {
+            "profile": self.plan.profile, "strategy": self.plan.strategy, "produced": produced,
+            "delivered": sum(delivered.values()), "unique_delivered": unique, "duplicates": duplicates,
+            "lost": produced - unique, "consumer_rebalances": len(durations),
+            "failed_rebalances": len(self.tail.failed), "claim_conflicts": self.tail.conflicts,
+            "rebalance_ms_p50": statistics.median(durations) if durations else None,
+            "rebalance_ms_max": max(durations) if durations else None,
+            "malformed_trace_lines": self.tail.bad_lines, "trace_dir": str(self.traces),
+        }
+
+    def _print_summary(self, s: dict) -> None:
+        table = Table(title="lab summary")
+        table.add_column("measure")
+        table.add_column("value", justify="right")
+        for key in ("profile", "strategy", "produced", "delivered", "unique_delivered", "duplicates", "lost",
+                    "consumer_rebalances", "failed_rebalances", "claim_conflicts", "rebalance_ms_p50",
+                    "rebalance_ms_max", "verify_ok"):
+            table.add_row(key.replace("_", " "), str(s.get(key)))
+        self.console.print(table)
+        self.console.print(f"traces: {self.traces}  (analyze them: zkconsumer analyze {self.traces} --out "
+                           f"{self.out / 'report'})", highlight=False)
+
+    def _analyze(self, master: str | None) -> str | None:
+        cmd = [sys.executable, "-m", "zkconsumer", "analyze", str(self.traces), "--out", str(self.out / "report")]
+        if master:
+            cmd += ["--master", master]
+        with contextlib.suppress(FileNotFoundError):
+            code = subprocess.call(cmd)
+            if code == 0:
+                return str(self.out / "report")
+        self.console.print("[yellow]analysis failed; see the output above[/]")
+        return None
