@@ -53,3 +53,15 @@ def registry(zk_connect: str) -> Iterator[Registry]:
 @pytest.fixture(scope="session", autouse=True)
 def _quiet_env() -> None:
     os.environ.setdefault("ZKCONSUMER_HOME", os.path.join(os.getcwd(), ".pytest-zkconsumer-home"))
+
+
+@pytest.fixture
+def broker(zk_connect: str, tmp_path):
+    """The local Kafka-protocol broker, registered in this test's chroot."""
+    from zkconsumer.broker import Broker
+
+    b = Broker(zk_connect, data_dir=tmp_path / "broker").start()
+    try:
+        yield b
+    finally:
+        b.stop()

@@ -284,6 +284,14 @@ class Rebalancer:
             if moving:
                 c.stop_fetching(moving)
                 self._release({tp: owned[tp] for tp in moving})
+            # A kept partition is only ours while its owner node says so (an operator or another tool may have
+            # deleted it): re-claim any that is not.
+            lost = {tp for tp, tid in owned.items() if tp not in moving
+                    and self._holder(self.paths.owner(tp.topic, tp.partition)) != tid}
+            if lost:
+                c.stop_fetching(lost)
+                c.drop_ownership(lost)
+                owned = {tp: tid for tp, tid in owned.items() if tp not in lost}
         gained = {tp: tid for tp, tid in decision.items() if owned.get(tp) != tid}
         if not profile.atomic_claims:
             # Kafka reads the start offsets before claiming: if the previous owner commits between this read

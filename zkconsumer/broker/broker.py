@@ -1,0 +1,127 @@
+"""The broker: storage, the socket server and the ZooKeeper view, started and stopped in Kafka's order.
+
+Start: recover the logs (a broker must not serve before its data is consistent), bind the socket, register
+in ZooKeeper (clients learn about the broker from there), then watch topics. Stop: leave ZooKeeper first so
+clients stop choosing this broker, then close connections, then flush and checkpoint the logs.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import logging
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+from kazoo.client import KazooClient
+
+from ..layout import BrokerInfo
+from ..registry import connect
+from .cluster import ClusterView
+from .handlers import BrokerOptions, CoreApis
+from .protocol import ApiTable, Dispatcher
+from .server import Server
+from .storage import LogConfig, LogManager
+
+log = logging.getLogger(__name__)
+
+
+class Broker:
+    """A single-node Kafka broker registered in ZooKeeper; see ``docs/broker.md``.
+
+    ``flush_interval_ms``: None leaves flushing to the OS, 0 fsyncs every append before acknowledging it,
+    N > 0 fsyncs every N ms. ``data_dir=None`` uses a temporary directory removed by :meth:`stop`.
+    """
+
+    def __init__(self, zk_connect: str, broker_id: int = 0, port: int = 0, data_dir: str | os.PathLike | None = None,
+                 host: str = "127.0.0.1", flush_interval_ms: int | None = None, *,
+                 log_config: LogConfig | None = None, auto_create_topics: bool = False, num_partitions: int = 1,
+                 session_timeout_ms: int = 6000, registration_timeout_s: float = 30.0) -> None:
+        self.zk_connect = zk_connect
+        self.broker_id = int(broker_id)
+        self.host = host
+        self._requested_port = int(port)
+        self._own_data_dir = data_dir is None
+        self.data_dir = Path(data_dir) if data_dir is not None else None
+        config = log_config or LogConfig()
+        if log_config is None or flush_interval_ms is not None:
+            config = dataclasses.replace(config, flush_interval_ms=flush_interval_ms)
+        self.log_config = config
+        self.options = BrokerOptions(auto_create_topics, num_partitions)
+        self.session_timeout_ms = session_timeout_ms
+        self.registration_timeout_s = registration_timeout_s
+        self.apis = ApiTable()
+        CoreApis(self).install(self.apis)
+        self.logs: LogManager | None = None
+        self.cluster: ClusterView | None = None
+        self.zk: KazooClient | None = None
+        self._server: Server | None = None
+        self._started = False
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def start(self) -> Broker:
+        if self._started:
+            return self
+        if self.data_dir is None:
+            self.data_dir = Path(tempfile.mkdtemp(prefix=f"zkconsumer-broker-{self.broker_id}-"))
+        try:
+            self.logs = LogManager(self.data_dir, self.log_config).open()
+            dispatcher = Dispatcher(self.apis)
+            self._server = Server(dispatcher.dispatch, self.host, self._requested_port)
+            self._server.start()
+            self.zk = connect(self.zk_connect, session_timeout_ms=self.session_timeout_ms)
+            info = BrokerInfo.plaintext(self.broker_id, self.host, self._server.port)
+            self.cluster = ClusterView(self.zk, info, self.registration_timeout_s)
+            self.cluster.start()
+        except BaseException:
+            self._teardown()
+            raise
+        self._started = True
+        log.info("broker %d serving %s from %s", self.broker_id, self.bootstrap, self.data_dir)
+        return self
+
+    def stop(self) -> None:
+        if not self._started:
+            return
+        self._started = False
+        self._teardown()
+        log.info("broker %d stopped", self.broker_id)
+
+    def _teardown(self) -> None:
+        if self.cluster is not None:
+            self.cluster.stop()
+        if self.zk is not None:
+            with contextlib.suppress(Exception):
+                self.zk.stop()
+                self.zk.close()
+        if self.logs is not None:
+            self.logs.wake_waiters()  # long-polling fetches return now instead of at their max_wait
+        if self._server is not None:
+            self._server.stop()
+        if self.logs is not None:
+            self.logs.close()
+        if self._own_data_dir and self.data_dir is not None:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> Broker:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+    # ------------------------------------------------------------------------------------------- address
+    @property
+    def port(self) -> int:
+        if self._server is None:
+            raise RuntimeError("the broker is not started")
+        return self._server.port
+
+    @property
+    def bootstrap(self) -> str:
+        return f"{self.host}:{self.port}"
+
+    def __repr__(self) -> str:
+        where = self.bootstrap if self._server is not None else "stopped"
+        return f"Broker(id={self.broker_id}, {where}, data_dir={self.data_dir})"
