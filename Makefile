@@ -8,7 +8,7 @@ setup:
 	@bash scripts/bootstrap.sh
 
 demo: setup
-	$(BIN)/zkconsumer demo
+	$(BIN)/zkconsumer lab
 
 test: setup
 	$(BIN)/ruff check zkconsumer tests benchmarks
@@ -19,6 +19,8 @@ lint: setup
 
 bench: setup
 	$(BIN)/python benchmarks/assignors.py
+	$(BIN)/python benchmarks/rebalance.py
+	$(BIN)/python benchmarks/broker.py
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .pytest-zkconsumer-home

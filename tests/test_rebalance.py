@@ -36,8 +36,9 @@ def test_kafkas_connector_test(registry: Registry, zk_connect: str, profile: str
         c2 = consumer(zk_connect, "group1", "consumer2", zkconsumer_profile=profile)
         c2.create_message_streams({"topic1": 1})
         expected = {"topic1-0": "group1_consumer1-0", "topic1-1": "group1_consumer2-0"}
-        wait_until(lambda: owners(registry, "group1") == expected, message="consumer2's share")
-        assert c1.owned_partitions() and c2.owned_partitions()
+        wait_until(lambda: owners(registry, "group1") == expected and not c1.rebalancer.busy
+                   and not c2.rebalancer.busy, message="consumer2's share")
+        assert len(c1.owned_partitions()) == len(c2.owned_partitions()) == 1
         c3 = consumer(zk_connect, "group1", "consumer3", zkconsumer_profile=profile)
         c3.create_message_streams({})
         wait_until(lambda: c1.rebalancer.rebalance_count >= 3 and c2.rebalancer.rebalance_count >= 2,

@@ -252,6 +252,7 @@ class Lab:
         for topic, n in self.plan.topics.items():
             for p in range(n):
                 self.produced[(topic, p)] = 0
+        self._print_planned_assignments()
         producer = threading.Thread(target=self._producer, daemon=True, name="lab-producer")
         producer.start()
         summary: dict = {}
@@ -307,6 +308,22 @@ class Lab:
         if analyze:
             summary["report"] = self._analyze(master)
         return summary
+
+    def _print_planned_assignments(self) -> None:
+        """What the first consumers will own under Range and RoundRobin (the assignors, as each member runs them)."""
+        from .assignors import AssignmentContext, assign
+
+        subs = {f"{GROUP}_c{i}": {t: 1 for t in self.plan.topics} for i in range(1, self.plan.consumers + 1)}
+        ctx = AssignmentContext(subs, {t: range(n) for t, n in self.plan.topics.items()})
+        table = Table(title=f"assignments of the first {self.plan.consumers} consumers "
+                            f"(this run uses {self.plan.strategy})")
+        table.add_column("consumer thread id")
+        for strategy in ("range", "roundrobin"):
+            table.add_column(strategy)
+        results = {s: assign(s, ctx).by_thread() for s in ("range", "roundrobin")}
+        for tid in results["range"]:
+            table.add_row(tid, *(" ".join(results[s][tid]) for s in ("range", "roundrobin")))
+        self.console.print(table)
 
     def summarize(self) -> dict:
         self.tail.poll()

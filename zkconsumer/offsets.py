@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 
 from .assignors import TopicPartition
+from .layout import GroupPaths, decode_offset
 from .registry import Registry
 from .trace import TraceWriter
 
@@ -50,11 +51,16 @@ class ZkOffsetStore:
         self._checkpoints: dict[TopicPartition, int] = {}
         self._lock = threading.Lock()
 
-    def fetch(self, tps: Iterable[TopicPartition]) -> dict[TopicPartition, int]:
+    def fetch(self, tps: Iterable[TopicPartition], pipelined: bool = True) -> dict[TopicPartition, int]:
         """The committed offsets (``INVALID_OFFSET`` when none); they become the checkpoints."""
+        tps = list(tps)
+        paths = {tp: GroupPaths(self.group).offset(tp.topic, tp.partition) for tp in tps}
+        raw = self.registry.read_many(paths.values()) if pipelined else {p: self.registry.read(p)
+                                                                           for p in paths.values()}
         out = {}
         for tp in tps:
-            value = self.registry.offset(self.group, tp.topic, tp.partition)
+            data = raw[paths[tp]]
+            value = None if data is None else decode_offset(paths[tp], data)
             out[tp] = INVALID_OFFSET if value is None else value
             with self._lock:
                 if value is not None:

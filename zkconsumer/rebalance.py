@@ -19,6 +19,7 @@ import contextlib
 import logging
 import threading
 import time
+from collections import Counter
 from collections.abc import Mapping
 from enum import Enum
 from typing import TYPE_CHECKING
@@ -62,6 +63,11 @@ class Rebalancer:
         self._watched_topics_children: list[str] | None = None
         self.rebalance_count = 0
         self._known_parents: set[str] = set()
+        #: counters for the lab and benchmarks: attempts, failed_attempts, claim_conflicts, failed_rebalances
+        self.stats: Counter[str] = Counter()
+        self._registrations: dict[str, layout.ConsumerRegistration] = {}
+        self._registrations_version = -1
+        self._topic_partitions: dict[str, list[int]] = {}
 
     # --------------------------------------------------------------------------------------------- watches
     def start(self) -> None:
@@ -89,6 +95,14 @@ class Rebalancer:
         def on_data(data, stat, event=None) -> bool | None:
             if self._stopping.is_set():
                 return False
+            # Keep the latest partition list for the default profile's reads (a malformed node is not cached:
+            # the rebalance reads it and reports it).
+            try:
+                path = layout.topic_path(topic)
+                self._topic_partitions[topic] = (layout.TopicAssignment.decode(path, data).partition_ids
+                                                 if data is not None else [])
+            except LayoutError:
+                self._topic_partitions.pop(topic, None)
             if first[0]:
                 first[0] = False
                 return None
@@ -162,6 +176,7 @@ class Rebalancer:
         self.c.reset_after_expiry()
         self.c.register()
         self._ids_seen = False
+        self._registrations, self._registrations_version = {}, -1
         self.synced_rebalance("session_expired")
 
     # ----------------------------------------------------------------------------------- synced rebalance
@@ -178,6 +193,7 @@ class Rebalancer:
             attempt = 0
             while attempt < cfg.rebalance_max_retries:
                 attempt += 1
+                self.stats["attempts"] += 1
                 try:
                     outcome = self._attempt(number, attempt)
                 except (KazooException, LayoutError, OSError, RuntimeError) as e:
@@ -196,6 +212,7 @@ class Rebalancer:
                     stale_retries += 1
                     attempt -= 1  # a changed membership is not a failed attempt: recompute immediately
                     continue
+                self.stats["failed_attempts"] += 1
                 # Kafka: stop all fetchers and clear the queues to avoid duplicates, then back off.
                 if not self.c.profile.keep_unmoved:
                     self.c.stop_fetching(None)
@@ -207,6 +224,7 @@ class Rebalancer:
             error = ConsumerRebalanceFailed(
                 f"{self.c.consumer_id} can't rebalance after {cfg.rebalance_max_retries} retries"
                 + (f" (last error: {last_error})" if last_error else ""))
+            self.stats["failed_rebalances"] += 1
             self.c.trace.emit("rebalance_failed", rebalance=number, attempts=attempt, error=str(error))
             self.c.failure = error
             raise error
@@ -235,18 +253,59 @@ class Rebalancer:
 
     # --------------------------------------------------------------------------------------- one attempt
     def _read_context(self) -> tuple[AssignmentContext, int]:
+        """Everything the assignor needs.
+
+        ``kafka-0.8`` reads every registration and topic node with one synchronous round trip each, as ZkClient
+        did. The default reads the same state but (a) pipelines the reads and (b) re-reads only registrations
+        that can have changed: a registration node is written once, and the child version (``cversion``) of
+        ``ids`` counts every create and delete, so when the version moved by exactly the number of ids that
+        appeared or vanished, every id present in both listings is the very same node as before. Otherwise
+        (an id deleted and re-created in between) everything is read again. Topic partition lists come from the
+        data watches, which already deliver each change.
+        """
         reg = self.c.registry
+        fast = self.c.profile.atomic_claims
         ids, cversion = reg.consumer_ids_with_version(self.c.group)
-        registrations = {}
-        for cid in ids:
-            r = reg.registration(self.c.group, cid)
-            if r is not None:  # None: left between the listing and the read; the membership check catches it
-                registrations[cid] = r
+        paths = {cid: self.paths.registration(cid) for cid in ids}
+        if not fast:
+            raw = {p: reg.read(p) for p in paths.values()}
+            registrations = {cid: layout.ConsumerRegistration.decode(paths[cid], raw[paths[cid]])
+                             for cid in ids if raw[paths[cid]] is not None}
+        else:
+            cached, cached_version = self._registrations, self._registrations_version
+            known = set(cached)
+            changes = len(known.symmetric_difference(ids))
+            if cached_version < 0 or cversion - cached_version != changes:
+                known = set()  # cannot tell which nodes are the same: read them all
+            todo = [cid for cid in ids if cid not in known]
+            raw = reg.read_many(paths[cid] for cid in todo)
+            registrations = {cid: cached[cid] for cid in ids if cid in known}
+            for cid in todo:
+                data = raw[paths[cid]]
+                if data is not None:  # None: left between the listing and the read; the version check catches it
+                    registrations[cid] = layout.ConsumerRegistration.decode(paths[cid], data)
+            if len(registrations) == len(ids):
+                self._registrations, self._registrations_version = registrations, cversion
+            else:
+                self._registrations, self._registrations_version = {}, -1
         all_topics = reg.topics() if any(r.is_wildcard for r in registrations.values()) else []
         subs = {cid: r.topic_streams(all_topics, self.c.config.exclude_internal_topics)
                 for cid, r in registrations.items()}
         topics = sorted({t for s in subs.values() for t in s})
-        return AssignmentContext(subs, reg.partitions_for_topics(topics)), cversion
+        if fast:
+            missing = [t for t in topics if t not in self._topic_partitions]
+            nodes = reg.read_many(layout.topic_path(t) for t in missing)
+            partitions = {}
+            for t in topics:
+                if t in self._topic_partitions:
+                    partitions[t] = self._topic_partitions[t]
+                else:
+                    data = nodes[layout.topic_path(t)]
+                    partitions[t] = layout.TopicAssignment.decode(layout.topic_path(t), data).partition_ids \
+                        if data is not None else []
+        else:
+            partitions = reg.partitions_for_topics(topics)
+        return AssignmentContext(subs, partitions), cversion
 
     def _drain_triggers(self) -> None:
         """About to read fresh state: flags raised so far are answered by this attempt (not session expiry)."""
@@ -262,9 +321,10 @@ class Rebalancer:
         profile = c.profile
         if profile.recheck_membership:
             self._drain_triggers()
-        if c.registry.registration(c.group, c.consumer_id) is None:
-            c.register()  # our node vanished (an expired session's ghost was cleaned up): put it back
         ctx, cversion = self._read_context()
+        if c.consumer_id not in ctx.subscriptions:
+            c.register()  # our node vanished (an expired session's ghost was cleaned up): put it back
+            ctx, cversion = self._read_context()
         c.trace.emit("attempt_started", rebalance=number, attempt=attempt, ids_cversion=cversion)
         owned = c.owned_partitions()
 
@@ -286,8 +346,9 @@ class Rebalancer:
                 self._release({tp: owned[tp] for tp in moving})
             # A kept partition is only ours while its owner node says so (an operator or another tool may have
             # deleted it): re-claim any that is not.
-            lost = {tp for tp, tid in owned.items() if tp not in moving
-                    and self._holder(self.paths.owner(tp.topic, tp.partition)) != tid}
+            kept = {tp: self.paths.owner(tp.topic, tp.partition) for tp in owned if tp not in moving}
+            holders = c.registry.read_many(kept.values())
+            lost = {tp for tp, path in kept.items() if holders[path] != layout.encode_owner(owned[tp])}
             if lost:
                 c.stop_fetching(lost)
                 c.drop_ownership(lost)
@@ -296,7 +357,7 @@ class Rebalancer:
         if not profile.atomic_claims:
             # Kafka reads the start offsets before claiming: if the previous owner commits between this read
             # and our claim, we restart from a stale offset (duplicates). The default reads after the claim.
-            offsets = c.offsets.fetch(gained)
+            offsets = c.offsets.fetch(gained, pipelined=False)
         if c.closed or self._stopping.is_set():
             return Outcome.FAILED
         if profile.recheck_membership:
@@ -326,12 +387,16 @@ class Rebalancer:
         for tp in owned:
             by_topic.setdefault(tp.topic, set()).add(tp.partition)
         self.c.listener.before_releasing_partitions(by_topic)
-        for tp, tid in owned.items():
-            path = self.paths.owner(tp.topic, tp.partition)
-            with contextlib.suppress(NoNodeError):
-                data, _ = self.c.zk.get(path)
-                if data == layout.encode_owner(tid):
-                    self.c.zk.delete(path)
+        paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in owned}
+        if self.c.profile.atomic_claims:
+            holders = self.c.registry.read_many(paths.values())
+            self.c.registry.delete_many(p for tp, p in paths.items() if holders[p] == layout.encode_owner(owned[tp]))
+        else:
+            for tp, tid in owned.items():
+                with contextlib.suppress(NoNodeError):
+                    data, _ = self.c.zk.get(paths[tp])
+                    if data == layout.encode_owner(tid):
+                        self.c.zk.delete(paths[tp])
         self.c.drop_ownership(set(owned))
         self.c.trace.emit("released", rebalance=self.rebalance_count,
                           partitions=sorted(_tp_str(tp) for tp in owned))
@@ -348,6 +413,7 @@ class Rebalancer:
             return None
 
     def _conflict(self, number: int, attempt: int, tp: TopicPartition, tid: str, holder: str | None) -> None:
+        self.stats["claim_conflicts"] += 1
         self.c.trace.emit("claim_conflict", rebalance=number, attempt=attempt,
                           path=self.paths.owner(tp.topic, tp.partition), topic=tp.topic,
                           partition=tp.partition, thread=tid, holder=holder)
@@ -398,9 +464,12 @@ class Rebalancer:
                 return True
             # Nothing was created. Find every conflict (the multi-op names only the first).
             waiting: list[str] = []
+            paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in todo}
+            holders = self.c.registry.read_many(paths.values())
             for tp, tid in sorted(todo.items()):
-                path = self.paths.owner(tp.topic, tp.partition)
-                holder = self._holder(path)
+                path = paths[tp]
+                raw = holders[path]
+                holder = None if raw is None else raw.decode("utf-8", "replace")
                 if holder is None:
                     continue
                 if holder == tid:

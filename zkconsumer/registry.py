@@ -116,6 +116,24 @@ class Registry:
         except NoNodeError:
             return None
 
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes | None]:
+        """Read many nodes with pipelined requests (one round trip's latency instead of one per node)."""
+        pending = [(p, self.zk.get_async(p)) for p in paths]
+        out: dict[str, bytes | None] = {}
+        for path, result in pending:
+            try:
+                out[path] = result.get()[0]
+            except NoNodeError:
+                out[path] = None
+        return out
+
+    def delete_many(self, paths: Iterable[str]) -> None:
+        """Delete many nodes, pipelined; nodes already gone are fine."""
+        pending = [self.zk.delete_async(p) for p in paths]
+        for result in pending:
+            with contextlib.suppress(NoNodeError):
+                result.get()
+
     # ------------------------------------------------------------------------------------------- brokers
     def broker_ids(self) -> list[int]:
         out = []
