@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 
 import pytest
 from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError
 
 from zkconsumer.cli import main
 from zkconsumer.registry import Registry, ZkConnectError, connect
@@ -82,10 +84,15 @@ def test_ensemble_survives_one_node_and_rejoins() -> None:
             client.create("/before", b"1")
             leader = next(s["server"] for s in zk.status() if s["mode"] == "leader")
             zk.stop_node(leader, kill=True)
-            client.create("/during", b"2")  # a quorum of 2 still serves writes (kazoo may reconnect first)
+            # a quorum of 2 still serves writes; the client may have to reconnect first (ConnectionLoss)
+            def create_during() -> None:
+                with contextlib.suppress(NodeExistsError):  # an attempt lost with the connection may have landed
+                    client.create("/during", b"2")
+
+            client.retry(create_during)
             zk.start_node(leader)
             assert sorted(s["mode"] for s in zk.status()) == ["follower", "follower", "leader"]
-            assert client.get("/during")[0] == b"2"
+            assert client.retry(client.get, "/during")[0] == b"2"
         finally:
             client.stop()
             client.close()
