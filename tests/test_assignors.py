@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import random
+from collections import Counter
 
 import pytest
 from hypothesis import given, settings
@@ -205,3 +206,51 @@ def test_equals_kafka_loops(ctx: AssignmentContext, strategy: str) -> None:
     for consumer in ctx.subscriptions:
         mine = port(ctx.subscriptions, ctx.partitions, consumer)
         assert {(tp.topic, tp.partition): t for tp, t in result.for_consumer(consumer).items()} == mine
+
+
+# ------------------------------------------------------------------------------------------------- sticky
+
+def test_sticky_keeps_what_it_can_spec_example() -> None:
+    """SPEC §3 (seed 001): C1 leaves a 3-member group of T0..T3 x 2; sticky keeps every surviving ownership."""
+    from zkconsumer.assignors import sticky_assign
+
+    def tps(*names: str) -> list[TopicPartition]:
+        return [TopicPartition(f"T{n[1]}", int(n[3])) for n in names]
+
+    before = {**{tp: "C0-0" for tp in tps("T0P0", "T1P1", "T3P0")},
+              **{tp: "C1-0" for tp in tps("T0P1", "T2P0", "T3P1")},
+              **{tp: "C2-0" for tp in tps("T1P0", "T2P1")}}
+    topics = {f"T{i}": [0, 1] for i in range(4)}
+    after = sticky_assign(AssignmentContext({c: {t: 1 for t in topics} for c in ("C0", "C2")}, topics), before)
+    assert after.by_thread() == {"C0-0": ["T0-0", "T1-1", "T2-0", "T3-0"], "C2-0": ["T0-1", "T1-0", "T2-1", "T3-1"]}
+
+
+def test_seed_001_unequal_roundrobin_is_rejected_by_kafka_08() -> None:
+    """Seed 001's unequal-subscription RoundRobin example is not Kafka 0.8's behaviour: 0.8.2 rejects it."""
+    ctx = AssignmentContext({"C0": {"A": 1, "B": 1}, "C1": {"B": 1, "C": 1}}, {"A": [0, 1, 2], "B": [0, 1, 2],
+                                                                                "C": [0, 1, 2]})
+    with pytest.raises(RoundRobinPreconditionError):
+        assign("roundrobin", ctx)
+    relaxed = assign("roundrobin-relaxed", ctx).by_thread()  # 0.10.2: accepted, each topic to its subscribers
+    assert all(p.startswith("A") for p in relaxed["C0-0"] if p[0] in "AC") and len(sum(relaxed.values(), [])) == 9
+
+
+@settings(max_examples=100, deadline=None)
+@given(contexts(), st.randoms())
+def test_sticky_properties(ctx: AssignmentContext, rnd) -> None:
+    from zkconsumer.assignors import sticky_assign
+
+    first = sticky_assign(ctx)
+    _check_exact_cover(ctx, first.owners)
+    # drop a random member: every partition whose owner survives stays where it was
+    members = sorted(ctx.subscriptions)
+    gone = rnd.choice(members)
+    rest = AssignmentContext({c: s for c, s in ctx.subscriptions.items() if c != gone}, ctx.partitions)
+    second = sticky_assign(rest, first.owners)
+    _check_exact_cover(rest, second.owners)
+    if all(len(v) == len(ctx.consumers_for_topic) for v in ctx.subscriptions.values()):
+        counts = list(Counter(second.owners.values()).values())
+        threads = {t for ts in rest.consumers_for_topic.values() for t in ts}
+        counts += [0] * (len(threads) - len(counts))
+        if counts:
+            assert max(counts) - min(counts) <= 1

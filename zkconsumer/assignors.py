@@ -271,6 +271,50 @@ def roundrobin_relaxed_assign(ctx: AssignmentContext) -> Assignment:
     return Assignment(owners, ctx)
 
 
+def sticky_assign(ctx: AssignmentContext, previous: Mapping[TopicPartition, str] | None = None) -> Assignment:
+    """A simple sticky assignor (beyond Kafka 0.8; Kafka 0.11 added its own StickyAssignor).
+
+    Every partition keeps its previous thread while that thread still subscribes to its topic; the others go,
+    in (topic, partition) order, to the least-loaded subscribed thread (ties by thread id); then partitions
+    move from the most to the least loaded thread until the counts differ by at most one where subscriptions
+    allow. It needs the group's *previous* assignment as an input that every member sees identically, which
+    0.8's decentralised protocol cannot guarantee (each member reads ``/owners`` at its own moment), so it is
+    offered to the sweep and the analysis, not as a ``partition.assignment.strategy``.
+    """
+    cft = ctx.consumers_for_topic
+    parts = ctx.sorted_partitions
+    subscribed = {topic: set(threads) for topic, threads in cft.items()}
+    load: dict[str, int] = {t: 0 for threads in cft.values() for t in threads}
+    owners: dict[TopicPartition, str] = {}
+    for tp, tid in sorted((previous or {}).items()):
+        if tp.topic in subscribed and tp.partition in parts[tp.topic] and tid in subscribed[tp.topic]:
+            owners[tp] = tid
+            load[tid] += 1
+    for topic in cft:
+        for p in parts[topic]:
+            tp = TopicPartition(topic, p)
+            if tp not in owners:
+                tid = min(cft[topic], key=lambda t: (load[t], t))
+                owners[tp] = tid
+                load[tid] += 1
+    while load:
+        heavy = max(load, key=lambda t: (load[t], t))
+        movable = sorted(tp for tp, t in owners.items() if t == heavy)
+        best: tuple[TopicPartition, str] | None = None
+        for tp in reversed(movable):
+            light = min(subscribed[tp.topic], key=lambda t: (load[t], t))
+            if load[heavy] - load[light] > 1:
+                best = (tp, light)
+                break
+        if best is None:
+            break
+        tp, light = best
+        owners[tp] = light
+        load[heavy] -= 1
+        load[light] += 1
+    return Assignment(owners, ctx)
+
+
 Strategy = Callable[[AssignmentContext], Assignment]
 
 STRATEGIES: dict[str, Strategy] = {
