@@ -21,7 +21,6 @@ from collections.abc import Iterator, Mapping
 from dataclasses import dataclass
 
 from kazoo.client import KazooState
-from kazoo.protocol.states import KeeperState
 
 from . import layout
 from .assignors import TopicPartition
@@ -79,6 +78,7 @@ class KafkaStream:
         self.queue: queue.Queue = queue.Queue(maxsize)
         self._in_flight: FetchedRecord | None = None
         self._in_flight_gen = -1
+        self._held: _Queued | None = None  # taken from the queue while the connection was being suspended
 
     def __iter__(self) -> Iterator[FetchedRecord]:
         return self
@@ -97,17 +97,22 @@ class KafkaStream:
                 c.connected.wait(0.1)
                 self._check_deadline(deadline)
                 continue
-            wait = 0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic()))
-            try:
-                item = self.queue.get(timeout=wait)
-            except queue.Empty:
-                if c.closed:
-                    raise StopIteration from None
-                self._check_deadline(deadline)
-                continue
+            item, self._held = self._held, None
+            if item is None:
+                wait = 0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic()))
+                try:
+                    item = self.queue.get(timeout=wait)
+                except queue.Empty:
+                    if c.closed:
+                        raise StopIteration from None
+                    self._check_deadline(deadline)
+                    continue
             if item is _SHUTDOWN:
                 self.queue.put(_SHUTDOWN)
                 raise StopIteration
+            if not c.connected.is_set():
+                self._held = item  # suspended while we waited for it: hold it until the session is confirmed
+                continue
             if c.hand_out(item, self):
                 self._in_flight = item.record
                 self._in_flight_gen = item.generation
@@ -125,6 +130,7 @@ class KafkaStream:
             self._in_flight = None
 
     def clear(self) -> None:
+        self._held = None
         with contextlib.suppress(queue.Empty):
             while True:
                 item = self.queue.get_nowait()
@@ -181,6 +187,7 @@ class ZookeeperConsumerConnector:
         self.rebalancer = Rebalancer(self)
         self._commit_thread: threading.Thread | None = None
         self._stop = threading.Event()
+        self._session_id = self.zk.client_id[0] if self.zk.client_id else None
         self.zk.add_listener(self._on_zk_state)
 
     # ------------------------------------------------------------------------------------ stream creation
@@ -395,9 +402,10 @@ class ZookeeperConsumerConnector:
             self.trace.emit("session_expired")
             self.rebalancer.trigger("session_expired")
         elif state == KazooState.CONNECTED:
-            same = self.zk.client_state != KeeperState.EXPIRED_SESSION
+            session = self.zk.client_id[0] if self.zk.client_id else None
             if not self.connected.is_set():
-                self.trace.emit("reconnected", same_session=bool(same))
+                self.trace.emit("reconnected", same_session=session == self._session_id)
+            self._session_id = session
             self.connected.set()
 
     # ------------------------------------------------------------------------------------------ shutdown
@@ -414,10 +422,13 @@ class ZookeeperConsumerConnector:
             if self.config.auto_commit:
                 self.commit_offsets()
                 committed = True
-        with contextlib.suppress(Exception):
-            self.rebalancer.release_all()
-        with contextlib.suppress(Exception):
-            self.zk.delete(layout.GroupPaths(self.group).registration(self.consumer_id))
+        # Without a confirmed session our requests would queue until a server answers (maybe never): the
+        # ephemeral owner and registration nodes die with the session anyway.
+        if self.connected.wait(min(5.0, self.config.session_timeout_ms / 1000.0)):
+            with contextlib.suppress(Exception):
+                self.rebalancer.release_all()
+            with contextlib.suppress(Exception):
+                self.zk.delete(layout.GroupPaths(self.group).registration(self.consumer_id))
         self.closed = True
         for stream in self.all_streams():
             stream.clear()

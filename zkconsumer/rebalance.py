@@ -175,7 +175,6 @@ class Rebalancer:
             return
         self.c.reset_after_expiry()
         self.c.register()
-        self._ids_seen = False
         self._registrations, self._registrations_version = {}, -1
         self.synced_rebalance("session_expired")
 

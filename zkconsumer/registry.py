@@ -16,6 +16,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
+from kazoo.retry import KazooRetry
 
 from . import layout
 from .layout import BrokerInfo, ConsumerRegistration, GroupPaths, TopicAssignment
@@ -83,7 +84,13 @@ class PollHandler(SequentialThreadingHandler):
 
 
 def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None, **kwargs) -> KazooClient:
-    """A KazooClient with :class:`PollHandler`."""
+    """A KazooClient with :class:`PollHandler` and a reconnect delay bounded by a third of the session timeout.
+
+    kazoo's default reconnect backoff doubles up to an hour: after a 30 s outage a client could wait longer than
+    its session timeout once the servers are back, and lose a session ZooKeeper had kept for it.
+    """
+    kwargs.setdefault("connection_retry", KazooRetry(max_tries=-1, delay=0.1, backoff=2,
+                                                     max_delay=max(timeout / 3.0, 0.2)))
     return KazooClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(), **kwargs)
 
 
