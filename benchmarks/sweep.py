@@ -1,0 +1,95 @@
+"""Spark analysis throughput: sweep scenarios per second and analyze events per second.
+
+1. sweep, same scenarios both ways: the project's assignors in a plain Python loop (one core) versus inside
+   Spark tasks at --master (local[2] by default, output discarded with the ``noop`` sink); prints the ratio.
+2. the largest sweep: --scenarios (default 1,000,000) scenarios to Parquet, timed end to end.
+3. analyze: a synthetic trace of --events lines (default 10,000,000; zkconsumer.analysis.synthetic) is
+   generated to a temp dir, then the whole ``analyze`` pipeline runs on it; prints events per second.
+
+Run: .venv/bin/python benchmarks/sweep.py [--scenarios N] [--events N] [--compare N] [--master local[2]]
+"""
+
+from __future__ import annotations
+
+import argparse
+import platform
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+from rich.console import Console
+from rich.table import Table
+
+from zkconsumer.analysis.pipeline import run_analysis
+from zkconsumer.analysis.spark import build_session
+from zkconsumer.analysis.sweep import GRID_FULL, SweepConfig, run_local, run_spark
+from zkconsumer.analysis.synthetic import generate
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--compare", type=int, default=20_000, help="scenarios for the loop-vs-Spark comparison")
+    ap.add_argument("--scenarios", type=int, default=1_000_000, help="largest sweep (0 to skip)")
+    ap.add_argument("--events", type=int, default=10_000_000, help="synthetic trace lines for analyze (0 to skip)")
+    ap.add_argument("--changes", type=int, default=3)
+    ap.add_argument("--driver-memory", default="4g")
+    ap.add_argument("--tmp", default=None, help="where the trace and outputs go (default: a temp dir)")
+    args = ap.parse_args()
+    console = Console()
+    tmp = Path(args.tmp or tempfile.mkdtemp(prefix="zkc-bench-"))
+    tmp.mkdir(parents=True, exist_ok=True)
+    cfg = SweepConfig(GRID_FULL, seed=1, changes=args.changes)
+    spark = build_session(args.master, "zkconsumer-bench", driver_memory=args.driver_memory)
+    table = Table(title=f"zkconsumer Spark benchmark — {args.master}, {platform.python_version()}, "
+                        f"{platform.machine()}")
+    for col in ("measure", "size", "seconds", "rate"):
+        table.add_column(col, justify="right" if col != "measure" else "left")
+    try:
+        n = args.compare
+        t0 = time.perf_counter()
+        run_local(cfg, n)
+        loop_s = time.perf_counter() - t0
+        table.add_row("sweep, plain Python loop (1 core)", f"{n:,} scenarios", f"{loop_s:.1f}",
+                      f"{n / loop_s:,.0f} scenarios/s")
+        run_spark(spark, cfg, 2_000).write.format("noop").mode("overwrite").save()  # warm the workers
+        t0 = time.perf_counter()
+        run_spark(spark, cfg, n).write.format("noop").mode("overwrite").save()
+        spark_s = time.perf_counter() - t0
+        table.add_row(f"sweep, Spark {args.master} (noop sink)", f"{n:,} scenarios", f"{spark_s:.1f}",
+                      f"{n / spark_s:,.0f} scenarios/s")
+        table.add_row("ratio Spark / loop", "", "", f"{loop_s / spark_s:.2f}x")
+        console.print(table)
+        if args.scenarios:
+            out = tmp / "sweep.parquet"
+            t0 = time.perf_counter()
+            run_spark(spark, cfg, args.scenarios).write.mode("overwrite").parquet(str(out))
+            big_s = time.perf_counter() - t0
+            rows = spark.read.parquet(str(out)).count()
+            table.add_row(f"largest sweep → Parquet ({rows:,} rows)", f"{args.scenarios:,} scenarios",
+                          f"{big_s:.1f}", f"{args.scenarios / big_s:,.0f} scenarios/s")
+            console.print(table)
+        if args.events:
+            trace = tmp / "trace"
+            t0 = time.perf_counter()
+            lines = generate(trace, args.events, consumers=8, topics=2, partitions=16, changes=6)
+            gen_s = time.perf_counter() - t0
+            table.add_row("synthetic trace generation", f"{lines:,} lines", f"{gen_s:.1f}",
+                          f"{lines / gen_s:,.0f} lines/s")
+            t0 = time.perf_counter()
+            res = run_analysis(spark, str(trace), tmp / "report", console)
+            an_s = time.perf_counter() - t0
+            table.add_row("analyze (all stages, tables + plots + report)", f"{lines:,} events", f"{an_s:.1f}",
+                          f"{lines / an_s:,.0f} events/s")
+            for name, took, _ in res.stages:
+                table.add_row(f"  {name}", "", f"{took:.1f}", "")
+    finally:
+        spark.stop()
+        if not args.tmp:
+            shutil.rmtree(tmp, ignore_errors=True)
+    console.print(table)
+
+
+if __name__ == "__main__":
+    main()

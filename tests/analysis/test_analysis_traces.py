@@ -1,0 +1,69 @@
+"""Trace reading: bad input is reported with file:line and never fatal; unusable directories are errors."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from zkconsumer.analysis.traces import TraceInputError, diagnose, read_traces, trace_files
+from zkconsumer.cli import main
+
+
+def test_missing_and_empty_directories_are_clear_errors(tmp_path, capsys):
+    with pytest.raises(TraceInputError, match="does not exist"):
+        trace_files(str(tmp_path / "nope"))
+    with pytest.raises(TraceInputError, match="no \\*.jsonl files"):
+        trace_files(str(tmp_path))
+    (tmp_path / "a.jsonl").write_text("")
+    with pytest.raises(TraceInputError, match="are empty"):
+        trace_files(str(tmp_path))
+    # the CLI turns them into a one-line error and exit code 2, before any JVM starts
+    assert main(["analyze", str(tmp_path / "nope"), "--out", str(tmp_path / "out")]) == 2
+    assert "does not exist" in capsys.readouterr().err
+    assert not (tmp_path / "out").exists()
+
+
+@pytest.mark.parametrize("text, reason", [
+    ("", "empty line"),
+    ("   ", "empty line"),
+    ("{", "invalid JSON"),
+    ("[1, 2]", "invalid JSON (not a JSON object but list)"),
+    ('{"v":1,"ts":1,"event":"shutdown","group":"g","consumer":"c"}', "missing field(s): seq"),
+    ('{"v":2,"ts":1,"event":"shutdown","group":"g","consumer":"c","seq":1}', "unsupported schema version v=2"),
+    ('{"v":1,"ts":"x","event":"shutdown","group":"g","consumer":"c","seq":1}', "wrong type for field(s): ts"),
+    ('{"v":1,"ts":1,"event":"released","group":"g","consumer":"c","seq":1,"rebalance":1,"partitions":5}',
+     "malformed field(s): partitions (expected a JSON list)"),
+])
+def test_diagnose(text, reason):
+    assert diagnose(text).startswith(reason)
+
+
+def test_line_numbers_exact_when_files_are_split(spark, tmp_path):
+    """Force many Spark splits per file: line numbers must still be the file's own."""
+    d = tmp_path / "traces"
+    d.mkdir()
+    expected = set()
+    for name in ("c1", "c2"):
+        lines = []
+        for i in range(1, 401):
+            if i % 97 == 0:
+                lines.append("{garbage")
+                expected.add((f"{name}.jsonl", i))
+            else:
+                lines.append(json.dumps({"v": 1, "ts": i, "event": "record_delivered", "group": "g",
+                                         "consumer": name, "seq": i, "topic": "t", "partition": 0,
+                                         "offset": i, "thread": f"{name}-0"}))
+        (d / f"{name}.jsonl").write_text("\n".join(lines))  # last line without newline: a killed writer
+    saved = spark.conf.get("spark.sql.files.maxPartitionBytes")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "2048")
+    try:
+        ts = read_traces(spark, str(d), tmp_path / "work")
+        got = {(r["file"], r["line"]) for r in ts.bad.collect()}
+        n_splits = spark.read.text(str(d / "*.jsonl")).rdd.getNumPartitions()
+    finally:
+        spark.conf.set("spark.sql.files.maxPartitionBytes", saved)
+    assert n_splits > 10
+    assert got == expected
+    assert ts.lines == 800 and ts.bad_count == len(expected) and ts.valid == 800 - len(expected)
+    assert ts.events.count() == ts.valid

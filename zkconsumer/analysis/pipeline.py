@@ -1,0 +1,192 @@
+"""``analyze``: trace directory → tables (Parquet + CSV), PNG plots, report.md / report.html.
+
+The stages print one progress line each. Tables are written first and the report reads back only
+previews and small aggregates, so the driver never holds a whole trace.
+"""
+
+from __future__ import annotations
+
+import shutil
+from dataclasses import dataclass, field
+from pathlib import Path
+
+import pandas as pd
+from pyspark.sql import DataFrame, SparkSession
+from pyspark.sql import functions as F
+from rich.console import Console
+
+from . import consumers as consumers_mod
+from . import plots
+from .partitions import analyze_partitions
+from .progress import Stages
+from .rebalances import analyze_rebalances
+from .report import PREVIEW_ROWS, Report
+from .tables import TableWriter
+from .traces import TraceSet, read_traces
+
+BAD_LINES_SHOWN = 20
+
+DESCRIPTIONS = {
+    "group_rebalances": "one row per group rebalance: start, end (final assignment fully owned), duration, "
+                        "attempts, failed claims, partitions moved, unowned time",
+    "consumer_rebalances": "one row per consumer rebalance (consumer, rebalance number) and its group rebalance",
+    "unowned": "per group rebalance and partition: how long the partition had no owner before its new owner",
+    "ownership": "ownership timeline: partition, consumer, owned_from, owned_to, why it ended",
+    "partitions": "per partition: deliveries, committed offset, duplicates, lost offsets, overlaps, owners",
+    "duplicates": "one row per extra delivery of an offset, with the group rebalance during/after which it happened",
+    "lost_offsets": "offset ranges never delivered: below the highest commit, or gaps between delivered offsets",
+    "overlaps": "two consumers delivering the same partition at the same time (delivery intervals intersect)",
+    "stints": "per partition and consumer, delivery intervals between the consumer's rebalances",
+    "consumers": "per consumer: records, rebalances joined, time spent rebalancing, bad lines",
+    "bad_lines": "malformed trace lines: file, line number, reason, text",
+}
+
+
+@dataclass
+class AnalysisResult:
+    out_dir: Path
+    tables: dict[str, int] = field(default_factory=dict)
+    plots: list[Path] = field(default_factory=list)
+    bad_lines: int = 0
+    lines: int = 0
+    report_md: Path | None = None
+    report_html: Path | None = None
+    seconds: float = 0.0
+    summary: dict[str, int] = field(default_factory=dict)
+    stages: list[tuple[str, float, str]] = field(default_factory=list)
+
+
+def _pdf(df: DataFrame, limit: int | None = None) -> pd.DataFrame:
+    return (df.limit(limit) if limit else df).toPandas()
+
+
+def print_bad_lines(console: Console, ts: TraceSet) -> pd.DataFrame:
+    shown = _pdf(ts.bad, BAD_LINES_SHOWN)
+    for r in shown.itertuples(index=False):
+        console.print(f"[yellow]bad line[/] {r.file}:{r.line}: {r.reason}", highlight=False, soft_wrap=True)
+    if ts.bad_count > len(shown):
+        console.print(f"[yellow]… and {ts.bad_count - len(shown)} more bad lines[/] (tables/bad_lines.csv)",
+                      highlight=False)
+    return shown
+
+
+def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: Console,
+                 from_zero: bool = False, max_plot_partitions: int = 48, csv: bool = True,
+                 keep_work: bool = False) -> AnalysisResult:
+    out = Path(out_dir)
+    out.mkdir(parents=True, exist_ok=True)
+    st = Stages(console)
+    res = AnalysisResult(out)
+    writer = TableWriter(out, csv=csv)
+
+    with st.stage("read traces") as note:
+        work = out / "_work"
+        ts = read_traces(spark, trace_dir, work)
+        res.bad_lines, res.lines = ts.bad_count, ts.lines
+        note.append(f"{ts.files} files, {ts.lines:,} lines, {ts.bad_count:,} bad")
+    bad_preview = print_bad_lines(console, ts) if ts.bad_count else pd.DataFrame()
+
+    with st.stage("consumers (events)") as note:
+        base = consumers_mod.basics(ts.events).localCheckpoint(eager=True)
+        n_consumers = base.count()
+        note.append(f"{n_consumers} consumers")
+    with st.stage("rebalances") as note:
+        rb = analyze_rebalances(ts.control(), base)
+        n_rb = rb.group_rebalances.count()
+        note.append(f"{n_rb} group rebalances")
+    with st.stage("partitions") as note:
+        pt = analyze_partitions(ts.events, rb.group_rebalances, rb.ownership, from_zero=from_zero)
+        sums = pt.partitions.agg(
+            F.count("*").alias("partitions"), F.sum("duplicate_deliveries").alias("duplicates"),
+            F.sum("lost_below_committed").alias("lost_below_committed"), F.sum("lost_gap").alias("lost_gap"),
+            F.sum("overlaps").alias("overlaps"), F.sum("deliveries").alias("deliveries")).first()
+        res.summary = {k: int(v or 0) for k, v in sums.asDict().items()}
+        res.summary.update(consumers=n_consumers, group_rebalances=n_rb)
+        note.append(", ".join(f"{k} {v:,}" for k, v in res.summary.items() if k != "consumers"))
+    with st.stage("write tables") as note:
+        cons = consumers_mod.consumer_table(base, rb.consumer_rebalances, ts.bad)
+        for name, df in [("group_rebalances", rb.group_rebalances), ("consumer_rebalances", rb.consumer_rebalances),
+                         ("unowned", rb.unowned), ("ownership", rb.ownership), ("partitions", pt.partitions),
+                         ("duplicates", pt.duplicates), ("lost_offsets", pt.lost), ("overlaps", pt.overlaps),
+                         ("stints", pt.stints), ("consumers", cons), ("bad_lines", ts.bad)]:
+            res.tables[name] = writer.write(name, df, DESCRIPTIONS[name]).rows
+        note.append(f"{len(res.tables)} tables → {out / 'tables'}")
+    with st.stage("plots") as note:
+        img = out / "img"
+        grb = _pdf(rb.group_rebalances)
+        owners = _pdf(rb.ownership)
+        dup_counts = _pdf(pt.duplicates.groupBy("group", "rebalance_id").agg(F.count("*").alias("duplicates"))
+                          .orderBy("group", F.col("rebalance_id").asc_nulls_first()))
+        res.plots = [plots.ownership_timeline(owners, grb, img / "ownership.png", max_plot_partitions),
+                     plots.duration_cdf(grb, img / "rebalance_duration_cdf.png"),
+                     plots.duplicates_per_rebalance(dup_counts, img / "duplicates_per_rebalance.png")]
+        note.append(f"{len(res.plots)} PNG → {img}")
+    with st.stage("report") as note:
+        rep = build_report(trace_dir, ts, res, writer, st, bad_preview, grb, {
+            "partitions": _pdf(pt.partitions, PREVIEW_ROWS), "duplicates": _pdf(pt.duplicates, PREVIEW_ROWS),
+            "lost_offsets": _pdf(pt.lost, PREVIEW_ROWS), "overlaps": _pdf(pt.overlaps, PREVIEW_ROWS),
+            "consumers": _pdf(cons, 50)})
+        res.report_md, res.report_html = rep.write(out)
+        note.append(f"{res.report_md.name}, {res.report_html.name}")
+    res.seconds = st.total
+    res.stages = st.timings
+    if not keep_work:
+        shutil.rmtree(work, ignore_errors=True)
+    return res
+
+
+def _ms_columns(df: pd.DataFrame) -> pd.DataFrame:
+    """Epoch-ms columns as UTC times for reading; durations stay in ms."""
+    out = df.copy()
+    for c in out.columns:
+        if c in ("start", "end", "claims_done", "first_ts", "last_ts") or c.endswith("_ts") or c in (
+                "owned_from", "owned_to", "overlap_from", "overlap_to"):
+            out[c] = pd.to_datetime(out[c], unit="ms", utc=True).dt.strftime("%H:%M:%S.%f").str[:-3]
+    return out
+
+
+def build_report(trace_dir: str, ts: TraceSet, res: AnalysisResult, writer: TableWriter, st: Stages,
+                 bad: pd.DataFrame, grb: pd.DataFrame, previews: dict[str, pd.DataFrame]) -> Report:
+    r = Report("zkconsumer trace analysis")
+    s = res.summary
+    r.p(f"Input: `{trace_dir}` — {ts.files} files, {ts.lines:,} lines, {ts.valid:,} valid events, "
+        f"{ts.bad_count:,} malformed lines. Times are UTC.")
+    r.bullets([
+        f"{s.get('consumers', 0)} consumers, {s.get('group_rebalances', 0)} group rebalances, "
+        f"{s.get('partitions', 0)} partitions, {s.get('deliveries', 0):,} deliveries",
+        f"duplicates: {s.get('duplicates', 0):,} extra deliveries "
+        + r.link("duplicates.csv", "tables/duplicates.csv"),
+        f"lost: {s.get('lost_below_committed', 0):,} offsets below the committed offset, "
+        f"{s.get('lost_gap', 0):,} in gaps above it " + r.link("lost_offsets.csv", "tables/lost_offsets.csv"),
+        f"overlap: {s.get('overlaps', 0):,} pairs of consumers delivering a partition at the same time "
+        + r.link("overlaps.csv", "tables/overlaps.csv"),
+    ])
+    if ts.bad_count:
+        r.h2("Malformed lines")
+        r.p(f"{ts.bad_count:,} lines could not be used; they were skipped and are listed in "
+            + r.link("bad_lines.csv", "tables/bad_lines.csv") + " (first ones below).")
+        r.table(bad.assign(where=bad["file"] + ":" + bad["line"].astype(str))[["where", "reason", "text"]])
+    r.h2("Group rebalances")
+    cols = ["group", "rebalance_id", "start", "end", "duration_ms", "consumers", "attempts", "failed_claims",
+            "partitions_moved", "partitions_unowned", "max_unowned_ms", "causes"]
+    r.table(_ms_columns(grb[cols].head(50)) if len(grb) else grb,
+            "End is when the final assignment was fully owned (the last rebalance_done). "
+            + r.link("group_rebalances.csv", "tables/group_rebalances.csv"))
+    r.image("img/rebalance_duration_cdf.png", "Group rebalance duration CDF")
+    r.image("img/duplicates_per_rebalance.png", "Records delivered again, per group rebalance")
+    r.h2("Partition ownership")
+    r.image("img/ownership.png", "Ownership timeline per partition")
+    r.h2("Partitions")
+    r.table(previews["partitions"], r.link("partitions.csv", "tables/partitions.csv"))
+    for name, title in [("duplicates", "Duplicates"), ("lost_offsets", "Lost offsets"), ("overlaps", "Overlaps")]:
+        r.h2(title)
+        r.table(_ms_columns(previews[name]), f"First {PREVIEW_ROWS} rows of "
+                + r.link(f"{name}.csv", f"tables/{name}.csv") + f" ({res.tables.get(name, 0):,} rows)")
+    r.h2("Consumers")
+    r.table(_ms_columns(previews["consumers"]), r.link("consumers.csv", "tables/consumers.csv"))
+    r.h2("Tables")
+    r.bullets([f"**{t.name}** ({t.rows:,} rows): {t.description} — "
+               + r.link("CSV", t.csv) + ", " + r.link("Parquet", t.parquet) for t in writer.written])
+    r.h2("Stages")
+    r.bullets([f"{name}: {took:.2f} s {('— ' + note) if note else ''}" for name, took, note in st.timings])
+    return r

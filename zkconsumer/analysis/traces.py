@@ -1,0 +1,235 @@
+"""Read a trace directory (docs/trace.md) with Spark, keeping every malformed line with its file and line.
+
+JSON is parsed by Spark itself (``from_json``), not in Python: a 10-million-line trace stays in the JVM.
+Structured fields whose shape depends on the event (``partitions`` is a list in ``released`` and an object in
+``claimed``) are read as raw JSON text first and decoded per event. A line is *bad* when it is not a JSON
+object, lacks a field the analysis needs, has a field of the wrong type or names an unknown event; bad lines
+are counted and reported, never dropped silently and never fatal.
+
+Line numbers: the text source gives no line numbers, so each row gets ``monotonically_increasing_id`` (dense
+within a Spark partition) plus its file split's start offset; counting rows per (file, split) and ordering
+the splits of a file by start offset turns the id into an exact 1-based line number, with no shuffle.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass
+from pathlib import Path
+
+from pyspark.sql import Column, DataFrame, SparkSession
+from pyspark.sql import functions as F
+from pyspark.sql import types as T
+
+from ..trace import EVENTS, SCHEMA_VERSION
+
+
+class TraceInputError(ValueError):
+    """The trace directory cannot be analysed at all (missing, empty): a user error, not a bad line."""
+
+
+L, S, B = T.LongType(), T.StringType(), T.BooleanType()
+#: Every field any event may carry. Raw-JSON fields (objects, lists) are strings here, decoded per event.
+FIELDS: dict[str, T.DataType] = {
+    "v": L, "ts": L, "event": S, "group": S, "consumer": S, "seq": L, "mode": S,
+    "subscription": S, "pattern": S, "cause": S, "rebalance": L, "attempt": L, "ids_cversion": L,
+    "attempts": L, "duration_ms": L, "partitions": S, "assignment": S, "strategy": S, "path": S,
+    "topic": S, "partition": L, "thread": S, "holder": S, "owned": S, "error": S,
+    "same_session": B, "committed": B, "offset": L,
+}
+COMMON = ("v", "ts", "event", "group", "consumer", "seq")
+#: Fields the analysis needs beyond COMMON, per event; others are optional.
+REQUIRED: dict[str, tuple[str, ...]] = {
+    "registered": ("subscription",),
+    "rebalance_triggered": ("cause",),
+    "attempt_started": ("rebalance", "attempt"),
+    "released": ("rebalance", "partitions"),
+    "assigned": ("rebalance", "assignment"),
+    "claim_conflict": ("rebalance", "attempt", "topic", "partition"),
+    "claimed": ("rebalance", "partitions"),
+    "rebalance_done": ("rebalance", "owned"),
+    "rebalance_failed": ("rebalance",),
+    "session_expired": (), "connection_suspended": (), "reconnected": (), "shutdown": (),
+    "offset_committed": ("topic", "partition", "offset"),
+    "record_delivered": ("topic", "partition", "offset", "thread"),
+}
+assert set(REQUIRED) == EVENTS, "REQUIRED must cover every trace event"
+
+_SCHEMA = T.StructType([T.StructField(k, v) for k, v in FIELDS.items()]
+                       + [T.StructField("_corrupt", S)])
+_LIST = T.ArrayType(S)
+_OBJ = T.MapType(S, S)
+BAD_TEXT_CHARS = 300
+
+
+@dataclass
+class TraceSet:
+    """A parsed trace directory: valid events (persisted) and bad lines, with the counts the report shows."""
+
+    events: DataFrame
+    bad: DataFrame
+    files: int
+    lines: int
+    valid: int
+    bad_count: int
+
+    def deliveries(self) -> DataFrame:
+        return self.events.where(F.col("event") == "record_delivered").select(
+            "group", "consumer", "seq", "ts", "topic", "partition", "offset")
+
+    def control(self) -> DataFrame:
+        """Everything but deliveries and commits: the small part rebalance analysis works on."""
+        return self.events.where(~F.col("event").isin("record_delivered", "offset_committed"))
+
+
+def trace_files(trace_dir: str) -> str:
+    """Validate a local trace directory and return the glob Spark reads (remote URIs are passed through)."""
+    if "://" in trace_dir and not trace_dir.startswith("file://"):
+        return trace_dir.rstrip("/") + "/*.jsonl"
+    path = Path(trace_dir.removeprefix("file://"))
+    if not path.exists():
+        raise TraceInputError(f"trace directory {trace_dir} does not exist")
+    if not path.is_dir():
+        raise TraceInputError(f"{trace_dir} is not a directory (give the directory holding <consumer>.jsonl)")
+    files = sorted(p for p in path.glob("*.jsonl") if p.is_file())
+    if not files:
+        raise TraceInputError(f"trace directory {trace_dir} has no *.jsonl files")
+    if all(os.path.getsize(p) == 0 for p in files):
+        raise TraceInputError(f"trace directory {trace_dir}: all {len(files)} *.jsonl files are empty")
+    return str(path.resolve() / "*.jsonl")
+
+
+def _quick_ok(p: Column) -> Column:
+    """True for a well-formed line, decided on the typed parse alone: the cheap test every line takes."""
+    required = F.lit(False)
+    for event, fields in REQUIRED.items():
+        cond = p["event"] == event
+        for k in fields:
+            cond = cond & p[k].isNotNull()
+        required = required | cond
+    shapes = (F.when(p["event"].isin("released", "claimed"), F.col("_parts").isNotNull())
+              .when(p["event"] == "rebalance_done", F.col("_owned").isNotNull())
+              .when(p["event"] == "assigned", F.col("_assignment").isNotNull())
+              .otherwise(F.lit(True)))
+    common = F.lit(True)
+    for k in COMMON:
+        common = common & p[k].isNotNull()
+    return F.coalesce(p["_corrupt"].isNull() & common & (p["v"] == SCHEMA_VERSION) & required & shapes,
+                      F.lit(False))
+
+
+_PY_TYPES: dict[type, tuple[type, ...]] = {T.LongType: (int,), T.BooleanType: (bool,)}
+
+
+def diagnose(text: str) -> str:
+    """Why a line failed :func:`_quick_ok`, in words. Runs on the driver, on bad lines only: a Spark
+    expression this detailed costs seconds of query planning in every run, good input or not."""
+    if not text.strip():
+        return "empty line"
+    try:
+        obj = json.loads(text)
+    except ValueError as e:
+        return f"invalid JSON ({e.msg} at column {e.colno})"
+    if not isinstance(obj, dict):
+        return f"invalid JSON (not a JSON object but {type(obj).__name__})"
+    present = {k for k, v in obj.items() if v is not None}
+    missing = [k for k in COMMON if k not in present]
+    if missing:
+        return "missing field(s): " + ", ".join(missing)
+    if obj["v"] != SCHEMA_VERSION:
+        return f"unsupported schema version v={obj['v']}"
+    if obj["event"] not in EVENTS:
+        return f"unknown event {obj['event']!r}"
+    wrong = [k for k, t in FIELDS.items() if k in present and type(t) in _PY_TYPES
+             and (not isinstance(obj[k], _PY_TYPES[type(t)]) or (t == L and isinstance(obj[k], bool)))]
+    wrong += [k for k, t in FIELDS.items() if k in present and isinstance(t, T.StringType)
+              and isinstance(obj[k], bool | int | float) and k in ("event", "group", "consumer")]
+    if wrong:
+        return "wrong type for field(s): " + ", ".join(wrong)
+    missing = [k for k in REQUIRED[obj["event"]] if k not in present]
+    if missing:
+        return f"missing field(s) for {obj['event']}: " + ", ".join(missing)
+    shapes = {"released": ("partitions", list), "claimed": ("partitions", dict),
+              "rebalance_done": ("owned", list), "assigned": ("assignment", dict)}
+    if obj["event"] in shapes:
+        key, kind = shapes[obj["event"]]
+        if not isinstance(obj[key], kind):
+            return f"malformed field(s): {key} (expected a JSON {'list' if kind is list else 'object'})"
+    return "malformed line"
+
+
+def _parse(df: DataFrame) -> DataFrame:
+    """Add the typed parse ``p`` and the per-event decodings of the raw-JSON fields."""
+    p = F.from_json("value", _SCHEMA, {"columnNameOfCorruptRecord": "_corrupt", "mode": "PERMISSIVE"})
+    parsed = df.select("*", p.alias("p"))
+    event = F.col("p.event")
+    parts = F.when(event == "released", F.from_json("p.partitions", _LIST)).when(
+        event == "claimed", F.map_keys(F.from_json("p.partitions", _OBJ)))
+    return parsed.select(
+        "*", parts.alias("_parts"),
+        F.when(event == "claimed", F.from_json("p.partitions", _OBJ)).alias("_claim_map"),
+        F.when(event == "rebalance_done", F.from_json("p.owned", _LIST)).alias("_owned"),
+        F.when(event == "assigned", F.from_json("p.assignment", _OBJ)).alias("_assignment"))
+
+
+#: Parsed fields the analysis uses; the others are validated but not staged.
+STAGED = ("ts", "event", "group", "consumer", "seq", "cause", "rebalance", "attempt", "ids_cversion", "attempts",
+          "strategy", "topic", "partition", "offset")
+
+
+def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> TraceSet:
+    """Parse every ``*.jsonl`` of ``trace_dir``; keep valid events; bad lines carry file and line number.
+
+    Parsed lines are staged as Parquet in ``work_dir``: every later query then scans a few typed columns
+    and plans against a short lineage, instead of re-parsing JSON (or holding it all in memory).
+    """
+    glob = trace_files(trace_dir)
+    raw = (spark.read.option("recursiveFileLookup", "false").text(glob)
+           .select(F.col("value"), F.col("_metadata.file_name").alias("file"),
+                   F.col("_metadata.file_path").alias("_path"),
+                   F.col("_metadata.file_block_start").alias("_block"),
+                   F.monotonically_increasing_id().alias("_id")))
+    parsed = _parse(raw).withColumn("_ok", _quick_ok(F.col("p")))
+    staged = str(Path(work_dir) / "lines.parquet")
+    parsed.select(
+        "file", "_path", "_block", "_id", "_ok", F.when(~F.col("_ok"), F.col("value")).alias("_text"),
+        *[F.col(f"p.{k}").alias(k) for k in STAGED], F.coalesce("p.mode", F.lit("zookeeper")).alias("mode"),
+        F.col("p.error").alias("failure"), F.col("_parts").alias("parts"), F.col("_owned").alias("owned"),
+    ).write.mode("overwrite").parquet(staged)
+    rows = spark.read.parquet(staged)
+
+    blocks = rows.groupBy("_path", "_block").agg(F.count("*").alias("n"), F.min("_id").alias("first")).collect()
+    files = {b["_path"] for b in blocks}
+    base, seen = [], {}
+    for b in sorted(blocks, key=lambda r: (r["_path"], r["_block"])):
+        base.append((b["_path"], b["_block"], b["first"], seen.get(b["_path"], 0)))
+        seen[b["_path"]] = seen.get(b["_path"], 0) + b["n"]
+    lines = sum(seen.values())
+    base_df = spark.createDataFrame(base, "_path string, _block long, _first long, _base long")
+    bad_rows = (rows.where(~F.col("_ok")).join(F.broadcast(base_df), ["_path", "_block"])
+                .select("file", (F.col("_id") - F.col("_first") + F.col("_base") + 1).alias("line"),
+                        F.col("_text").alias("text")))
+    bad = _diagnosed(spark, bad_rows)
+    bad_count = bad.count()
+    events = rows.where(F.col("_ok")).drop("_path", "_block", "_id", "_ok", "_text")
+    return TraceSet(events=events, bad=bad, files=len(files), lines=lines,
+                    valid=lines - bad_count, bad_count=bad_count)
+
+
+MAX_DIAGNOSED = 100_000
+
+
+def _diagnosed(spark: SparkSession, bad_rows: DataFrame) -> DataFrame:
+    """Bad lines with a reason: the first MAX_DIAGNOSED (by file, line) diagnosed in Python, the rest
+    (a file that is not a trace at all) kept with file:line and a generic reason."""
+    head = bad_rows.orderBy("file", "line").limit(MAX_DIAGNOSED + 1).collect()
+    rows = [(r["file"], r["line"], diagnose(r["text"] or ""), (r["text"] or "")[:BAD_TEXT_CHARS])
+            for r in head[:MAX_DIAGNOSED]]
+    bad = spark.createDataFrame(rows, "file string, line long, reason string, text string")
+    if len(head) > MAX_DIAGNOSED:
+        last = (head[MAX_DIAGNOSED - 1]["file"], head[MAX_DIAGNOSED - 1]["line"])
+        rest = bad_rows.where((F.col("file") > last[0]) | ((F.col("file") == last[0]) & (F.col("line") > last[1])))
+        bad = bad.unionByName(rest.select("file", "line", F.lit("malformed line (not diagnosed)").alias("reason"),
+                                          F.substring("text", 1, BAD_TEXT_CHARS).alias("text")))
+    return bad.orderBy("file", "line").localCheckpoint(eager=True)

@@ -1,0 +1,69 @@
+"""``zkconsumer analyze TRACE_DIR --out REPORT_DIR``: what happened across a whole group, on Spark."""
+
+from __future__ import annotations
+
+import argparse
+
+from . import CliError, console
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "analyze", help="analyse a directory of run traces with Spark: rebalances, duplicates, loss, overlap",
+        description="Reads <consumer>.jsonl traces (docs/trace.md) with Spark and writes tables (Parquet + "
+                    "CSV), PNG plots and report.md / report.html to --out. Local by default; "
+                    "--master spark://host:7077 runs the same job on a cluster (docs/analysis.md).")
+    p.add_argument("trace_dir", metavar="TRACE_DIR", help="directory holding <consumer id>.jsonl files")
+    p.add_argument("--out", required=True, metavar="REPORT_DIR", help="where tables, plots and the report go")
+    add_spark_args(p)
+    p.add_argument("--from-zero", action="store_true",
+                   help="expect every partition from offset 0 (default: from its first delivered offset)")
+    p.add_argument("--max-plot-partitions", type=int, default=48, metavar="N",
+                   help="partitions shown in the ownership chart (default 48)")
+    p.add_argument("--no-csv", action="store_true", help="write Parquet only")
+    p.set_defaults(func=cmd_analyze)
+
+
+def add_spark_args(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--master", default=None,
+                   help="Spark master: local[*] (default; spark-submit's own --master when run by it), "
+                        "local[N], spark://host:7077, yarn, k8s://…")
+    p.add_argument("--driver-memory", default="2g", help="driver memory for local runs (default 2g)")
+    p.add_argument("--shuffle-partitions", type=int, default=None, metavar="N",
+                   help="spark.sql.shuffle.partitions (default: 2 x local cores, 64 on a cluster)")
+
+
+def start_spark(args: argparse.Namespace, app: str):
+    """(whether we own it, session). A session already running in this process (tests, notebooks) is
+    reused and left running."""
+    from pyspark.sql import SparkSession
+
+    from ..analysis.spark import build_session
+
+    owns = SparkSession.getActiveSession() is None
+    with console.status("[bold]starting Spark[/] " + (args.master or "")):
+        return owns, build_session(args.master, app, args.shuffle_partitions, args.driver_memory)
+
+
+def cmd_analyze(args: argparse.Namespace) -> int:
+    from ..analysis.pipeline import run_analysis
+    from ..analysis.traces import TraceInputError, trace_files
+
+    try:
+        trace_files(args.trace_dir)  # fail fast, before a JVM starts
+    except TraceInputError as e:
+        raise CliError(str(e), code=2) from None
+    owns, spark = start_spark(args, "zkconsumer-analyze")
+    try:
+        res = run_analysis(spark, args.trace_dir, args.out, console, from_zero=args.from_zero,
+                           max_plot_partitions=args.max_plot_partitions, csv=not args.no_csv)
+    except TraceInputError as e:
+        raise CliError(str(e), code=2) from None
+    finally:
+        if owns:
+            spark.stop()
+    console.print(f"report: {res.report_md}  {res.report_html}  ({res.seconds:.1f} s)", highlight=False)
+    if res.bad_lines:
+        console.print(f"[yellow]{res.bad_lines} malformed line(s) skipped — listed in the report[/]",
+                      highlight=False)
+    return 0
