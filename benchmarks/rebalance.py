@@ -1,7 +1,9 @@
 """Rebalance speed: Kafka 0.8's timing (profile kafka-0.8) against zkconsumer's default, in the same run.
 
-One real ZooKeeper, one topic of 200 partitions, groups of 10 and 50 consumers (in this process, fetching
-disabled: this measures coordination, not records). For each profile and size it measures
+One real ZooKeeper, one topic of 200 partitions, groups of 10 and 50 consumers spread over ``--processes``
+host processes (4 by default; 1 keeps them all in this process), fetching disabled: this measures coordination,
+not records. Convergence is read from ZooKeeper itself: the moment every owner node holds the thread the
+assignor names (then Kafka's verify must pass). For each profile and size it measures
 
 * cold start: every consumer started at the same moment, until the group owns every partition as the
   assignor says (read back from ZooKeeper);
@@ -17,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import multiprocessing
 import statistics
 import threading
 import time
@@ -50,88 +53,166 @@ def expected_owners(names: list[str], partitions: int) -> dict:
     return {(tp.topic, tp.partition): tid for tp, tid in assign("range", ctx).owners.items()}
 
 
-def converged(consumers: dict[str, ZookeeperConsumerConnector], expected: dict) -> bool:
-    owned = {}
-    for c in consumers.values():
-        if c.rebalancer.busy:
-            return False
-        owned.update({(tp.topic, tp.partition): tid for tp, tid in c.owned_partitions().items()})
-    return owned == expected
+def zk_owners(reg: Registry) -> dict:
+    """Every owner node of the topic, read with pipelined requests (so polling stays cheap)."""
+    base = f"/consumers/{GROUP}/owners/{TOPIC}"
+    children = reg.children(base)
+    raw = reg.read_many(f"{base}/{c}" for c in children)
+    return {(TOPIC, int(c)): raw[f"{base}/{c}"].decode() for c in children if raw[f"{base}/{c}"] is not None}
 
 
-def wait_converged(consumers, expected, reg: Registry, timeout: float = 120.0) -> float:
-    """Seconds until every consumer holds its share in memory (claims succeeded), then checked in ZooKeeper."""
+def wait_converged(expected: dict, reg: Registry, timeout: float = 120.0) -> float:
+    """Seconds until ZooKeeper shows the expected assignment fully owned (then Kafka's verify must pass)."""
     t0 = time.monotonic()
-    while not converged(consumers, expected):
+    while zk_owners(reg) != expected:
         if time.monotonic() - t0 > timeout:
             raise TimeoutError("the group did not converge")
-        time.sleep(0.01)
+        time.sleep(0.005)
     elapsed = time.monotonic() - t0
-    assert reg.owners(GROUP) == expected, "in-memory ownership disagrees with ZooKeeper"
     assert verify(reg, GROUP).ok
     return elapsed
 
 
-def stats_of(consumers) -> Counter:
-    total: Counter = Counter()
-    for c in consumers:
-        total.update(c.rebalancer.stats)
-    return total
+class Host:
+    """Consumers living in one process: commands arrive over a pipe (or are called directly in-process)."""
+
+    def __init__(self, zk: str, profile: str) -> None:
+        self.zk, self.profile = zk, profile
+        self.consumers: dict[str, ZookeeperConsumerConnector] = {}
+        self.gone: list[ZookeeperConsumerConnector] = []
+
+    def create(self, names: list[str]) -> None:
+        for n in names:
+            self.consumers[n] = new_consumer(self.zk, n, self.profile)
+
+    def start_at(self, names: list[str], at: float) -> None:
+        """Start these consumers' streams at wall-clock time ``at`` (all hosts at the same moment)."""
+        def start(c) -> None:
+            time.sleep(max(0.0, at - time.time()))
+            with contextlib.suppress(Exception):  # counted through the stats
+                c.create_message_streams({TOPIC: 1})
+
+        threads = [threading.Thread(target=start, args=(self.consumers[n],)) for n in names]
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+
+    def join(self, name: str) -> None:
+        self.create([name])
+        self.consumers[name].create_message_streams({TOPIC: 1})
+
+    def crash(self, name: str) -> None:
+        c = self.consumers.pop(name)
+        c.rebalancer.stop()
+        c.zk.stop()  # the session ends: its registration and owner nodes vanish at once
+        self.gone.append(c)
+
+    def stats(self) -> Counter:
+        total: Counter = Counter()
+        for c in list(self.consumers.values()) + self.gone:
+            total.update(c.rebalancer.stats)
+        return total
+
+    def close(self) -> None:
+        for c in list(self.consumers.values()) + self.gone:
+            with contextlib.suppress(Exception):
+                c.shutdown()
 
 
-def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds: int) -> dict:
+def _host_main(conn, zk: str, profile: str) -> None:
+    host = Host(zk, profile)
+    while True:
+        method, args = conn.recv()
+        try:
+            conn.send(("ok", getattr(host, method)(*args)))
+        except Exception as e:  # noqa: BLE001 - reported to the parent
+            conn.send(("error", repr(e)))
+        if method == "close":
+            return
+
+
+class RemoteHost:
+    def __init__(self, zk: str, profile: str) -> None:
+        ctx = multiprocessing.get_context("spawn")
+        self.conn, child = ctx.Pipe()
+        self.proc = ctx.Process(target=_host_main, args=(child, zk, profile), daemon=True)
+        self.proc.start()
+
+    def send(self, method: str, *args) -> None:
+        self.conn.send((method, args))
+
+    def result(self):
+        status, value = self.conn.recv()
+        if status != "ok":
+            raise RuntimeError(value)
+        return value
+
+    def call(self, method: str, *args):
+        self.send(method, *args)
+        return self.result()
+
+
+def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds: int, processes: int) -> dict:
     zk = f"{zk_root}/{profile.replace('.', '')}-{size}-{uuid.uuid4().hex[:6]}"
     client = connect(zk)
     reg = Registry(client)
     create_topic(reg, TOPIC, partitions)
     names = [f"c{i:03d}" for i in range(size)]
-    consumers: dict[str, ZookeeperConsumerConnector] = {}
-    gone: list[ZookeeperConsumerConnector] = []
+    hosts = [RemoteHost(zk, profile) for _ in range(processes)] if processes > 1 else None
+    local = Host(zk, profile) if hosts is None else None
+    placement = {n: i % max(processes, 1) for i, n in enumerate(names)}
+
+    def call(host: int, method: str, *args):
+        return getattr(local, method)(*args) if hosts is None else hosts[host].call(method, *args)
+
     try:
-        for n in names:
-            consumers[n] = new_consumer(zk, n, profile)
-        barrier = threading.Barrier(size + 1)
-
-        def start(c) -> None:
-            barrier.wait()
-            with contextlib.suppress(Exception):  # counted through the stats
-                c.create_message_streams({TOPIC: 1})
-
-        threads = [threading.Thread(target=start, args=(c,)) for c in consumers.values()]
-        for t in threads:
-            t.start()
-        barrier.wait()
+        for h in range(max(processes, 1)):
+            call(h, "create", [n for n in names if placement[n] == h])
+        at = time.time() + 1.0
+        if hosts is None:
+            starter = threading.Thread(target=local.start_at, args=(names, at))
+            starter.start()
+        else:
+            for h, host in enumerate(hosts):
+                host.send("start_at", [n for n in names if placement[n] == h], at)
+        time.sleep(max(0.0, at - time.time()))
         t0 = time.monotonic()
-        wait_converged(consumers, expected_owners(names, partitions), reg)
+        members = list(names)
+        wait_converged(expected_owners(members, partitions), reg)
         cold = time.monotonic() - t0
-        for t in threads:
-            t.join()
+        if hosts is None:
+            starter.join()
+        else:
+            for host in hosts:
+                host.result()
         joins, crashes = [], []
         for r in range(rounds):
             name = f"j{r:03d}"
-            c = new_consumer(zk, name, profile)
+            placement[name] = r % max(processes, 1)
             t0 = time.monotonic()
-            c.create_message_streams({TOPIC: 1})
-            consumers[name] = c
-            joins.append(time.monotonic() - t0 + wait_converged(consumers, expected_owners(list(consumers),
-                                                                                           partitions), reg))
-            victim = sorted(consumers)[r % len(consumers)]
-            c = consumers.pop(victim)
-            c.rebalancer.stop()
+            call(placement[name], "join", name)
+            members.append(name)
+            joins.append(time.monotonic() - t0 + wait_converged(expected_owners(members, partitions), reg))
+            victim = sorted(members)[r % len(members)]
+            members.remove(victim)
             t0 = time.monotonic()
-            c.zk.stop()  # the session ends: its registration and owner nodes vanish at once
-            gone.append(c)
-            crashes.append(wait_converged(consumers, expected_owners(list(consumers), partitions), reg))
-        counts = stats_of(list(consumers.values()) + gone)
+            call(placement[victim], "crash", victim)
+            crashes.append(time.monotonic() - t0 + wait_converged(expected_owners(members, partitions), reg))
+        counts: Counter = Counter()
+        for h in range(max(processes, 1)):
+            counts.update(call(h, "stats"))
         return {"profile": profile, "size": size, "cold_s": cold,
                 "join_p50_ms": statistics.median(joins) * 1000, "join_max_ms": max(joins) * 1000,
                 "crash_p50_ms": statistics.median(crashes) * 1000, "crash_max_ms": max(crashes) * 1000,
                 "claim_conflicts": counts["claim_conflicts"], "failed_attempts": counts["failed_attempts"],
                 "failed_rebalances": counts["failed_rebalances"]}
     finally:
-        for c in list(consumers.values()) + gone:
+        for h in range(max(processes, 1)):
             with contextlib.suppress(Exception):
-                c.shutdown()
+                call(h, "close")
+        for host in hosts or []:
+            host.proc.join(30)
         client.stop()
         client.close()
 
@@ -142,6 +223,8 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=5, help="joins and crashes per scenario")
     ap.add_argument("--profiles", nargs="+", default=["kafka-0.8", "default"])
+    ap.add_argument("--processes", type=int, default=4,
+                    help="consumer host processes (1: all consumers in this process, sharing one GIL)")
     args = ap.parse_args()
     console = Console()
     results = []
@@ -149,7 +232,8 @@ def main() -> None:
         for size in args.sizes:
             for profile in args.profiles:
                 with console.status(f"{profile}, {size} consumers..."):
-                    results.append(run_scenario(server.connect_string, profile, size, args.partitions, args.rounds))
+                    results.append(run_scenario(server.connect_string, profile, size, args.partitions, args.rounds,
+                                                args.processes))
                 r = results[-1]
                 console.print(f"{profile:9s} {size:3d}: cold {r['cold_s']:.2f}s, join p50 {r['join_p50_ms']:.0f} ms, "
                               f"crash p50 {r['crash_p50_ms']:.0f} ms, conflicts {r['claim_conflicts']}, "
