@@ -226,7 +226,7 @@ class ZooKeeperServer:
         proc = self._procs.get(node.server_id)
         if proc is not None:
             return proc.poll() is None
-        return node.pid is not None and _pid_alive(node.pid)
+        return node.pid is not None and pid_alive(node.pid)
 
     def log_tail(self, node: ZkNode, lines: int = 25) -> str:
         try:
@@ -288,7 +288,7 @@ class ZooKeeperServer:
             except subprocess.TimeoutExpired:
                 proc.kill()
                 proc.wait()
-        elif node.pid and _pid_alive(node.pid):
+        elif node.pid and pid_alive(node.pid):
             _terminate_pid(node.pid, kill)
         node.pid = None
 
@@ -360,7 +360,8 @@ class ZooKeeperServer:
         return out
 
 
-def _pid_alive(pid: int) -> bool:
+def pid_alive(pid: int) -> bool:
+    """Is this process alive (a zombie counts as dead)?"""
     try:
         os.kill(pid, 0)
     except ProcessLookupError:
@@ -379,9 +380,9 @@ def _terminate_pid(pid: int, kill: bool = False) -> None:
     with contextlib.suppress(ProcessLookupError):
         os.kill(pid, signal.SIGKILL if kill else signal.SIGTERM)
     deadline = time.monotonic() + 10
-    while time.monotonic() < deadline and _pid_alive(pid):
+    while time.monotonic() < deadline and pid_alive(pid):
         time.sleep(0.05)
-    if _pid_alive(pid):
+    if pid_alive(pid):
         with contextlib.suppress(ProcessLookupError):
             os.kill(pid, signal.SIGKILL)
 

@@ -8,6 +8,7 @@ import json
 from rich.table import Table
 
 from ..assignors import STRATEGIES, AssignmentContext, AssignmentError, RoundRobinPreconditionError, assign
+from ..groups import subscribed_topics
 from ..layout import LayoutError
 from ..registry import Registry, ZkConnectError
 from . import CliError, console
@@ -62,12 +63,7 @@ def parse_member(spec: str) -> tuple[str, dict[str, int]]:
 def context_from_zookeeper(zk_connect: str, group: str) -> AssignmentContext:
     try:
         with Registry.open(zk_connect) as reg:
-            all_topics = reg.topics()
-            subs = {}
-            for cid in reg.consumer_ids(group):
-                registration = reg.registration(group, cid)
-                if registration is not None:
-                    subs[cid] = registration.topic_streams(all_topics)
+            subs = subscribed_topics(reg, group)
             topics = {t for s in subs.values() for t in s}
             return AssignmentContext(subs, reg.partitions_for_topics(sorted(topics)))
     except (ZkConnectError, LayoutError) as e:

@@ -19,6 +19,7 @@ import time
 from pathlib import Path
 
 from ..registry import BrokerAlreadyRegistered, ZkConnectError
+from ..zkserver import pid_alive
 from . import CliError, console
 from .topics import add_zookeeper_arg
 
@@ -74,20 +75,6 @@ def _write_state(data_dir: Path, state: dict) -> None:
     tmp = data_dir / (STATE_FILE + ".tmp")
     tmp.write_text(json.dumps(state, indent=2))
     os.replace(tmp, data_dir / STATE_FILE)
-
-
-def pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    try:
-        with open(f"/proc/{pid}/stat") as f:
-            return f.read().split(") ", 1)[1][0] != "Z"
-    except (OSError, IndexError):
-        return True
 
 
 # -------------------------------------------------------------------------------------------------- start

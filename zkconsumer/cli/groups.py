@@ -11,9 +11,8 @@ from rich.table import Table
 
 from ..groups import GroupError, delete_group, describe, export_offsets, import_offsets, parse_export, verify
 from ..layout import LayoutError
-from ..registry import Registry, ZkConnectError
 from . import CliError, console
-from .topics import add_zookeeper_arg
+from .topics import add_zookeeper_arg, open_registry
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,22 +51,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     ver.set_defaults(func=cmd_verify)
 
 
-def _open(args: argparse.Namespace):
-    try:
-        return Registry.open(args.zookeeper)
-    except ZkConnectError as e:
-        raise CliError(str(e)) from None
-
-
 def cmd_list(args: argparse.Namespace) -> int:
-    with _open(args) as reg:
+    with open_registry(args) as reg:
         for g in reg.groups():
             print(g)
     return 0
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    with _open(args) as reg:
+    with open_registry(args) as reg:
         try:
             rows = describe(reg, args.group, args.bootstrap_server)
         except (GroupError, LayoutError) as e:
@@ -90,7 +82,7 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    with _open(args) as reg:
+    with open_registry(args) as reg:
         try:
             delete_group(reg, args.group)
         except GroupError as e:
@@ -100,7 +92,7 @@ def cmd_delete(args: argparse.Namespace) -> int:
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    with _open(args) as reg:
+    with open_registry(args) as reg:
         lines = export_offsets(reg, args.group)
     text = "".join(line + "\n" for line in lines)
     if args.output_file:
@@ -119,7 +111,7 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError(f"cannot read {args.input_file}: {e.strerror}") from None
     except (GroupError, LayoutError) as e:
         raise CliError(str(e)) from None
-    with _open(args) as reg:
+    with open_registry(args) as reg:
         try:
             n = import_offsets(reg, entries, args.force)
         except GroupError as e:
@@ -129,7 +121,7 @@ def cmd_import(args: argparse.Namespace) -> int:
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    with _open(args) as reg:
+    with open_registry(args) as reg:
         try:
             result = verify(reg, args.group)
         except LayoutError as e:

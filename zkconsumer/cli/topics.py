@@ -47,7 +47,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     desc.set_defaults(func=cmd_describe)
 
 
-def _open(args: argparse.Namespace):
+def open_registry(args: argparse.Namespace):
+    """``Registry.open(--zookeeper)``, a connection failure turned into one clear CLI error."""
     try:
         return Registry.open(args.zookeeper)
     except ZkConnectError as e:
@@ -55,7 +56,7 @@ def _open(args: argparse.Namespace):
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    with _open(args) as reg:
+    with open_registry(args) as reg:
         try:
             assignment = create_topic(reg, args.topic, args.partitions, args.replication_factor)
         except TopicExistsError as e:
@@ -69,7 +70,7 @@ def cmd_create(args: argparse.Namespace) -> int:
 
 
 def cmd_alter(args: argparse.Namespace) -> int:
-    with _open(args) as reg:
+    with open_registry(args) as reg:
         try:
             new = add_partitions(reg, args.topic, args.partitions)
         except (UnknownTopicError, AdminOperationError, LayoutError) as e:
@@ -79,14 +80,14 @@ def cmd_alter(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with _open(args) as reg:
+    with open_registry(args) as reg:
         for t in reg.topics():
             print(t)
     return 0
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    with _open(args) as reg:
+    with open_registry(args) as reg:
         names = args.topic or reg.topics()
         try:
             descs = [describe_topic(reg, t) for t in names]
