@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from pathlib import Path
 
 import pytest
 from kazoo.client import KazooClient
@@ -98,8 +99,9 @@ def test_ensemble_survives_one_node_and_rejoins() -> None:
             client.close()
 
 
-def test_cli_start_status_stop(tmp_path, capsys: pytest.CaptureFixture) -> None:
-    data = tmp_path / "zk"
+def test_cli_start_status_stop(tmp_path, capsys: pytest.CaptureFixture, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    data = Path("zk")  # a relative --data-dir, as a user types it
     assert main(["zk", "start", "--port", "0", "--data-dir", str(data), "--json"]) == 0
     started = json.loads(capsys.readouterr().out)
     try:

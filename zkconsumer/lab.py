@@ -110,7 +110,7 @@ class Lab:
     def __init__(self, plan: LabPlan, out_dir: Path, zookeeper: str | None = None,
                  bootstrap: str | None = None, console: Console | None = None) -> None:
         self.plan = plan
-        self.out = out_dir
+        self.out = Path(out_dir).resolve()
         self.traces = out_dir / "traces"
         self.logs = out_dir / "logs"
         self.console = console or Console()

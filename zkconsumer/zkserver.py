@@ -155,7 +155,8 @@ class ZooKeeperServer:
         self.tick_time = tick_time
         self.detach = detach
         self._owns_dir = data_dir is None
-        self.data_dir = Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="zkconsumer-zk-"))
+        # absolute: the JVM runs with the node's directory as its working directory
+        self.data_dir = (Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="zkconsumer-zk-"))).resolve()
         self._classpath = classpath
         self._java = java
         self.source = ""
@@ -334,7 +335,7 @@ class ZooKeeperServer:
         server.tick_time = state.get("tick_time", 500)
         server.detach = True
         server._owns_dir = False
-        server.data_dir = Path(data_dir)
+        server.data_dir = Path(data_dir).resolve()
         server._classpath = None
         server._java = None
         server.source = state.get("source", "")
