@@ -284,6 +284,7 @@ class Lab:
                         time.sleep(0.5)
                     live.update(self._view(reg, time.monotonic() - started))
                 result = verify(reg, GROUP)
+                self.console.print()
                 self.console.print("Rebalance operation successful !" if result.ok else
                                    "Rebalance operation failed !\n" + "\n".join(result.problems), highlight=False)
                 summary["verify_ok"] = result.ok
