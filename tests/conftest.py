@@ -7,10 +7,10 @@ test its own chroot, which is how Kafka deployments share an ensemble too.
 from __future__ import annotations
 
 import os
-import uuid
 from collections.abc import Iterator
 
 import pytest
+from helpers import fresh_chroot
 
 from zkconsumer.registry import Registry, connect
 from zkconsumer.zkserver import ZooKeeperServer
@@ -29,15 +29,7 @@ def zk_server() -> Iterator[ZooKeeperServer]:
 @pytest.fixture
 def zk_connect(zk_server: ZooKeeperServer, request: pytest.FixtureRequest) -> str:
     """``host:port/chroot`` unique to this test (the chroot node is created)."""
-    name = "".join(c if c.isalnum() else "_" for c in request.node.name)[:60]
-    chroot = f"/t_{name}_{uuid.uuid4().hex[:8]}"
-    client = connect(zk_server.connect_string)
-    try:
-        client.ensure_path(chroot)
-    finally:
-        client.stop()
-        client.close()
-    return zk_server.connect_string + chroot
+    return fresh_chroot(zk_server.connect_string, request.node.name)
 
 
 @pytest.fixture

@@ -3,11 +3,13 @@
 from __future__ import annotations
 
 import time
+import uuid
 from collections.abc import Callable
 from typing import Any
 
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.connector import ZookeeperConsumerConnector
+from zkconsumer.registry import connect
 
 
 def wait_until(condition: Callable[[], Any], timeout: float = 20.0, interval: float = 0.02,
@@ -21,6 +23,19 @@ def wait_until(condition: Callable[[], Any], timeout: float = 20.0, interval: fl
             return last
         time.sleep(interval)
     raise AssertionError(f"timed out after {timeout}s waiting for {message} (last value: {last!r})")
+
+
+def fresh_chroot(connect_string: str, test_name: str) -> str:
+    """``connect_string/chroot`` with a new chroot node named after the test, so tests can share a server."""
+    name = "".join(c if c.isalnum() else "_" for c in test_name)[:60]
+    chroot = f"/t_{name}_{uuid.uuid4().hex[:8]}"
+    client = connect(connect_string)
+    try:
+        client.ensure_path(chroot)
+    finally:
+        client.stop()
+        client.close()
+    return connect_string + chroot
 
 
 def consumer(zk_connect: str, group: str, consumer_id: str | None = None, fetch: bool = False,

@@ -26,13 +26,12 @@ import queue
 import socket
 import threading
 import time
-import uuid
 from collections import defaultdict
 from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import consumer, wait_until
+from helpers import consumer, fresh_chroot, wait_until
 from kafka import KafkaProducer
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
@@ -79,15 +78,7 @@ def zk(ensemble: ZooKeeperServer) -> Iterator[ZooKeeperServer]:
 @pytest.fixture
 def zk_connect(zk: ZooKeeperServer, request: pytest.FixtureRequest) -> str:
     """``host:port,host:port,host:port/chroot`` unique to this test (the chroot node is created)."""
-    name = "".join(c if c.isalnum() else "_" for c in request.node.name)[:60]
-    chroot = f"/t_{name}_{uuid.uuid4().hex[:8]}"
-    client = connect(zk.connect_string)
-    try:
-        client.ensure_path(chroot)
-    finally:
-        client.stop()
-        client.close()
-    return zk.connect_string + chroot
+    return fresh_chroot(zk.connect_string, request.node.name)
 
 
 @pytest.fixture

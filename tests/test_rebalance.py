@@ -84,7 +84,7 @@ def test_leave_moves_partitions(registry: Registry, zk_connect: str, profile: st
 
 
 CHILD = """
-import sys, time
+import sys, threading
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.connector import ZookeeperConsumerConnector
 c = ZookeeperConsumerConnector(ConsumerConfig.from_properties({
@@ -92,7 +92,7 @@ c = ZookeeperConsumerConnector(ConsumerConfig.from_properties({
     "zookeeper.session.timeout.ms": 2000, "auto.commit.enable": False}))
 c.create_message_streams({"t": 1})
 print("ready", flush=True)
-time.sleep(600)
+threading.Event().wait()  # until the test kills us
 """
 
 

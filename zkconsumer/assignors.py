@@ -25,7 +25,7 @@ Differences from Kafka, on purpose (also in README "Limits"):
 from __future__ import annotations
 
 import logging
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import cached_property, partial
 from typing import NamedTuple
@@ -342,7 +342,3 @@ def assign_for_consumer(strategy: str, ctx: AssignmentContext, consumer_id: str)
     whole = assign(strategy, ctx)
     whole.warn_idle(consumer_id)
     return whole.for_consumer(consumer_id)
-
-
-def iter_strategies() -> Iterator[str]:
-    return iter(STRATEGIES)

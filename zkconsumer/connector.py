@@ -241,11 +241,10 @@ class ZookeeperConsumerConnector:
     def _start_fetcher(self) -> None:
         bootstrap = self.config.bootstrap_servers
         if not bootstrap:
-            brokers = self.registry.brokers()
-            if not brokers:
+            bootstrap = self.registry.bootstrap_servers()
+            if not bootstrap:
                 raise RuntimeError("no brokers registered under /brokers/ids and no bootstrap.servers given: "
                                    "start one with 'zkconsumer broker start'")
-            bootstrap = ",".join("{}:{}".format(*b.plaintext_address()) for b in brokers.values())
         self.fetcher = Fetcher(bootstrap, self.config.client_id, self.config.auto_offset_reset, self._deliver,
                                fetch_max_wait_ms=self.config.get("fetch.wait.max.ms"),
                                fetch_min_bytes=self.config.get("fetch.min.bytes"),

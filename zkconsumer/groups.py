@@ -7,13 +7,12 @@ These read the tree exactly as Kafka's ``ConsumerOffsetChecker``, ``ExportZkOffs
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from kazoo.exceptions import NoNodeError, NotEmptyError
+from kazoo.exceptions import NotEmptyError
 
 from . import layout
 from .assignors import TopicPartition
@@ -55,13 +54,6 @@ def subscribed_topics(reg: Registry, group: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def bootstrap_from_zookeeper(reg: Registry) -> str | None:
-    brokers = reg.brokers()
-    if not brokers:
-        return None
-    return ",".join("{}:{}".format(*b.plaintext_address()) for b in brokers.values())
-
-
 def log_end_offsets(bootstrap: str | None, tps: Iterable[TopicPartition], timeout_ms: int = 5000
                     ) -> dict[TopicPartition, int]:
     """Latest offsets from the brokers; empty when none is reachable (the caller shows '-')."""
@@ -101,7 +93,7 @@ def describe(reg: Registry, group: str, bootstrap: str | None = None) -> list[Pa
     for (t, p) in list(offsets) + list(owners):
         if TopicPartition(t, p) not in tps:
             tps.append(TopicPartition(t, p))
-    ends = log_end_offsets(bootstrap or bootstrap_from_zookeeper(reg), tps)
+    ends = log_end_offsets(bootstrap or reg.bootstrap_servers(), tps)
     return [PartitionRow(tp.topic, tp.partition, offsets.get(tp), ends.get(tp), owners.get(tp))
             for tp in sorted(tps)]
 
@@ -193,13 +185,3 @@ def verify(reg: Registry, group: str) -> VerifyResult:
                 problems.append(f"Owner {owner} for partition [{topic},{p}] is not a valid member of consumer "
                                 f"group {group}")
     return VerifyResult(not problems, problems, checked)
-
-
-def list_groups(reg: Registry) -> list[str]:
-    return reg.groups()
-
-
-def owner_exists(reg: Registry, group: str, tp: TopicPartition) -> bool:
-    with contextlib.suppress(NoNodeError):
-        return reg.zk.exists(GroupPaths(group).owner(tp.topic, tp.partition)) is not None
-    return False

@@ -37,8 +37,7 @@ class PartitionProgress:
     processed: int | None = None
 
     def committable(self, processed_only: bool) -> int | None:
-        value = self.processed if processed_only else self.handed
-        return value if value is not None else None
+        return self.processed if processed_only else self.handed
 
 
 class ZkOffsetStore:

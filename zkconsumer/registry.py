@@ -212,6 +212,13 @@ class Registry:
                 out[bid] = info
         return out
 
+    def bootstrap_servers(self) -> str | None:
+        """``host:port,...`` of the registered brokers' PLAINTEXT endpoints, or None when none is registered."""
+        brokers = self.brokers()
+        if not brokers:
+            return None
+        return ",".join("{}:{}".format(*b.plaintext_address()) for b in brokers.values())
+
     def register_broker(self, info: BrokerInfo) -> str:
         """Create ``/brokers/ids/<id>`` (ephemeral); an existing registration is Kafka's startup error."""
         path = layout.broker_path(info.broker_id)
@@ -310,9 +317,6 @@ class Registry:
                     if owner is not None:
                         out[(topic, p)] = owner
         return out
-
-    def owner_nodes_exist(self, group: str) -> None:
-        self.zk.ensure_path(GroupPaths(group).owners)
 
     def offset(self, group: str, topic: str, partition: int) -> int | None:
         path = GroupPaths(group).offset(topic, partition)
