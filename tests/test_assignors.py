@@ -248,9 +248,69 @@ def test_sticky_properties(ctx: AssignmentContext, rnd) -> None:
     rest = AssignmentContext({c: s for c, s in ctx.subscriptions.items() if c != gone}, ctx.partitions)
     second = sticky_assign(rest, first.owners)
     _check_exact_cover(rest, second.owners)
-    if all(len(v) == len(ctx.consumers_for_topic) for v in ctx.subscriptions.values()):
+    # every thread subscribes to every topic (same topics, one stream count per consumer): balanced within 1
+    if all(len(v) == len(ctx.consumers_for_topic) and len(set(v.values())) <= 1
+           for v in ctx.subscriptions.values()):
         counts = list(Counter(second.owners.values()).values())
         threads = {t for ts in rest.consumers_for_topic.values() for t in ts}
         counts += [0] * (len(threads) - len(counts))
         if counts:
             assert max(counts) - min(counts) <= 1
+
+
+def _sticky_oracle(ctx: AssignmentContext, previous: dict | None) -> dict:
+    """sticky_assign's rules written the obvious, slow way: keep valid previous owners; give each free
+    partition, in (topic, partition) order, to the least loaded subscribed thread (ties: smallest id); then
+    repeatedly move the largest movable partition of the most loaded thread (ties: largest id) to the least
+    loaded thread of its topic while they differ by more than one."""
+    cft = ctx.consumers_for_topic
+    load = {t: 0 for threads in cft.values() for t in threads}
+    owners: dict = {}
+    for tp, tid in (previous or {}).items():
+        if tp.topic in cft and tp.partition in ctx.partitions.get(tp.topic, ()) and tid in cft[tp.topic]:
+            owners[tp] = tid
+            load[tid] += 1
+    for topic in sorted(cft):
+        for p in sorted(ctx.partitions.get(topic, ())):
+            if TopicPartition(topic, p) not in owners:
+                tid = min(cft[topic], key=lambda t: (load[t], t))
+                owners[TopicPartition(topic, p)] = tid
+                load[tid] += 1
+    while load:
+        heavy = max(load, key=lambda t: (load[t], t))
+        for tp in sorted((tp for tp, t in owners.items() if t == heavy), reverse=True):
+            light = min(cft[tp.topic], key=lambda t: (load[t], t))
+            if load[heavy] - load[light] > 1:
+                owners[tp], load[heavy], load[light] = light, load[heavy] - 1, load[light] + 1
+                break
+        else:
+            return owners
+    return owners
+
+
+@st.composite
+def group_histories(draw) -> list[AssignmentContext]:
+    """A group over the same topics through a few membership and subscription changes (partitions may grow)."""
+    first = draw(contexts(identical=draw(st.booleans())))
+    steps = [first]
+    for _ in range(draw(st.integers(1, 4))):
+        nxt = draw(contexts())
+        parts = {t: list(range(max(len(first.partitions.get(t, [])), len(ps)))) for t, ps in nxt.partitions.items()}
+        keep = {c: s for c, s in steps[-1].subscriptions.items() if draw(st.booleans())}
+        steps.append(AssignmentContext({**keep, **nxt.subscriptions}, parts))
+    return steps
+
+
+@settings(max_examples=300, deadline=None)
+@given(group_histories())
+def test_sticky_equals_the_plain_rules(steps: list[AssignmentContext]) -> None:
+    """The fast sticky_assign (bulk fills, C-level filters, per-topic balancing) decides exactly like the plain
+    rules, step after step, each step starting from the previous result."""
+    from zkconsumer.assignors import sticky_assign
+
+    prev = None
+    for ctx in steps:
+        got = dict(sticky_assign(ctx, prev).owners)
+        assert got == _sticky_oracle(ctx, prev)
+        _check_exact_cover(ctx, got)
+        prev = got

@@ -25,9 +25,11 @@ Differences from Kafka, on purpose (also in README "Limits"):
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property, partial
+from functools import lru_cache, partial
+from itertools import compress, cycle, filterfalse
 from typing import NamedTuple
 
 from .javacompat import string_hash_unsigned
@@ -80,6 +82,20 @@ def _scala_set(items: Sequence[str]) -> str:
     return "Set(" + ", ".join(items) + ")"
 
 
+class _memo:  # noqa: N801 - used as a decorator, like functools.cached_property
+    """``functools.cached_property`` without its per-access lock (Python 3.11 takes an RLock on every first
+    access, which costs more than the small computations here when a sweep builds millions of contexts)."""
+
+    def __init__(self, fn: Callable) -> None:
+        self.fn, self.name, self.__doc__ = fn, fn.__name__, fn.__doc__
+
+    def __get__(self, obj: object, owner: type | None = None):  # noqa: ANN204
+        if obj is None:
+            return self
+        value = obj.__dict__[self.name] = self.fn(obj)  # later reads find the instance attribute first
+        return value
+
+
 @dataclass(frozen=True, eq=False)
 class AssignmentContext:
     """What every consumer reads from ZooKeeper before it assigns.
@@ -93,7 +109,7 @@ class AssignmentContext:
     subscriptions: Mapping[str, Mapping[str, int]]
     partitions: Mapping[str, Sequence[int]]
 
-    @cached_property
+    @_memo
     def consumers_for_topic(self) -> dict[str, list[str]]:
         """Topic → its thread ids sorted as strings (``ZkUtils.getConsumersPerTopic``).
 
@@ -102,41 +118,93 @@ class AssignmentContext:
         """
         # Consumers with identical subscriptions (the usual case) are handled once, as a block.
         blocks: dict[tuple[tuple[str, int], ...], list[str]] = {}
-        for consumer in sorted(self.subscriptions):
-            key = tuple(sorted(self.subscriptions[consumer].items()))
-            blocks.setdefault(key, []).append(consumer)
+        subscriptions = self.subscriptions
+        for consumer in sorted(subscriptions):
+            key = tuple(sorted(subscriptions[consumer].items()))
+            if key in blocks:
+                blocks[key].append(consumer)
+            else:
+                blocks[key] = [consumer]
         by_topic: dict[str, list[tuple[int, int]]] = {}
         members: list[list[str]] = []
         for key, consumers in blocks.items():
             members.append(consumers)
             for topic, streams in key:
-                if isinstance(streams, bool) or not isinstance(streams, int) or streams < 1:
+                if type(streams) is not int and (isinstance(streams, bool) or not isinstance(streams, int)) \
+                        or streams < 1:
                     raise AssignmentError(f"consumer {consumers[0]} has stream count {streams!r} for {topic}")
                 by_topic.setdefault(topic, []).append((len(members) - 1, streams))
+        names = {c: [f"{c}-{i}" for i in range(max(subscriptions[c].values(), default=0))] for c in subscriptions}
+        self.__dict__["thread_names"] = names
         shared: dict[tuple[tuple[int, int], ...], list[str]] = {}
         out: dict[str, list[str]] = {}
         for topic in sorted(by_topic):
             sig = tuple(by_topic[topic])
             threads = shared.get(sig)
             if threads is None:
-                threads = sorted(f"{c}-{i}" for block, n in sig for c in members[block] for i in range(n))
+                threads = []
+                for block, n in sig:
+                    for c in members[block]:
+                        threads += names[c][:n]
+                threads.sort()
                 shared[sig] = threads
             out[topic] = threads
         return out
 
-    @cached_property
+    @_memo
+    def thread_names(self) -> dict[str, list[str]]:
+        """Consumer → its thread ids ``<consumer>-<i>`` (as many as its largest stream count)."""
+        self.consumers_for_topic  # noqa: B018 - validates the stream counts and fills this in
+        return self.__dict__["thread_names"]
+
+    @_memo
     def sorted_partitions(self) -> dict[str, list[int]]:
         return {t: sorted(self.partitions.get(t, ())) for t in self.consumers_for_topic}
+
+    @_memo
+    def threads(self) -> list[str]:
+        """Every subscribed thread id of the group, sorted as strings."""
+        distinct = {id(ts): ts for ts in self.consumers_for_topic.values()}  # shared lists counted once
+        if len(distinct) == 1:
+            return next(iter(distinct.values()))
+        return sorted({t for ts in distinct.values() for t in ts})
+
+    @_memo
+    def _partitions_key(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
+        parts = self.sorted_partitions
+        return tuple((t, tuple(parts[t])) for t in self.consumers_for_topic)
+
+    @_memo
+    def hash_order(self) -> tuple[TopicPartition, ...]:
+        """The group's partitions in RoundRobin's order (:func:`hash_ordered_partitions`).
+
+        Memoised across contexts on (topic, partitions) because a sweep or a rebalancing consumer asks for the
+        same topics again and again, and the Java hashes are most of RoundRobin's cost.
+        """
+        return _hash_order(self._partitions_key)
+
+    @_memo
+    def partition_set(self) -> frozenset[TopicPartition]:
+        """Every partition of the subscribed topics."""
+        return _partition_set(self._partitions_key)
+
+    @_memo
+    def topic_partitions(self) -> dict[str, tuple[TopicPartition, ...]]:
+        """Subscribed topic → its partitions as :class:`TopicPartition` objects, ascending (memoised too)."""
+        return {t: _topic_partitions(t, ps) for t, ps in self._partitions_key}
 
     @property
     def missing_topics(self) -> list[str]:
         return [t for t in self.consumers_for_topic if t not in self.partitions]
 
-    @cached_property
+    @_memo
     def thread_owner(self) -> dict[str, str]:
         """Thread id → consumer id (a thread id alone is ambiguous when consumer ids end in ``-<digits>``)."""
-        return {f"{c}-{i}": c for c, subs in self.subscriptions.items()
-                for i in range(max(subs.values(), default=0))}
+        return {t: c for c, names in self.thread_names.items() for t in names}
+
+    @_memo
+    def thread_set(self) -> frozenset[str]:
+        return frozenset(self.threads)
 
 
 @dataclass
@@ -183,18 +251,17 @@ def range_assign(ctx: AssignmentContext) -> Assignment:
     ``(P div C)*i + min(i, P mod C)``: a running start pointer gives the same slices without the arithmetic.
     """
     owners: dict[TopicPartition, str] = {}
-    parts_by_topic = ctx.sorted_partitions
+    tps_by_topic = ctx.topic_partitions
     for topic, threads in ctx.consumers_for_topic.items():
-        parts = parts_by_topic[topic]
-        n, extra = divmod(len(parts), len(threads))
-        start = 0
+        tps = tps_by_topic[topic]
+        n, extra = divmod(len(tps), len(threads))
+        takers: list[str] = []  # the owner of each partition, in partition order
         for i, tid in enumerate(threads):
             count = n + 1 if i < extra else n
             if count == 0:
                 break  # every later thread gets nothing as well
-            for p in parts[start:start + count]:
-                owners[_new_tp((topic, p))] = tid
-            start += count
+            takers += [tid] * count
+        owners.update(zip(tps, takers, strict=True))
     return Assignment(owners, ctx)
 
 
@@ -225,6 +292,28 @@ def _first(pair: tuple[int, TopicPartition]) -> int:
     return pair[0]
 
 
+def clear_caches() -> None:
+    """Forget memoised RoundRobin orders (benchmarks call it so each run pays the full cost)."""
+    _hash_order.cache_clear()
+    _topic_partitions.cache_clear()
+    _partition_set.cache_clear()
+
+
+@lru_cache(maxsize=512)
+def _hash_order(key: tuple[tuple[str, tuple[int, ...]], ...]) -> tuple[TopicPartition, ...]:
+    return tuple(hash_ordered_partitions([t for t, _ in key], dict(key)))
+
+
+@lru_cache(maxsize=512)
+def _partition_set(key: tuple[tuple[str, tuple[int, ...]], ...]) -> frozenset[TopicPartition]:
+    return frozenset(_new_tp((t, p)) for t, ps in key for p in ps)
+
+
+@lru_cache(maxsize=4096)
+def _topic_partitions(topic: str, partitions: tuple[int, ...]) -> tuple[TopicPartition, ...]:
+    return tuple(_new_tp((topic, p)) for p in partitions)
+
+
 def roundrobin_assign(ctx: AssignmentContext) -> Assignment:
     """Kafka 0.8.2 ``RoundRobinAssignor``: identical thread sets on every topic, else Kafka's error."""
     cft = ctx.consumers_for_topic
@@ -241,10 +330,7 @@ def roundrobin_assign(ctx: AssignmentContext) -> Assignment:
         head_set = set(head) if head_set is None else head_set
         if set(threads) != head_set:
             raise RoundRobinPreconditionError(topic, threads, head_topic, head)
-    ordered = hash_ordered_partitions(topics, ctx.sorted_partitions)
-    n = len(head)
-    owners = {tp: head[i % n] for i, tp in enumerate(ordered)}
-    return Assignment(owners, ctx)
+    return Assignment(dict(zip(ctx.hash_order, cycle(head))), ctx)  # i-th partition to thread i mod n
 
 
 def roundrobin_relaxed_assign(ctx: AssignmentContext) -> Assignment:
@@ -252,11 +338,13 @@ def roundrobin_relaxed_assign(ctx: AssignmentContext) -> Assignment:
     cft = ctx.consumers_for_topic
     if not cft:
         return Assignment({}, ctx)
-    all_threads = sorted({t for threads in cft.values() for t in threads})
+    all_threads = ctx.threads
     n = len(all_threads)
     members = {topic: frozenset(threads) for topic, threads in cft.items()}
-    ordered = hash_ordered_partitions(list(cft), ctx.sorted_partitions)
+    ordered = ctx.hash_order
     everyone = {topic for topic, threads in cft.items() if len(threads) == n}
+    if len(everyone) == len(cft):  # nobody is skipped: plain round robin over every thread
+        return Assignment(dict(zip(ordered, cycle(all_threads))), ctx)
     owners: dict[TopicPartition, str] = {}
     pos = 0
     for tp in ordered:
@@ -280,39 +368,100 @@ def sticky_assign(ctx: AssignmentContext, previous: Mapping[TopicPartition, str]
     allow. It needs the group's *previous* assignment as an input that every member sees identically, which
     0.8's decentralised protocol cannot guarantee (each member reads ``/owners`` at its own moment), so it is
     offered to the sweep and the analysis, not as a ``partition.assignment.strategy``.
+
+    "Least loaded, ties by thread id" is ``min`` over a topic's thread list (sorted, so the first minimum is
+    the smallest id); "most loaded, ties by the largest id" is ``max`` over the reversed list.
     """
     cft = ctx.consumers_for_topic
-    parts = ctx.sorted_partitions
-    subscribed = {topic: set(threads) for topic, threads in cft.items()}
-    load: dict[str, int] = {t: 0 for threads in cft.values() for t in threads}
+    everyone = ctx.threads
+    if not everyone:
+        return Assignment({}, ctx)
+    tps_by_topic = ctx.topic_partitions
     owners: dict[TopicPartition, str] = {}
-    for tp, tid in sorted((previous or {}).items()):
-        if tp.topic in subscribed and tp.partition in parts[tp.topic] and tid in subscribed[tp.topic]:
-            owners[tp] = tid
-            load[tid] += 1
-    for topic in cft:
-        for p in parts[topic]:
-            tp = TopicPartition(topic, p)
-            if tp not in owners:
-                tid = min(cft[topic], key=lambda t: (load[t], t))
-                owners[tp] = tid
+    if previous:
+        sets: dict[int, set[str]] = {}
+        for threads in cft.values():
+            if id(threads) not in sets:
+                sets[id(threads)] = set(threads)
+        if len(sets) == 1:  # every topic has the same threads: keep what a live thread owned (runs in C)
+            alive = next(iter(sets.values()))
+            owners = dict(compress(previous.items(), map(alive.__contains__, previous.values())))
+        else:
+            subscribed = {topic: sets[id(threads)] for topic, threads in cft.items()}
+            nobody: set[str] = set()
+            owners = {tp: tid for tp, tid in previous.items() if tid in subscribed.get(tp[0], nobody)}
+        if not owners.keys() <= ctx.partition_set:  # a partition that no longer exists
+            owners = {tp: tid for tp, tid in owners.items() if tp in ctx.partition_set}
+    load = dict.fromkeys(everyone, 0)
+    load.update(Counter(owners.values()))
+    weight = load.__getitem__
+    for topic, threads in cft.items():
+        tps = tps_by_topic[topic]
+        free = list(filterfalse(owners.__contains__, tps)) if owners else tps
+        if free:
+            takers = _least_loaded_first(threads, load, len(free))
+            owners.update(zip(free, takers, strict=True))
+            for tid in takers:
                 load[tid] += 1
-    while load:
-        heavy = max(load, key=lambda t: (load[t], t))
-        movable = sorted(tp for tp, t in owners.items() if t == heavy)
-        best: tuple[TopicPartition, str] | None = None
-        for tp in reversed(movable):
-            light = min(subscribed[tp.topic], key=lambda t: (load[t], t))
-            if load[heavy] - load[light] > 1:
-                best = (tp, light)
-                break
-        if best is None:
+    # balance: move the largest partition of the most loaded thread (ties: largest id) that can go to a thread
+    # of its topic carrying at least two fewer, to the least loaded such thread. Whether a partition can go
+    # depends only on its topic's thread list, so the search runs over (thread list, topic), not partitions.
+    descending = everyone[::-1]
+    lists = {id(ts): ts for ts in cft.values()}  # distinct thread lists (topics with the same threads share one)
+    lists_of: dict[str, list[int]] | None = None
+    owned: dict[str, dict[str, list[TopicPartition]]] | None = None
+    while True:
+        heavy = max(descending, key=weight)
+        top = load[heavy]
+        if top - min(load.values()) <= 1:
             break
-        tp, light = best
+        if lists_of is None:
+            lists_of = {t: [] for t in everyone}
+            for key, ts in lists.items():
+                for t in ts:
+                    lists_of[t].append(key)
+        lightest = {key: min(lists[key], key=weight) for key in lists_of[heavy]}
+        if all(top - load[light] <= 1 for light in lightest.values()):
+            break  # no topic of the heaviest thread has a thread two lighter: nothing can move
+        if owned is None:
+            owned = {t: {} for t in everyone}
+            for tp, tid in owners.items():
+                by_topic = owned[tid]
+                if tp[0] in by_topic:
+                    by_topic[tp[0]].append(tp)
+                else:
+                    by_topic[tp[0]] = [tp]
+        mine = owned[heavy]
+        topic = max((t for t in mine if mine[t] and top - load[lightest[id(cft[t])]] > 1), default=None)
+        if topic is None:
+            break
+        light = lightest[id(cft[topic])]
+        tp = max(mine[topic])
+        mine[topic].remove(tp)
+        owned[light].setdefault(topic, []).append(tp)
         owners[tp] = light
         load[heavy] -= 1
         load[light] += 1
     return Assignment(owners, ctx)
+
+
+def _least_loaded_first(threads: Sequence[str], load: Mapping[str, int], k: int) -> list[str]:
+    """The next ``k`` picks of "least loaded thread, ties by id", each pick adding one to its thread's load.
+
+    The picks are the ``k`` smallest (level, id) pairs with level >= a thread's load, so they come level by
+    level: at level L every thread whose load is at most L, in id order (``threads`` is sorted).
+    """
+    picks: list[str] = []
+    loads = list(map(load.__getitem__, threads))
+    level, top = min(loads), max(loads)
+    eligible: list[str] = []
+    while len(picks) < k:
+        if level <= top or not eligible:
+            eligible = list(compress(threads, map(level.__ge__, loads)))
+        need = k - len(picks)
+        picks += eligible[:need] if len(eligible) >= need else eligible
+        level += 1
+    return picks
 
 
 Strategy = Callable[[AssignmentContext], Assignment]

@@ -4,7 +4,7 @@ A *scenario* is a group shape (consumers, streams per consumer, topics, partitio
 pattern) plus a sequence of membership changes. It is a pure function of (seed, scenario id), so Spark
 tasks build their own scenarios from ``spark.range`` ids (nothing big is shipped from the driver) and a
 plain Python loop can recompute any of them for comparison. Each task imports
-:func:`zkconsumer.assignors.assign` and runs it (``mapInPandas``): the assignors are not rewritten here.
+:func:`zkconsumer.assignors.assign` and runs it (``mapInArrow``): the assignors are not rewritten here.
 
 Leave and crash both remove a member (the assignment cannot tell them apart); the kind is recorded.
 RoundRobin's precondition failure becomes a ``precondition_failed`` row, as Kafka's rebalance would fail.
@@ -17,8 +17,10 @@ import random
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from operator import ne
 
 import pandas as pd
+import pyarrow as pa
 
 from ..assignors import STRATEGIES, AssignmentContext, RoundRobinPreconditionError, assign, sticky_assign
 
@@ -115,106 +117,102 @@ def make_scenario(cfg: SweepConfig, scenario_id: int, cells: list[tuple] | None 
 
 
 def _metrics(owners: dict, threads: set[str], prev: dict | None, thread_owner: dict[str, str],
-             prev_thread_owner: dict[str, str] | None) -> dict[str, int | None]:
-    """Balance over every subscribed thread (idle ones count as 0) and moves against the previous step.
+             prev_thread_owner: dict[str, str] | None) -> tuple[int, int, int, int, int | None, int | None, int | None]:
+    """(assigned, balance, max, min, moved, moved_forced, moved_consumer) for one step.
 
-    Counts come straight from ``owners`` rather than ``Assignment.by_thread()``, whose sorted string lists
-    would cost more than the assignment itself at a million scenarios.
+    Balance counts every subscribed thread (an idle one counts as 0). Moves compare with the previous step,
+    partition by partition, in ``map`` chains that run in C: a million scenarios make this the sweep's
+    hottest loop after the assignors. A partition whose thread is gone is a forced move (it always moved);
+    one that nobody owns now counts as moved, and as moved to another consumer.
     """
-    counts = Counter(owners.values())
-    per_thread = [counts.get(t, 0) for t in threads]
-    out: dict[str, int | None] = {
-        "threads": len(threads), "assigned": len(owners),
-        "balance": (max(per_thread) - min(per_thread)) if per_thread else 0,
-        "max_per_thread": max(per_thread, default=0), "min_per_thread": min(per_thread, default=0),
-        "moved": None, "moved_forced": None, "moved_consumer": None}
-    if prev is not None and prev_thread_owner is not None:
-        get, consumer_of = owners.get, thread_owner.get
-        moved = forced = moved_consumer = 0
-        for tp, tid in prev.items():
-            new = get(tp)
-            if new != tid:
-                moved += 1
-                forced += tid not in threads
-            moved_consumer += consumer_of(new) != prev_thread_owner[tid]
-        out.update(moved=moved, moved_forced=forced, moved_consumer=moved_consumer)
-    return out
+    counts = Counter(owners.values()).values()
+    top = max(counts, default=0)
+    low = min(counts, default=0) if len(counts) == len(threads) else 0  # some thread got nothing
+    if prev is None or prev_thread_owner is None:
+        return len(owners), top - low, top, low, None, None, None
+    new_owner = list(map(owners.get, prev))
+    old_owner = prev.values()
+    moved = sum(map(ne, new_owner, old_owner))
+    forced = len(prev) - sum(map(threads.__contains__, old_owner))
+    moved_consumer = sum(map(ne, map(thread_owner.get, new_owner), map(prev_thread_owner.__getitem__, old_owner)))
+    return len(owners), top - low, top, low, moved, forced, moved_consumer
 
 
-def run_scenario(sc: Scenario, strategies: tuple[str, ...], seed: int = 0) -> list[dict]:
-    """Rows (one per strategy and step) for a scenario: the initial assignment, then one per change."""
-    rows: list[dict] = []
+def run_scenario(sc: Scenario, strategies: tuple[str, ...], seed: int = 0) -> list[tuple]:
+    """Rows (one per strategy and step, in ``RESULT_SCHEMA`` order) for a scenario: the initial assignment, then one
+    per change. Steps are the outer loop so every strategy shares one :class:`AssignmentContext` per step
+    (thread lists, RoundRobin's hash order and the thread → consumer map are computed once)."""
+    rows: list[tuple] = []
     parts = sc.topic_partitions
-    for strategy in strategies:
-        members = dict(sc.members)
-        prev: dict | None = None
-        prev_owner_of: dict[str, str] | None = None
-        steps = [("initial", "", None)] + list(sc.changes)
-        for step, (kind, cid, sub) in enumerate(steps):
-            if kind == "join":
-                members[cid] = sub or {}
-            elif kind in ("leave", "crash"):
-                members.pop(cid, None)
-            ctx = AssignmentContext(members, parts)
-            subscribed = {t for s in members.values() for t in s}
-            row = {"scenario_id": sc.scenario_id, "seed": seed, "consumers": sc.consumers, "streams": sc.streams,
-                   "topics": sc.topics, "partitions_per_topic": sc.partitions, "pattern": sc.pattern,
-                   "strategy": strategy, "step": step, "change": kind, "member": cid, "members": len(members),
-                   "partitions": sum(len(parts[t]) for t in subscribed), "error": None}
+    shape = (sc.scenario_id, seed, sc.consumers, sc.streams, sc.topics, sc.partitions, sc.pattern)
+    members = dict(sc.members)
+    prev: dict[str, dict | None] = dict.fromkeys(strategies)
+    prev_owner_of: dict[str, str] | None = None
+    for step, (kind, cid, sub) in enumerate([("initial", "", None), *sc.changes]):
+        if kind == "join":
+            members[cid] = sub or {}
+        elif kind in ("leave", "crash"):
+            members.pop(cid, None)
+        ctx = AssignmentContext(members, parts)
+        threads = ctx.thread_set
+        owner_of = ctx.thread_owner
+        n_parts = sum(map(len, ctx.sorted_partitions.values()))  # of the subscribed topics
+        for strategy in strategies:
+            head = (*shape, strategy, step, kind, cid, len(members))
             try:
                 # sticky is given the previous assignment (the sweep sees the whole group, consistently)
-                result = sticky_assign(ctx, prev) if strategy == "sticky" else assign(strategy, ctx)
+                result = sticky_assign(ctx, prev[strategy]) if strategy == "sticky" else assign(strategy, ctx)
             except RoundRobinPreconditionError as e:
-                row.update(status="precondition_failed",
-                           threads=sum(max(s.values(), default=0) for s in members.values()),
-                           assigned=0, balance=None, max_per_thread=None, min_per_thread=None, moved=None,
-                           moved_forced=None, moved_consumer=None, error=str(e).splitlines()[0][:120])
-                prev, prev_owner_of = None, None
-                rows.append(row)
+                n_threads = sum(max(s.values(), default=0) for s in members.values())
+                rows.append((*head, n_threads, n_parts, 0, "precondition_failed", None, None, None, None, None,
+                             None, str(e).splitlines()[0][:120]))
+                prev[strategy] = None
                 continue
-            threads: set[str] = set()
-            for ts in {id(v): v for v in ctx.consumers_for_topic.values()}.values():  # lists are shared
-                threads.update(ts)
-            owner_of = ctx.thread_owner
-            row.update(status="ok", **_metrics(result.owners, threads, prev, owner_of, prev_owner_of))
-            prev, prev_owner_of = result.owners, owner_of
-            rows.append(row)
+            assigned, balance, top, low, moved, forced, moved_consumer = _metrics(
+                result.owners, threads, prev[strategy], owner_of, prev_owner_of)
+            rows.append((*head, len(threads), n_parts, assigned, "ok", balance, top, low, moved, forced,
+                         moved_consumer, None))
+            prev[strategy] = result.owners
+        prev_owner_of = owner_of
     return rows
 
 
-def iter_rows(cfg: SweepConfig, ids: Iterator[int]) -> Iterator[dict]:
+def iter_rows(cfg: SweepConfig, ids: Iterator[int]) -> Iterator[tuple]:
     cells = cfg.cells
     for i in ids:
         yield from run_scenario(make_scenario(cfg, int(i), cells), cfg.strategies, cfg.seed)
 
 
-def run_local(cfg: SweepConfig, n: int, start: int = 0) -> pd.DataFrame:
-    """The same sweep in a plain Python loop: the benchmark baseline and the tests' reference."""
-    return _frame(list(iter_rows(cfg, iter(range(start, start + n)))))
-
-
 _INT_COLS = ("balance", "max_per_thread", "min_per_thread", "moved", "moved_forced", "moved_consumer")
 
 
-_COLUMNS = [c.split()[0] for c in RESULT_SCHEMA.split(", ")]
+def run_local(cfg: SweepConfig, n: int, start: int = 0) -> pd.DataFrame:
+    """The same sweep in a plain Python loop: the benchmark baseline and the tests' reference."""
+    frame = _batch(list(iter_rows(cfg, iter(range(start, start + n))))).to_pandas()
+    return frame.astype(dict.fromkeys(_INT_COLS, "Int32"))  # nullable, as in Spark
 
 
-def _frame(rows: list[dict]) -> pd.DataFrame:
-    """Columns built directly (faster than a frame of dicts); metric columns are nullable integers because
-    precondition failures and initial steps have no value."""
-    data = {c: [r[c] for r in rows] for c in _COLUMNS}
-    for c in _INT_COLS:
-        data[c] = pd.array(data[c], dtype="Int32")
-    return pd.DataFrame(data, columns=_COLUMNS)
+_ARROW_TYPES = {"long": pa.int64(), "int": pa.int32(), "string": pa.string()}
+ARROW_SCHEMA = pa.schema([(name, _ARROW_TYPES[kind]) for name, kind in
+                          (c.split() for c in RESULT_SCHEMA.split(", "))])
+
+
+def _batch(rows: list[tuple]) -> pa.RecordBatch:
+    """Rows to one Arrow batch, column by column (the metric columns hold nulls for precondition failures and
+    initial steps). Arrow straight from lists costs about half of going through pandas."""
+    columns = list(zip(*rows, strict=True)) if rows else [()] * len(ARROW_SCHEMA)
+    return pa.RecordBatch.from_arrays([pa.array(col, type=f.type) for col, f in zip(columns, ARROW_SCHEMA,
+                                                                                      strict=True)],
+                                      schema=ARROW_SCHEMA)
 
 
 def run_spark(spark, cfg: SweepConfig, n: int, partitions: int | None = None):  # -> DataFrame
-    """``n`` scenarios as a Spark DataFrame of result rows, computed in Python workers (mapInPandas)."""
+    """``n`` scenarios as a Spark DataFrame of result rows, computed in Python workers (``mapInArrow``)."""
     sc = spark.sparkContext
     partitions = partitions or max(2, sc.defaultParallelism * 4)
 
-    def compute(batches: Iterator[pd.DataFrame]) -> Iterator[pd.DataFrame]:
+    def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield _frame(list(iter_rows(cfg, iter(batch["id"].tolist()))))
+            yield _batch(list(iter_rows(cfg, iter(batch.column(0).to_pylist()))))
 
-    return spark.range(0, n, numPartitions=partitions).mapInPandas(compute, RESULT_SCHEMA)
+    return spark.range(0, n, numPartitions=partitions).mapInArrow(compute, RESULT_SCHEMA)
