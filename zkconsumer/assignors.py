@@ -134,7 +134,7 @@ class AssignmentContext:
                         or streams < 1:
                     raise AssignmentError(f"consumer {consumers[0]} has stream count {streams!r} for {topic}")
                 by_topic.setdefault(topic, []).append((len(members) - 1, streams))
-        names = {c: [f"{c}-{i}" for i in range(max(subscriptions[c].values(), default=0))] for c in subscriptions}
+        names = {c: _thread_ids(c, max(subscriptions[c].values(), default=0)) for c in subscriptions}
         self.__dict__["thread_names"] = names
         shared: dict[tuple[tuple[int, int], ...], list[str]] = {}
         out: dict[str, list[str]] = {}
@@ -152,7 +152,7 @@ class AssignmentContext:
         return out
 
     @_memo
-    def thread_names(self) -> dict[str, list[str]]:
+    def thread_names(self) -> dict[str, tuple[str, ...]]:
         """Consumer → its thread ids ``<consumer>-<i>`` (as many as its largest stream count)."""
         self.consumers_for_topic  # noqa: B018 - validates the stream counts and fills this in
         return self.__dict__["thread_names"]
@@ -252,15 +252,18 @@ def range_assign(ctx: AssignmentContext) -> Assignment:
     """
     owners: dict[TopicPartition, str] = {}
     tps_by_topic = ctx.topic_partitions
+    slices: dict[tuple[int, int], list[str]] = {}  # topics with the same threads and partition count split alike
     for topic, threads in ctx.consumers_for_topic.items():
         tps = tps_by_topic[topic]
-        n, extra = divmod(len(tps), len(threads))
-        takers: list[str] = []  # the owner of each partition, in partition order
-        for i, tid in enumerate(threads):
-            count = n + 1 if i < extra else n
-            if count == 0:
-                break  # every later thread gets nothing as well
-            takers += [tid] * count
+        takers = slices.get((id(threads), len(tps)))  # the owner of each partition, in partition order
+        if takers is None:
+            n, extra = divmod(len(tps), len(threads))
+            takers = slices[id(threads), len(tps)] = []
+            for i, tid in enumerate(threads):
+                count = n + 1 if i < extra else n
+                if count == 0:
+                    break  # every later thread gets nothing as well
+                takers += [tid] * count
         owners.update(zip(tps, takers, strict=True))
     return Assignment(owners, ctx)
 
@@ -297,6 +300,7 @@ def clear_caches() -> None:
     _hash_order.cache_clear()
     _topic_partitions.cache_clear()
     _partition_set.cache_clear()
+    _thread_ids.cache_clear()
 
 
 @lru_cache(maxsize=512)
@@ -307,6 +311,12 @@ def _hash_order(key: tuple[tuple[str, tuple[int, ...]], ...]) -> tuple[TopicPart
 @lru_cache(maxsize=512)
 def _partition_set(key: tuple[tuple[str, tuple[int, ...]], ...]) -> frozenset[TopicPartition]:
     return frozenset(_new_tp((t, p)) for t, ps in key for p in ps)
+
+
+@lru_cache(maxsize=4096)
+def _thread_ids(consumer: str, streams: int) -> tuple[str, ...]:
+    """``<consumer>-0`` … ``<consumer>-<streams-1>`` (a consumer keeps its ids from one rebalance to the next)."""
+    return tuple(f"{consumer}-{i}" for i in range(streams))
 
 
 @lru_cache(maxsize=4096)
@@ -340,22 +350,27 @@ def roundrobin_relaxed_assign(ctx: AssignmentContext) -> Assignment:
         return Assignment({}, ctx)
     all_threads = ctx.threads
     n = len(all_threads)
-    members = {topic: frozenset(threads) for topic, threads in cft.items()}
     ordered = ctx.hash_order
-    everyone = {topic for topic, threads in cft.items() if len(threads) == n}
-    if len(everyone) == len(cft):  # nobody is skipped: plain round robin over every thread
+    if all(len(threads) == n for threads in cft.values()):  # nobody is skipped: plain round robin
         return Assignment(dict(zip(ordered, cycle(all_threads))), ctx)
+    # For each distinct thread list, position i → (the first subscribed thread at or after i, circularly, and
+    # the position after it): Kafka's dropWhile(not subscribed).next without walking the skipped threads.
+    tables: dict[int, list[tuple[str, int]]] = {}
+    for threads in cft.values():
+        if id(threads) not in tables:
+            member = set(threads)
+            table: list[tuple[str, int]] = [("", 0)] * n
+            nxt = next(i for i in range(n) if all_threads[i] in member) + n  # wraps around
+            for i in range(n - 1, -1, -1):
+                if all_threads[i] in member:
+                    nxt = i
+                table[i] = (all_threads[nxt % n], (nxt + 1) % n)
+            tables[id(threads)] = table
+    by_topic = {topic: tables[id(threads)] for topic, threads in cft.items()}
     owners: dict[TopicPartition, str] = {}
     pos = 0
     for tp in ordered:
-        topic = tp[0]
-        if topic not in everyone:
-            subscribed = members[topic]
-            # dropWhile(not subscribed).next: advance to the next subscribed thread, take it, stand after it
-            while all_threads[pos % n] not in subscribed:
-                pos += 1
-        owners[tp] = all_threads[pos % n]
-        pos += 1
+        owners[tp], pos = by_topic[tp[0]][pos]
     return Assignment(owners, ctx)
 
 

@@ -89,11 +89,12 @@ def _subscription(pattern: str, index: int, consumers: int, topics: int, streams
 def make_scenario(cfg: SweepConfig, scenario_id: int, cells: list[tuple] | None = None) -> Scenario:
     """The scenario for an id: its grid cell is ``id mod cells``, the rest comes from a seeded RNG.
 
-    ``random.Random`` seeded with a string is stable across processes and Python hash seeds.
+    ``random.Random`` seeded with an int is stable across processes and Python hash seeds (and seeding it is
+    cheaper than with a string, which is hashed with SHA-512).
     """
     cells = cells or cfg.cells
     consumers, streams, topics, partitions, pattern = cells[scenario_id % len(cells)]
-    rng = random.Random(f"zkconsumer-sweep:{cfg.seed}:{scenario_id}")
+    rng = random.Random((cfg.seed << 48) ^ scenario_id)
     index = itertools.count()
 
     def new_id() -> str:  # random ids, so a joiner sorts anywhere among the threads, as in Kafka
@@ -117,13 +118,15 @@ def make_scenario(cfg: SweepConfig, scenario_id: int, cells: list[tuple] | None 
 
 
 def _metrics(owners: dict, threads: set[str], prev: dict | None, thread_owner: dict[str, str],
-             prev_thread_owner: dict[str, str] | None) -> tuple[int, int, int, int, int | None, int | None, int | None]:
+             prev_thread_owner: dict[str, str] | None, one_thread_each: bool = False,
+             ) -> tuple[int, int, int, int, int | None, int | None, int | None]:
     """(assigned, balance, max, min, moved, moved_forced, moved_consumer) for one step.
 
     Balance counts every subscribed thread (an idle one counts as 0). Moves compare with the previous step,
     partition by partition, in ``map`` chains that run in C: a million scenarios make this the sweep's
     hottest loop after the assignors. A partition whose thread is gone is a forced move (it always moved);
-    one that nobody owns now counts as moved, and as moved to another consumer.
+    one that nobody owns now counts as moved, and as moved to another consumer. ``one_thread_each``: every
+    consumer has a single thread in both steps, so a partition changes consumer exactly when it changes thread.
     """
     counts = Counter(owners.values()).values()
     top = max(counts, default=0)
@@ -134,7 +137,8 @@ def _metrics(owners: dict, threads: set[str], prev: dict | None, thread_owner: d
     old_owner = prev.values()
     moved = sum(map(ne, new_owner, old_owner))
     forced = len(prev) - sum(map(threads.__contains__, old_owner))
-    moved_consumer = sum(map(ne, map(thread_owner.get, new_owner), map(prev_thread_owner.__getitem__, old_owner)))
+    moved_consumer = moved if one_thread_each else sum(
+        map(ne, map(thread_owner.get, new_owner), map(prev_thread_owner.__getitem__, old_owner)))
     return len(owners), top - low, top, low, moved, forced, moved_consumer
 
 
@@ -169,7 +173,7 @@ def run_scenario(sc: Scenario, strategies: tuple[str, ...], seed: int = 0) -> li
                 prev[strategy] = None
                 continue
             assigned, balance, top, low, moved, forced, moved_consumer = _metrics(
-                result.owners, threads, prev[strategy], owner_of, prev_owner_of)
+                result.owners, threads, prev[strategy], owner_of, prev_owner_of, sc.streams == 1)
             rows.append((*head, len(threads), n_parts, assigned, "ok", balance, top, low, moved, forced,
                          moved_consumer, None))
             prev[strategy] = result.owners
@@ -182,6 +186,9 @@ def iter_rows(cfg: SweepConfig, ids: Iterator[int]) -> Iterator[tuple]:
     for i in ids:
         yield from run_scenario(make_scenario(cfg, int(i), cells), cfg.strategies, cfg.seed)
 
+
+#: Scenarios per Arrow batch a Spark task yields (16 rows each with 4 strategies and 3 changes).
+OUTPUT_CHUNK = 1000
 
 _INT_COLS = ("balance", "max_per_thread", "min_per_thread", "moved", "moved_forced", "moved_consumer")
 
@@ -213,6 +220,8 @@ def run_spark(spark, cfg: SweepConfig, n: int, partitions: int | None = None):  
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         for batch in batches:
-            yield _batch(list(iter_rows(cfg, iter(batch.column(0).to_pylist()))))
+            ids = batch.column(0).to_pylist()
+            for i in range(0, len(ids), OUTPUT_CHUNK):  # small result batches keep the worker's heap small
+                yield _batch(list(iter_rows(cfg, iter(ids[i:i + OUTPUT_CHUNK]))))
 
     return spark.range(0, n, numPartitions=partitions).mapInArrow(compute, RESULT_SCHEMA)
