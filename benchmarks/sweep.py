@@ -1,7 +1,8 @@
 """Spark analysis throughput: sweep scenarios per second and analyze events per second.
 
-1. sweep, same scenarios both ways: the project's assignors in a plain Python loop (one core) versus inside
-   Spark tasks at --master (local[2] by default, output discarded with the ``noop`` sink); prints the ratio.
+1. sweep, same scenarios three ways: the project's assignors in a plain Python loop (one core), the same loop
+   in two plain processes (what two cores of this machine give without Spark), and inside Spark tasks at
+   --master (local[2] by default, output discarded with the ``noop`` sink); prints the ratios.
 2. the largest sweep: --scenarios (default 1,000,000) scenarios to Parquet, timed end to end.
 3. analyze: a synthetic trace of --events lines (default 10,000,000; zkconsumer.analysis.synthetic) is
    generated to a temp dir, then the whole ``analyze`` pipeline runs on it; prints events per second.
@@ -12,6 +13,7 @@ Run: .venv/bin/python benchmarks/sweep.py [--scenarios N] [--events N] [--compar
 from __future__ import annotations
 
 import argparse
+import multiprocessing
 import platform
 import shutil
 import tempfile
@@ -53,6 +55,12 @@ def main() -> None:
         loop_s = time.perf_counter() - t0
         table.add_row("sweep, plain Python loop (1 core)", f"{n:,} scenarios", f"{loop_s:.1f}",
                       f"{n / loop_s:,.0f} scenarios/s")
+        with multiprocessing.get_context("spawn").Pool(2) as pool:
+            t0 = time.perf_counter()
+            pool.starmap(run_local, [(cfg, n // 2, 0), (cfg, n - n // 2, n // 2)])
+            two_s = time.perf_counter() - t0
+        table.add_row("sweep, same loop in 2 processes", f"{n:,} scenarios", f"{two_s:.1f}",
+                      f"{n / two_s:,.0f} scenarios/s")
         run_spark(spark, cfg, 2_000).write.format("noop").mode("overwrite").save()  # warm the workers
         t0 = time.perf_counter()
         run_spark(spark, cfg, n).write.format("noop").mode("overwrite").save()
@@ -60,6 +68,7 @@ def main() -> None:
         table.add_row(f"sweep, Spark {args.master} (noop sink)", f"{n:,} scenarios", f"{spark_s:.1f}",
                       f"{n / spark_s:,.0f} scenarios/s")
         table.add_row("ratio Spark / loop", "", "", f"{loop_s / spark_s:.2f}x")
+        table.add_row("ratio Spark / 2 processes", "", "", f"{two_s / spark_s:.2f}x")
         console.print(table)
         if args.scenarios:
             out = tmp / "sweep.parquet"

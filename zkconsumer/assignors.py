@@ -424,7 +424,7 @@ def sticky_assign(ctx: AssignmentContext, previous: Mapping[TopicPartition, str]
     descending = everyone[::-1]
     lists = {id(ts): ts for ts in cft.values()}  # distinct thread lists (topics with the same threads share one)
     lists_of: dict[str, list[int]] | None = None
-    owned: dict[str, dict[str, list[TopicPartition]]] | None = None
+    topics_of: dict[int, list[str]] = {}
     while True:
         heavy = max(descending, key=weight)
         top = load[heavy]
@@ -435,26 +435,23 @@ def sticky_assign(ctx: AssignmentContext, previous: Mapping[TopicPartition, str]
             for key, ts in lists.items():
                 for t in ts:
                     lists_of[t].append(key)
+            for topic, ts in cft.items():
+                topics_of.setdefault(id(ts), []).append(topic)
         lightest = {key: min(lists[key], key=weight) for key in lists_of[heavy]}
-        if all(top - load[light] <= 1 for light in lightest.values()):
-            break  # no topic of the heaviest thread has a thread two lighter: nothing can move
-        if owned is None:
-            owned = {t: {} for t in everyone}
-            for tp, tid in owners.items():
-                by_topic = owned[tid]
-                if tp[0] in by_topic:
-                    by_topic[tp[0]].append(tp)
-                else:
-                    by_topic[tp[0]] = [tp]
-        mine = owned[heavy]
-        topic = max((t for t in mine if mine[t] and top - load[lightest[id(cft[t])]] > 1), default=None)
-        if topic is None:
-            break
-        light = lightest[id(cft[topic])]
-        tp = max(mine[topic])
-        mine[topic].remove(tp)
-        owned[light].setdefault(topic, []).append(tp)
-        owners[tp] = light
+        candidates = sorted((topic for key, light in lightest.items() if top - load[light] > 1
+                             for topic in topics_of[key]), reverse=True)
+        moved = None
+        for topic in candidates:  # the largest partition the heaviest thread owns in the largest such topic
+            for tp in reversed(tps_by_topic[topic]):
+                if owners[tp] == heavy:
+                    moved = tp
+                    break
+            if moved is not None:
+                break
+        if moved is None:
+            break  # nothing of the heaviest thread can go to a thread two lighter
+        light = lightest[id(cft[moved[0]])]
+        owners[moved] = light
         load[heavy] -= 1
         load[light] += 1
     return Assignment(owners, ctx)
