@@ -18,7 +18,7 @@ from pyspark.sql import SparkSession
 
 DEFAULT_MASTER = "local[*]"
 
-# pyspark warns about pandas >= 3 when Arrow is used; what we use (mapInPandas, toPandas) works.
+# pyspark warns about pandas >= 3 when Arrow is used; what we use (mapInArrow, toPandas) works.
 warnings.filterwarnings("ignore", message=".*does not yet fully support pandas.*", category=FutureWarning)
 
 
