@@ -75,7 +75,7 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
                  keep_work: bool = False) -> AnalysisResult:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    st = Stages(console)
+    st = Stages(console, spark)
     res = AnalysisResult(out)
     writer = TableWriter(out, csv=csv)
 

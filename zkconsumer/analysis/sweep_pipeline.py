@@ -70,7 +70,7 @@ def run_sweep(spark: SparkSession, cfg: SweepConfig, scenarios: int, out_dir: st
               csv: bool = True, results_csv: bool = True) -> SweepResult:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
-    st = Stages(console)
+    st = Stages(console, spark)
     res = SweepResult(out, scenarios)
     writer = TableWriter(out, csv=csv)
     with st.stage("assign scenarios") as note:
