@@ -91,7 +91,8 @@ def test_cli_sweep_end_to_end(spark, tmp_path):
         assert (tmp_path / "tables" / f"{name}.parquet").is_dir()
         assert (tmp_path / "tables" / f"{name}.csv").is_file()
     results = pd.read_csv(tmp_path / "tables" / "sweep_results.csv")
-    assert results["scenario_id"].nunique() == 30 and len(results) == 30 * 3 * 4
+    assert results["scenario_id"].nunique() == 30 and len(results) == 30 * 4 * 4  # 4 strategies x 4 steps
+    assert set(results["strategy"]) == {"range", "roundrobin", "roundrobin-relaxed", "sticky"}
     for png in ("balance_by_strategy", "moved_by_strategy"):
         assert (tmp_path / "img" / f"{png}.png").stat().st_size > 1000
     assert "img/balance_by_strategy.png" in (tmp_path / "report.md").read_text()

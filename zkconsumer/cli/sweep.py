@@ -25,7 +25,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="total scenarios, cycling over the shapes (overrides --repeats)")
     p.add_argument("--changes", type=int, default=3, metavar="K", help="membership changes per scenario")
     p.add_argument("--strategy", action="append", choices=[*sorted(STRATEGIES), "sticky"], dest="strategies",
-                   help="repeat to choose (default: all three)")
+                   help="repeat to choose (default: all four: range, roundrobin, roundrobin-relaxed, sticky)")
     p.add_argument("--no-csv", action="store_true", help="write Parquet only")
     p.add_argument("--no-results-csv", action="store_true",
                    help="skip the CSV of the per-step results (large sweeps); summaries still get CSV")
@@ -40,7 +40,7 @@ def cmd_sweep(args: argparse.Namespace) -> int:
             args.repeats is not None and args.repeats < 1):
         raise CliError("--changes must be >= 0, --scenarios and --repeats >= 1", code=2)
     cfg = SweepConfig(GRID_QUICK if args.quick else GRID_FULL, seed=args.seed, changes=args.changes,
-                      strategies=tuple(args.strategies or STRATEGIES))
+                      strategies=tuple(dict.fromkeys(args.strategies or (*STRATEGIES, "sticky"))))
     n = args.scenarios or len(cfg.cells) * (args.repeats or (2 if args.quick else 4))
     owns, spark = start_spark(args, "zkconsumer-sweep")
     try:
