@@ -163,7 +163,8 @@ class AssignmentContext:
 
     @_memo
     def threads(self) -> list[str]:
-        """Every subscribed thread id of the group, sorted as strings."""
+        """Every subscribed thread id of the group, sorted as strings (may be a list shared with
+        :attr:`consumers_for_topic`: read it, do not change it)."""
         distinct = {id(ts): ts for ts in self.consumers_for_topic.values()}  # shared lists counted once
         if len(distinct) == 1:
             return next(iter(distinct.values()))
