@@ -134,8 +134,7 @@ class AssignmentContext:
                         or streams < 1:
                     raise AssignmentError(f"consumer {consumers[0]} has stream count {streams!r} for {topic}")
                 by_topic.setdefault(topic, []).append((len(members) - 1, streams))
-        names = {c: _thread_ids(c, max(subscriptions[c].values(), default=0)) for c in subscriptions}
-        self.__dict__["thread_names"] = names
+        names = self.thread_names
         shared: dict[tuple[tuple[int, int], ...], list[str]] = {}
         out: dict[str, list[str]] = {}
         for topic in sorted(by_topic):
@@ -154,8 +153,7 @@ class AssignmentContext:
     @_memo
     def thread_names(self) -> dict[str, tuple[str, ...]]:
         """Consumer → its thread ids ``<consumer>-<i>`` (as many as its largest stream count)."""
-        self.consumers_for_topic  # noqa: B018 - validates the stream counts and fills this in
-        return self.__dict__["thread_names"]
+        return {c: _thread_ids(c, max(subs.values(), default=0)) for c, subs in self.subscriptions.items()}
 
     @_memo
     def sorted_partitions(self) -> dict[str, list[int]]:
@@ -165,10 +163,16 @@ class AssignmentContext:
     def threads(self) -> list[str]:
         """Every subscribed thread id of the group, sorted as strings (may be a list shared with
         :attr:`consumers_for_topic`: read it, do not change it)."""
-        distinct = {id(ts): ts for ts in self.consumers_for_topic.values()}  # shared lists counted once
+        distinct = self.thread_lists
         if len(distinct) == 1:
             return next(iter(distinct.values()))
         return sorted({t for ts in distinct.values() for t in ts})
+
+    @_memo
+    def thread_lists(self) -> dict[int, list[str]]:
+        """The distinct thread lists of :attr:`consumers_for_topic` by ``id`` (topics with the same threads
+        share one list, so per-list work is done once)."""
+        return {id(ts): ts for ts in self.consumers_for_topic.values()}
 
     @_memo
     def _partitions_key(self) -> tuple[tuple[str, tuple[int, ...]], ...]:
@@ -357,16 +361,15 @@ def roundrobin_relaxed_assign(ctx: AssignmentContext) -> Assignment:
     # For each distinct thread list, position i → (the first subscribed thread at or after i, circularly, and
     # the position after it): Kafka's dropWhile(not subscribed).next without walking the skipped threads.
     tables: dict[int, list[tuple[str, int]]] = {}
-    for threads in cft.values():
-        if id(threads) not in tables:
-            member = set(threads)
-            table: list[tuple[str, int]] = [("", 0)] * n
-            nxt = next(i for i in range(n) if all_threads[i] in member) + n  # wraps around
-            for i in range(n - 1, -1, -1):
-                if all_threads[i] in member:
-                    nxt = i
-                table[i] = (all_threads[nxt % n], (nxt + 1) % n)
-            tables[id(threads)] = table
+    for key, threads in ctx.thread_lists.items():
+        member = set(threads)
+        table: list[tuple[str, int]] = [("", 0)] * n
+        nxt = next(i for i in range(n) if all_threads[i] in member) + n  # wraps around
+        for i in range(n - 1, -1, -1):
+            if all_threads[i] in member:
+                nxt = i
+            table[i] = (all_threads[nxt % n], (nxt + 1) % n)
+        tables[key] = table
     by_topic = {topic: tables[id(threads)] for topic, threads in cft.items()}
     owners: dict[TopicPartition, str] = {}
     pos = 0
@@ -394,11 +397,9 @@ def sticky_assign(ctx: AssignmentContext, previous: Mapping[TopicPartition, str]
         return Assignment({}, ctx)
     tps_by_topic = ctx.topic_partitions
     owners: dict[TopicPartition, str] = {}
+    lists = ctx.thread_lists
     if previous:
-        sets: dict[int, set[str]] = {}
-        for threads in cft.values():
-            if id(threads) not in sets:
-                sets[id(threads)] = set(threads)
+        sets = {key: set(threads) for key, threads in lists.items()}
         if len(sets) == 1:  # every topic has the same threads: keep what a live thread owned (runs in C)
             alive = next(iter(sets.values()))
             owners = dict(compress(previous.items(), map(alive.__contains__, previous.values())))
@@ -423,7 +424,6 @@ def sticky_assign(ctx: AssignmentContext, previous: Mapping[TopicPartition, str]
     # of its topic carrying at least two fewer, to the least loaded such thread. Whether a partition can go
     # depends only on its topic's thread list, so the search runs over (thread list, topic), not partitions.
     descending = everyone[::-1]
-    lists = {id(ts): ts for ts in cft.values()}  # distinct thread lists (topics with the same threads share one)
     lists_of: dict[str, list[int]] | None = None
     topics_of: dict[int, list[str]] = {}
     while True:

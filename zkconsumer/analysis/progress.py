@@ -32,12 +32,12 @@ def task_progress(tracker: Any) -> tuple[int, int] | None:
 
 def status_text(name: str, elapsed: float, progress: tuple[int, int] | None) -> str:
     """``assign scenarios… 5/16 tasks (31%) · 1m 12s · ~2m 38s left`` (the estimate once a task has finished)."""
-    text = f"[bold]{name}[/]… {_clock(elapsed)}"
-    if progress is not None:
-        done, total = progress
-        text = f"[bold]{name}[/]… {done}/{total} tasks ({100 * done // total}%) · {_clock(elapsed)}"
-        if 0 < done < total:
-            text += f" · ~{_clock(elapsed * (total - done) / done)} left"
+    if progress is None:
+        return f"[bold]{name}[/]… {_clock(elapsed)}"
+    done, total = progress
+    text = f"[bold]{name}[/]… {done}/{total} tasks ({100 * done // total}%) · {_clock(elapsed)}"
+    if 0 < done < total:
+        text += f" · ~{_clock(elapsed * (total - done) / done)} left"
     return text
 
 
