@@ -32,7 +32,7 @@ from functools import lru_cache, partial
 from itertools import compress, cycle, filterfalse
 from typing import NamedTuple
 
-from .javacompat import string_hash_unsigned
+from .javacompat import java_sort, java_sorted, string_hash_unsigned
 
 log = logging.getLogger(__name__)
 
@@ -70,7 +70,7 @@ class RoundRobinPreconditionError(AssignmentError):
 
     def __init__(self, topic: str, threads: Sequence[str], head_topic: str, head_threads: Sequence[str]) -> None:
         self.topic, self.head_topic = topic, head_topic
-        self.threads, self.head_threads = sorted(threads), sorted(head_threads)
+        self.threads, self.head_threads = java_sorted(threads), java_sorted(head_threads)
         super().__init__(
             "requirement failed: " + ROUND_ROBIN_MESSAGE + "\n"
             + f"Topic {topic} has the following available consumer streams: {_scala_set(self.threads)}\n"
@@ -111,7 +111,7 @@ class AssignmentContext:
 
     @_memo
     def consumers_for_topic(self) -> dict[str, list[str]]:
-        """Topic → its thread ids sorted as strings (``ZkUtils.getConsumersPerTopic``).
+        """Topic → its thread ids in Java's string order (``ZkUtils.getConsumersPerTopic``).
 
         Topics subscribed by the same consumers with the same stream counts share one list object, which keeps
         a 1,000-topic group cheap and lets RoundRobin compare lists by identity first.
@@ -145,7 +145,7 @@ class AssignmentContext:
                 for block, n in sig:
                     for c in members[block]:
                         threads += names[c][:n]
-                threads.sort()
+                java_sort(threads)  # ConsumerThreadId's order: String.compareTo (UTF-16 units)
                 shared[sig] = threads
             out[topic] = threads
         return out
@@ -161,12 +161,12 @@ class AssignmentContext:
 
     @_memo
     def threads(self) -> list[str]:
-        """Every subscribed thread id of the group, sorted as strings (may be a list shared with
+        """Every subscribed thread id of the group in Java's string order (may be a list shared with
         :attr:`consumers_for_topic`: read it, do not change it)."""
         distinct = self.thread_lists
         if len(distinct) == 1:
             return next(iter(distinct.values()))
-        return sorted({t for ts in distinct.values() for t in ts})
+        return java_sorted({t for ts in distinct.values() for t in ts})
 
     @_memo
     def thread_lists(self) -> dict[int, list[str]]:
@@ -225,7 +225,7 @@ class Assignment:
             t: [] for threads in self.context.consumers_for_topic.values() for t in threads}
         for tp, tid in self.owners.items():
             out.setdefault(tid, []).append(tp)
-        return {tid: [str(tp) for tp in sorted(tps)] for tid, tps in sorted(out.items())}
+        return {tid: [str(tp) for tp in sorted(out[tid])] for tid in java_sorted(out)}
 
     def for_consumer(self, consumer_id: str) -> dict[TopicPartition, str]:
         """The share one consumer claims: what Kafka's ``assign(ctx)`` returns inside that consumer."""

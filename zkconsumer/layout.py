@@ -17,7 +17,7 @@ import uuid as uuidlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from .javacompat import long_to_hex_string
+from .javacompat import java_sorted, long_to_hex_string
 
 CONSUMERS_PATH = "/consumers"
 BROKERS_PATH = "/brokers"
@@ -250,8 +250,9 @@ def consumer_of_thread(tid: str) -> str:
 
 
 def sort_thread_ids(tids: Iterable[str]) -> list[str]:
-    """Thread ids ordered as plain strings, like ``ConsumerThreadId.compare`` (so ``c-10`` < ``c-2``)."""
-    return sorted(tids)
+    """Thread ids ordered as ``ConsumerThreadId.compare`` does: Java strings (so ``c-10`` < ``c-2``, and
+    UTF-16 code units, not code points, beyond U+FFFF)."""
+    return java_sorted(tids)
 
 
 # ----------------------------------------------------------------------------------------- topic filters

@@ -11,14 +11,22 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from .javacompat import java_sorted
+
 Decision = dict[tuple[str, int], str]
 
 
 def _java_hash(s: str) -> int:
     h = 0
-    for ch in s:
+    for ch in s if s.isascii() else _utf16_units(s):  # a Java char is a UTF-16 code unit
         h = (31 * h + ord(ch)) & 0xFFFFFFFF
     return h - (1 << 32) if h >= (1 << 31) else h
+
+
+def _utf16_units(s: str) -> str:
+    """``s`` with each character beyond U+FFFF as its two surrogates, one per Java ``char``."""
+    data = s.encode("utf-16-be", "surrogatepass")
+    return "".join(chr(int.from_bytes(data[i:i + 2], "big")) for i in range(0, len(data), 2))
 
 
 def _consumers_per_topic(subs: Mapping[str, Mapping[str, int]]) -> dict[str, list[str]]:
@@ -27,7 +35,7 @@ def _consumers_per_topic(subs: Mapping[str, Mapping[str, int]]) -> dict[str, lis
         for topic, n in subs[consumer].items():
             for i in range(n):
                 per_topic[topic] = [f"{consumer}-{i}"] + per_topic.get(topic, [])
-    return {t: sorted(threads) for t, threads in per_topic.items()}
+    return {t: java_sorted(threads) for t, threads in per_topic.items()}
 
 
 def _my_topics(subs: Mapping[str, Mapping[str, int]], consumer_id: str | None) -> dict[str, list[str]]:
@@ -70,7 +78,7 @@ def roundrobin_port(subs: Mapping[str, Mapping[str, int]], partitions: Mapping[s
     for topic, threads in consumers_for_topic.items():
         if set(threads) != head_set:
             raise ValueError(f"requirement failed: topic {topic} vs {head_topic}")
-    assignor = _circular(sorted(head_set))
+    assignor = _circular(java_sorted(head_set))
     my_topics = sorted(_my_topics(subs, consumer_id))
     all_tps = [(t, p) for t in my_topics for p in sorted(partitions.get(t, []))]
     all_tps.sort(key=lambda tp: _java_hash(f"[{tp[0]},{tp[1]}]"))
@@ -87,7 +95,7 @@ def roundrobin_relaxed_port(subs: Mapping[str, Mapping[str, int]], partitions: M
     consumers_for_topic = _consumers_per_topic(subs)
     if not consumers_for_topic:
         return decision
-    all_threads = sorted({t for threads in consumers_for_topic.values() for t in threads})
+    all_threads = java_sorted({t for threads in consumers_for_topic.values() for t in threads})
     assignor = _circular(all_threads)
     all_tps = [(t, p) for t in sorted(consumers_for_topic) for p in sorted(partitions.get(t, []))]
     all_tps.sort(key=lambda tp: _java_hash(f"[{tp[0]},{tp[1]}]"))
