@@ -54,26 +54,46 @@ def subscribed_topics(reg: Registry, group: str) -> dict[str, dict[str, int]]:
     return out
 
 
-def log_end_offsets(bootstrap: str | None, tps: Iterable[TopicPartition], timeout_ms: int = 5000
-                    ) -> dict[TopicPartition, int]:
-    """Latest offsets from the brokers; empty when none is reachable (the caller shows '-')."""
+@dataclass(frozen=True)
+class LogEnds:
+    """Log-end offsets and the leader that answered for each partition (missing: unknown)."""
+
+    offsets: dict[TopicPartition, int]
+    leaders: dict[TopicPartition, int]
+
+
+def read_log_ends(bootstrap: str | None, tps: Iterable[TopicPartition], timeout_ms: int = 5000) -> LogEnds:
+    """Latest offsets from the brokers, as ``ConsumerOffsetChecker`` asked each leader for ``LatestTime``.
+
+    Best effort: with no broker reachable the result is empty and the caller shows the offsets alone, after one
+    warning naming the cause (kafka-python 3 rejects unknown settings, so a wrong keyword would land here too).
+    """
     tps = list(tps)
     if not bootstrap or not tps:
-        return {}
+        return LogEnds({}, {})
     try:
         from kafka import KafkaConsumer
         from kafka import TopicPartition as KTP
 
         consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                                 request_timeout_ms=max(timeout_ms, 1000), api_version_auto_timeout_ms=timeout_ms)
+                                 request_timeout_ms=max(timeout_ms, 1000), bootstrap_timeout_ms=timeout_ms)
         try:
-            ends = consumer.end_offsets([KTP(tp.topic, tp.partition) for tp in tps])
+            ends = consumer.end_offsets([KTP(tp.topic, tp.partition) for tp in tps], timeout_ms=timeout_ms)
+            cluster = consumer._client.cluster  # kafka-python keeps leaders only here; it is what end_offsets used
+            leaders = {TopicPartition(k.topic, k.partition): cluster.leader_for_partition(k) for k in ends}
         finally:
             consumer.close()
-        return {TopicPartition(k.topic, k.partition): v for k, v in ends.items()}
+        return LogEnds({TopicPartition(k.topic, k.partition): v for k, v in ends.items()},
+                       {tp: leader for tp, leader in leaders.items() if leader is not None and leader >= 0})
     except Exception as e:  # noqa: BLE001 - lag is best effort; offsets still show
         log.warning("could not read log-end offsets from %s: %s", bootstrap, e)
-        return {}
+        return LogEnds({}, {})
+
+
+def log_end_offsets(bootstrap: str | None, tps: Iterable[TopicPartition], timeout_ms: int = 5000
+                    ) -> dict[TopicPartition, int]:
+    """Latest offsets from the brokers; empty when none is reachable (the caller shows '-')."""
+    return read_log_ends(bootstrap, tps, timeout_ms).offsets
 
 
 def describe(reg: Registry, group: str, bootstrap: str | None = None) -> list[PartitionRow]:
@@ -113,10 +133,12 @@ def delete_group(reg: Registry, group: str) -> None:
         raise GroupError(f"Delete for group {group} failed: a consumer registered meanwhile") from None
 
 
-def export_offsets(reg: Registry, groups: Iterable[str]) -> list[str]:
-    """``ExportZkOffsets`` lines: ``/consumers/<g>/offsets/<t>/<p>:<offset>``."""
+def export_offsets(reg: Registry, groups: Iterable[str] | None = None) -> list[str]:
+    """``ExportZkOffsets`` lines: ``/consumers/<g>/offsets/<t>/<p>:<offset>``; every group when ``groups`` is None,
+    as the Kafka tool did without ``--group``. (Kafka aborted on a group without an ``offsets`` node; such a group
+    simply has no lines here.)"""
     lines = []
-    for group in groups:
+    for group in reg.groups() if groups is None else groups:
         for (t, p), off in sorted(reg.offsets(group).items()):
             lines.append(f"{GroupPaths(group).offset(t, p)}:{off}")
     return lines

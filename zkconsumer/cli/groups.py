@@ -1,4 +1,5 @@
-"""``zkconsumer groups list|describe|delete``, ``offsets export|import`` and ``verify``: Kafka's group tools."""
+"""``zkconsumer groups list|describe|delete``, ``offset-checker``, ``offsets export|import`` and ``verify``:
+Kafka's group tools."""
 
 from __future__ import annotations
 
@@ -11,6 +12,7 @@ from rich.table import Table
 
 from ..groups import GroupError, delete_group, describe, export_offsets, import_offsets, parse_export, verify
 from ..layout import LayoutError
+from ..offset_checker import check
 from . import CliError, console
 from .topics import add_zookeeper_arg, open_registry
 
@@ -32,11 +34,23 @@ def register(sub: argparse._SubParsersAction) -> None:
     delete.add_argument("--group", required=True)
     delete.set_defaults(func=cmd_delete)
 
+    checker = sub.add_parser("offset-checker", help="Kafka 0.8's ConsumerOffsetChecker: Group Topic Pid Offset "
+                                                    "logSize Lag Owner")
+    checker.add_argument("--zookeeper", "--zookeeper.connect", dest="zookeeper", default="localhost:2181",
+                         metavar="HOST:PORT[/CHROOT]", help="zookeeper.connect (default localhost:2181, as Kafka)")
+    checker.add_argument("--group", required=True)
+    checker.add_argument("--topic", help="comma-separated topics (default: the group's topics under owners/)")
+    checker.add_argument("--broker-info", action="store_true", help="print the leaders asked for logSize")
+    checker.add_argument("--socket.timeout.ms", dest="socket_timeout_ms", type=int, default=6000,
+                         help="timeout of the log-end offset queries (Kafka's default 6000)")
+    checker.add_argument("--bootstrap-server", help="brokers for logSize (default: from /brokers/ids)")
+    checker.set_defaults(func=cmd_offset_checker)
+
     offsets = sub.add_parser("offsets", help="export / import committed offsets (Kafka's line format)")
     osub = offsets.add_subparsers(dest="offsets_command", metavar="ACTION", required=True)
     exp = osub.add_parser("export", help="print /consumers/<g>/offsets/<t>/<p>:<offset> lines")
     add_zookeeper_arg(exp)
-    exp.add_argument("--group", action="append", required=True)
+    exp.add_argument("--group", action="append", help="repeatable; every group when omitted (as ExportZkOffsets)")
     exp.add_argument("--output-file", type=Path)
     exp.set_defaults(func=cmd_export)
     imp = osub.add_parser("import", help="write offsets from an export file")
@@ -78,6 +92,17 @@ def cmd_describe(args: argparse.Namespace) -> int:
     for r in rows:
         table.add_row(r.topic, str(r.partition), show(r.offset), show(r.log_end), show(r.lag), r.owner or "none")
     console.print(table)
+    return 0
+
+
+def cmd_offset_checker(args: argparse.Namespace) -> int:
+    topics = [t for t in args.topic.split(",") if t] if args.topic is not None else None
+    with open_registry(args) as reg:
+        try:
+            report = check(reg, args.group, topics, args.bootstrap_server, args.socket_timeout_ms)
+        except (GroupError, LayoutError) as e:
+            raise CliError(str(e)) from None
+    print("\n".join(report.lines(args.broker_info)))
     return 0
 
 
