@@ -91,3 +91,25 @@ def test_export_without_group_exports_every_group(registry: Registry, zk_connect
     assert "exported 3 offsets" in capsys.readouterr().out
     assert main(["offsets", "export", "--zookeeper", zk_connect, "--group", "g2"]) == 0
     assert capsys.readouterr().out == "/consumers/g2/offsets/u/0:7\n"
+
+
+def test_verify_needs_a_group_with_consumers(registry: Registry, zk_connect: str, capsys) -> None:
+    """Kafka's VerifyConsumerRebalance said "Rebalance operation successful !" for a group that does not exist."""
+    create_topic(registry, "t", 2)
+    assert main(["verify", "--zookeeper", zk_connect, "--group", "nobody"]) == 1
+    captured = capsys.readouterr()
+    assert "Consumer group nobody does not exist" in captured.err and "successful" not in captured.out
+    registry.write_offset("g", "t", 0, 1)  # the group exists, but nobody is registered
+    assert main(["verify", "--zookeeper", zk_connect, "--group", "g"]) == 1
+    captured = capsys.readouterr()
+    assert "Consumer group g has no registered consumers" in captured.err and "successful" not in captured.out
+    with consumer(zk_connect, "g", "a") as c:
+        c.create_message_streams({"t": 1})
+        assert main(["verify", "--zookeeper", zk_connect, "--group", "g"]) == 0
+        assert capsys.readouterr().out.splitlines()[-1] == "Rebalance operation successful !"
+        # a topic whose owners node is gone: Kafka's own line for it, then one per partition
+        registry.zk.delete(GroupPaths("g").owners_topic("t"), recursive=True)
+        assert main(["verify", "--zookeeper", zk_connect, "--group", "g"]) == 1
+        assert capsys.readouterr().out.splitlines() == [
+            "No owners for any partitions for topic t", "No owner for partition [t,0]",
+            "No owner for partition [t,1]", "Rebalance operation failed !"]

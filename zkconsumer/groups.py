@@ -179,10 +179,23 @@ class VerifyResult:
     ok: bool
     problems: list[str]
     checked: int
+    #: set when there is nothing to verify (no such group, nobody registered); ``ok`` is then False
+    error: str | None = None
 
 
 def verify(reg: Registry, group: str) -> VerifyResult:
-    """``VerifyConsumerRebalance``: every partition of every subscribed topic owned by a live thread id."""
+    """``VerifyConsumerRebalance``: every partition of every subscribed topic owned by a live thread id.
+
+    Differences from 0.8.2.2's tool, on purpose: a group that does not exist, or has no registered consumer,
+    is an error (Kafka found no topics to check and said "Rebalance operation successful !"); Kafka compared
+    owner node names (strings) with partition ids (ints), so it reported "No owner" for every partition of a
+    correctly owned group, which we do not copy; a failure exits non-zero (Kafka always exited 0).
+    """
+    if group not in reg.groups():
+        return VerifyResult(False, [], 0, f"Consumer group {group} does not exist.")
+    if not reg.consumer_ids(group):
+        return VerifyResult(False, [], 0, f"Consumer group {group} has no registered consumers: nothing "
+                                          "owns its partitions, so there is no rebalance to verify.")
     subs = subscribed_topics(reg, group)
     live_threads: dict[str, set[str]] = {}
     for cid, topics in subs.items():
@@ -190,10 +203,13 @@ def verify(reg: Registry, group: str) -> VerifyResult:
             live_threads.setdefault(topic, set()).update(layout.thread_ids(cid, streams))
     problems = []
     checked = 0
+    g = GroupPaths(group)
     parts = reg.partitions_for_topics(sorted(live_threads))
     for topic in sorted(live_threads):
         if not parts[topic]:
             problems.append(f"topic {topic} has no partitions (does it exist?)")
+        elif not reg.children(g.owners_topic(topic)):
+            problems.append(f"No owners for any partitions for topic {topic}")
         for p in parts[topic]:
             checked += 1
             try:

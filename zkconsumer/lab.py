@@ -286,7 +286,8 @@ class Lab:
                 result = verify(reg, GROUP)
                 self.console.print()
                 self.console.print("Rebalance operation successful !" if result.ok else
-                                   "Rebalance operation failed !\n" + "\n".join(result.problems), highlight=False)
+                                   "Rebalance operation failed !\n" + "\n".join(result.problems or [str(result.error)]),
+                                   highlight=False)
                 summary["verify_ok"] = result.ok
         finally:
             self._stop_producing.set()

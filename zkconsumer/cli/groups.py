@@ -151,6 +151,8 @@ def cmd_verify(args: argparse.Namespace) -> int:
             result = verify(reg, args.group)
         except LayoutError as e:
             raise CliError(str(e)) from None
+    if result.error:
+        raise CliError(result.error)
     for problem in result.problems:
         print(problem)
     if result.ok:
