@@ -36,7 +36,7 @@ def test_defaults_are_kafka_08s() -> None:
     ({"group.id": "g", "offsets.storage": "s3"}, "Wrong value s3 of offsets.storage"),
     ({"group.id": "g", "partition.assignment.strategy": "sticky-ish"}, "partition.assignment.strategy"),
     ({"group.id": "g", "rebalance.max.retries": "four"}, "rebalance.max.retries must be an integer"),
-    ({"group.id": "g", "rebalance.max.retries": 0}, "rebalance.max.retries must be >= 1"),
+    ({"group.id": "g", "rebalance.max.retries": -1}, "rebalance.max.retries must be >= 0"),
     ({"group.id": "g", "auto.commit.enable": "yes"}, "auto.commit.enable must be true or false"),
     ({"group.id": "g", "zkconsumer.profile": "fast"}, "zkconsumer.profile"),
 ])

@@ -46,7 +46,7 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
     Prop("zookeeper.connect", str, None, "host:port[,host:port][/chroot]; none starts an embedded ZooKeeper"),
     Prop("consumer.id", str, None, "fixed consumer id suffix; default host-millis-uuid8"),
     Prop("partition.assignment.strategy", str, "range", "range | roundrobin | roundrobin-relaxed"),
-    Prop("rebalance.max.retries", int, 4, "attempts per rebalance"),
+    Prop("rebalance.max.retries", int, 4, "attempts per rebalance; 0 makes none, so every rebalance fails"),
     Prop("rebalance.backoff.ms", int, None, "sleep between attempts; defaults to zookeeper.sync.time.ms"),
     Prop("zookeeper.sync.time.ms", int, 2000, "how far a ZK follower may lag the leader"),
     Prop("zookeeper.session.timeout.ms", int, 6000, "ZooKeeper session timeout"),
@@ -65,7 +65,15 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
     Prop("fetch.min.bytes", int, 1, "broker waits for this many bytes"),
     Prop("fetch.wait.max.ms", int, 100, "or this long"),
     Prop("queued.max.message.chunks", int, 2, "chunks buffered per stream"),
-    Prop("socket.timeout.ms", int, 30000, "network request timeout"),
+    Prop("socket.timeout.ms", int, 30000, "network request timeout; at least fetch.wait.max.ms"),
+    # Kafka 0.8.2's, accepted and type-checked but without effect: kafka-python runs the fetches and offsets
+    # live in ZooKeeper (so no offsets channel).
+    Prop("socket.receive.buffer.bytes", int, 64 * 1024, "no effect here"),
+    Prop("num.consumer.fetchers", int, 1, "no effect here (one fetcher thread per consumer)"),
+    Prop("refresh.leader.backoff.ms", int, 200, "no effect here (kafka-python refreshes leaders)"),
+    Prop("offsets.channel.backoff.ms", int, 1000, "no effect here"),
+    Prop("offsets.channel.socket.timeout.ms", int, 10000, "no effect here"),
+    Prop("offsets.commit.max.retries", int, 5, "no effect here"),
     # Not Kafka 0.8's: how zkconsumer finds brokers when they are not registered in ZooKeeper.
     Prop("bootstrap.servers", str, None, "host:port list of a Kafka cluster; default: brokers from ZooKeeper"),
     Prop("zkconsumer.profile", str, "default", "default | kafka-0.8 (see docs/profiles.md)"),
@@ -74,6 +82,7 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
                                                "fetching records (ownership studies, benchmarks)"),
 )
 _BY_NAME = {p.name: p for p in KAFKA_PROPERTIES}
+_JAVA_INT = range(-(2**31), 2**31)
 
 
 def _coerce(prop: Prop, value: Any) -> Any:
@@ -90,10 +99,14 @@ def _coerce(prop: Prop, value: Any) -> Any:
         if isinstance(value, bool):
             raise ConfigError(f"{prop.name} must be an integer, got {value!r}")
         try:
-            return int(str(value).strip())
+            number = int(str(value).strip())
         except ValueError:
-            raise ConfigError(f"{prop.name} must be an integer, got {value!r}") from None
-    return str(value).strip()
+            number = None
+        if number is None or number not in _JAVA_INT:  # Kafka reads ints with Java's String.toInt
+            raise ConfigError(f"{prop.name} must be an integer (32-bit, as Kafka reads it), got {value!r}")
+        return number
+    text = str(value).strip()
+    return text.lower() if prop.name == "offsets.storage" else text  # Kafka lower-cases this one alone
 
 
 @dataclass(frozen=True)
@@ -176,25 +189,46 @@ class ConsumerConfig:
         if self.offsets_storage not in ("zookeeper", "kafka"):
             raise ConfigError(f"Wrong value {self.offsets_storage} of offsets.storage in consumer config; "
                               "Valid values are 'zookeeper' and 'kafka'")
-        if self.strategy not in STRATEGIES:
-            raise ConfigError(f"partition.assignment.strategy must be one of {', '.join(STRATEGIES)}, "
-                              f"got {self.strategy!r}")
         if self.profile_name not in PROFILES:
             raise ConfigError(f"zkconsumer.profile must be one of {', '.join(PROFILES)}, got {self.profile_name!r}")
-        for name in ("rebalance.max.retries", "zookeeper.session.timeout.ms", "auto.commit.interval.ms",
-                     "fetch.message.max.bytes", "queued.max.message.chunks"):
+        if self.strategy_name not in STRATEGIES and self.profile_name != "kafka-0.8":
+            raise ConfigError(f"partition.assignment.strategy must be one of {', '.join(STRATEGIES)}, "
+                              f"got {self.strategy_name!r}")
+        # Kafka checks none of these ranges; without them our queues, timers and sessions cannot work
+        # (docs/profiles.md, "Configuration").
+        for name in ("zookeeper.session.timeout.ms", "auto.commit.interval.ms", "fetch.message.max.bytes",
+                     "queued.max.message.chunks"):
             if self.get(name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {self.get(name)}")
+        if self.rebalance_max_retries < 0:  # Kafka took a negative count as 0: no attempt
+            raise ConfigError(f"rebalance.max.retries must be >= 0, got {self.rebalance_max_retries}")
         if self.rebalance_backoff_ms < 0:
             raise ConfigError(f"rebalance.backoff.ms must be >= 0, got {self.rebalance_backoff_ms}")
+        # ConsumerConfig's require. In 0.8.2 it ran before fetchWaitMaxMs was initialised (Scala field order), so
+        # it compared 0 and passed for any socket.timeout.ms >= 0; 0.9 moved it after. We check what it meant.
+        if self.get("fetch.wait.max.ms") > self.get("socket.timeout.ms"):
+            raise ConfigError("requirement failed: socket.timeout.ms should always be at least fetch.wait.max.ms "
+                              "to prevent unnecessary socket timeouts "
+                              f"({self.get('socket.timeout.ms')} < {self.get('fetch.wait.max.ms')})")
         cid = self.props.get("consumer.id")
         if cid is not None and ("/" in cid or not cid.strip()):
             raise ConfigError(f"consumer.id {cid!r} cannot be used in a ZooKeeper path")
 
     def warnings(self) -> list[str]:
-        """Advice Kafka's FAQ gives, e.g. retries x backoff must outlast a session timeout."""
+        """What the connector logs once at start: properties nobody reads (Kafka's ``VerifiableProperties.verify``
+        warned per key; one line naming them all is easier to act on), settings Kafka would quietly replace, and
+        advice Kafka's FAQ gives, e.g. retries x backoff must outlast a session timeout."""
         out = []
-        if self.rebalance_max_retries * self.rebalance_backoff_ms <= self.session_timeout_ms:
+        unknown = sorted(k for k in self.props if k not in _BY_NAME and not str(k).startswith("external"))
+        if unknown:
+            out.append(f"Properties {', '.join(map(str, unknown))} are not valid (ignored)")
+        if self.strategy_name not in STRATEGIES:
+            out.append(f"partition.assignment.strategy {self.strategy_name!r} is not a strategy; Kafka 0.8 uses "
+                       "range for it, and so does the kafka-0.8 profile")
+        if self.rebalance_max_retries == 0:
+            out.append("rebalance.max.retries=0 makes no rebalance attempt: every rebalance fails at once "
+                       "(ConsumerRebalanceFailed), as in Kafka 0.8")
+        elif self.rebalance_max_retries * self.rebalance_backoff_ms <= self.session_timeout_ms:
             out.append(f"rebalance.max.retries * rebalance.backoff.ms ({self.rebalance_max_retries} x "
                        f"{self.rebalance_backoff_ms}) should exceed zookeeper.session.timeout.ms "
                        f"({self.session_timeout_ms}): a crashed owner's nodes live that long")
@@ -218,8 +252,16 @@ class ConsumerConfig:
         return self.props.get("client.id") or self.props["group.id"]
 
     @property
-    def strategy(self) -> str:
+    def strategy_name(self) -> str:
+        """The configured ``partition.assignment.strategy``, as written."""
         return self.get("partition.assignment.strategy")
+
+    @property
+    def strategy(self) -> str:
+        """The strategy used: in the kafka-0.8 profile an unknown name means range, as in Kafka's
+        ``PartitionAssignor.createInstance`` (anything but "roundrobin"); the default profile refuses it."""
+        name = self.strategy_name
+        return name if name in STRATEGIES else "range"
 
     @property
     def rebalance_max_retries(self) -> int:
