@@ -80,3 +80,17 @@ def test_zero_rebalance_retries_is_accepted_and_never_attempts(registry: Registr
         assert registry.owners("g") == {}
     finally:
         c.shutdown()
+
+
+def test_consumer_ids_zookeeper_refuses_are_config_errors(registry: Registry) -> None:
+    """ZooKeeper refuses U+D800..U+F8FF, U+FFF0..U+FFFF and (as surrogate pairs) everything beyond U+FFFF in a
+    path, so no 0.8 group can hold a consumer id where Java's and Python's string orders differ."""
+    from kazoo.exceptions import BadArgumentsError
+
+    for name in ("g_\U0001F600", "g_\uE000", "g_\uFFF0"):
+        with pytest.raises(BadArgumentsError):
+            registry.zk.create("/consumers/g/ids/" + name, makepath=True)
+        with pytest.raises(ConfigError, match="ZooKeeper refuses character"):
+            ConsumerConfig.from_properties({"group.id": "g", "consumer.id": name[2:]})
+    registry.zk.create("/consumers/g/ids/g_\uF900", makepath=True)  # just above the refused range: allowed
+    ConsumerConfig.from_properties({"group.id": "g", "consumer.id": "\uF900"})

@@ -83,6 +83,8 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
 )
 _BY_NAME = {p.name: p for p in KAFKA_PROPERTIES}
 _JAVA_INT = range(-(2**31), 2**31)
+#: Characters ZooKeeper's PathUtils.validatePath refuses in a node name (beyond U+FFFF: Java's surrogates).
+_ZK_REFUSED = re.compile("[\x00-\x1f\x7f-\x9f\ud800-\uf8ff\ufff0-\uffff\U00010000-\U0010ffff]")
 
 
 def _coerce(prop: Prop, value: Any) -> Any:
@@ -213,6 +215,10 @@ class ConsumerConfig:
         cid = self.props.get("consumer.id")
         if cid is not None and ("/" in cid or not cid.strip()):
             raise ConfigError(f"consumer.id {cid!r} cannot be used in a ZooKeeper path")
+        bad = _ZK_REFUSED.search(cid or "")
+        if bad:  # Kafka failed later, at registration; a lone surrogate even kills kazoo's connection thread
+            raise ConfigError(f"consumer.id {cid!r} cannot be used in a ZooKeeper path: ZooKeeper refuses "
+                              f"character U+{ord(bad.group()):04X}")
 
     def warnings(self) -> list[str]:
         """What the connector logs once at start: properties nobody reads (Kafka's ``VerifiableProperties.verify``
