@@ -2,7 +2,7 @@
 
 The connector registers under ``/consumers/<g>/ids``, hands records to the caller through one
 :class:`KafkaStream` per consumer thread, and commits offsets to ZooKeeper. Deciding who owns what is the
-:class:`~zkconsumer.rebalance.Rebalancer`'s job; the connector gives it three operations — stop fetching a
+:class:`~zkconsumer.rebalance.Rebalancer`'s job; the connector is its ``RebalanceHost`` — stop fetching a
 set of partitions (dropping what is buffered and committing what was consumed), start fetching a new share,
 and reset everything after a session expiry.
 
@@ -17,126 +17,28 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 from kazoo.client import KazooState
 
 from . import layout
 from .assignors import TopicPartition
 from .config import ConsumerConfig
+from .errors import ConsumerIdInUse, ConsumerRebalanceFailed, ConsumerTimeout, MessageStreamsExist
 from .fetcher import FetchedRecord, Fetcher
 from .layout import ConsumerRegistration, TopicFilter
+from .listener import RebalanceListener
 from .offsets import PartitionProgress, ZkOffsetStore
+from .rebalance import Rebalancer
 from .registry import Registry, connect
+from .streams import KafkaStream, Queued
 from .trace import TraceWriter
 
+# Re-exported: users import these from the connector, as from Kafka's consumer package.
+__all__ = ["ConsumerIdInUse", "ConsumerRebalanceFailed", "ConsumerTimeout", "KafkaStream", "MessageStreamsExist",
+           "RebalanceListener", "ZookeeperConsumerConnector"]
+
 log = logging.getLogger(__name__)
-
-
-class ConsumerRebalanceFailed(RuntimeError):
-    """Kafka's ``ConsumerRebalanceFailedException``: every attempt of a rebalance failed."""
-
-
-class MessageStreamsExist(RuntimeError):
-    """Kafka's ``MessageStreamsExistException``: streams can be created once per connector."""
-
-
-class ConsumerTimeout(Exception):
-    """Kafka's ``ConsumerTimeoutException``: no record within ``consumer.timeout.ms``."""
-
-
-class RebalanceListener:
-    """Kafka's ``ConsumerRebalanceListener``; override what you need. Called on the rebalance thread."""
-
-    def before_releasing_partitions(self, partitions: Mapping[str, set[int]]) -> None:
-        """Before owner nodes are deleted (offsets of consumed records are already committed)."""
-
-    def before_starting_fetchers(self, consumer_id: str, assignment: Mapping[str, Mapping[int, str]]) -> None:
-        """After the new share was claimed, before records flow: topic → partition → thread id."""
-
-
-_SHUTDOWN = object()
-
-
-@dataclass(frozen=True)
-class _Queued:
-    record: FetchedRecord
-    generation: int
-
-
-class KafkaStream:
-    """An iterator of records for one consumer thread (or one wildcard stream index).
-
-    ``next()`` marks the record handed out before as processed: in the default profile only processed
-    records are committed. Call :meth:`ack` to mark the current one processed without asking for more.
-    """
-
-    def __init__(self, connector: ZookeeperConsumerConnector, index: int, maxsize: int) -> None:
-        self._connector = connector
-        self.index = index
-        self.queue: queue.Queue = queue.Queue(maxsize)
-        self._in_flight: FetchedRecord | None = None
-        self._in_flight_gen = -1
-        self._held: _Queued | None = None  # taken from the queue while the connection was being suspended
-
-    def __iter__(self) -> Iterator[FetchedRecord]:
-        return self
-
-    def __next__(self) -> FetchedRecord:
-        c = self._connector
-        self.ack()
-        timeout_ms = c.config.consumer_timeout_ms
-        deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
-        while True:
-            if c.failure is not None:
-                raise c.failure
-            if not c.connected.is_set():
-                # SUSPENDED: the session may be gone and our partitions with it; hand out nothing until it is
-                # confirmed again (or replaced, after which a rebalance decides again).
-                c.connected.wait(0.1)
-                self._check_deadline(deadline)
-                continue
-            item, self._held = self._held, None
-            if item is None:
-                wait = 0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic()))
-                try:
-                    item = self.queue.get(timeout=wait)
-                except queue.Empty:
-                    if c.closed:
-                        raise StopIteration from None
-                    self._check_deadline(deadline)
-                    continue
-            if item is _SHUTDOWN:
-                self.queue.put(_SHUTDOWN)
-                raise StopIteration
-            if not c.connected.is_set():
-                self._held = item  # suspended while we waited for it: hold it until the session is confirmed
-                continue
-            if c.hand_out(item, self):
-                self._in_flight = item.record
-                self._in_flight_gen = item.generation
-                return item.record
-
-    @staticmethod
-    def _check_deadline(deadline: float | None) -> None:
-        if deadline is not None and time.monotonic() >= deadline:
-            raise ConsumerTimeout()
-
-    def ack(self) -> None:
-        """Mark the record handed out last as processed (it becomes committable)."""
-        if self._in_flight is not None:
-            self._connector.mark_processed(self._in_flight, self._in_flight_gen)
-            self._in_flight = None
-
-    def clear(self) -> None:
-        self._held = None
-        with contextlib.suppress(queue.Empty):
-            while True:
-                item = self.queue.get_nowait()
-                if item is _SHUTDOWN:
-                    self.queue.put_nowait(_SHUTDOWN)
-                    return
 
 
 class ZookeeperConsumerConnector:
@@ -147,8 +49,6 @@ class ZookeeperConsumerConnector:
     """
 
     def __init__(self, config: ConsumerConfig, listener: RebalanceListener | None = None) -> None:
-        from .rebalance import Rebalancer
-
         self.config = config
         self.profile = config.profile
         self.group = config.group_id
@@ -189,6 +89,10 @@ class ZookeeperConsumerConnector:
         self._stop = threading.Event()
         self._session_id = self.zk.client_id[0] if self.zk.client_id else None
         self.zk.add_listener(self._on_zk_state)
+
+    @property
+    def consumer_timeout_ms(self) -> int:
+        return self.config.consumer_timeout_ms
 
     # ------------------------------------------------------------------------------------ stream creation
     def create_message_streams(self, topic_count: Mapping[str, int]) -> dict[str, list[KafkaStream]]:
@@ -287,13 +191,13 @@ class ZookeeperConsumerConnector:
                 if stream is None:
                     break
                 try:
-                    stream.queue.put(_Queued(record, generation), timeout=0.1)
+                    stream.queue.put(Queued(record, generation), timeout=0.1)
                     break
                 except queue.Full:
                     if self._stop.is_set():
                         return
 
-    def hand_out(self, item: _Queued, stream: KafkaStream) -> bool:
+    def hand_out(self, item: Queued, stream: KafkaStream) -> bool:
         """Stream thread: atomically check the record is still ours and record that it was handed out."""
         rec = item.record
         tp = TopicPartition(rec.topic, rec.partition)
@@ -430,9 +334,7 @@ class ZookeeperConsumerConnector:
                 self.zk.delete(layout.GroupPaths(self.group).registration(self.consumer_id))
         self.closed = True
         for stream in self.all_streams():
-            stream.clear()
-            with contextlib.suppress(queue.Full):
-                stream.queue.put_nowait(_SHUTDOWN)
+            stream.close()
         if self.fetcher is not None:
             self.fetcher.close()
         self.trace.emit("shutdown", committed=committed)

@@ -22,18 +22,21 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from . import layout
 from .assignors import AssignmentContext, TopicPartition, assign
-from .connector import ConsumerRebalanceFailed
-from .layout import GroupPaths, LayoutError
-
-if TYPE_CHECKING:
-    from .connector import ZookeeperConsumerConnector
+from .config import ConsumerConfig, Profile
+from .errors import ConsumerRebalanceFailed
+from .layout import ConsumerRegistration, GroupPaths, LayoutError, TopicFilter
+from .listener import RebalanceListener
+from .offsets import ZkOffsetStore
+from .registry import Registry
+from .trace import TraceWriter
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +51,50 @@ def _tp_str(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
 
 
-class Rebalancer:
-    """Watches, the watcher-executor thread and the rebalance itself, for one connector."""
+class RebalanceHost(Protocol):
+    """What the rebalancer needs from its consumer: identity, ZooKeeper access, and a few operations on the
+    fetch/ownership state. Narrow on purpose, so the rebalancer does not depend on the connector's internals."""
 
-    def __init__(self, connector: ZookeeperConsumerConnector) -> None:
-        self.c = connector
-        self.paths = GroupPaths(connector.group)
+    consumer_id: str
+    group: str
+    config: ConsumerConfig
+    profile: Profile
+    trace: TraceWriter
+    zk: KazooClient
+    registry: Registry
+    offsets: ZkOffsetStore
+    listener: RebalanceListener
+    topic_filter: TopicFilter | None
+    registration: ConsumerRegistration | None
+    failure: BaseException | None
+    connected: threading.Event
+    closed: bool
+
+    def register(self) -> None:
+        """Write the registration node (again after a session expiry)."""
+
+    def owned_partitions(self) -> dict[TopicPartition, str]:
+        """Partition → thread id of everything owned now."""
+
+    def stop_fetching(self, tps: set[TopicPartition] | None = None, commit: bool = True) -> None:
+        """Stop delivering ``tps`` (all when None), committing what was consumed."""
+
+    def drop_ownership(self, tps: set[TopicPartition]) -> None:
+        """Forget ``tps`` (their owner nodes are gone or going)."""
+
+    def start_fetching(self, gained: Mapping[TopicPartition, str], offsets: Mapping[TopicPartition, int]) -> None:
+        """Own ``gained`` from ``offsets`` and fetch the whole share."""
+
+    def reset_after_expiry(self) -> None:
+        """The session expired: stop and forget everything without committing."""
+
+
+class Rebalancer:
+    """Watches, the watcher-executor thread and the rebalance itself, for one consumer."""
+
+    def __init__(self, host: RebalanceHost) -> None:
+        self.c = host
+        self.paths = GroupPaths(host.group)
         self._cond = threading.Condition()
         self._triggered: list[str] = []
         self._stopping = threading.Event()
