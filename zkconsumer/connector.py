@@ -88,6 +88,7 @@ class ZookeeperConsumerConnector:
         self._commit_thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._session_id = self.zk.client_id[0] if self.zk.client_id else None
+        self._sessions: set[int] = {self._session_id} if self._session_id is not None else set()
         self.zk.add_listener(self._on_zk_state)
 
     @property
@@ -142,18 +143,24 @@ class ZookeeperConsumerConnector:
                                                    name=f"{self.consumer_id}-autocommit")
             self._commit_thread.start()
 
+    @property
+    def needs_registered_brokers(self) -> bool:
+        """Records come from the brokers registered in ZooKeeper (no ``bootstrap.servers``, fetching on)."""
+        return self.config.fetch_enabled and not self.config.bootstrap_servers
+
     def _start_fetcher(self) -> None:
-        bootstrap = self.config.bootstrap_servers
+        """Start the fetcher; with no broker registered yet, start none (Kafka's rebalance finds no brokers,
+        counts as done and watches ``/brokers/ids``; :meth:`start_fetching` starts it once one registers)."""
+        bootstrap = self.config.bootstrap_servers or self.registry.bootstrap_servers()
         if not bootstrap:
-            bootstrap = self.registry.bootstrap_servers()
-            if not bootstrap:
-                raise RuntimeError("no brokers registered under /brokers/ids and no bootstrap.servers given: "
-                                   "start one with 'zkconsumer broker start'")
+            log.warning("no brokers registered under /brokers/ids and no bootstrap.servers given: waiting for one "
+                        "('zkconsumer broker start' starts one)")
+            return
         self.fetcher = Fetcher(bootstrap, self.config.client_id, self.config.auto_offset_reset, self._deliver,
                                fetch_max_wait_ms=self.config.get("fetch.wait.max.ms"),
                                fetch_min_bytes=self.config.get("fetch.min.bytes"),
                                max_partition_fetch_bytes=self.config.get("fetch.message.max.bytes"),
-                               request_timeout_ms=self.config.get("socket.timeout.ms"))
+                               request_timeout_ms=self.config.get("socket.timeout.ms"), on_reset=self._on_reset)
         self.fetcher.start()
 
     def register(self) -> None:
@@ -161,7 +168,10 @@ class ZookeeperConsumerConnector:
         assert self.registration is not None
         reg = self.registration
         self.registration = ConsumerRegistration(reg.subscription, reg.pattern, str(int(time.time() * 1000)))
-        self.registry.register_consumer(self.group, self.consumer_id, self.registration)
+        # A dead session lingers at most its timeout (we assume the same configuration as ours), plus a margin.
+        self.registry.register_consumer(self.group, self.consumer_id, self.registration,
+                                        stale_wait_s=2 * self.config.session_timeout_ms / 1000.0,
+                                        own_sessions=self._sessions)
         self.trace.emit("registered", subscription=dict(self.registration.subscription),
                         pattern=self.registration.pattern)
 
@@ -251,7 +261,12 @@ class ZookeeperConsumerConnector:
                 self.owned.pop(tp, None)
 
     def start_fetching(self, gained: Mapping[TopicPartition, str], offsets: Mapping[TopicPartition, int]) -> None:
-        """Own ``gained`` (tp → thread id) from ``offsets`` and (re)start the fetcher on the whole share."""
+        """Own ``gained`` (tp → thread id) from ``offsets`` and (re)start the fetcher on the whole share.
+
+        A partition without a committed offset starts where ``auto.offset.reset`` puts it; that position is
+        resolved now and becomes committable at once (Kafka's fetcher resolves it when it takes the partition
+        and the next commit writes it), so the next owner does not resolve ``largest`` again and skip what
+        arrived in between."""
         with self.state_lock:
             generation = self.next_generation()
             for tp, tid in gained.items():
@@ -260,8 +275,38 @@ class ZookeeperConsumerConnector:
                                                    handed=start if start >= 0 else None,
                                                    processed=start if start >= 0 else None)
             positions = {tp: (None if tp not in gained else p.start) for tp, p in self.owned.items()}
-        if self.fetcher is not None:
-            self.fetcher.assign(positions)
+        if self.fetcher is None and self.config.fetch_enabled:
+            self._start_fetcher()  # the first broker registered since we started
+        if self.fetcher is None:
+            return
+        resolved = self.fetcher.assign(positions)
+        with self.state_lock:
+            for tp, position in resolved.items():
+                progress = self.owned.get(tp)
+                if progress is not None and progress.generation == generation and progress.handed is None:
+                    progress.start = progress.handed = progress.processed = position
+        if resolved and self.config.auto_commit and self.profile.commit_processed_only:
+            self.commit_offsets(only=set(resolved))  # default profile: right away, a crash must not lose it
+
+    def _on_reset(self, tp: TopicPartition, old: int, new: int) -> None:
+        """Fetcher thread: the broker said OffsetOutOfRange and ``auto.offset.reset`` moved the position down.
+
+        Kafka (ConsumerFetcherThread.handleOffsetOutOfRange) resets both the fetch and the consume position, so
+        the group consumes from the new position and the next commit writes it, lower or not. So do we:
+        records queued before the reset are dropped (new generation), and the offset store is told that the
+        next, lower commit is a real reset rather than an offset going backwards."""
+        with self.state_lock:
+            progress = self.owned.get(tp)
+            if progress is None or progress.generation < 0:
+                return
+            progress.generation = self.next_generation()
+            progress.handed = progress.processed = new
+        log.warning("offset %d of %s-%d is out of range for group %s: reset to %d (auto.offset.reset=%s); "
+                    "records between are not consumed", old, tp.topic, tp.partition, self.group, new,
+                    self.config.auto_offset_reset)
+        self.offsets.reset(tp, new)
+        self.trace.emit("offset_reset", topic=tp.topic, partition=tp.partition, from_offset=old, to_offset=new,
+                        reset=self.config.auto_offset_reset)
 
     def reset_after_expiry(self) -> None:
         """Our owner nodes died with the session: stop everything without committing (others may own it)."""
@@ -309,6 +354,8 @@ class ZookeeperConsumerConnector:
             if not self.connected.is_set():
                 self.trace.emit("reconnected", same_session=session == self._session_id)
             self._session_id = session
+            if session is not None:
+                self._sessions.add(session)
             self.connected.set()
 
     # ------------------------------------------------------------------------------------------ shutdown
@@ -331,7 +378,10 @@ class ZookeeperConsumerConnector:
             with contextlib.suppress(Exception):
                 self.rebalancer.release_all()
             with contextlib.suppress(Exception):
-                self.zk.delete(layout.GroupPaths(self.group).registration(self.consumer_id))
+                path = layout.GroupPaths(self.group).registration(self.consumer_id)
+                stat = self.zk.exists(path)
+                if stat is not None and stat.ephemeralOwner == self._session_id:  # never a twin's node
+                    self.zk.delete(path)
         self.closed = True
         for stream in self.all_streams():
             stream.close()
