@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import consumer, wait_until
+from helpers import consumer, fresh_chroot, wait_until
 from kafka import KafkaProducer
 
 from zkconsumer.broker import Broker
@@ -22,6 +22,7 @@ from zkconsumer.errors import ConsumerIdInUse
 from zkconsumer.layout import GroupPaths
 from zkconsumer.registry import Registry
 from zkconsumer.topics import create_topic
+from zkconsumer.zkserver import ZooKeeperServer
 
 PROFILES = ["default", "kafka-0.8"]
 
@@ -202,6 +203,37 @@ def test_own_registration_missing_is_restored_by_default(registry: Registry, zk_
         assert a.failure is None
     finally:
         a.shutdown()
+
+
+@pytest.mark.parametrize("profile", PROFILES)
+def test_suspended_connection_and_queued_records(tmp_path, request, profile: str) -> None:
+    """ZooKeeper goes away: Kafka 0.8's streams keep handing out what is queued; the default pauses."""
+    server = ZooKeeperServer(servers=1).start()
+    broker = c = None
+    try:
+        zk_connect = fresh_chroot(server.connect_string, request.node.name)
+        with Registry.open(zk_connect) as reg:
+            create_topic(reg, "t", 1)
+        broker = Broker(zk_connect, data_dir=tmp_path / "broker").start()
+        produce(broker.bootstrap, "t", 10)
+        c = consumer(zk_connect, "g", "a", fetch=True, auto_offset_reset="smallest", consumer_timeout_ms=1500,
+                     zkconsumer_profile=profile)
+        stream = c.create_message_streams({"t": 1})["t"][0]
+        assert next(stream).offset == 0
+        wait_until(lambda: stream.queue.qsize() >= 9, message="the rest queued")
+        server.stop()
+        wait_until(lambda: not c.connected.is_set(), message="connection suspended")
+        if profile == "kafka-0.8":
+            assert [r.offset for r in drain(stream, limit=9)] == list(range(1, 10))
+        else:
+            with pytest.raises(ConsumerTimeout):
+                next(stream)
+    finally:
+        if c is not None:
+            c.shutdown()
+        if broker is not None:
+            broker.stop()
+        server.stop()
 
 
 # -------------------------------------------------------------------------- 7. no broker yet

@@ -77,6 +77,10 @@ class ZookeeperConsumerConnector:
         self.failure: BaseException | None = None
         self.connected = threading.Event()
         self.connected.set()
+        # What the streams wait for: the default pauses delivery while the connection is suspended; Kafka 0.8's
+        # streams keep handing out what is already queued (an event that stays set).
+        self.deliverable = self.connected if self.profile.pause_when_suspended else threading.Event()
+        self.deliverable.set()
         self.closed = False
         self._streams_created = False
         self.registration: ConsumerRegistration | None = None

@@ -34,7 +34,8 @@ class StreamSource(Protocol):
     """What a :class:`KafkaStream` asks of its consumer."""
 
     failure: BaseException | None
-    connected: threading.Event
+    #: set while records may be handed out (cleared while the consumer cannot be sure they are still its own)
+    deliverable: threading.Event
     closed: bool
 
     @property
@@ -73,10 +74,10 @@ class KafkaStream:
         while True:
             if c.failure is not None:
                 raise c.failure
-            if not c.connected.is_set():
-                # SUSPENDED: the session may be gone and our partitions with it; hand out nothing until it is
-                # confirmed again (or replaced, after which a rebalance decides again).
-                c.connected.wait(0.1)
+            if not c.deliverable.is_set():
+                # e.g. ZooKeeper SUSPENDED: the session may be gone and our partitions with it; hand out nothing
+                # until it is confirmed again (or replaced, after which a rebalance decides again).
+                c.deliverable.wait(0.1)
                 self._check_deadline(deadline)
                 continue
             item, self._held = self._held, None
@@ -92,7 +93,7 @@ class KafkaStream:
             if item is SHUTDOWN:
                 self.queue.put(SHUTDOWN)
                 raise StopIteration
-            if not c.connected.is_set():
+            if not c.deliverable.is_set():
                 self._held = item  # suspended while we waited for it: hold it until the session is confirmed
                 continue
             if c.hand_out(item, self):
