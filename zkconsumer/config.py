@@ -128,11 +128,14 @@ class Profile:
     commit_processed_only: bool
     #: before claiming, re-read the membership; if it changed, recompute at once instead of claiming stale
     recheck_membership: bool
+    #: while the ZooKeeper connection is suspended, hand out nothing (Kafka's streams keep handing out what is
+    #: already queued: the partitions may already belong to someone else)
+    pause_when_suspended: bool = True
 
 
 PROFILE_SETTINGS = {
     "kafka-0.8": Profile("kafka-0.8", atomic_claims=False, wait_for_release=False, keep_unmoved=False,
-                         commit_processed_only=False, recheck_membership=False),
+                         commit_processed_only=False, recheck_membership=False, pause_when_suspended=False),
     "default": Profile("default", atomic_claims=True, wait_for_release=True, keep_unmoved=True,
                        commit_processed_only=True, recheck_membership=True),
 }

@@ -2,7 +2,7 @@
 
 The connector registers under ``/consumers/<g>/ids``, hands records to the caller through one
 :class:`KafkaStream` per consumer thread, and commits offsets to ZooKeeper. Deciding who owns what is the
-:class:`~zkconsumer.rebalance.Rebalancer`'s job; the connector gives it three operations — stop fetching a
+:class:`~zkconsumer.rebalance.Rebalancer`'s job; the connector is its ``RebalanceHost`` — stop fetching a
 set of partitions (dropping what is buffered and committing what was consumed), start fetching a new share,
 and reset everything after a session expiry.
 
@@ -17,126 +17,28 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from collections.abc import Mapping
 
 from kazoo.client import KazooState
 
 from . import layout
 from .assignors import TopicPartition
 from .config import ConsumerConfig
+from .errors import ConsumerIdInUse, ConsumerRebalanceFailed, ConsumerTimeout, MessageStreamsExist
 from .fetcher import FetchedRecord, Fetcher
 from .layout import ConsumerRegistration, TopicFilter
+from .listener import RebalanceListener
 from .offsets import PartitionProgress, ZkOffsetStore
+from .rebalance import Rebalancer
 from .registry import Registry, connect
+from .streams import KafkaStream, Queued
 from .trace import TraceWriter
 
+# Re-exported: users import these from the connector, as from Kafka's consumer package.
+__all__ = ["ConsumerIdInUse", "ConsumerRebalanceFailed", "ConsumerTimeout", "KafkaStream", "MessageStreamsExist",
+           "RebalanceListener", "ZookeeperConsumerConnector"]
+
 log = logging.getLogger(__name__)
-
-
-class ConsumerRebalanceFailed(RuntimeError):
-    """Kafka's ``ConsumerRebalanceFailedException``: every attempt of a rebalance failed."""
-
-
-class MessageStreamsExist(RuntimeError):
-    """Kafka's ``MessageStreamsExistException``: streams can be created once per connector."""
-
-
-class ConsumerTimeout(Exception):
-    """Kafka's ``ConsumerTimeoutException``: no record within ``consumer.timeout.ms``."""
-
-
-class RebalanceListener:
-    """Kafka's ``ConsumerRebalanceListener``; override what you need. Called on the rebalance thread."""
-
-    def before_releasing_partitions(self, partitions: Mapping[str, set[int]]) -> None:
-        """Before owner nodes are deleted (offsets of consumed records are already committed)."""
-
-    def before_starting_fetchers(self, consumer_id: str, assignment: Mapping[str, Mapping[int, str]]) -> None:
-        """After the new share was claimed, before records flow: topic → partition → thread id."""
-
-
-_SHUTDOWN = object()
-
-
-@dataclass(frozen=True)
-class _Queued:
-    record: FetchedRecord
-    generation: int
-
-
-class KafkaStream:
-    """An iterator of records for one consumer thread (or one wildcard stream index).
-
-    ``next()`` marks the record handed out before as processed: in the default profile only processed
-    records are committed. Call :meth:`ack` to mark the current one processed without asking for more.
-    """
-
-    def __init__(self, connector: ZookeeperConsumerConnector, index: int, maxsize: int) -> None:
-        self._connector = connector
-        self.index = index
-        self.queue: queue.Queue = queue.Queue(maxsize)
-        self._in_flight: FetchedRecord | None = None
-        self._in_flight_gen = -1
-        self._held: _Queued | None = None  # taken from the queue while the connection was being suspended
-
-    def __iter__(self) -> Iterator[FetchedRecord]:
-        return self
-
-    def __next__(self) -> FetchedRecord:
-        c = self._connector
-        self.ack()
-        timeout_ms = c.config.consumer_timeout_ms
-        deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
-        while True:
-            if c.failure is not None:
-                raise c.failure
-            if not c.connected.is_set():
-                # SUSPENDED: the session may be gone and our partitions with it; hand out nothing until it is
-                # confirmed again (or replaced, after which a rebalance decides again).
-                c.connected.wait(0.1)
-                self._check_deadline(deadline)
-                continue
-            item, self._held = self._held, None
-            if item is None:
-                wait = 0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic()))
-                try:
-                    item = self.queue.get(timeout=wait)
-                except queue.Empty:
-                    if c.closed:
-                        raise StopIteration from None
-                    self._check_deadline(deadline)
-                    continue
-            if item is _SHUTDOWN:
-                self.queue.put(_SHUTDOWN)
-                raise StopIteration
-            if not c.connected.is_set():
-                self._held = item  # suspended while we waited for it: hold it until the session is confirmed
-                continue
-            if c.hand_out(item, self):
-                self._in_flight = item.record
-                self._in_flight_gen = item.generation
-                return item.record
-
-    @staticmethod
-    def _check_deadline(deadline: float | None) -> None:
-        if deadline is not None and time.monotonic() >= deadline:
-            raise ConsumerTimeout()
-
-    def ack(self) -> None:
-        """Mark the record handed out last as processed (it becomes committable)."""
-        if self._in_flight is not None:
-            self._connector.mark_processed(self._in_flight, self._in_flight_gen)
-            self._in_flight = None
-
-    def clear(self) -> None:
-        self._held = None
-        with contextlib.suppress(queue.Empty):
-            while True:
-                item = self.queue.get_nowait()
-                if item is _SHUTDOWN:
-                    self.queue.put_nowait(_SHUTDOWN)
-                    return
 
 
 class ZookeeperConsumerConnector:
@@ -147,8 +49,6 @@ class ZookeeperConsumerConnector:
     """
 
     def __init__(self, config: ConsumerConfig, listener: RebalanceListener | None = None) -> None:
-        from .rebalance import Rebalancer
-
         self.config = config
         self.profile = config.profile
         self.group = config.group_id
@@ -177,6 +77,10 @@ class ZookeeperConsumerConnector:
         self.failure: BaseException | None = None
         self.connected = threading.Event()
         self.connected.set()
+        # What the streams wait for: the default pauses delivery while the connection is suspended; Kafka 0.8's
+        # streams keep handing out what is already queued (an event that stays set).
+        self.deliverable = self.connected if self.profile.pause_when_suspended else threading.Event()
+        self.deliverable.set()
         self.closed = False
         self._streams_created = False
         self.registration: ConsumerRegistration | None = None
@@ -188,7 +92,12 @@ class ZookeeperConsumerConnector:
         self._commit_thread: threading.Thread | None = None
         self._stop = threading.Event()
         self._session_id = self.zk.client_id[0] if self.zk.client_id else None
+        self._sessions: set[int] = {self._session_id} if self._session_id is not None else set()
         self.zk.add_listener(self._on_zk_state)
+
+    @property
+    def consumer_timeout_ms(self) -> int:
+        return self.config.consumer_timeout_ms
 
     # ------------------------------------------------------------------------------------ stream creation
     def create_message_streams(self, topic_count: Mapping[str, int]) -> dict[str, list[KafkaStream]]:
@@ -238,18 +147,24 @@ class ZookeeperConsumerConnector:
                                                    name=f"{self.consumer_id}-autocommit")
             self._commit_thread.start()
 
+    @property
+    def needs_registered_brokers(self) -> bool:
+        """Records come from the brokers registered in ZooKeeper (no ``bootstrap.servers``, fetching on)."""
+        return self.config.fetch_enabled and not self.config.bootstrap_servers
+
     def _start_fetcher(self) -> None:
-        bootstrap = self.config.bootstrap_servers
+        """Start the fetcher; with no broker registered yet, start none (Kafka's rebalance finds no brokers,
+        counts as done and watches ``/brokers/ids``; :meth:`start_fetching` starts it once one registers)."""
+        bootstrap = self.config.bootstrap_servers or self.registry.bootstrap_servers()
         if not bootstrap:
-            bootstrap = self.registry.bootstrap_servers()
-            if not bootstrap:
-                raise RuntimeError("no brokers registered under /brokers/ids and no bootstrap.servers given: "
-                                   "start one with 'zkconsumer broker start'")
+            log.warning("no brokers registered under /brokers/ids and no bootstrap.servers given: waiting for one "
+                        "('zkconsumer broker start' starts one)")
+            return
         self.fetcher = Fetcher(bootstrap, self.config.client_id, self.config.auto_offset_reset, self._deliver,
                                fetch_max_wait_ms=self.config.get("fetch.wait.max.ms"),
                                fetch_min_bytes=self.config.get("fetch.min.bytes"),
                                max_partition_fetch_bytes=self.config.get("fetch.message.max.bytes"),
-                               request_timeout_ms=self.config.get("socket.timeout.ms"))
+                               request_timeout_ms=self.config.get("socket.timeout.ms"), on_reset=self._on_reset)
         self.fetcher.start()
 
     def register(self) -> None:
@@ -257,7 +172,10 @@ class ZookeeperConsumerConnector:
         assert self.registration is not None
         reg = self.registration
         self.registration = ConsumerRegistration(reg.subscription, reg.pattern, str(int(time.time() * 1000)))
-        self.registry.register_consumer(self.group, self.consumer_id, self.registration)
+        # A dead session lingers at most its timeout (we assume the same configuration as ours), plus a margin.
+        self.registry.register_consumer(self.group, self.consumer_id, self.registration,
+                                        stale_wait_s=2 * self.config.session_timeout_ms / 1000.0,
+                                        own_sessions=self._sessions)
         self.trace.emit("registered", subscription=dict(self.registration.subscription),
                         pattern=self.registration.pattern)
 
@@ -287,13 +205,13 @@ class ZookeeperConsumerConnector:
                 if stream is None:
                     break
                 try:
-                    stream.queue.put(_Queued(record, generation), timeout=0.1)
+                    stream.queue.put(Queued(record, generation), timeout=0.1)
                     break
                 except queue.Full:
                     if self._stop.is_set():
                         return
 
-    def hand_out(self, item: _Queued, stream: KafkaStream) -> bool:
+    def hand_out(self, item: Queued, stream: KafkaStream) -> bool:
         """Stream thread: atomically check the record is still ours and record that it was handed out."""
         rec = item.record
         tp = TopicPartition(rec.topic, rec.partition)
@@ -347,7 +265,12 @@ class ZookeeperConsumerConnector:
                 self.owned.pop(tp, None)
 
     def start_fetching(self, gained: Mapping[TopicPartition, str], offsets: Mapping[TopicPartition, int]) -> None:
-        """Own ``gained`` (tp → thread id) from ``offsets`` and (re)start the fetcher on the whole share."""
+        """Own ``gained`` (tp → thread id) from ``offsets`` and (re)start the fetcher on the whole share.
+
+        A partition without a committed offset starts where ``auto.offset.reset`` puts it; that position is
+        resolved now and becomes committable at once (Kafka's fetcher resolves it when it takes the partition
+        and the next commit writes it), so the next owner does not resolve ``largest`` again and skip what
+        arrived in between."""
         with self.state_lock:
             generation = self.next_generation()
             for tp, tid in gained.items():
@@ -356,8 +279,38 @@ class ZookeeperConsumerConnector:
                                                    handed=start if start >= 0 else None,
                                                    processed=start if start >= 0 else None)
             positions = {tp: (None if tp not in gained else p.start) for tp, p in self.owned.items()}
-        if self.fetcher is not None:
-            self.fetcher.assign(positions)
+        if self.fetcher is None and self.config.fetch_enabled:
+            self._start_fetcher()  # the first broker registered since we started
+        if self.fetcher is None:
+            return
+        resolved = self.fetcher.assign(positions)
+        with self.state_lock:
+            for tp, position in resolved.items():
+                progress = self.owned.get(tp)
+                if progress is not None and progress.generation == generation and progress.handed is None:
+                    progress.start = progress.handed = progress.processed = position
+        if resolved and self.config.auto_commit and self.profile.commit_processed_only:
+            self.commit_offsets(only=set(resolved))  # default profile: right away, a crash must not lose it
+
+    def _on_reset(self, tp: TopicPartition, old: int, new: int) -> None:
+        """Fetcher thread: the broker said OffsetOutOfRange and ``auto.offset.reset`` moved the position down.
+
+        Kafka (ConsumerFetcherThread.handleOffsetOutOfRange) resets both the fetch and the consume position, so
+        the group consumes from the new position and the next commit writes it, lower or not. So do we:
+        records queued before the reset are dropped (new generation), and the offset store is told that the
+        next, lower commit is a real reset rather than an offset going backwards."""
+        with self.state_lock:
+            progress = self.owned.get(tp)
+            if progress is None or progress.generation < 0:
+                return
+            progress.generation = self.next_generation()
+            progress.handed = progress.processed = new
+        log.warning("offset %d of %s-%d is out of range for group %s: reset to %d (auto.offset.reset=%s); "
+                    "records between are not consumed", old, tp.topic, tp.partition, self.group, new,
+                    self.config.auto_offset_reset)
+        self.offsets.reset(tp, new)
+        self.trace.emit("offset_reset", topic=tp.topic, partition=tp.partition, from_offset=old, to_offset=new,
+                        reset=self.config.auto_offset_reset)
 
     def reset_after_expiry(self) -> None:
         """Our owner nodes died with the session: stop everything without committing (others may own it)."""
@@ -405,6 +358,8 @@ class ZookeeperConsumerConnector:
             if not self.connected.is_set():
                 self.trace.emit("reconnected", same_session=session == self._session_id)
             self._session_id = session
+            if session is not None:
+                self._sessions.add(session)
             self.connected.set()
 
     # ------------------------------------------------------------------------------------------ shutdown
@@ -427,12 +382,13 @@ class ZookeeperConsumerConnector:
             with contextlib.suppress(Exception):
                 self.rebalancer.release_all()
             with contextlib.suppress(Exception):
-                self.zk.delete(layout.GroupPaths(self.group).registration(self.consumer_id))
+                path = layout.GroupPaths(self.group).registration(self.consumer_id)
+                stat = self.zk.exists(path)
+                if stat is not None and stat.ephemeralOwner == self._session_id:  # never a twin's node
+                    self.zk.delete(path)
         self.closed = True
         for stream in self.all_streams():
-            stream.clear()
-            with contextlib.suppress(queue.Full):
-                stream.queue.put_nowait(_SHUTDOWN)
+            stream.close()
         if self.fetcher is not None:
             self.fetcher.close()
         self.trace.emit("shutdown", committed=committed)

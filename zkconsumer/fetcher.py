@@ -37,13 +37,18 @@ class FetcherError(RuntimeError):
     pass
 
 
+#: Called on the fetcher thread when a partition's position moved below where it was (the broker answered
+#: OffsetOutOfRange and ``auto.offset.reset`` chose a lower offset): (partition, old position, new position).
+ResetCallback = Callable[[TopicPartition, int, int], None]
+
+
 class Fetcher:
     """A thread polling one kafka-python client; ``deliver`` gets each batch of records."""
 
     def __init__(self, bootstrap_servers: str | list[str], client_id: str, auto_offset_reset: str,
                  deliver: Callable[[list[FetchedRecord]], None], fetch_max_wait_ms: int = 100,
                  fetch_min_bytes: int = 1, max_partition_fetch_bytes: int = 1024 * 1024,
-                 request_timeout_ms: int = 30000) -> None:
+                 request_timeout_ms: int = 30000, on_reset: ResetCallback | None = None) -> None:
         self._bootstrap = bootstrap_servers
         self._settings = dict(client_id=client_id, group_id=None, enable_auto_commit=False,
                               auto_offset_reset="earliest" if auto_offset_reset == "smallest" else "latest",
@@ -51,6 +56,10 @@ class Fetcher:
                               max_partition_fetch_bytes=max_partition_fetch_bytes,
                               request_timeout_ms=max(request_timeout_ms, 1000))
         self._deliver = deliver
+        self._on_reset = on_reset
+        #: next offset expected per partition: kafka-python never returns a record below its position, so a
+        #: record below this one means the position was reset (OffsetOutOfRange + auto.offset.reset)
+        self._expected: dict[TopicPartition, int] = {}
         self._commands: queue.Queue = queue.Queue()
         self._stop = threading.Event()
         self._thread = threading.Thread(target=self._run, name=f"{client_id}-fetcher", daemon=True)
@@ -76,15 +85,20 @@ class Fetcher:
         if box:
             raise box[0]
 
-    def assign(self, positions: Mapping[TopicPartition, int | None]) -> None:
+    def assign(self, positions: Mapping[TopicPartition, int | None]) -> dict[TopicPartition, int]:
         """Fetch exactly these partitions, from these offsets (``INVALID_OFFSET``: auto.offset.reset;
-        ``None``: a partition already fetched keeps its position, so nothing buffered is fetched twice)."""
+        ``None``: a partition already fetched keeps its position, so nothing buffered is fetched twice).
+
+        Returns the start position ``auto.offset.reset`` resolved for each ``INVALID_OFFSET`` partition: like
+        Kafka's fetcher when it takes a partition, we ask the broker now, so the next commit can record it."""
         wanted = dict(positions)
+        resolved: dict[TopicPartition, int] = {}
 
         def apply(consumer) -> None:
             from kafka import TopicPartition as KTP
 
             consumer.assign([KTP(tp.topic, tp.partition) for tp in wanted])
+            self._expected = {tp: off for tp, off in self._expected.items() if tp in wanted}
             for tp, offset in wanted.items():
                 ktp = KTP(tp.topic, tp.partition)
                 if offset is None:
@@ -93,13 +107,25 @@ class Fetcher:
                     offset = INVALID_OFFSET
                 if offset >= 0:
                     consumer.seek(ktp, offset)
-                elif self._settings["auto_offset_reset"] == "earliest":
+                    self._expected[tp] = offset
+                    continue
+                if self._settings["auto_offset_reset"] == "earliest":
                     consumer.seek_to_beginning(ktp)
                 else:
                     consumer.seek_to_end(ktp)
+                try:
+                    position = consumer.position(ktp, timeout_ms=self._settings["request_timeout_ms"])
+                except Exception as e:  # noqa: BLE001 - unknown for now: the first record tells
+                    log.warning("could not resolve the start position of %s: %s", tp, e)
+                    position = None
+                if position is not None:
+                    resolved[tp] = self._expected[tp] = position
+                else:
+                    self._expected.pop(tp, None)
             self.assigned = wanted
 
         self._call(apply)
+        return resolved
 
     def stop_fetching(self) -> None:
         """No more records for any partition until the next :meth:`assign`."""
@@ -139,6 +165,7 @@ class Fetcher:
                                          tuple(r.headers or ()))
                            for batch in batches.values() for r in batch]
                 if records:
+                    self._check_resets(records)
                     self._deliver(records)
         finally:
             self._drain_commands(consumer)
@@ -146,6 +173,15 @@ class Fetcher:
                 consumer.close(autocommit=False)
             except Exception:  # noqa: BLE001
                 log.debug("closing the kafka client failed", exc_info=True)
+
+    def _check_resets(self, records: list[FetchedRecord]) -> None:
+        """Report a partition whose records restart below the expected position (before they are delivered)."""
+        for record in records:
+            tp = TopicPartition(record.topic, record.partition)
+            expected = self._expected.get(tp)
+            if expected is not None and record.offset < expected and self._on_reset is not None:
+                self._on_reset(tp, expected, record.offset)
+            self._expected[tp] = record.offset + 1
 
     def _drain_commands(self, consumer) -> None:
         while True:

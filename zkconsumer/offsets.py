@@ -4,7 +4,9 @@ Kafka 0.8 committed the offset after the last record *handed out* by a stream, s
 still processing could be committed and lost on a crash. The ``kafka-0.8`` profile keeps that; the default
 commits only what the caller has finished with (it asked for the next record, or acked). Either way the
 committed value is the next offset to read, it is written only when it changed (Kafka's checkpoint cache),
-and a value lower than the last one written or read is refused: a committed offset never moves backwards.
+and a value lower than the last one written or read is refused: a committed offset never moves backwards —
+except after a real reset (the broker said OffsetOutOfRange and ``auto.offset.reset`` moved the position
+down, :meth:`ZkOffsetStore.reset`), where Kafka commits the lower position and so do we.
 """
 
 from __future__ import annotations
@@ -86,6 +88,16 @@ class ZkOffsetStore:
             if self.trace is not None:
                 self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value)
         return written
+
+    def reset(self, tp: TopicPartition, value: int) -> None:
+        """The fetch position was reset (OffsetOutOfRange): the next commit may be lower than the last one.
+
+        The "never backwards" guard protects against stale snapshots, not against a log that really moved
+        below the committed offset; Kafka commits the reset position, and so do we."""
+        with self._lock:
+            last = self._checkpoints.get(tp)
+            if last is not None and value < last:
+                self._checkpoints[tp] = value - 1  # anything from ``value`` on is written
 
     def checkpoint(self, tp: TopicPartition) -> int | None:
         with self._lock:

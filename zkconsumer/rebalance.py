@@ -22,18 +22,21 @@ import time
 from collections import Counter
 from collections.abc import Mapping
 from enum import Enum
-from typing import TYPE_CHECKING
+from typing import Protocol
 
-from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
+from kazoo.client import KazooClient
+from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from . import layout
 from .assignors import AssignmentContext, TopicPartition, assign
-from .connector import ConsumerRebalanceFailed
-from .layout import GroupPaths, LayoutError
-
-if TYPE_CHECKING:
-    from .connector import ZookeeperConsumerConnector
+from .config import ConsumerConfig, Profile
+from .errors import ConsumerRebalanceFailed
+from .layout import ConsumerRegistration, GroupPaths, LayoutError, TopicFilter
+from .listener import RebalanceListener
+from .offsets import ZkOffsetStore
+from .registry import Registry
+from .trace import TraceWriter
 
 log = logging.getLogger(__name__)
 
@@ -48,12 +51,54 @@ def _tp_str(tp: TopicPartition) -> str:
     return f"{tp.topic}-{tp.partition}"
 
 
-class Rebalancer:
-    """Watches, the watcher-executor thread and the rebalance itself, for one connector."""
+class RebalanceHost(Protocol):
+    """What the rebalancer needs from its consumer: identity, ZooKeeper access, and a few operations on the
+    fetch/ownership state. Narrow on purpose, so the rebalancer does not depend on the connector's internals."""
 
-    def __init__(self, connector: ZookeeperConsumerConnector) -> None:
-        self.c = connector
-        self.paths = GroupPaths(connector.group)
+    consumer_id: str
+    group: str
+    config: ConsumerConfig
+    profile: Profile
+    trace: TraceWriter
+    zk: KazooClient
+    registry: Registry
+    offsets: ZkOffsetStore
+    listener: RebalanceListener
+    topic_filter: TopicFilter | None
+    registration: ConsumerRegistration | None
+    failure: BaseException | None
+    connected: threading.Event
+    closed: bool
+
+    @property
+    def needs_registered_brokers(self) -> bool:
+        """Records come from brokers registered in ZooKeeper: a rebalance without any waits for one."""
+
+    def register(self) -> None:
+        """Write the registration node (again after a session expiry)."""
+
+    def owned_partitions(self) -> dict[TopicPartition, str]:
+        """Partition → thread id of everything owned now."""
+
+    def stop_fetching(self, tps: set[TopicPartition] | None = None, commit: bool = True) -> None:
+        """Stop delivering ``tps`` (all when None), committing what was consumed."""
+
+    def drop_ownership(self, tps: set[TopicPartition]) -> None:
+        """Forget ``tps`` (their owner nodes are gone or going)."""
+
+    def start_fetching(self, gained: Mapping[TopicPartition, str], offsets: Mapping[TopicPartition, int]) -> None:
+        """Own ``gained`` from ``offsets`` and fetch the whole share."""
+
+    def reset_after_expiry(self) -> None:
+        """The session expired: stop and forget everything without committing."""
+
+
+class Rebalancer:
+    """Watches, the watcher-executor thread and the rebalance itself, for one consumer."""
+
+    def __init__(self, host: RebalanceHost) -> None:
+        self.c = host
+        self.paths = GroupPaths(host.group)
         self._cond = threading.Condition()
         self._triggered: list[str] = []
         self._stopping = threading.Event()
@@ -68,6 +113,7 @@ class Rebalancer:
         self._registrations: dict[str, layout.ConsumerRegistration] = {}
         self._registrations_version = -1
         self._topic_partitions: dict[str, list[int]] = {}
+        self._watching_brokers = False
 
     # --------------------------------------------------------------------------------------------- watches
     def start(self) -> None:
@@ -195,8 +241,9 @@ class Rebalancer:
                 self.stats["attempts"] += 1
                 try:
                     outcome = self._attempt(number, attempt)
-                except (KazooException, LayoutError, OSError, RuntimeError) as e:
-                    # ZooKeeper changed while we read it (a node vanished, ...): Kafka lets it go and retries.
+                except Exception as e:  # noqa: BLE001 - Kafka catches every Throwable here and retries
+                    # ZooKeeper changed while we read it (a node vanished, ...), or the assignor refused the
+                    # group (RoundRobin's preconditions): Kafka logs it, backs off and retries.
                     log.info("exception during rebalance of %s: %s", self.c.consumer_id, e)
                     last_error = str(e)
                     outcome = Outcome.FAILED
@@ -212,14 +259,14 @@ class Rebalancer:
                     attempt -= 1  # a changed membership is not a failed attempt: recompute immediately
                     continue
                 self.stats["failed_attempts"] += 1
-                # Kafka: stop all fetchers and clear the queues to avoid duplicates, then back off.
+                # Kafka: stop all fetchers, clear the queues and commit (closeFetchersForQueues), then back off.
+                # What is still owned stays owned: the next attempt releases it (releasePartitionOwnership).
                 if not self.c.profile.keep_unmoved:
                     self.c.stop_fetching(None)
-                    self.c.drop_ownership(set(self.c.owned_partitions()))
                 if attempt < cfg.rebalance_max_retries or not self.c.profile.keep_unmoved:
                     self._backoff(cfg.rebalance_backoff_ms / 1000.0)
-                if self._stopping.is_set():
-                    return False
+                if self._stopping.is_set() or self._session_expired_pending():
+                    return False  # the executor thread re-registers and rebalances on the new session
             error = ConsumerRebalanceFailed(
                 f"{self.c.consumer_id} can't rebalance after {cfg.rebalance_max_retries} retries"
                 + (f" (last error: {last_error})" if last_error else ""))
@@ -248,7 +295,8 @@ class Rebalancer:
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
-            self._triggered.clear()
+            # Answered by the next attempt — except a session expiry, which needs a reset and re-registration.
+            self._triggered = [cause for cause in self._triggered if cause == "session_expired"]
 
     # --------------------------------------------------------------------------------------- one attempt
     def _read_context(self) -> tuple[AssignmentContext, int]:
@@ -268,8 +316,10 @@ class Rebalancer:
         paths = {cid: self.paths.registration(cid) for cid in ids}
         if not fast:
             raw = {p: reg.read(p) for p in paths.values()}
-            registrations = {cid: layout.ConsumerRegistration.decode(paths[cid], raw[paths[cid]])
-                             for cid in ids if raw[paths[cid]] is not None}
+            gone = [p for p, data in raw.items() if data is None]
+            if gone:  # a member left between the listing and the read: Kafka's readData throws, the attempt fails
+                raise NoNodeError(f"{gone[0]} vanished while reading the group")
+            registrations = {cid: layout.ConsumerRegistration.decode(paths[cid], raw[paths[cid]]) for cid in ids}
         else:
             cached, cached_version = self._registrations, self._registrations_version
             known = set(cached)
@@ -306,10 +356,33 @@ class Rebalancer:
             partitions = reg.partitions_for_topics(topics)
         return AssignmentContext(subs, partitions), cversion
 
+    def _no_brokers(self) -> Outcome:
+        """Kafka: "no brokers found when trying to rebalance" counts as done, and a watch on ``/brokers/ids``
+        starts the next rebalance when one registers. Nothing is released or claimed meanwhile."""
+        log.warning("%s: no brokers found when trying to rebalance; waiting for one to register", self.c.consumer_id)
+        if not self._watching_brokers:
+            self._watching_brokers = True
+            seen = [False]
+
+            def on_brokers(children: list[str]) -> bool | None:
+                if self._stopping.is_set():
+                    return False
+                if seen[0]:
+                    self.trigger("brokers_changed")
+                seen[0] = True
+                return None
+
+            ChildrenWatch(self.c.zk, layout.BROKER_IDS_PATH, on_brokers)
+        return Outcome.DONE
+
     def _drain_triggers(self) -> None:
         """About to read fresh state: flags raised so far are answered by this attempt (not session expiry)."""
         with self._cond:
             self._triggered = [cause for cause in self._triggered if cause == "session_expired"]
+
+    def _session_expired_pending(self) -> bool:
+        with self._cond:
+            return "session_expired" in self._triggered
 
     def _pending_trigger(self) -> bool:
         with self._cond:
@@ -318,20 +391,32 @@ class Rebalancer:
     def _attempt(self, number: int, attempt: int) -> Outcome:
         c = self.c
         profile = c.profile
-        if profile.recheck_membership:
-            self._drain_triggers()
-        ctx, cversion = self._read_context()
-        if c.consumer_id not in ctx.subscriptions:
-            c.register()  # our node vanished (an expired session's ghost was cleaned up): put it back
-            ctx, cversion = self._read_context()
-        c.trace.emit("attempt_started", rebalance=number, attempt=attempt, ids_cversion=cversion)
-        owned = c.owned_partitions()
-
         if not profile.keep_unmoved:
-            # Kafka: stop the world before reading the assignment: fetchers, queues, commit, release all.
+            # Kafka's order: getCluster (brokers), our own registration (TopicCount), the brokers again; then
+            # stop the world (fetchers, queues, commit, delete every owner node) and only then read the group.
+            c.registry.brokers()
+            own = self.paths.registration(c.consumer_id)
+            if c.registry.read(own) is None:
+                raise NoNodeError(f"{own}: our registration is gone")  # Kafka's attempt fails the same way
+            if not c.registry.brokers() and c.needs_registered_brokers:
+                return self._no_brokers()
             c.stop_fetching(None)
-            self._release(owned)
-            owned = {}
+            self._release(c.owned_partitions())
+            ctx, cversion = self._read_context()
+            owned: dict[TopicPartition, str] = {}
+        else:
+            if c.needs_registered_brokers and not c.registry.broker_ids():
+                return self._no_brokers()
+            if profile.recheck_membership:
+                self._drain_triggers()
+            ctx, cversion = self._read_context()
+            if c.consumer_id not in ctx.subscriptions:
+                # Our node vanished (an expired session's ghost was cleaned up, or someone deleted it): Kafka's
+                # attempt fails on it until the session expires; we put it back (docs/profiles.md).
+                c.register()
+                ctx, cversion = self._read_context()
+            owned = c.owned_partitions()
+        c.trace.emit("attempt_started", rebalance=number, attempt=attempt, ids_cversion=cversion)
         whole = assign(c.config.strategy, ctx)
         whole.warn_idle(c.consumer_id)
         decision = whole.for_consumer(c.consumer_id)
@@ -391,11 +476,9 @@ class Rebalancer:
             holders = self.c.registry.read_many(paths.values())
             self.c.registry.delete_many(p for tp, p in paths.items() if holders[p] == layout.encode_owner(owned[tp]))
         else:
-            for tp, tid in owned.items():
+            for tp in owned:  # Kafka deletes each owner node without looking at who holds it
                 with contextlib.suppress(NoNodeError):
-                    data, _ = self.c.zk.get(paths[tp])
-                    if data == layout.encode_owner(tid):
-                        self.c.zk.delete(paths[tp])
+                    self.c.zk.delete(paths[tp])
         self.c.drop_ownership(set(owned))
         self.c.trace.emit("released", rebalance=self.rebalance_count,
                           partitions=sorted(_tp_str(tp) for tp in owned))

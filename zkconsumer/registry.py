@@ -10,7 +10,9 @@ from __future__ import annotations
 import contextlib
 import logging
 import select
-from collections.abc import Iterable, Iterator
+import threading
+import time
+from collections.abc import Collection, Iterable, Iterator
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
@@ -19,6 +21,7 @@ from kazoo.handlers.utils import fileobj_to_fd
 from kazoo.retry import KazooRetry
 
 from . import layout
+from .errors import ConsumerIdInUse
 from .layout import BrokerInfo, ConsumerRegistration, GroupPaths, TopicAssignment
 
 log = logging.getLogger(__name__)
@@ -281,19 +284,44 @@ class Registry:
             return [], -1
         return sorted(children), stat.cversion
 
-    def register_consumer(self, group: str, consumer_id: str, registration: ConsumerRegistration) -> None:
-        """Create the ephemeral registration; one already there from our previous session is replaced."""
+    def register_consumer(self, group: str, consumer_id: str, registration: ConsumerRegistration,
+                          stale_wait_s: float, own_sessions: Collection[int] = ()) -> None:
+        """Create the ephemeral registration, as Kafka's ``createEphemeralPathExpectConflictHandleZKBug`` does.
+
+        A node already there is never deleted: it is either ours (this session: a create retried over a
+        connection loss — we make it say what we mean), or left by one of our expired sessions (ZOOKEEPER-1740:
+        it goes by itself, we wait for it), or another session's. Kafka's consumer waits for the latter forever,
+        assuming it is its own; it is also what a process restarted faster than its session timeout sees, so
+        we wait ``stale_wait_s`` (longer than a dead session can live) and then raise :class:`ConsumerIdInUse`:
+        a second live process has the same ``consumer.id``.
+        """
         path = GroupPaths(group).registration(consumer_id)
         data = registration.encode()
         self.zk.ensure_path(GroupPaths(group).ids)
-        try:
-            self.zk.create(path, data, ephemeral=True)
-        except NodeExistsError:
-            # Kafka's createEphemeralPathExpectConflictHandleZKBug: a node left by our own expired session
-            # disappears by itself; replace it rather than wait for the server to notice.
-            with contextlib.suppress(NoNodeError):
-                self.zk.delete(path)
-            self.zk.create(path, data, ephemeral=True)
+        deadline = time.monotonic() + stale_wait_s
+        while True:
+            try:
+                self.zk.create(path, data, ephemeral=True)
+                return
+            except NodeExistsError:
+                pass
+            try:
+                _, stat = self.zk.get(path)
+            except NoNodeError:
+                continue  # gone meanwhile: create it now
+            session = self.zk.client_id[0] if self.zk.client_id else None
+            if stat.ephemeralOwner == session:
+                self.zk.set(path, data)
+                return
+            remaining = deadline - time.monotonic()
+            if stat.ephemeralOwner not in own_sessions and remaining <= 0:
+                raise ConsumerIdInUse(
+                    f"{path} is held by another live ZooKeeper session (0x{stat.ephemeralOwner:x}) for more than "
+                    f"{stale_wait_s:.1f}s: another consumer process runs with consumer.id of {consumer_id}")
+            log.info("%s exists (session 0x%x); waiting for it to be deleted", path, stat.ephemeralOwner)
+            gone = threading.Event()
+            if self.zk.exists(path, watch=lambda event, gone=gone: gone.set()) is not None:
+                gone.wait(max(0.05, min(remaining, 1.0)) if stat.ephemeralOwner not in own_sessions else 1.0)
 
     def registration(self, group: str, consumer_id: str) -> ConsumerRegistration | None:
         path = GroupPaths(group).registration(consumer_id)

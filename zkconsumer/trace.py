@@ -18,7 +18,7 @@ from typing import IO, Any
 EVENTS = frozenset({
     "registered", "rebalance_triggered", "attempt_started", "released", "assigned", "claim_conflict",
     "claimed", "rebalance_done", "rebalance_failed", "session_expired", "connection_suspended", "reconnected",
-    "offset_committed", "record_delivered", "shutdown",
+    "offset_committed", "offset_reset", "record_delivered", "shutdown",
 })
 SCHEMA_VERSION = 1
 

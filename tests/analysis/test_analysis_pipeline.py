@@ -181,3 +181,25 @@ def test_bad_lines_reported_with_file_and_line(analyzed):
         assert f"{f}:{line}" in console_text
         assert f"{f}:{line}" in (out / "report.md").read_text()
     assert "4 malformed line(s)" in console_text
+
+
+def test_offset_resets_are_counted_and_listed(spark, tmp_path, trace_builder_class):
+    """A committed offset out of the log's range, reset by auto.offset.reset: a table row and a report line."""
+    tb = trace_builder_class(tmp_path / "traces")
+    tb.emit("A", 1000, "registered", subscription={"t": 1}, pattern="static")
+    tb.rebalance("A", 1000, 1, ["t-0"], cause="startup", done_ts=1010)
+    tb.emit("A", 1100, "offset_reset", topic="t", partition=0, from_offset=1000, to_offset=0, reset="smallest")
+    for i in range(3):
+        tb.deliver("A", 1101 + i, "t", 0, i)
+    tb.commit("A", 1105, "t", 0, 3)
+    out = tmp_path / "report"
+    saved = analyze_cli.console
+    analyze_cli.console = Console(file=io.StringIO(), width=200)
+    try:
+        assert main(["analyze", str(tb.dir), "--out", str(out), "--master", "local[2]"]) == 0
+    finally:
+        analyze_cli.console = saved
+    resets = table(out, "offset_resets")
+    assert resets[["consumer", "topic", "partition", "from_offset", "to_offset", "reset"]].values.tolist() == [
+        ["A", "t", 0, 1000, 0, "smallest"]]
+    assert "offset resets: 1 " in (out / "report.md").read_text()

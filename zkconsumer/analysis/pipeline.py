@@ -38,8 +38,17 @@ DESCRIPTIONS = {
     "overlaps": "two consumers delivering the same partition at the same time (delivery intervals intersect)",
     "stints": "per partition and consumer, delivery intervals between the consumer's rebalances",
     "consumers": "per consumer: records, rebalances joined, time spent rebalancing, bad lines",
+    "offset_resets": "offset out of range: the consumer reset its position (auto.offset.reset) from from_offset "
+                     "to to_offset and consumed and committed from there",
     "bad_lines": "malformed trace lines: file, line number, reason, text",
 }
+
+
+def offset_resets(events: DataFrame) -> DataFrame:
+    """Every ``offset_reset`` line: where a committed position was out of the log's range and was reset."""
+    return (events.where(F.col("event") == "offset_reset")
+            .select("group", "consumer", "ts", "topic", "partition", "from_offset", "to_offset", "reset")
+            .orderBy("group", "topic", "partition", "ts"))
 
 
 @dataclass
@@ -101,14 +110,16 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
             F.sum("lost_below_committed").alias("lost_below_committed"), F.sum("lost_gap").alias("lost_gap"),
             F.sum("overlaps").alias("overlaps"), F.sum("deliveries").alias("deliveries")).first()
         res.summary = {k: int(v or 0) for k, v in sums.asDict().items()}
-        res.summary.update(consumers=n_consumers, group_rebalances=n_rb)
+        resets = offset_resets(ts.events).cache()
+        res.summary.update(consumers=n_consumers, group_rebalances=n_rb, offset_resets=resets.count())
         note.append(", ".join(f"{k} {v:,}" for k, v in res.summary.items() if k != "consumers"))
     with st.stage("write tables") as note:
         cons = consumers_mod.consumer_table(base, rb.consumer_rebalances, ts.bad)
         for name, df in [("group_rebalances", rb.group_rebalances), ("consumer_rebalances", rb.consumer_rebalances),
                          ("unowned", rb.unowned), ("ownership", rb.ownership), ("partitions", pt.partitions),
                          ("duplicates", pt.duplicates), ("lost_offsets", pt.lost), ("overlaps", pt.overlaps),
-                         ("stints", pt.stints), ("consumers", cons), ("bad_lines", ts.bad)]:
+                         ("stints", pt.stints), ("consumers", cons), ("offset_resets", resets),
+                         ("bad_lines", ts.bad)]:
             res.tables[name] = writer.write(name, df, DESCRIPTIONS[name]).rows
         note.append(f"{len(res.tables)} tables → {out / 'tables'}")
     with st.stage("plots") as note:
@@ -125,6 +136,7 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
         rep = build_report(trace_dir, ts, res, writer, st, bad_preview, grb, {
             "partitions": _pdf(pt.partitions, PREVIEW_ROWS), "duplicates": _pdf(pt.duplicates, PREVIEW_ROWS),
             "lost_offsets": _pdf(pt.lost, PREVIEW_ROWS), "overlaps": _pdf(pt.overlaps, PREVIEW_ROWS),
+            "offset_resets": _pdf(resets, PREVIEW_ROWS),
             "consumers": _pdf(cons, 50)})
         res.report_md, res.report_html = rep.write(out)
         note.append(f"{res.report_md.name}, {res.report_html.name}")
@@ -139,7 +151,7 @@ def _ms_columns(df: pd.DataFrame) -> pd.DataFrame:
     """Epoch-ms columns as UTC times for reading; durations stay in ms."""
     out = df.copy()
     for c in out.columns:
-        if c in ("start", "end", "claims_done", "first_ts", "last_ts") or c.endswith("_ts") or c in (
+        if c in ("ts", "start", "end", "claims_done", "first_ts", "last_ts") or c.endswith("_ts") or c in (
                 "owned_from", "owned_to", "overlap_from", "overlap_to"):
             out[c] = pd.to_datetime(out[c], unit="ms", utc=True).dt.strftime("%H:%M:%S.%f").str[:-3]
     return out
@@ -160,6 +172,8 @@ def build_report(trace_dir: str, ts: TraceSet, res: AnalysisResult, writer: Tabl
         f"{s.get('lost_gap', 0):,} in gaps above it " + r.link("lost_offsets.csv", "tables/lost_offsets.csv"),
         f"overlap: {s.get('overlaps', 0):,} pairs of consumers delivering a partition at the same time "
         + r.link("overlaps.csv", "tables/overlaps.csv"),
+        f"offset resets: {s.get('offset_resets', 0):,} (a committed offset out of the log's range, reset by "
+        "auto.offset.reset) " + r.link("offset_resets.csv", "tables/offset_resets.csv"),
     ])
     if ts.bad_count:
         r.h2("Malformed lines")
@@ -178,7 +192,8 @@ def build_report(trace_dir: str, ts: TraceSet, res: AnalysisResult, writer: Tabl
     r.image("img/ownership.png", "Ownership timeline per partition")
     r.h2("Partitions")
     r.table(previews["partitions"], r.link("partitions.csv", "tables/partitions.csv"))
-    for name, title in [("duplicates", "Duplicates"), ("lost_offsets", "Lost offsets"), ("overlaps", "Overlaps")]:
+    for name, title in [("duplicates", "Duplicates"), ("lost_offsets", "Lost offsets"), ("overlaps", "Overlaps"),
+                        ("offset_resets", "Offset resets")]:
         r.h2(title)
         r.table(_ms_columns(previews[name]), f"First {PREVIEW_ROWS} rows of "
                 + r.link(f"{name}.csv", f"tables/{name}.csv") + f" ({res.tables.get(name, 0):,} rows)")

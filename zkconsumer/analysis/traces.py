@@ -36,7 +36,7 @@ FIELDS: dict[str, T.DataType] = {
     "subscription": S, "pattern": S, "cause": S, "rebalance": L, "attempt": L, "ids_cversion": L,
     "attempts": L, "duration_ms": L, "partitions": S, "assignment": S, "strategy": S, "path": S,
     "topic": S, "partition": L, "thread": S, "holder": S, "owned": S, "error": S,
-    "same_session": B, "committed": B, "offset": L,
+    "same_session": B, "committed": B, "offset": L, "from_offset": L, "to_offset": L, "reset": S,
 }
 COMMON = ("v", "ts", "event", "group", "consumer", "seq")
 #: Fields the analysis needs beyond COMMON, per event; others are optional.
@@ -52,6 +52,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "rebalance_failed": ("rebalance",),
     "session_expired": (), "connection_suspended": (), "reconnected": (), "shutdown": (),
     "offset_committed": ("topic", "partition", "offset"),
+    "offset_reset": ("topic", "partition", "from_offset", "to_offset"),
     "record_delivered": ("topic", "partition", "offset", "thread"),
 }
 assert set(REQUIRED) == EVENTS, "REQUIRED must cover every trace event"
@@ -175,7 +176,7 @@ def _parse(df: DataFrame) -> DataFrame:
 
 #: Parsed fields the analysis uses; the others are validated but not staged.
 STAGED = ("ts", "event", "group", "consumer", "seq", "cause", "rebalance", "attempt", "ids_cversion", "attempts",
-          "strategy", "topic", "partition", "offset")
+          "strategy", "topic", "partition", "offset", "from_offset", "to_offset", "reset")
 
 
 def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> TraceSet:
