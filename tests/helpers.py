@@ -8,7 +8,7 @@ from collections.abc import Callable
 from typing import Any
 
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.connector import ZookeeperConsumerConnector
+from zkconsumer.connector import ConsumerTimeout, ZookeeperConsumerConnector
 from zkconsumer.registry import connect
 
 
@@ -46,3 +46,16 @@ def consumer(zk_connect: str, group: str, consumer_id: str | None = None, fetch:
         settings["consumer.id"] = consumer_id
     settings.update({k.replace("_", "."): v for k, v in props.items()})
     return ZookeeperConsumerConnector(ConsumerConfig.from_properties(settings))
+
+
+def drain(stream, limit: int | None = None) -> list:
+    """Records from ``stream`` until ``limit`` or its ``consumer.timeout.ms`` passes without one."""
+    out = []
+    try:
+        for record in stream:
+            out.append(record)
+            if limit is not None and len(out) >= limit:
+                break
+    except ConsumerTimeout:
+        pass
+    return out

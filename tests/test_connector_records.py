@@ -7,7 +7,7 @@ import threading
 from collections import defaultdict
 
 import pytest
-from helpers import consumer, wait_until
+from helpers import consumer, drain, wait_until
 from kafka import KafkaProducer
 
 from zkconsumer.connector import ConsumerRebalanceFailed, ConsumerTimeout, RebalanceListener
@@ -25,18 +25,6 @@ def produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> 
             producer.send(topic, value=encode_value(topic, p, seq), partition=p)
     producer.flush()
     producer.close()
-
-
-def drain(stream, limit: int | None = None) -> list:
-    out = []
-    try:
-        for record in stream:
-            out.append(record)
-            if limit is not None and len(out) >= limit:
-                break
-    except ConsumerTimeout:
-        pass
-    return out
 
 
 def test_delivers_everything_in_order_and_commits(registry: Registry, zk_connect: str, broker) -> None:

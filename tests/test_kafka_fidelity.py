@@ -13,7 +13,7 @@ import subprocess
 import sys
 
 import pytest
-from helpers import consumer, fresh_chroot, wait_until
+from helpers import consumer, drain, fresh_chroot, wait_until
 from kafka import KafkaProducer
 
 from zkconsumer.broker import Broker
@@ -33,18 +33,6 @@ def produce(bootstrap: str, topic: str, count: int, partition: int = 0) -> None:
         producer.send(topic, value=b"v%d" % i, partition=partition)
     producer.flush()
     producer.close()
-
-
-def drain(stream, limit: int | None = None) -> list:
-    out = []
-    try:
-        for record in stream:
-            out.append(record)
-            if limit is not None and len(out) >= limit:
-                break
-    except ConsumerTimeout:
-        pass
-    return out
 
 
 def events(path, name: str) -> list[dict]:
