@@ -139,9 +139,11 @@ def test_clean_restart_recovers_without_rescanning(tmp_path: Path, caplog) -> No
     before = read_all(plog)
     plog.close()
     assert (tmp_path / "t-0" / CHECKPOINT_FILE).exists()
-    with caplog.at_level(logging.WARNING):
+    with caplog.at_level(logging.WARNING, logger="zkconsumer"):
         again = open_log(tmp_path / "t-0")
-    assert not caplog.records
+    # only the log's own warnings count: a kafka-python client left running by an
+    # earlier test may log from its thread meanwhile
+    assert not [r for r in caplog.records if r.name.startswith("zkconsumer")]
     assert read_all(again) == before and again.log_end_offset == 20
     assert produce(again, [b"next"]) == 20
     again.close()
