@@ -16,6 +16,8 @@ from typing import Any
 from .assignors import STRATEGIES
 
 PROFILES = ("default", "kafka-0.8")
+#: Strategies only the coordinator mode offers (kafka-python's assignors); the ZooKeeper connector refuses them.
+COORDINATOR_ONLY_STRATEGIES = ("sticky",)
 
 
 class ConfigError(ValueError):
@@ -57,7 +59,10 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
     Prop("auto.offset.reset", str, "largest", "smallest | largest: where to start without a committed offset"),
     Prop("exclude.internal.topics", bool, True, "wildcards never match __consumer_offsets"),
     Prop("offsets.storage", str, "zookeeper", "zookeeper | kafka"),
-    Prop("dual.commit.enabled", bool, None, "commit to both stores; defaults to offsets.storage == kafka"),
+    Prop("dual.commit.enabled", bool, None, "with offsets.storage=kafka, also commit to ZooKeeper and read the "
+                                            "larger of both; defaults to offsets.storage == kafka"),
+    Prop("offsets.channel.backoff.ms", int, 1000, "wait before retrying an offset request to the coordinator"),
+    Prop("offsets.commit.max.retries", int, 5, "retries of a failed offset commit to the coordinator"),
     Prop("consumer.timeout.ms", int, -1, "a stream raises ConsumerTimeout after this long without a record; "
                                          "-1 waits forever"),
     Prop("client.id", str, None, "defaults to group.id"),
@@ -66,6 +71,10 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
     Prop("fetch.wait.max.ms", int, 100, "or this long"),
     Prop("queued.max.message.chunks", int, 2, "chunks buffered per stream"),
     Prop("socket.timeout.ms", int, 30000, "network request timeout"),
+    # Coordinator mode (Kafka 0.9+'s consumer, zkconsumer.coordinated): its own names and 0.9/0.10.1 defaults.
+    Prop("session.timeout.ms", int, 30000, "coordinator mode: the group coordinator's session timeout"),
+    Prop("heartbeat.interval.ms", int, 3000, "coordinator mode: heartbeat period"),
+    Prop("max.poll.interval.ms", int, 300000, "coordinator mode: longest gap between polls (0.10.1+)"),
     # Not Kafka 0.8's: how zkconsumer finds brokers when they are not registered in ZooKeeper.
     Prop("bootstrap.servers", str, None, "host:port list of a Kafka cluster; default: brokers from ZooKeeper"),
     Prop("zkconsumer.profile", str, "default", "default | kafka-0.8 (see docs/profiles.md)"),
@@ -176,13 +185,14 @@ class ConsumerConfig:
         if self.offsets_storage not in ("zookeeper", "kafka"):
             raise ConfigError(f"Wrong value {self.offsets_storage} of offsets.storage in consumer config; "
                               "Valid values are 'zookeeper' and 'kafka'")
-        if self.strategy not in STRATEGIES:
-            raise ConfigError(f"partition.assignment.strategy must be one of {', '.join(STRATEGIES)}, "
-                              f"got {self.strategy!r}")
+        if self.strategy not in STRATEGIES and self.strategy not in COORDINATOR_ONLY_STRATEGIES:
+            raise ConfigError(f"partition.assignment.strategy must be one of "
+                              f"{', '.join([*STRATEGIES, *COORDINATOR_ONLY_STRATEGIES])}, got {self.strategy!r}")
         if self.profile_name not in PROFILES:
             raise ConfigError(f"zkconsumer.profile must be one of {', '.join(PROFILES)}, got {self.profile_name!r}")
         for name in ("rebalance.max.retries", "zookeeper.session.timeout.ms", "auto.commit.interval.ms",
-                     "fetch.message.max.bytes", "queued.max.message.chunks"):
+                     "fetch.message.max.bytes", "queued.max.message.chunks", "session.timeout.ms",
+                     "heartbeat.interval.ms", "max.poll.interval.ms"):
             if self.get(name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {self.get(name)}")
         if self.rebalance_backoff_ms < 0:
@@ -190,6 +200,13 @@ class ConsumerConfig:
         cid = self.props.get("consumer.id")
         if cid is not None and ("/" in cid or not cid.strip()):
             raise ConfigError(f"consumer.id {cid!r} cannot be used in a ZooKeeper path")
+
+    def check_mode(self, mode: str) -> None:
+        """Refuse settings the chosen mode (``zookeeper`` or ``coordinator``) cannot honour."""
+        if mode == "zookeeper" and self.strategy in COORDINATOR_ONLY_STRATEGIES:
+            raise ConfigError(f"partition.assignment.strategy={self.strategy} is offered in coordinator mode only")
+        if mode == "coordinator" and self.heartbeat_interval_ms >= self.get("session.timeout.ms"):
+            raise ConfigError("heartbeat.interval.ms must be lower than session.timeout.ms")
 
     def warnings(self) -> list[str]:
         """Advice Kafka's FAQ gives, e.g. retries x backoff must outlast a session timeout."""
@@ -263,6 +280,15 @@ class ConsumerConfig:
     def dual_commit(self) -> bool:
         value = self.get("dual.commit.enabled")
         return self.offsets_storage == "kafka" if value is None else value
+
+    @property
+    def kafka_offsets(self) -> bool:
+        """Offsets go to the broker (``offsets.storage=kafka``), maybe to ZooKeeper as well (:attr:`dual_commit`)."""
+        return self.offsets_storage == "kafka"
+
+    @property
+    def heartbeat_interval_ms(self) -> int:
+        return self.get("heartbeat.interval.ms")
 
     @property
     def consumer_timeout_ms(self) -> int:
