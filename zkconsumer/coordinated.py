@@ -473,7 +473,7 @@ class CoordinatorConsumerConnector:
         if not values:
             return {}
         try:
-            consumer.commit({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", None) for tp, v in values.items()})
+            consumer.commit({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1) for tp, v in values.items()})
         except Exception as e:  # noqa: BLE001 - e.g. a rebalance in progress: the revocation commits instead
             log.warning("%s: offset commit failed: %r", self.consumer_id, e)
             return {}
@@ -541,7 +541,7 @@ class _Listener(AsyncConsumerRebalanceListener):
         consumer = self.c._consumer
         if values and consumer is not None:
             try:
-                await consumer.commit_async({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", None)
+                await consumer.commit_async({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1)
                                              for tp, v in values.items()})
                 committed = values
             except Exception as e:  # noqa: BLE001 - the next owner restarts from the last commit
