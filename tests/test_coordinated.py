@@ -88,7 +88,7 @@ def member(bootstrap: str, group: str, name: str, trace_dir: Path | None = None,
         CoordinatorConsumerConnector:
     settings = {"group.id": group, "bootstrap.servers": bootstrap, "consumer.id": name,
                 "auto.offset.reset": "smallest", "session.timeout.ms": 3000, "heartbeat.interval.ms": 300,
-                "auto.commit.interval.ms": 200, "consumer.timeout.ms": -1}
+                "metadata.max.age.ms": 500, "auto.commit.interval.ms": 200, "consumer.timeout.ms": -1}
     if trace_dir is not None:
         settings["zkconsumer.trace.dir"] = str(trace_dir)
     settings.update({k.replace("_", "."): v for k, v in props.items()})
@@ -208,7 +208,8 @@ def test_a_member_killed_with_sigkill_is_replaced_after_its_session(zk_connect, 
         [sys.executable, "-m", "zkconsumer", "consume", "--mode", "coordinator", "--bootstrap-server",
          cbroker.bootstrap, "--group", "g", "--consumer-id", "victim", "--topic", "t", "--from-beginning",
          "--output", "none", "--trace-dir", str(traces), "--property", "session.timeout.ms=2000",
-         "--property", "heartbeat.interval.ms=300", "--property", "auto.commit.interval.ms=200"],
+         "--property", "heartbeat.interval.ms=300", "--property", "metadata.max.age.ms=500",
+         "--property", "auto.commit.interval.ms=200"],
         stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     survivor = None
     try:

@@ -75,6 +75,8 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
     Prop("session.timeout.ms", int, 30000, "coordinator mode: the group coordinator's session timeout"),
     Prop("heartbeat.interval.ms", int, 3000, "coordinator mode: heartbeat period"),
     Prop("max.poll.interval.ms", int, 300000, "coordinator mode: longest gap between polls (0.10.1+)"),
+    Prop("metadata.max.age.ms", int, 300000, "coordinator mode: metadata refresh period (new partitions, topics "
+                                             "matching a wildcard, a topic unknown at the first join)"),
     # Not Kafka 0.8's: how zkconsumer finds brokers when they are not registered in ZooKeeper.
     Prop("bootstrap.servers", str, None, "host:port list of a Kafka cluster; default: brokers from ZooKeeper"),
     Prop("zkconsumer.profile", str, "default", "default | kafka-0.8 (see docs/profiles.md)"),

@@ -208,6 +208,7 @@ class CoordinatorConsumerConnector:
                     session_timeout_ms=c.get("session.timeout.ms"),
                     heartbeat_interval_ms=c.heartbeat_interval_ms,
                     max_poll_interval_ms=c.get("max.poll.interval.ms"),
+                    metadata_max_age_ms=c.get("metadata.max.age.ms"),
                     fetch_max_wait_ms=c.get("fetch.wait.max.ms"), fetch_min_bytes=c.get("fetch.min.bytes"),
                     max_partition_fetch_bytes=c.get("fetch.message.max.bytes"),
                     request_timeout_ms=max(c.get("socket.timeout.ms"), c.get("fetch.wait.max.ms") + 1000),
@@ -400,8 +401,11 @@ class CoordinatorConsumerConnector:
     def revoke(self, tps: set[TopicPartition], lost: bool) -> dict[TopicPartition, int]:
         """IO thread, before JoinGroup: stop handing out ``tps`` and return the offsets to commit (none when
         the membership was lost: another member may own them already)."""
-        number = self._begin_rebalance("session_expired" if lost else
-                                       ("startup" if self.group_generation < 0 else "coordinator"))
+        if self._stop.is_set():
+            number = self._rebalance_number  # shutdown: a release, not a rebalance (as in ZooKeeper mode)
+        else:
+            number = self._begin_rebalance("session_expired" if lost else
+                                           ("startup" if self.group_generation < 0 else "coordinator"))
         with self.state_lock:
             self._generation += 1
             targets = set(tps) & set(self.owned)
