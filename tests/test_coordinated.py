@@ -20,7 +20,7 @@ from kafka import KafkaAdminClient, KafkaProducer
 
 from zkconsumer.assignors import TopicPartition
 from zkconsumer.config import ConfigError, ConsumerConfig
-from zkconsumer.connector import ConsumerTimeout
+from zkconsumer.connector import ConsumerTimeout, RebalanceListener
 from zkconsumer.coordinated import CoordinatorConsumerConnector, assignor_class, filter_pattern
 from zkconsumer.layout import blacklist, whitelist
 from zkconsumer.records import encode_value
@@ -138,7 +138,7 @@ def exactly_once_each(readers: list[Reader], topic: str, partitions: int) -> boo
 
 # ------------------------------------------------------------------------------------------- the group
 @needs_coordinator
-@pytest.mark.parametrize("strategy", ["range", "roundrobin"])
+@pytest.mark.parametrize("strategy", ["range", "roundrobin", "sticky"])
 def test_members_join_and_leave_every_partition_owned_once_nothing_lost(zk_connect, registry, cbroker, strategy,
                                                                           tmp_path) -> None:
     create_topic(registry, "t", 6)
@@ -235,3 +235,65 @@ def test_a_member_killed_with_sigkill_is_replaced_after_its_session(zk_connect, 
             proc.kill()
         if survivor is not None:
             survivor.connector.shutdown()
+
+
+class Recorder(RebalanceListener):
+    def __init__(self) -> None:
+        self.calls: list[tuple[str, dict]] = []
+
+    def before_releasing_partitions(self, partitions) -> None:
+        self.calls.append(("release", {t: sorted(ps) for t, ps in partitions.items()}))
+
+    def before_starting_fetchers(self, consumer_id, assignment) -> None:
+        self.calls.append(("start", {t: dict(ps) for t, ps in assignment.items()}))
+
+
+@needs_coordinator
+def test_held_partitions_wait_for_the_hook_and_the_listener_sees_each_step(zk_connect, registry, cbroker) -> None:
+    create_topic(registry, "t", 2)
+    produce(cbroker.bootstrap, "t", 2, 20)
+    released = threading.Event()
+    recorder = Recorder()
+    config = ConsumerConfig.from_properties({"group.id": "g", "bootstrap.servers": cbroker.bootstrap,
+                                             "consumer.id": "a", "auto.offset.reset": "smallest",
+                                             "session.timeout.ms": 3000, "heartbeat.interval.ms": 300,
+                                             "metadata.max.age.ms": 500, "auto.commit.interval.ms": 200})
+    c = CoordinatorConsumerConnector(config, listener=recorder,
+                                     hold=lambda tp: tp.partition == 0 and not released.is_set())
+    reader = Reader(c, "t", streams=2)
+    try:
+        wait_until(lambda: {o for p, o in reader.seen if p == 1} == set(range(20)), message="partition 1 consumed")
+        assert not [x for x in reader.seen if x[0] == 0], "a held partition was handed out"
+        released.set()
+        wait_until(lambda: {o for p, o in reader.seen if p == 0} == set(range(20)), message="partition 0 after release")
+        assert ("start", {"t": {0: "g_a-0", 1: "g_a-1"}}) in recorder.calls, "one stream per partition, in order"
+    finally:
+        c.shutdown()
+    assert recorder.calls[-1] == ("release", {"t": [0, 1]})
+    assert committed(cbroker.bootstrap, "g", "t", 2) == {0: 20, 1: 20}
+
+
+@needs_coordinator
+def test_wildcard_members_share_matching_topics_only(zk_connect, registry, cbroker) -> None:
+    for topic in ("ta", "tb", "other"):
+        create_topic(registry, topic, 2)
+        produce(cbroker.bootstrap, topic, 2, 10)
+    seen: dict[str, set] = defaultdict(set)
+    members = [member(cbroker.bootstrap, "g", name) for name in ("a", "b")]
+
+    def drain(stream) -> None:
+        for r in stream:
+            seen[r.topic].add((r.partition, r.offset))
+
+    try:
+        for m in members:
+            for s in m.create_message_streams_by_filter(whitelist("t.*"), 1):
+                threading.Thread(target=drain, args=(s,), daemon=True).start()
+        matching = {TopicPartition(t, p) for t in ("ta", "tb") for p in range(2)}
+        wait_until(lambda: sorted(tp for m in members for tp in m.owned_partitions()) == sorted(matching),
+                   message="the 4 matching partitions owned once each")
+        wait_until(lambda: all(len(seen[t]) == 20 for t in ("ta", "tb")), message="matching topics consumed")
+        assert "other" not in seen
+    finally:
+        for m in members:
+            m.shutdown()
