@@ -297,3 +297,19 @@ def test_wildcard_members_share_matching_topics_only(zk_connect, registry, cbrok
     finally:
         for m in members:
             m.shutdown()
+
+
+@needs_coordinator
+def test_a_topic_created_after_the_group_formed_is_shared(zk_connect, registry, cbroker) -> None:
+    """Members subscribed to a topic that does not exist yet share it once it is created (metadata refresh)."""
+    readers = [Reader(member(cbroker.bootstrap, "g", name), "late") for name in ("a", "b")]
+    try:
+        create_topic(registry, "late", 4)
+        produce(cbroker.bootstrap, "late", 4, 10)
+        wait_until(lambda: exactly_once_each(readers, "late", 4) and all(r.owned() for r in readers),
+                   message="both members own part of the new topic")
+        wait_until(lambda: {(p, o) for p in range(4) for o in range(10)} <= {x for r in readers for x in r.seen},
+                   message="the new topic consumed")
+    finally:
+        for r in readers:
+            r.connector.shutdown()

@@ -243,6 +243,7 @@ class CoordinatorConsumerConnector:
                     log.warning("%s: poll failed: %r", self.consumer_id, e)
                     self._stop.wait(0.2)
                     continue
+                self._unstick_join(consumer)
                 self._buffer(batches)
         finally:
             self._run_commands(consumer)
@@ -251,6 +252,21 @@ class CoordinatorConsumerConnector:
                 consumer.close(autocommit=False)
             except Exception:  # noqa: BLE001 - best effort at shutdown
                 log.debug("closing the kafka consumer failed", exc_info=True)
+
+    @staticmethod
+    def _unstick_join(consumer) -> None:
+        """Work around a kafka-python 3.0 bug (the one Kafka fixed as KAFKA-9815): a leader that rejoins because
+        topic metadata changed does not set its rejoin flag, so once its assignment snapshot catches up, a join
+        that completes after ``poll()``'s timeout is never picked up and the member stays REBALANCING without
+        heartbeats until the coordinator evicts it. Asking for the rejoin, as Kafka's fix does, lets the next
+        ``poll()`` finish it."""
+        from kafka.structs import MemberState
+
+        coordinator = getattr(consumer, "_coordinator", None)
+        if coordinator is None or consumer.group_metadata().state != MemberState.REBALANCING:
+            return
+        if not coordinator.need_rejoin():
+            coordinator.request_rejoin()
 
     def _buffer(self, batches: Mapping) -> None:
         """Poller: append polled records to their partition's backlog, tagged with the current generation."""
