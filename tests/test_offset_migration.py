@@ -28,7 +28,7 @@ PARTITIONS = 4
 def test_the_store_is_chosen_by_kafka_082s_rules(registry: Registry) -> None:
     def store(**props):
         config = ConsumerConfig.from_properties({"group.id": "g", **props})
-        return offset_store(config, registry, "g", None, lambda: "127.0.0.1:1")
+        return offset_store(config, ZkOffsetStore(registry, "g"), None, lambda: "127.0.0.1:1")
 
     assert type(store()) is ZkOffsetStore
     assert type(store(**{"dual.commit.enabled": "true"})) is ZkOffsetStore  # 0.8.2 ignores it with zookeeper

@@ -26,9 +26,8 @@ from . import layout
 from .assignors import TopicPartition
 from .config import ConsumerConfig
 from .fetcher import FetchedRecord, Fetcher
-from .kafka_offsets import offset_store
 from .layout import ConsumerRegistration, TopicFilter
-from .offsets import PartitionProgress
+from .offsets import PartitionProgress, ZkOffsetStore
 from .registry import Registry, connect
 from .trace import TraceWriter
 
@@ -150,7 +149,6 @@ class ZookeeperConsumerConnector:
     def __init__(self, config: ConsumerConfig, listener: RebalanceListener | None = None) -> None:
         from .rebalance import Rebalancer
 
-        config.check_mode("zookeeper")
         self.config = config
         self.profile = config.profile
         self.group = config.group_id
@@ -159,6 +157,7 @@ class ZookeeperConsumerConnector:
         self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id)
         for warning in config.warnings():
             log.warning(warning)
+        config.check_mode("zookeeper")
         self._embedded = None
         zk_connect = config.zookeeper_connect
         if not zk_connect:
@@ -171,7 +170,10 @@ class ZookeeperConsumerConnector:
         self.zk = connect(zk_connect, session_timeout_ms=config.session_timeout_ms,
                           connection_timeout_ms=config.connection_timeout_ms)
         self.registry = Registry(self.zk)
-        self.offsets = offset_store(config, self.registry, self.group, self.trace, self._bootstrap_servers)
+        from .kafka_offsets import offset_store  # offsets.storage / dual.commit.enabled decide (Kafka 0.8.2)
+
+        self.offsets = offset_store(config, ZkOffsetStore(self.registry, self.group, self.trace), self.trace,
+                                    lambda: config.bootstrap_servers or self.registry.bootstrap_servers() or "")
         self.state_lock = threading.RLock()
         self._commit_lock = threading.Lock()
         self.owned: dict[TopicPartition, PartitionProgress] = {}
@@ -240,15 +242,13 @@ class ZookeeperConsumerConnector:
                                                    name=f"{self.consumer_id}-autocommit")
             self._commit_thread.start()
 
-    def _bootstrap_servers(self) -> str:
-        bootstrap = self.config.bootstrap_servers or self.registry.bootstrap_servers()
-        if not bootstrap:
-            raise RuntimeError("no brokers registered under /brokers/ids and no bootstrap.servers given: "
-                               "start one with 'zkconsumer broker start'")
-        return bootstrap
-
     def _start_fetcher(self) -> None:
-        bootstrap = self._bootstrap_servers()
+        bootstrap = self.config.bootstrap_servers
+        if not bootstrap:
+            bootstrap = self.registry.bootstrap_servers()
+            if not bootstrap:
+                raise RuntimeError("no brokers registered under /brokers/ids and no bootstrap.servers given: "
+                                   "start one with 'zkconsumer broker start'")
         self.fetcher = Fetcher(bootstrap, self.config.client_id, self.config.auto_offset_reset, self._deliver,
                                fetch_max_wait_ms=self.config.get("fetch.wait.max.ms"),
                                fetch_min_bytes=self.config.get("fetch.min.bytes"),
@@ -439,10 +439,10 @@ class ZookeeperConsumerConnector:
                 stream.queue.put_nowait(_SHUTDOWN)
         if self.fetcher is not None:
             self.fetcher.close()
-        with contextlib.suppress(Exception):
-            getattr(self.offsets, "close", lambda: None)()  # the broker-side store's client, if any
         self.trace.emit("shutdown", committed=committed)
         self.trace.close()
+        with contextlib.suppress(Exception):
+            getattr(self.offsets, "close", lambda: None)()  # the broker-side offset store's client, if any
         with contextlib.suppress(Exception):
             self.zk.stop()
             self.zk.close()

@@ -32,19 +32,29 @@ import threading
 import time
 from collections import deque
 from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 
 from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 
 from . import layout
 from .assignors import TopicPartition
 from .config import ConfigError, ConsumerConfig
-from .connector import _SHUTDOWN, KafkaStream, MessageStreamsExist, RebalanceListener, _Queued
+from .connector import KafkaStream, MessageStreamsExist, RebalanceListener
 from .fetcher import FetchedRecord
 from .layout import TopicFilter
 from .offsets import PartitionProgress
 from .trace import TraceWriter
 
 log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Queued:
+    """A record in a stream's queue, with the local ownership generation it was fetched under (the fields
+    KafkaStream hands back to :meth:`CoordinatorConsumerConnector.hand_out`)."""
+
+    record: FetchedRecord
+    generation: int
 
 #: Kafka's ``partition.assignment.strategy`` names → kafka-python's assignor classes (imported lazily).
 #: Kafka 0.9+'s RoundRobinAssignor already has 0.10.2's relaxed semantics (unequal subscriptions are fine),
@@ -130,6 +140,11 @@ class CoordinatorConsumerConnector:
         self._start_error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._consumer = None
+
+    @property
+    def consumer_timeout_ms(self) -> int:
+        """What a KafkaStream waits for a record before raising ConsumerTimeout."""
+        return self.config.consumer_timeout_ms
 
     def _brokers_from_zookeeper(self) -> str:
         if not self.config.zookeeper_connect:
@@ -519,11 +534,9 @@ class CoordinatorConsumerConnector:
         self._stop.set()
         if self._thread is not None:
             self._thread.join(max(10.0, self.config.get("socket.timeout.ms") / 1000.0))
-        self.closed = True
+        self.closed = True  # streams end once their queue is empty
         for stream in self.all_streams():
             stream.clear()
-            with contextlib.suppress(queue.Full):
-                stream.queue.put_nowait(_SHUTDOWN)
         self.trace.emit("shutdown", committed=self.config.auto_commit)
         self.trace.close()
 

@@ -22,7 +22,6 @@ from collections.abc import Callable, Iterable, Mapping
 from .assignors import TopicPartition
 from .config import ConsumerConfig
 from .offsets import INVALID_OFFSET, ZkOffsetStore
-from .registry import Registry
 from .trace import TraceWriter
 
 log = logging.getLogger(__name__)
@@ -204,16 +203,15 @@ class DualOffsetStore:
 OffsetStore = ZkOffsetStore | KafkaOffsetStore | DualOffsetStore
 
 
-def offset_store(config: ConsumerConfig, registry: Registry, group: str, trace: TraceWriter | None,
+def offset_store(config: ConsumerConfig, zookeeper: ZkOffsetStore, trace: TraceWriter | None,
                  bootstrap: Callable[[], str]) -> OffsetStore:
-    """The one place that picks where a ZooKeeper group's offsets live (Kafka 0.8.2's rules):
-    ``offsets.storage=zookeeper`` → ZooKeeper only (``dual.commit.enabled`` is ignored, as 0.8.2 did);
-    ``kafka`` → the broker, plus ZooKeeper when ``dual.commit.enabled`` (its default with kafka storage)."""
-    zk = ZkOffsetStore(registry, group, trace)
+    """The one place that picks where a ZooKeeper group's offsets live (Kafka 0.8.2's rules), given the group's
+    ZooKeeper store: ``offsets.storage=zookeeper`` → that store (``dual.commit.enabled`` is ignored, as 0.8.2
+    did); ``kafka`` → the broker, plus ZooKeeper when ``dual.commit.enabled`` (its default with kafka storage)."""
     if not config.kafka_offsets:
-        return zk
-    kafka = KafkaOffsetStore(bootstrap, group, config.client_id, trace,
+        return zookeeper
+    kafka = KafkaOffsetStore(bootstrap, zookeeper.group, config.client_id, trace,
                              retries=config.get("offsets.commit.max.retries"),
                              backoff_ms=config.get("offsets.channel.backoff.ms"),
                              request_timeout_ms=config.get("socket.timeout.ms"))
-    return DualOffsetStore(kafka, zk) if config.dual_commit else kafka
+    return DualOffsetStore(kafka, zookeeper) if config.dual_commit else kafka
