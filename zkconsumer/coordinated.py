@@ -462,7 +462,7 @@ class CoordinatorConsumerConnector:
                 self._held.discard(tp)
             self._committed.update(committed)
         for tp, value in committed.items():
-            self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value,
+            self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
                             generation=self.group_generation, member_id=self.member_id)
         self.trace.emit("released", rebalance=self._rebalance_number,
                         partitions=sorted(f"{tp.topic}-{tp.partition}" for tp in tps),
@@ -515,7 +515,7 @@ class CoordinatorConsumerConnector:
         with self.state_lock:
             self._committed.update(values)
         for tp, value in values.items():
-            self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value,
+            self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
                             generation=self.group_generation, member_id=self.member_id)
         return values
 
