@@ -60,6 +60,15 @@ def test_sticky_is_refused_by_the_zookeeper_connector_only() -> None:
                               ).check_mode("coordinator")
 
 
+def test_consume_cli_needs_brokers_in_coordinator_mode_and_refuses_sticky_with_zookeeper(capsys) -> None:
+    from zkconsumer.cli import main
+
+    assert main(["consume", "--mode", "coordinator", "--group", "g", "--topic", "t"]) == 1
+    assert "bootstrap.servers" in capsys.readouterr().err
+    assert main(["consume", "--group", "g", "--topic", "t", "--strategy", "sticky"]) == 1
+    assert "coordinator mode only" in capsys.readouterr().err
+
+
 # ---------------------------------------------------------------------------------------------- fixtures
 @pytest.fixture
 def cbroker(zk_connect: str, tmp_path):
