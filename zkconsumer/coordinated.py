@@ -25,7 +25,6 @@ the coordinator's member id and generation are extra fields (docs/trace.md).
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import queue
 import threading
@@ -127,9 +126,8 @@ class CoordinatorConsumerConnector:
         self.closed = False
         self.member_id: str | None = None
         self.group_generation = -1
-        self._rebalance = 0
         self._rebalance_started: float | None = None
-        self._rebalance_number = 0
+        self._rebalance_number = 0  # this consumer's rebalances, as the trace counts them
         self._streams_created = False
         self.topic_filter: TopicFilter | None = None
         self._static_streams: dict[str, list[KafkaStream]] = {}
@@ -418,25 +416,22 @@ class CoordinatorConsumerConnector:
                 out[tp] = f"{self.consumer_id}-{i % n}"
         return out
 
-    def _begin_rebalance(self, cause: str) -> int:
+    def _begin_rebalance(self, cause: str) -> None:
         with self.state_lock:
-            self._rebalance += 1
+            self._rebalance_number += 1
             self._rebalance_started = time.monotonic()
-            number = self._rebalance
+            number = self._rebalance_number
         self.trace.emit("rebalance_triggered", cause=cause, generation=self.group_generation,
                         member_id=self.member_id)
         self.trace.emit("attempt_started", rebalance=number, attempt=1, generation=self.group_generation,
                         member_id=self.member_id)
-        return number
 
     def revoke(self, tps: set[TopicPartition], lost: bool) -> dict[TopicPartition, int]:
         """IO thread, before JoinGroup: stop handing out ``tps`` and return the offsets to commit (none when
         the membership was lost: another member may own them already)."""
-        if self._stop.is_set():
-            number = self._rebalance_number  # shutdown: a release, not a rebalance (as in ZooKeeper mode)
-        else:
-            number = self._begin_rebalance("session_expired" if lost else
-                                           ("startup" if self.group_generation < 0 else "coordinator"))
+        if not self._stop.is_set():  # at shutdown it is a release, not a rebalance (as in ZooKeeper mode)
+            self._begin_rebalance("session_expired" if lost else
+                                  ("startup" if self.group_generation < 0 else "coordinator"))
         with self.state_lock:
             self._generation += 1
             targets = set(tps) & set(self.owned)
@@ -445,17 +440,20 @@ class CoordinatorConsumerConnector:
                 self._backlog.pop(tp, None)
             values = {} if lost or not self.config.auto_commit else {
                 tp: p.processed for tp, p in self.owned.items() if tp in targets and p.processed is not None}
-        if targets and not lost:
-            with contextlib.suppress(Exception):
-                by_topic: dict[str, set[int]] = {}
-                for tp in targets:
-                    by_topic.setdefault(tp.topic, set()).add(tp.partition)
-                self.listener.before_releasing_partitions(by_topic)
-        self._rebalance_number = number
         return {tp: v for tp, v in values.items() if self._committed.get(tp) != v}
 
-    def released(self, tps: set[TopicPartition], committed: Mapping[TopicPartition, int]) -> None:
-        """IO thread, after the revocation commit: forget ``tps``."""
+    def released(self, tps: set[TopicPartition], committed: Mapping[TopicPartition, int], lost: bool) -> None:
+        """IO thread, after the revocation commit: tell the listener (unless lost), forget ``tps``."""
+        with self.state_lock:
+            mine = {tp for tp in tps if tp in self.owned}
+        if mine and not lost:
+            by_topic: dict[str, set[int]] = {}
+            for tp in mine:
+                by_topic.setdefault(tp.topic, set()).add(tp.partition)
+            try:
+                self.listener.before_releasing_partitions(by_topic)
+            except Exception:  # noqa: BLE001 - a listener's failure must not stop the rebalance
+                log.warning("%s: before_releasing_partitions failed", self.consumer_id, exc_info=True)
         with self.state_lock:
             for tp in tps:
                 self.owned.pop(tp, None)
@@ -471,7 +469,7 @@ class CoordinatorConsumerConnector:
     def assign(self, tps: set[TopicPartition], generation: int, member_id: str) -> None:
         """IO thread, after SyncGroup: own ``tps`` (kafka-python positions them at the committed offsets)."""
         if self._rebalance_started is None:
-            self._rebalance_number = self._begin_rebalance("coordinator")
+            self._begin_rebalance("coordinator")
         self.group_generation, self.member_id = generation, member_id
         threads = self._threads_for(set(tps))
         held = {tp for tp in tps if self._ask_hold(tp)} if self.hold is not None else set()
@@ -485,11 +483,13 @@ class CoordinatorConsumerConnector:
         share = {f"{tp.topic}-{tp.partition}": tid for tp, tid in sorted(threads.items())}
         common = dict(rebalance=self._rebalance_number, generation=generation, member_id=member_id)
         self.trace.emit("assigned", attempt=1, assignment=share, strategy=self.strategy, **common)
-        with contextlib.suppress(Exception):
-            by_topic: dict[str, dict[int, str]] = {}
-            for tp, tid in threads.items():
-                by_topic.setdefault(tp.topic, {})[tp.partition] = tid
+        by_topic: dict[str, dict[int, str]] = {}
+        for tp, tid in threads.items():
+            by_topic.setdefault(tp.topic, {})[tp.partition] = tid
+        try:  # records reach the streams only after this callback returns
             self.listener.before_starting_fetchers(self.consumer_id, by_topic)
+        except Exception:  # noqa: BLE001 - a listener's failure must not stop the rebalance
+            log.warning("%s: before_starting_fetchers failed", self.consumer_id, exc_info=True)
         duration = int((time.monotonic() - started) * 1000) if started is not None else 0
         self.trace.emit("rebalance_done", attempts=1, duration_ms=duration, owned=sorted(share), **common)
 
@@ -581,7 +581,7 @@ class _Listener(AsyncConsumerRebalanceListener):
                 log.warning("%s: commit before revocation failed: %r", self.c.consumer_id, e)
         if lost:
             self.c.trace.emit("session_expired", generation=self.c.group_generation, member_id=self.c.member_id)
-        self.c.released(tps, committed)
+        self.c.released(tps, committed, lost)
 
     async def on_partitions_assigned(self, assigned) -> None:
         consumer = self.c._consumer
