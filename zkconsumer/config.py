@@ -16,6 +16,8 @@ from typing import Any
 from .assignors import STRATEGIES
 
 PROFILES = ("default", "kafka-0.8")
+#: Strategies only the coordinator mode offers (kafka-python's assignors); the ZooKeeper connector refuses them.
+COORDINATOR_ONLY_STRATEGIES = ("sticky",)
 
 
 class ConfigError(ValueError):
@@ -57,7 +59,10 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
     Prop("auto.offset.reset", str, "largest", "smallest | largest: where to start without a committed offset"),
     Prop("exclude.internal.topics", bool, True, "wildcards never match __consumer_offsets"),
     Prop("offsets.storage", str, "zookeeper", "zookeeper | kafka"),
-    Prop("dual.commit.enabled", bool, None, "commit to both stores; defaults to offsets.storage == kafka"),
+    Prop("dual.commit.enabled", bool, None, "with offsets.storage=kafka, also commit to ZooKeeper and read the "
+                                            "larger of both; defaults to offsets.storage == kafka"),
+    Prop("offsets.channel.backoff.ms", int, 1000, "wait before retrying an offset request to the coordinator"),
+    Prop("offsets.commit.max.retries", int, 5, "retries of a failed offset commit to the coordinator"),
     Prop("consumer.timeout.ms", int, -1, "a stream raises ConsumerTimeout after this long without a record; "
                                          "-1 waits forever"),
     Prop("client.id", str, None, "defaults to group.id"),
@@ -66,14 +71,19 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
     Prop("fetch.wait.max.ms", int, 100, "or this long"),
     Prop("queued.max.message.chunks", int, 2, "chunks buffered per stream"),
     Prop("socket.timeout.ms", int, 30000, "network request timeout; at least fetch.wait.max.ms"),
-    # Kafka 0.8.2's, accepted and type-checked but without effect: kafka-python runs the fetches and offsets
-    # live in ZooKeeper (so no offsets channel).
+    # Kafka 0.8.2's, accepted and type-checked but without effect: kafka-python runs the fetches and talks to the
+    # offsets coordinator (offsets.storage=kafka), so there is no fetcher pool or offsets channel of our own.
     Prop("socket.receive.buffer.bytes", int, 64 * 1024, "no effect here"),
     Prop("num.consumer.fetchers", int, 1, "no effect here (one fetcher thread per consumer)"),
     Prop("refresh.leader.backoff.ms", int, 200, "no effect here (kafka-python refreshes leaders)"),
     Prop("offsets.channel.backoff.ms", int, 1000, "no effect here"),
     Prop("offsets.channel.socket.timeout.ms", int, 10000, "no effect here"),
-    Prop("offsets.commit.max.retries", int, 5, "no effect here"),
+    # Coordinator mode (Kafka 0.9+'s consumer, zkconsumer.coordinated): its own names and 0.9/0.10.1 defaults.
+    Prop("session.timeout.ms", int, 30000, "coordinator mode: the group coordinator's session timeout"),
+    Prop("heartbeat.interval.ms", int, 3000, "coordinator mode: heartbeat period"),
+    Prop("max.poll.interval.ms", int, 300000, "coordinator mode: longest gap between polls (0.10.1+)"),
+    Prop("metadata.max.age.ms", int, 300000, "coordinator mode: metadata refresh period (new partitions, topics "
+                                             "matching a wildcard, a topic unknown at the first join)"),
     # Not Kafka 0.8's: how zkconsumer finds brokers when they are not registered in ZooKeeper.
     Prop("bootstrap.servers", str, None, "host:port list of a Kafka cluster; default: brokers from ZooKeeper"),
     Prop("zkconsumer.profile", str, "default", "default | kafka-0.8 (see docs/profiles.md)"),
@@ -196,13 +206,15 @@ class ConsumerConfig:
                               "Valid values are 'zookeeper' and 'kafka'")
         if self.profile_name not in PROFILES:
             raise ConfigError(f"zkconsumer.profile must be one of {', '.join(PROFILES)}, got {self.profile_name!r}")
-        if self.strategy_name not in STRATEGIES and self.profile_name != "kafka-0.8":
-            raise ConfigError(f"partition.assignment.strategy must be one of {', '.join(STRATEGIES)}, "
+        known = (*STRATEGIES, *COORDINATOR_ONLY_STRATEGIES)
+        if self.strategy_name not in known and self.profile_name != "kafka-0.8":
+            raise ConfigError(f"partition.assignment.strategy must be one of {', '.join(known)}, "
                               f"got {self.strategy_name!r}")
         # Kafka checks none of these ranges; without them our queues, timers and sessions cannot work
         # (docs/profiles.md, "Configuration").
         for name in ("zookeeper.session.timeout.ms", "auto.commit.interval.ms", "fetch.message.max.bytes",
-                     "queued.max.message.chunks"):
+                     "queued.max.message.chunks", "session.timeout.ms", "heartbeat.interval.ms",
+                     "max.poll.interval.ms"):
             if self.get(name) < 1:
                 raise ConfigError(f"{name} must be >= 1, got {self.get(name)}")
         if self.rebalance_max_retries < 0:  # Kafka took a negative count as 0: no attempt
@@ -223,6 +235,13 @@ class ConsumerConfig:
             raise ConfigError(f"consumer.id {cid!r} cannot be used in a ZooKeeper path: ZooKeeper refuses "
                               f"character U+{ord(bad.group()):04X}")
 
+    def check_mode(self, mode: str) -> None:
+        """Refuse settings the chosen mode (``zookeeper`` or ``coordinator``) cannot honour."""
+        if mode == "zookeeper" and self.strategy in COORDINATOR_ONLY_STRATEGIES:
+            raise ConfigError(f"partition.assignment.strategy={self.strategy} is offered in coordinator mode only")
+        if mode == "coordinator" and self.heartbeat_interval_ms >= self.get("session.timeout.ms"):
+            raise ConfigError("heartbeat.interval.ms must be lower than session.timeout.ms")
+
     def warnings(self) -> list[str]:
         """What the connector logs once at start: properties nobody reads (Kafka's ``VerifiableProperties.verify``
         warned per key; one line naming them all is easier to act on), settings Kafka would quietly replace, and
@@ -231,7 +250,7 @@ class ConsumerConfig:
         unknown = sorted(k for k in self.props if k not in _BY_NAME and not str(k).startswith("external"))
         if unknown:
             out.append(f"Properties {', '.join(map(str, unknown))} are not valid (ignored)")
-        if self.strategy_name not in STRATEGIES:
+        if self.strategy_name not in STRATEGIES and self.strategy_name not in COORDINATOR_ONLY_STRATEGIES:
             out.append(f"partition.assignment.strategy {self.strategy_name!r} is not a strategy; Kafka 0.8 uses "
                        "range for it, and so does the kafka-0.8 profile")
         if self.rebalance_max_retries == 0:
@@ -270,7 +289,7 @@ class ConsumerConfig:
         """The strategy used: in the kafka-0.8 profile an unknown name means range, as in Kafka's
         ``PartitionAssignor.createInstance`` (anything but "roundrobin"); the default profile refuses it."""
         name = self.strategy_name
-        return name if name in STRATEGIES else "range"
+        return name if name in STRATEGIES or name in COORDINATOR_ONLY_STRATEGIES else "range"
 
     @property
     def rebalance_max_retries(self) -> int:
@@ -314,6 +333,15 @@ class ConsumerConfig:
     def dual_commit(self) -> bool:
         value = self.get("dual.commit.enabled")
         return self.offsets_storage == "kafka" if value is None else value
+
+    @property
+    def kafka_offsets(self) -> bool:
+        """Offsets go to the broker (``offsets.storage=kafka``), maybe to ZooKeeper as well (:attr:`dual_commit`)."""
+        return self.offsets_storage == "kafka"
+
+    @property
+    def heartbeat_interval_ms(self) -> int:
+        return self.get("heartbeat.interval.ms")
 
     @property
     def consumer_timeout_ms(self) -> int:

@@ -57,6 +57,7 @@ class ZookeeperConsumerConnector:
         self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id)
         for warning in config.warnings():
             log.warning(warning)
+        config.check_mode("zookeeper")
         self._embedded = None
         zk_connect = config.zookeeper_connect
         if not zk_connect:
@@ -69,7 +70,10 @@ class ZookeeperConsumerConnector:
         self.zk = connect(zk_connect, session_timeout_ms=config.session_timeout_ms,
                           connection_timeout_ms=config.connection_timeout_ms)
         self.registry = Registry(self.zk)
-        self.offsets = ZkOffsetStore(self.registry, self.group, self.trace)
+        from .kafka_offsets import offset_store  # offsets.storage / dual.commit.enabled decide (Kafka 0.8.2)
+
+        self.offsets = offset_store(config, ZkOffsetStore(self.registry, self.group, self.trace), self.trace,
+                                    lambda: config.bootstrap_servers or self.registry.bootstrap_servers() or "")
         self.state_lock = threading.RLock()
         self._commit_lock = threading.Lock()
         self.owned: dict[TopicPartition, PartitionProgress] = {}
@@ -393,6 +397,8 @@ class ZookeeperConsumerConnector:
             self.fetcher.close()
         self.trace.emit("shutdown", committed=committed)
         self.trace.close()
+        with contextlib.suppress(Exception):
+            getattr(self.offsets, "close", lambda: None)()  # the broker-side offset store's client, if any
         with contextlib.suppress(Exception):
             self.zk.stop()
             self.zk.close()

@@ -30,9 +30,12 @@ def now_ms() -> int:
 class TraceWriter:
     """Appends events for one consumer to ``<dir>/<consumer id>.jsonl``; a no-op when ``directory`` is None."""
 
-    def __init__(self, directory: str | os.PathLike | None, group: str, consumer: str) -> None:
+    def __init__(self, directory: str | os.PathLike | None, group: str, consumer: str,
+                 mode: str | None = None) -> None:
         self.group = group
         self.consumer = consumer
+        # Written on every line when given: ``coordinator`` for coordinated.py; absent means ``zookeeper``.
+        self._mode = {"mode": mode} if mode else {}
         self._lock = threading.Lock()
         self._seq = 0
         self._file: IO[str] | None = None
@@ -54,7 +57,7 @@ class TraceWriter:
         with self._lock:
             self._seq += 1
             record = {"v": SCHEMA_VERSION, "ts": now_ms(), "event": event, "group": self.group,
-                      "consumer": self.consumer, "seq": self._seq, **fields}
+                      "consumer": self.consumer, "seq": self._seq, **self._mode, **fields}
             if self._file is not None:
                 self._file.write(json.dumps(record, separators=(",", ":"), sort_keys=False) + "\n")
 

@@ -37,6 +37,7 @@ FIELDS: dict[str, T.DataType] = {
     "attempts": L, "duration_ms": L, "partitions": S, "assignment": S, "strategy": S, "path": S,
     "topic": S, "partition": L, "thread": S, "holder": S, "owned": S, "error": S,
     "same_session": B, "committed": B, "offset": L, "from_offset": L, "to_offset": L, "reset": S,
+    "generation": L, "member_id": S, "store": S,  # coordinator mode; the broker-side offset store
 }
 COMMON = ("v", "ts", "event", "group", "consumer", "seq")
 #: Fields the analysis needs beyond COMMON, per event; others are optional.

@@ -1,4 +1,7 @@
-"""``zkconsumer consume``: one ZooKeeper-coordinated consumer process, like Kafka's console consumer."""
+"""``zkconsumer consume``: one consumer process, like Kafka's console consumer.
+
+``--mode zookeeper`` (the default) runs a Kafka 0.8 ZooKeeper-coordinated group member; ``--mode coordinator``
+runs the same streams on Kafka 0.9+'s broker-side group coordinator (zkconsumer.coordinated)."""
 
 from __future__ import annotations
 
@@ -15,6 +18,7 @@ from rich.table import Table
 
 from ..config import ConfigError, ConsumerConfig, read_properties
 from ..connector import ConsumerRebalanceFailed, ConsumerTimeout, ZookeeperConsumerConnector
+from ..coordinated import CoordinatorConsumerConnector
 from ..layout import LayoutError, blacklist, whitelist
 from ..registry import ZkConnectError
 from . import CliError, console, err_console
@@ -31,7 +35,7 @@ def add_consumer_config_args(p: argparse.ArgumentParser) -> None:
     p.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                    help="any consumer property, e.g. partition.assignment.strategy=roundrobin")
     p.add_argument("--strategy", "--partition.assignment.strategy", dest="strategy",
-                   help="range | roundrobin | roundrobin-relaxed")
+                   help="range | roundrobin | roundrobin-relaxed | sticky (coordinator mode only)")
     p.add_argument("--profile", choices=("default", "kafka-0.8"), help="zkconsumer.profile")
     p.add_argument("--bootstrap-server", help="bootstrap.servers of a Kafka cluster (default: brokers in ZooKeeper)")
     p.add_argument("--trace-dir", type=Path, help="write a JSON-lines trace (docs/trace.md)")
@@ -61,8 +65,12 @@ def build_config(args: argparse.Namespace) -> ConsumerConfig:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("consume", help="run one consumer of a ZooKeeper-coordinated (0.8) group")
+    p = sub.add_parser("consume", help="run one consumer of a ZooKeeper-coordinated (0.8) group, or of a "
+                                        "coordinator-managed (0.9+) one with --mode coordinator")
     add_consumer_config_args(p)
+    p.add_argument("--mode", choices=("zookeeper", "coordinator"), default="zookeeper",
+                   help="zookeeper: Kafka 0.8's ZooKeeper group (default); coordinator: the broker's group "
+                        "coordinator (needs --bootstrap-server, or --zookeeper with registered brokers)")
     p.add_argument("--topic", action="append", default=[], help="topic (repeat for several)")
     p.add_argument("--whitelist", help="subscribe by regex instead of --topic")
     p.add_argument("--blacklist", help="subscribe to every topic not matching the regex")
@@ -87,8 +95,11 @@ def cmd_consume(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
     try:
-        connector = ZookeeperConsumerConnector(config)
-    except (ZkConnectError, RuntimeError) as e:
+        if args.mode == "coordinator":
+            connector = CoordinatorConsumerConnector(config)
+        else:
+            connector = ZookeeperConsumerConnector(config)
+    except (ZkConnectError, RuntimeError, ConfigError) as e:
         raise CliError(str(e)) from None
     count = [0]
     lock = threading.Lock()
@@ -143,7 +154,8 @@ def cmd_consume(args: argparse.Namespace) -> int:
     return 0
 
 
-def _live_rate(connector: ZookeeperConsumerConnector, count: list[int], stop: threading.Event) -> None:
+def _live_rate(connector: ZookeeperConsumerConnector | CoordinatorConsumerConnector, count: list[int],
+               stop: threading.Event) -> None:
     last, last_t = 0, time.monotonic()
     rate = 0.0
 

@@ -1,0 +1,591 @@
+"""Coordinator mode: the ZooKeeper connector's streams API on Kafka 0.9+'s broker-side group coordinator.
+
+:class:`CoordinatorConsumerConnector` has the surface of
+:class:`~zkconsumer.connector.ZookeeperConsumerConnector` (``create_message_streams``,
+``create_message_streams_by_filter``, :class:`KafkaStream` iteration where asking for the next record marks
+the previous one processed, ``commit_offsets``, :class:`RebalanceListener`, ``ConsumerTimeout``,
+``shutdown``) so that a program, the CLI and the lab can switch modes with one setting. Membership is
+kafka-python's group machinery (``KafkaConsumer(group_id=…)`` + ``subscribe(listener=…)``: FindCoordinator,
+JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit/OffsetFetch v1+), not a second client.
+
+Threads: kafka-python's consumer is not thread-safe, so one *poller* thread owns it (polls, commits on the
+auto-commit interval and on request) and streams read from queues, as connector.py + fetcher.py do.
+kafka-python runs the rebalance callbacks on its IO thread while the poller waits in ``poll()``; they only
+touch the state below (under ``state_lock``) and await the revocation commit without blocking that loop.
+
+Ownership carries a local *generation* (connector.py's scheme): a revocation bumps it before offsets are
+committed, so a record fetched before a revocation is never handed out after it, and only records the
+caller finished (processed) are committed: at-least-once, committed before the partitions are given up.
+
+Kafka's assignors hand partitions to *members*; a member with several streams deals its share of each topic
+over them (sorted partitions, round robin), which is where the 0.8 thread ids come back:
+``<consumer id>-<stream index>``. The trace's consumer stays ``<group>_<consumer.id or host-ts-uuid8>``;
+the coordinator's member id and generation are extra fields (docs/trace.md).
+"""
+
+from __future__ import annotations
+
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
+
+from . import layout
+from .assignors import TopicPartition
+from .config import ConfigError, ConsumerConfig
+from .connector import KafkaStream, MessageStreamsExist, RebalanceListener
+from .fetcher import FetchedRecord
+from .layout import TopicFilter
+from .offsets import PartitionProgress
+from .trace import TraceWriter
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Queued:
+    """A record in a stream's queue, with the local ownership generation it was fetched under (the fields
+    KafkaStream hands back to :meth:`CoordinatorConsumerConnector.hand_out`)."""
+
+    record: FetchedRecord
+    generation: int
+
+#: Kafka's ``partition.assignment.strategy`` names → kafka-python's assignor classes (imported lazily).
+#: Kafka 0.9+'s RoundRobinAssignor already has 0.10.2's relaxed semantics (unequal subscriptions are fine),
+#: so ``roundrobin`` and ``roundrobin-relaxed`` are the same class here.
+ASSIGNORS = {
+    "range": "kafka.coordinator.assignors.range:RangePartitionAssignor",
+    "roundrobin": "kafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
+    "roundrobin-relaxed": "kafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
+    "sticky": "kafka.coordinator.assignors.sticky.sticky_assignor:StickyPartitionAssignor",
+}
+
+
+def assignor_class(strategy: str) -> type:
+    """kafka-python's assignor for a Kafka strategy name."""
+    import importlib
+
+    try:
+        module, _, name = ASSIGNORS[strategy].partition(":")
+    except KeyError:
+        raise ConfigError(f"partition.assignment.strategy {strategy!r} has no coordinator-mode assignor; "
+                          f"choose one of {', '.join(ASSIGNORS)}") from None
+    return getattr(importlib.import_module(module), name)
+
+
+def filter_pattern(topic_filter: TopicFilter) -> str:
+    """A regex for kafka-python's ``subscribe(pattern=…)`` (it uses ``re.match``) that accepts exactly the
+    topics the 0.8 filter allows (a full match for a whitelist, anything but one for a blacklist)."""
+    if topic_filter.pattern == layout.WHITE_LIST:
+        return f"(?:{topic_filter.regex})$"
+    return f"(?!(?:{topic_filter.regex})$).*"
+
+
+#: Decides, for a newly assigned partition, whether it must be *held* (not fetched nor handed out) for now:
+#: the hook the ZooKeeper → coordinator migration uses to wait until the partition's 0.8 owner node is gone.
+#: Called again for held partitions until it returns False.
+HoldHook = Callable[[TopicPartition], bool]
+
+
+class CoordinatorConsumerConnector:
+    """One member of a coordinator-managed group, with the ZooKeeper connector's streams API.
+
+    ``CoordinatorConsumerConnector(ConsumerConfig.from_properties({"group.id": "g",
+    "bootstrap.servers": "127.0.0.1:9092"}))``; without ``bootstrap.servers`` the brokers registered in
+    ``zookeeper.connect`` are used.
+    """
+
+    mode = "coordinator"
+
+    def __init__(self, config: ConsumerConfig, listener: RebalanceListener | None = None,
+                 hold: HoldHook | None = None) -> None:
+        config.check_mode("coordinator")
+        self.config = config
+        self.group = config.group_id
+        self.consumer_id = layout.make_consumer_id(self.group, config.consumer_id)
+        self.listener = listener or RebalanceListener()
+        self.hold = hold
+        self.strategy = config.strategy
+        self._assignor = assignor_class(self.strategy)
+        self.bootstrap = config.bootstrap_servers or self._brokers_from_zookeeper()
+        self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id, mode=self.mode)
+        self.state_lock = threading.RLock()
+        self.owned: dict[TopicPartition, PartitionProgress] = {}
+        self._held: set[TopicPartition] = set()
+        self._backlog: dict[TopicPartition, deque[_Queued]] = {}
+        self._generation = 0
+        self._committed: dict[TopicPartition, int] = {}
+        self.failure: BaseException | None = None
+        self.connected = threading.Event()
+        self.connected.set()  # the coordinator session has no "suspended" state a stream must wait out
+        self.closed = False
+        self.member_id: str | None = None
+        self.group_generation = -1
+        self._rebalance_started: float | None = None
+        self._rebalance_number = 0  # this consumer's rebalances, as the trace counts them
+        self._streams_created = False
+        self.topic_filter: TopicFilter | None = None
+        self._static_streams: dict[str, list[KafkaStream]] = {}
+        self._wildcard_streams: list[KafkaStream] = []
+        self._commands: queue.Queue = queue.Queue()
+        self._stop = threading.Event()
+        self._started = threading.Event()
+        self._start_error: BaseException | None = None
+        self._thread: threading.Thread | None = None
+        self._consumer = None
+
+    @property
+    def consumer_timeout_ms(self) -> int:
+        """What a KafkaStream waits for a record before raising ConsumerTimeout."""
+        return self.config.consumer_timeout_ms
+
+    def _brokers_from_zookeeper(self) -> str:
+        if not self.config.zookeeper_connect:
+            raise ConfigError("coordinator mode needs bootstrap.servers (--bootstrap-server) or zookeeper.connect "
+                              "with registered brokers")
+        from .registry import Registry, connect
+
+        zk = connect(self.config.zookeeper_connect, session_timeout_ms=self.config.session_timeout_ms,
+                     connection_timeout_ms=self.config.connection_timeout_ms)
+        try:
+            bootstrap = Registry(zk).bootstrap_servers()
+        finally:
+            zk.stop()
+            zk.close()
+        if not bootstrap:
+            raise RuntimeError("no brokers registered under /brokers/ids and no bootstrap.servers given")
+        return bootstrap
+
+    # ------------------------------------------------------------------------------------ stream creation
+    def create_message_streams(self, topic_count: Mapping[str, int]) -> dict[str, list[KafkaStream]]:
+        """Static subscription: topic → number of streams; returns topic → streams."""
+        self._claim_streams_creation()
+        for topic, n in topic_count.items():
+            layout.validate_topic(topic)
+            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
+                raise ValueError(f"stream count for {topic} must be an integer >= 1, got {n!r}")
+        self._static_streams = {t: [KafkaStream(self, i, self._queue_size()) for i in range(n)]
+                                for t, n in topic_count.items()}
+        self.trace.emit("registered", subscription=dict(topic_count), pattern=layout.STATIC)
+        self._start(lambda c, listener: c.subscribe(topics=sorted(topic_count), listener=listener))
+        return self._static_streams
+
+    def create_message_streams_by_filter(self, topic_filter: TopicFilter | str, num_streams: int = 1
+                                         ) -> list[KafkaStream]:
+        """Wildcard subscription; kafka-python re-checks the pattern against new topics on metadata refresh."""
+        self._claim_streams_creation()
+        if isinstance(topic_filter, str):
+            topic_filter = layout.whitelist(topic_filter)
+        if num_streams < 1:
+            raise ValueError("num_streams must be >= 1")
+        self.topic_filter = topic_filter
+        self._wildcard_streams = [KafkaStream(self, i, self._queue_size()) for i in range(num_streams)]
+        self.trace.emit("registered", subscription={topic_filter.regex: num_streams}, pattern=topic_filter.pattern)
+        pattern = filter_pattern(topic_filter)
+        self._start(lambda c, listener: c.subscribe(pattern=pattern, listener=listener))
+        return self._wildcard_streams
+
+    def _claim_streams_creation(self) -> None:
+        if self._streams_created:
+            raise MessageStreamsExist("a connector can create message streams at most once")
+        self._streams_created = True
+
+    def _queue_size(self) -> int:
+        return max(1, self.config.get("queued.max.message.chunks")) * 500
+
+    def all_streams(self) -> list[KafkaStream]:
+        return self._wildcard_streams + [s for streams in self._static_streams.values() for s in streams]
+
+    def _start(self, subscribe: Callable) -> None:
+        self._thread = threading.Thread(target=self._run, args=(subscribe,), daemon=True,
+                                        name=f"{self.consumer_id}-poller")
+        self._thread.start()
+        timeout = max(30.0, self.config.get("socket.timeout.ms") / 1000.0)
+        if not self._started.wait(timeout) or self._start_error is not None:
+            self.closed = True
+            raise RuntimeError(f"could not connect to Kafka at {self.bootstrap}: "
+                               f"{self._start_error or 'timed out'}")
+
+    # ------------------------------------------------------------------------------------ the poller thread
+    def _client_settings(self) -> dict:
+        c = self.config
+        return dict(bootstrap_servers=self.bootstrap, client_id=c.client_id, group_id=self.group,
+                    enable_auto_commit=False,  # we commit processed offsets ourselves
+                    auto_offset_reset="earliest" if c.auto_offset_reset == "smallest" else "latest",
+                    partition_assignment_strategy=(self._assignor,),
+                    session_timeout_ms=c.get("session.timeout.ms"),
+                    heartbeat_interval_ms=c.heartbeat_interval_ms,
+                    max_poll_interval_ms=c.get("max.poll.interval.ms"),
+                    metadata_max_age_ms=c.get("metadata.max.age.ms"),
+                    fetch_max_wait_ms=c.get("fetch.wait.max.ms"), fetch_min_bytes=c.get("fetch.min.bytes"),
+                    max_partition_fetch_bytes=c.get("fetch.message.max.bytes"),
+                    request_timeout_ms=max(c.get("socket.timeout.ms"), c.get("fetch.wait.max.ms") + 1000),
+                    exclude_internal_topics=c.exclude_internal_topics)
+
+    def _run(self, subscribe: Callable) -> None:
+        from kafka import KafkaConsumer
+
+        try:
+            consumer = KafkaConsumer(**self._client_settings())
+            subscribe(consumer, _Listener(self))
+        except Exception as e:  # noqa: BLE001 - reported to _start()
+            self._start_error = e
+            self._started.set()
+            return
+        self._consumer = consumer
+        self._started.set()
+        interval = self.config.auto_commit_interval_ms / 1000.0
+        next_commit = time.monotonic() + interval
+        try:
+            while not self._stop.is_set():
+                self._run_commands(consumer)
+                self._flow_control(consumer)
+                if self.config.auto_commit and time.monotonic() >= next_commit:
+                    self._commit_now(consumer)
+                    next_commit = time.monotonic() + interval
+                try:
+                    batches = consumer.poll(timeout_ms=100)
+                except Exception as e:  # noqa: BLE001 - a coordinator or broker error: log, back off, retry
+                    if self._stop.is_set():
+                        break
+                    log.warning("%s: poll failed: %r", self.consumer_id, e)
+                    self._stop.wait(0.2)
+                    continue
+                self._unstick_join(consumer)
+                self._buffer(batches)
+        finally:
+            self._run_commands(consumer)
+            # close() revokes our partitions through the listener (which commits) and leaves the group.
+            try:
+                consumer.close(autocommit=False)
+            except Exception:  # noqa: BLE001 - best effort at shutdown
+                log.debug("closing the kafka consumer failed", exc_info=True)
+
+    @staticmethod
+    def _unstick_join(consumer) -> None:
+        """Work around a kafka-python 3.0 bug (the one Kafka fixed as KAFKA-9815): a leader that rejoins because
+        topic metadata changed does not set its rejoin flag, so once its assignment snapshot catches up, a join
+        that completes after ``poll()``'s timeout is never picked up and the member stays REBALANCING without
+        heartbeats until the coordinator evicts it. Asking for the rejoin, as Kafka's fix does, lets the next
+        ``poll()`` finish it."""
+        from kafka.structs import MemberState
+
+        coordinator = getattr(consumer, "_coordinator", None)
+        if coordinator is None or consumer.group_metadata().state != MemberState.REBALANCING:
+            return
+        if not coordinator.need_rejoin():
+            coordinator.request_rejoin()
+
+    def _buffer(self, batches: Mapping) -> None:
+        """Poller: append polled records to their partition's backlog, tagged with the current generation."""
+        with self.state_lock:
+            for ktp, records in batches.items():
+                tp = TopicPartition(ktp.topic, ktp.partition)
+                progress = self.owned.get(tp)
+                if progress is None or progress.generation < 0:
+                    continue  # revoked while the fetch was in flight
+                backlog = self._backlog.setdefault(tp, deque())
+                for r in records:
+                    backlog.append(_Queued(FetchedRecord(r.topic, r.partition, r.offset, r.key, r.value,
+                                                         r.timestamp, tuple(r.headers or ())),
+                                           progress.generation))
+        self._drain_backlog()
+
+    def _drain_backlog(self) -> None:
+        """Move buffered records into their streams' queues without blocking: a full queue leaves the rest
+        buffered and its partition paused, so the poller keeps polling (heartbeats, rebalances) meanwhile."""
+        with self.state_lock:
+            for tp, backlog in list(self._backlog.items()):
+                progress = self.owned.get(tp)
+                if progress is None or progress.generation < 0:
+                    del self._backlog[tp]
+                    continue
+                if tp in self._held:
+                    continue
+                stream = self.stream_for(tp, progress.thread_id)
+                while backlog and stream is not None:
+                    try:
+                        stream.queue.put_nowait(backlog[0])
+                    except queue.Full:
+                        break
+                    backlog.popleft()
+                if not backlog:
+                    del self._backlog[tp]
+
+    def _flow_control(self, consumer) -> None:
+        """Poller: re-ask the hold hook, deliver what fits, pause partitions that are held or backed up."""
+        from kafka import TopicPartition as KTP
+
+        if self.hold is not None:
+            with self.state_lock:
+                held = set(self._held)
+            freed = {tp for tp in held if not self._ask_hold(tp)}
+            with self.state_lock:
+                self._held -= freed
+        self._drain_backlog()
+        with self.state_lock:
+            stop = {tp for tp in self.owned if tp in self._held or tp in self._backlog}
+        assigned = consumer.assignment()
+        want_paused = {KTP(tp.topic, tp.partition) for tp in stop} & assigned
+        paused = consumer.paused()
+        if want_paused - paused:
+            consumer.pause(*(want_paused - paused))
+        if paused - want_paused:
+            consumer.resume(*(paused - want_paused))
+
+    def _ask_hold(self, tp: TopicPartition) -> bool:
+        try:
+            return bool(self.hold(tp)) if self.hold is not None else False
+        except Exception:  # noqa: BLE001 - a failing hook holds the partition (safe side) and is logged
+            log.warning("%s: hold hook failed for %s", self.consumer_id, tp, exc_info=True)
+            return True
+
+    def _run_commands(self, consumer) -> None:
+        while True:
+            try:
+                fn, done, box = self._commands.get_nowait()
+            except queue.Empty:
+                return
+            try:
+                box.append(fn(consumer))
+            except BaseException as e:  # noqa: BLE001 - handed to the caller
+                box.append(e)
+            finally:
+                done.set()
+
+    def _call(self, fn: Callable, timeout: float = 30.0):
+        """Run ``fn(consumer)`` on the poller thread and wait for its result."""
+        if self._thread is None or not self._thread.is_alive():
+            return None
+        done = threading.Event()
+        box: list = []
+        self._commands.put((fn, done, box))
+        if not done.wait(timeout):
+            raise TimeoutError("the poller did not run a command in time")
+        if box and isinstance(box[0], BaseException):
+            raise box[0]
+        return box[0] if box else None
+
+    # ---------------------------------------------------------------------------------------- streams side
+    def stream_for(self, tp: TopicPartition, thread_id: str) -> KafkaStream | None:
+        index = int(thread_id.rsplit("-", 1)[1])
+        if self.topic_filter is not None:
+            return self._wildcard_streams[index] if index < len(self._wildcard_streams) else None
+        streams = self._static_streams.get(tp.topic, [])
+        return streams[index] if index < len(streams) else None
+
+    def hand_out(self, item: _Queued, stream: KafkaStream) -> bool:
+        """Stream thread: the record is handed out only if its partition is still ours, same generation."""
+        rec = item.record
+        tp = TopicPartition(rec.topic, rec.partition)
+        with self.state_lock:
+            progress = self.owned.get(tp)
+            if progress is None or progress.generation != item.generation:
+                return False
+            if progress.handed is not None and rec.offset < progress.handed:
+                return False
+            progress.handed = rec.offset + 1
+            thread = progress.thread_id
+        self.trace.emit("record_delivered", topic=rec.topic, partition=rec.partition, offset=rec.offset,
+                        thread=thread)
+        return True
+
+    def mark_processed(self, record: FetchedRecord, generation: int) -> None:
+        with self.state_lock:
+            progress = self.owned.get(TopicPartition(record.topic, record.partition))
+            if progress is not None and progress.generation == generation:
+                progress.processed = max(progress.processed or 0, record.offset + 1)
+
+    # ----------------------------------------------------------------------------- the rebalance callbacks
+    def _threads_for(self, tps: set[TopicPartition]) -> dict[TopicPartition, str]:
+        """Deal this member's share over its streams: per topic (static) or all together (wildcard)."""
+        out = {}
+        if self.topic_filter is not None:
+            n = len(self._wildcard_streams)
+            for i, tp in enumerate(sorted(tps)):
+                out[tp] = f"{self.consumer_id}-{i % n}"
+            return out
+        for topic in {tp.topic for tp in tps}:
+            n = len(self._static_streams.get(topic, [])) or 1
+            for i, tp in enumerate(sorted(tp for tp in tps if tp.topic == topic)):
+                out[tp] = f"{self.consumer_id}-{i % n}"
+        return out
+
+    def _begin_rebalance(self, cause: str) -> None:
+        with self.state_lock:
+            self._rebalance_number += 1
+            self._rebalance_started = time.monotonic()
+            number = self._rebalance_number
+        self.trace.emit("rebalance_triggered", cause=cause, generation=self.group_generation,
+                        member_id=self.member_id)
+        self.trace.emit("attempt_started", rebalance=number, attempt=1, generation=self.group_generation,
+                        member_id=self.member_id)
+
+    def revoke(self, tps: set[TopicPartition], lost: bool) -> dict[TopicPartition, int]:
+        """IO thread, before JoinGroup: stop handing out ``tps`` and return the offsets to commit (none when
+        the membership was lost: another member may own them already)."""
+        if not self._stop.is_set():  # at shutdown it is a release, not a rebalance (as in ZooKeeper mode)
+            self._begin_rebalance("session_expired" if lost else
+                                  ("startup" if self.group_generation < 0 else "coordinator"))
+        with self.state_lock:
+            self._generation += 1
+            targets = set(tps) & set(self.owned)
+            for tp in targets:
+                self.owned[tp].generation = -self._generation  # queued records of these are stale now
+                self._backlog.pop(tp, None)
+            values = {} if lost or not self.config.auto_commit else {
+                tp: p.processed for tp, p in self.owned.items() if tp in targets and p.processed is not None}
+        return {tp: v for tp, v in values.items() if self._committed.get(tp) != v}
+
+    def released(self, tps: set[TopicPartition], committed: Mapping[TopicPartition, int], lost: bool) -> None:
+        """IO thread, after the revocation commit: tell the listener (unless lost), forget ``tps``."""
+        with self.state_lock:
+            mine = {tp for tp in tps if tp in self.owned}
+        if mine and not lost:
+            by_topic: dict[str, set[int]] = {}
+            for tp in mine:
+                by_topic.setdefault(tp.topic, set()).add(tp.partition)
+            try:
+                self.listener.before_releasing_partitions(by_topic)
+            except Exception:  # noqa: BLE001 - a listener's failure must not stop the rebalance
+                log.warning("%s: before_releasing_partitions failed", self.consumer_id, exc_info=True)
+        with self.state_lock:
+            for tp in tps:
+                self.owned.pop(tp, None)
+                self._held.discard(tp)
+            self._committed.update(committed)
+        for tp, value in committed.items():
+            self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
+                            generation=self.group_generation, member_id=self.member_id)
+        self.trace.emit("released", rebalance=self._rebalance_number,
+                        partitions=sorted(f"{tp.topic}-{tp.partition}" for tp in tps),
+                        generation=self.group_generation, member_id=self.member_id)
+
+    def assign(self, tps: set[TopicPartition], generation: int, member_id: str) -> None:
+        """IO thread, after SyncGroup: own ``tps`` (kafka-python positions them at the committed offsets)."""
+        if self._rebalance_started is None:
+            self._begin_rebalance("coordinator")
+        self.group_generation, self.member_id = generation, member_id
+        threads = self._threads_for(set(tps))
+        held = {tp for tp in tps if self._ask_hold(tp)} if self.hold is not None else set()
+        with self.state_lock:
+            self._generation += 1
+            for tp, tid in threads.items():
+                self.owned[tp] = PartitionProgress(tp, tid, self._generation, -1)
+            self._held |= held
+            started = self._rebalance_started
+            self._rebalance_started = None
+        share = {f"{tp.topic}-{tp.partition}": tid for tp, tid in sorted(threads.items())}
+        common = dict(rebalance=self._rebalance_number, generation=generation, member_id=member_id)
+        self.trace.emit("assigned", attempt=1, assignment=share, strategy=self.strategy, **common)
+        by_topic: dict[str, dict[int, str]] = {}
+        for tp, tid in threads.items():
+            by_topic.setdefault(tp.topic, {})[tp.partition] = tid
+        try:  # records reach the streams only after this callback returns
+            self.listener.before_starting_fetchers(self.consumer_id, by_topic)
+        except Exception:  # noqa: BLE001 - a listener's failure must not stop the rebalance
+            log.warning("%s: before_starting_fetchers failed", self.consumer_id, exc_info=True)
+        duration = int((time.monotonic() - started) * 1000) if started is not None else 0
+        self.trace.emit("rebalance_done", attempts=1, duration_ms=duration, owned=sorted(share), **common)
+
+    # -------------------------------------------------------------------------------------------- commits
+    def _committable(self) -> dict[TopicPartition, int]:
+        with self.state_lock:
+            return {tp: p.processed for tp, p in self.owned.items()
+                    if p.generation > 0 and p.processed is not None and self._committed.get(tp) != p.processed}
+
+    def _commit_now(self, consumer) -> dict[TopicPartition, int]:
+        """Poller: commit processed offsets of owned partitions (OffsetCommit with our generation)."""
+        from kafka import TopicPartition as KTP
+        from kafka.structs import OffsetAndMetadata
+
+        values = self._committable()
+        if not values:
+            return {}
+        try:
+            consumer.commit({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1) for tp, v in values.items()})
+        except Exception as e:  # noqa: BLE001 - e.g. a rebalance in progress: the revocation commits instead
+            log.warning("%s: offset commit failed: %r", self.consumer_id, e)
+            return {}
+        with self.state_lock:
+            self._committed.update(values)
+        for tp, value in values.items():
+            self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
+                            generation=self.group_generation, member_id=self.member_id)
+        return values
+
+    def commit_offsets(self) -> dict[TopicPartition, int]:
+        """Commit the offsets of processed records now (from any thread; the poller sends them)."""
+        try:
+            return self._call(self._commit_now) or {}
+        except TimeoutError:
+            return {}
+
+    # ------------------------------------------------------------------------------------------ shutdown
+    def shutdown(self) -> None:
+        """Commit processed offsets, leave the group (LeaveGroup), end the streams."""
+        if self.closed:
+            return
+        self._stop.set()
+        if self._thread is not None:
+            self._thread.join(max(10.0, self.config.get("socket.timeout.ms") / 1000.0))
+        self.closed = True  # streams end once their queue is empty
+        for stream in self.all_streams():
+            stream.clear()
+        self.trace.emit("shutdown", committed=self.config.auto_commit)
+        self.trace.close()
+
+    def __enter__(self) -> CoordinatorConsumerConnector:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.shutdown()
+
+    def owned_partitions(self) -> dict[TopicPartition, str]:
+        with self.state_lock:
+            return {tp: p.thread_id for tp, p in self.owned.items() if p.generation > 0}
+
+
+class _Listener(AsyncConsumerRebalanceListener):
+    """kafka-python's rebalance listener, on its IO thread: async, so the revocation commit is awaited
+    without blocking the loop that also sends heartbeats."""
+
+    def __init__(self, connector: CoordinatorConsumerConnector) -> None:
+        self.c = connector
+
+    async def on_partitions_revoked(self, revoked) -> None:
+        await self._give_up(revoked, lost=False)
+
+    async def on_partitions_lost(self, lost) -> None:
+        await self._give_up(lost, lost=True)
+
+    async def _give_up(self, ktps, lost: bool) -> None:
+        from kafka import TopicPartition as KTP
+        from kafka.structs import OffsetAndMetadata
+
+        tps = {TopicPartition(k.topic, k.partition) for k in ktps}
+        values = self.c.revoke(tps, lost)
+        committed: dict[TopicPartition, int] = {}
+        consumer = self.c._consumer
+        if values and consumer is not None:
+            try:
+                await consumer.commit_async({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1)
+                                             for tp, v in values.items()})
+                committed = values
+            except Exception as e:  # noqa: BLE001 - the next owner restarts from the last commit
+                log.warning("%s: commit before revocation failed: %r", self.c.consumer_id, e)
+        if lost:
+            self.c.trace.emit("session_expired", generation=self.c.group_generation, member_id=self.c.member_id)
+        self.c.released(tps, committed, lost)
+
+    async def on_partitions_assigned(self, assigned) -> None:
+        consumer = self.c._consumer
+        meta = consumer.group_metadata() if consumer is not None else None
+        generation = meta.generation_id if meta is not None else -1
+        member_id = meta.member_id if meta is not None else ""
+        self.c.assign({TopicPartition(k.topic, k.partition) for k in assigned}, generation, member_id)
