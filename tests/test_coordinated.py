@@ -26,7 +26,7 @@ from zkconsumer.layout import blacklist, whitelist
 from zkconsumer.records import encode_value
 from zkconsumer.topics import create_topic
 
-HAS_COORDINATOR = importlib.util.find_spec("zkconsumer.coordinator") is not None
+HAS_COORDINATOR = importlib.util.find_spec("zkconsumer.coordinator.manager") is not None
 needs_coordinator = pytest.mark.skipif(not HAS_COORDINATOR, reason="the broker has no group coordinator yet "
                                                                    "(zkconsumer.coordinator, branch coord)")
 

@@ -20,7 +20,7 @@ from zkconsumer.records import encode_value
 from zkconsumer.registry import Registry
 from zkconsumer.topics import create_topic
 
-needs_coordinator = pytest.mark.skipif(importlib.util.find_spec("zkconsumer.coordinator") is None,
+needs_coordinator = pytest.mark.skipif(importlib.util.find_spec("zkconsumer.coordinator.manager") is None,
                                        reason="the broker has no group coordinator yet (branch coord)")
 PARTITIONS = 4
 

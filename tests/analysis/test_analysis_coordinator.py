@@ -19,7 +19,7 @@ from zkconsumer.coordinated import CoordinatorConsumerConnector
 from zkconsumer.records import encode_value
 from zkconsumer.topics import create_topic
 
-pytestmark = pytest.mark.skipif(importlib.util.find_spec("zkconsumer.coordinator") is None,
+pytestmark = pytest.mark.skipif(importlib.util.find_spec("zkconsumer.coordinator.manager") is None,
                                 reason="the broker has no group coordinator yet (branch coord)")
 
 
