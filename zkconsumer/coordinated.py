@@ -30,8 +30,9 @@ import queue
 import threading
 import time
 from collections import deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Protocol
 
 from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 
@@ -92,6 +93,21 @@ def filter_pattern(topic_filter: TopicFilter) -> str:
 HoldHook = Callable[[TopicPartition], bool]
 
 
+class Handover(Protocol):
+    """What a member of a group that is migrating from ZooKeeper needs around each partition
+    (zkconsumer.migration.bridge.ZkBridge): every assigned partition starts held until :meth:`hold` says it is
+    free, is consumed from :meth:`start_offset`, and is given back through :meth:`released` after the revocation
+    commit; every broker commit is reported to :meth:`committed`."""
+
+    def hold(self, tp: TopicPartition, thread_id: str) -> bool: ...
+
+    def start_offset(self, tp: TopicPartition, kafka_committed: int | None) -> int | None: ...
+
+    def committed(self, values: Mapping[TopicPartition, int]) -> None: ...
+
+    def released(self, tps: Iterable[TopicPartition], committed: Mapping[TopicPartition, int]) -> None: ...
+
+
 class CoordinatorConsumerConnector:
     """One member of a coordinator-managed group, with the ZooKeeper connector's streams API.
 
@@ -103,15 +119,17 @@ class CoordinatorConsumerConnector:
     mode = "coordinator"
 
     def __init__(self, config: ConsumerConfig, listener: RebalanceListener | None = None,
-                 hold: HoldHook | None = None) -> None:
+                 hold: HoldHook | None = None, handover: Handover | None = None,
+                 assignors: Sequence[object] | None = None) -> None:
         config.check_mode("coordinator")
         self.config = config
         self.group = config.group_id
         self.consumer_id = layout.make_consumer_id(self.group, config.consumer_id)
         self.listener = listener or RebalanceListener()
         self.hold = hold
+        self.handover = handover
         self.strategy = config.strategy
-        self._assignor = assignor_class(self.strategy)
+        self._assignors = tuple(assignors) if assignors else (assignor_class(self.strategy),)
         self.bootstrap = config.bootstrap_servers or self._brokers_from_zookeeper()
         self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id, mode=self.mode)
         self.state_lock = threading.RLock()
@@ -217,7 +235,7 @@ class CoordinatorConsumerConnector:
         return dict(bootstrap_servers=self.bootstrap, client_id=c.client_id, group_id=self.group,
                     enable_auto_commit=False,  # we commit processed offsets ourselves
                     auto_offset_reset="earliest" if c.auto_offset_reset == "smallest" else "latest",
-                    partition_assignment_strategy=(self._assignor,),
+                    partition_assignment_strategy=self._assignors,
                     session_timeout_ms=c.get("session.timeout.ms"),
                     heartbeat_interval_ms=c.heartbeat_interval_ms,
                     max_poll_interval_ms=c.get("max.poll.interval.ms"),
@@ -321,10 +339,13 @@ class CoordinatorConsumerConnector:
         """Poller: re-ask the hold hook, deliver what fits, pause partitions that are held or backed up."""
         from kafka import TopicPartition as KTP
 
-        if self.hold is not None:
+        if self.hold is not None or self.handover is not None:
             with self.state_lock:
                 held = set(self._held)
             freed = {tp for tp in held if not self._ask_hold(tp)}
+            if self.handover is not None:
+                for tp in freed:
+                    self._resume_from_handover(consumer, tp)
             with self.state_lock:
                 self._held -= freed
         self._drain_backlog()
@@ -338,8 +359,34 @@ class CoordinatorConsumerConnector:
         if paused - want_paused:
             consumer.resume(*(paused - want_paused))
 
+    def _resume_from_handover(self, consumer, tp: TopicPartition) -> None:
+        """Poller: a partition the handover just freed is consumed from its start offset (the larger of both
+        stores'), which becomes committable at once so the broker store catches up with ZooKeeper's."""
+        from kafka import TopicPartition as KTP
+
+        ktp = KTP(tp.topic, tp.partition)
+        try:
+            kafka = consumer.committed(ktp)
+        except Exception:  # noqa: BLE001 - unknown here: ZooKeeper's value decides
+            kafka = None
+        start = self.handover.start_offset(tp, kafka)
+        if start is None:
+            return
+        consumer.seek(ktp, start)
+        with self.state_lock:
+            self._backlog.pop(tp, None)  # fetched before the hand-off, from an older position
+            progress = self.owned.get(tp)
+            if progress is not None and progress.generation > 0:
+                progress.start = start
+                if kafka is None or start > kafka:
+                    progress.processed = start
+
     def _ask_hold(self, tp: TopicPartition) -> bool:
         try:
+            if self.handover is not None:
+                with self.state_lock:
+                    progress = self.owned.get(tp)
+                return progress is None or bool(self.handover.hold(tp, progress.thread_id))
             return bool(self.hold(tp)) if self.hold is not None else False
         except Exception:  # noqa: BLE001 - a failing hook holds the partition (safe side) and is logged
             log.warning("%s: hold hook failed for %s", self.consumer_id, tp, exc_info=True)
@@ -454,6 +501,11 @@ class CoordinatorConsumerConnector:
                 self.listener.before_releasing_partitions(by_topic)
             except Exception:  # noqa: BLE001 - a listener's failure must not stop the rebalance
                 log.warning("%s: before_releasing_partitions failed", self.consumer_id, exc_info=True)
+        if self.handover is not None:
+            try:  # after the commit, before forgetting: the next owner must find the final offset
+                self.handover.released(tps, {} if lost else committed)
+            except Exception:  # noqa: BLE001 - owner nodes are ephemeral: they go with the session at worst
+                log.warning("%s: handing partitions back failed", self.consumer_id, exc_info=True)
         with self.state_lock:
             for tp in tps:
                 self.owned.pop(tp, None)
@@ -472,11 +524,15 @@ class CoordinatorConsumerConnector:
             self._begin_rebalance("coordinator")
         self.group_generation, self.member_id = generation, member_id
         threads = self._threads_for(set(tps))
-        held = {tp for tp in tps if self._ask_hold(tp)} if self.hold is not None else set()
         with self.state_lock:
             self._generation += 1
             for tp, tid in threads.items():
                 self.owned[tp] = PartitionProgress(tp, tid, self._generation, -1)
+        if self.handover is not None:
+            held = set(tps)  # the poller claims them through the handover and seeks before any delivery
+        else:
+            held = {tp for tp in tps if self._ask_hold(tp)} if self.hold is not None else set()
+        with self.state_lock:
             self._held |= held
             started = self._rebalance_started
             self._rebalance_started = None
@@ -517,7 +573,21 @@ class CoordinatorConsumerConnector:
         for tp, value in values.items():
             self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
                             generation=self.group_generation, member_id=self.member_id)
+        if self.handover is not None:
+            try:
+                self.handover.committed(values)
+            except Exception:  # noqa: BLE001 - the broker has them; ZooKeeper catches up at the next commit
+                log.warning("%s: mirroring a commit failed", self.consumer_id, exc_info=True)
         return values
+
+    def request_rejoin(self) -> None:
+        """Ask the coordinator for a new generation (from any thread; the poller does it)."""
+        def rejoin(consumer) -> None:
+            coordinator = getattr(consumer, "_coordinator", None)
+            if coordinator is not None:
+                coordinator.request_rejoin()
+
+        self._commands.put((rejoin, threading.Event(), []))
 
     def commit_offsets(self) -> dict[TopicPartition, int]:
         """Commit the offsets of processed records now (from any thread; the poller sends them)."""

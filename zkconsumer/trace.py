@@ -28,7 +28,13 @@ def now_ms() -> int:
 
 
 class TraceWriter:
-    """Appends events for one consumer to ``<dir>/<consumer id>.jsonl``; a no-op when ``directory`` is None."""
+    """Appends events for one consumer to ``<dir>/<consumer id>.jsonl``; a no-op when ``directory`` is None.
+
+    A later writer for the same file in the same process (a member that switched mode during a migration keeps
+    its consumer id) continues the sequence numbers, which the analysis orders a consumer's events by."""
+
+    _last_seq: dict[Path, int] = {}
+    _last_seq_lock = threading.Lock()
 
     def __init__(self, directory: str | os.PathLike | None, group: str, consumer: str,
                  mode: str | None = None) -> None:
@@ -43,6 +49,8 @@ class TraceWriter:
         if directory is not None:
             Path(directory).mkdir(parents=True, exist_ok=True)
             self.path = Path(directory) / f"{consumer}.jsonl"
+            with TraceWriter._last_seq_lock:
+                self._seq = TraceWriter._last_seq.get(self.path.resolve(), 0)
             self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives with us
 
     @property
@@ -66,3 +74,5 @@ class TraceWriter:
             if self._file is not None:
                 self._file.close()
                 self._file = None
+                with TraceWriter._last_seq_lock:
+                    TraceWriter._last_seq[self.path.resolve()] = self._seq

@@ -24,6 +24,7 @@ COMMAND_MODULES = [
     "zkconsumer.cli.demo",
     "zkconsumer.cli.consume",
     "zkconsumer.cli.groups",
+    "zkconsumer.cli.migrate",
     "zkconsumer.cli.lab",
     "zkconsumer.cli.analyze",
     "zkconsumer.cli.sweep",

@@ -71,6 +71,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", choices=("zookeeper", "coordinator"), default="zookeeper",
                    help="zookeeper: Kafka 0.8's ZooKeeper group (default); coordinator: the broker's group "
                         "coordinator (needs --bootstrap-server, or --zookeeper with registered brokers)")
+    p.add_argument("--migratable", action="store_true",
+                   help="follow `zkconsumer migrate`: switch between ZooKeeper and coordinator mode when the "
+                        "group's migration plan says so (docs/migration.md)")
     p.add_argument("--topic", action="append", default=[], help="topic (repeat for several)")
     p.add_argument("--whitelist", help="subscribe by regex instead of --topic")
     p.add_argument("--blacklist", help="subscribe to every topic not matching the regex")
@@ -94,6 +97,8 @@ def cmd_consume(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if args.migratable:
+        return _consume_migratable(args, config, stop)
     try:
         if args.mode == "coordinator":
             connector = CoordinatorConsumerConnector(config)
@@ -148,6 +153,65 @@ def cmd_consume(args: argparse.Namespace) -> int:
     finally:
         sys.stdout.flush()
         connector.shutdown()
+    if errors:
+        raise CliError(f"{type(errors[0]).__name__}: {errors[0]}")
+    err_console.print(f"Processed a total of {count[0]} messages", highlight=False)
+    return 0
+
+
+def _consume_migratable(args: argparse.Namespace, config: ConsumerConfig, stop: threading.Event) -> int:
+    """``--migratable``: the same output, from whichever connector the migration plan asks for."""
+    from ..migration.member import MigratableConsumer, Subscription
+
+    if args.mode != "zookeeper":
+        raise CliError("--migratable starts in the mode the group's migration plan gives (default: zookeeper); "
+                       "leave out --mode")
+    if not config.zookeeper_connect:
+        raise CliError("--migratable needs --zookeeper: the migration plan lives there")
+    if args.topic:
+        subscription = Subscription(topics={t: args.streams for t in args.topic})
+    else:
+        tf = whitelist(args.whitelist) if args.whitelist else blacklist(args.blacklist)
+        subscription = Subscription(topic_filter=tf, streams=args.streams)
+    try:
+        member = MigratableConsumer(config, subscription)
+    except (ZkConnectError, ConfigError) as e:
+        raise CliError(str(e)) from None
+    count = [0]
+    lock = threading.Lock()
+    errors: list[BaseException] = []
+
+    def consume(stream) -> None:
+        try:
+            for record in stream:
+                with lock:
+                    if args.max_messages and count[0] >= args.max_messages:
+                        stop.set()
+                        return
+                    count[0] += 1
+                    if args.output in ("value", "record"):
+                        value = (record.value or b"").decode("utf-8", "replace")
+                        sys.stdout.write(value + "\n" if args.output == "value" else
+                                         f"{record.topic}\t{record.partition}\t{record.offset}\t{value}\n")
+                if stop.is_set():
+                    return
+        except ConsumerTimeout:
+            stop.set()
+        except BaseException as e:  # noqa: BLE001 - reported and ends the process
+            errors.append(e)
+            stop.set()
+
+    def started(connector) -> None:
+        err_console.print(f"consumer {member.consumer_id} runs in {member.mode} mode"
+                          f"{' (bridged to ZooKeeper)' if member.bridged else ''} in group {config.group_id}",
+                          highlight=False)
+
+    try:
+        member.run(consume, stop, on_start=started)
+    except (ConsumerRebalanceFailed, LayoutError, ValueError, RuntimeError) as e:
+        raise CliError(str(e)) from None
+    finally:
+        sys.stdout.flush()
     if errors:
         raise CliError(f"{type(errors[0]).__name__}: {errors[0]}")
     err_console.print(f"Processed a total of {count[0]} messages", highlight=False)

@@ -1,0 +1,156 @@
+"""Live ZooKeeper → coordinator migration: the plan node, the bridge's owner-node hand-off and the assignor that
+makes both halves of a mixed group agree (real ZooKeeper), and whole migrations with real processes."""
+
+from __future__ import annotations
+
+import importlib.util
+import json
+from dataclasses import dataclass
+
+import pytest
+from helpers import wait_until
+from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
+
+from zkconsumer.assignors import AssignmentContext, TopicPartition, assign
+from zkconsumer.layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
+from zkconsumer.migration.bridge import BridgeAssignor, ZkBridge, zookeeper_context
+from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
+from zkconsumer.registry import Registry, connect
+
+HAS_COORDINATOR = importlib.util.find_spec("zkconsumer.coordinator.manager") is not None
+
+
+# ------------------------------------------------------------------------------------------------ the plan
+def test_plan_round_trips_and_defaults_to_zookeeper_mode() -> None:
+    plan = MigrationPlan({"g_a": COORDINATOR}, "mixed", "127.0.0.1:9092")
+    again = MigrationPlan.decode("/p", plan.encode())
+    assert again == plan
+    assert again.mode_of("g_a") == COORDINATOR and again.mode_of("g_b") == ZOOKEEPER and again.bridged
+    done = MigrationPlan(plan.members, "done")
+    assert done.mode_of("g_b") == COORDINATOR and not done.bridged
+
+
+@pytest.mark.parametrize("raw", [b"{", b'{"version":2}', b'{"version":1,"members":{"a":"kafka"}}',
+                                 b'{"version":1,"phase":"over"}', b'{"version":1,"members":[1]}'])
+def test_a_broken_plan_names_its_node(raw: bytes) -> None:
+    with pytest.raises(MalformedNodeError, match="/consumers/g/migration"):
+        MigrationPlan.decode(plan_path("g"), raw)
+
+
+# ---------------------------------------------------------------------------------------- the assignor
+@dataclass
+class _Member:
+    """The shape kafka-python hands an assignor (JoinGroupResponse member with decoded metadata)."""
+
+    member_id: str
+    metadata: ConsumerProtocolSubscription
+    group_instance_id: str | None = None
+
+
+class _Cluster:
+    def __init__(self, partitions: dict[str, int]) -> None:
+        self.partitions = partitions
+
+    def partitions_for_topic(self, topic: str) -> set[int] | None:
+        return set(range(self.partitions[topic])) if topic in self.partitions else None
+
+
+def _setup_group(registry: Registry, group: str, consumers: dict[str, int], partitions: int = 7) -> None:
+    registry.setup_common_paths()
+    registry.create_topic_node("t", TopicAssignment({p: [0] for p in range(partitions)}))
+    for cid, streams in consumers.items():
+        registry.register_consumer(group, cid, ConsumerRegistration.static({"t": streams}), 1.0)
+
+
+@pytest.mark.parametrize("strategy", ["range", "roundrobin"])
+def test_bridge_members_get_exactly_the_share_a_0_8_member_with_their_id_claims(registry: Registry,
+                                                                               strategy: str) -> None:
+    # g_a and g_c run in ZooKeeper mode; g_b and g_d have moved to the coordinator (bridged registrations)
+    _setup_group(registry, "g", {"g_a": 1, "g_b": 2, "g_c": 1, "g_d": 1})
+    assignor = BridgeAssignor(registry, "g", "g_b", {"t": 2}, strategy)
+    other = BridgeAssignor(registry, "g", "g_d", {"t": 1}, strategy)
+    members = [_Member("m-2", other.metadata({"t"})), _Member("m-1", assignor.metadata({"t"}))]
+    out = assignor.assign(_Cluster({"t": 7}), members)
+    ctx, _ = zookeeper_context(registry, "g")
+    decision = assign(strategy, ctx)
+    for cid, mid in (("g_b", "m-1"), ("g_d", "m-2")):
+        expected = sorted(tp.partition for tp in decision.for_consumer(cid))
+        got = dict(out[mid].assignment).get("t", [])
+        assert sorted(got) == expected and expected
+    # what the ZooKeeper-mode members claim is given to nobody on the coordinator side
+    zk_side = {tp.partition for cid in ("g_a", "g_c") for tp in decision.for_consumer(cid)}
+    coordinator_side = {p for a in out.values() for _, ps in a.assignment for p in ps}
+    assert zk_side and not zk_side & coordinator_side and zk_side | coordinator_side == set(range(7))
+
+
+def test_the_assignment_carries_the_ids_version_it_was_computed_from(registry: Registry) -> None:
+    _setup_group(registry, "g", {"g_a": 1, "g_b": 1})
+    assignor = BridgeAssignor(registry, "g", "g_b", {"t": 1}, "range")
+    out = assignor.assign(_Cluster({"t": 7}), [_Member("m", assignor.metadata({"t"}))])
+    assignor.on_assignment(out["m"], 3)
+    _, cversion = registry.consumer_ids_with_version("g")
+    assert assignor.assigned_cversion == cversion and assignor.generation == 3
+    assert json.loads(out["m"].user_data) == {"ids_cversion": cversion}
+
+
+def test_once_done_the_assignor_uses_the_members_own_subscriptions(registry: Registry) -> None:
+    registry.zk.ensure_path(plan_path("g"))
+    registry.zk.set(plan_path("g"), MigrationPlan({}, "done").encode())
+    a = BridgeAssignor(registry, "g", "g_a", {"t": 1}, "range")
+    b = BridgeAssignor(registry, "g", "g_b", {"t": 1}, "range")
+    out = a.assign(_Cluster({"t": 5}), [_Member("ma", a.metadata({"t"})), _Member("mb", b.metadata({"t"}))])
+    ctx = AssignmentContext({"g_a": {"t": 1}, "g_b": {"t": 1}}, {"t": range(5)})
+    expected = assign("range", ctx)
+    assert dict(out["ma"].assignment)["t"] == sorted(tp.partition for tp in expected.for_consumer("g_a"))
+    assert json.loads(out["ma"].user_data) == {"ids_cversion": -1}
+
+
+# ------------------------------------------------------------------------------------------- the bridge
+def test_the_bridge_waits_for_the_owner_node_then_resumes_from_the_larger_commit(registry: Registry,
+                                                                                zk_connect: str) -> None:
+    _setup_group(registry, "g", {"g_a": 1})
+    tp = TopicPartition("t", 3)
+    owner = GroupPaths("g").owner("t", 3)
+    previous = connect(zk_connect)  # the ZooKeeper-mode member that owns t-3 now
+    try:
+        previous.create(owner, b"g_a-0", ephemeral=True, makepath=True)
+        registry.write_offset("g", "t", 3, 40)
+        bridge = ZkBridge(registry, "g", "g_b", ConsumerRegistration.static({"t": 1}), stale_wait_s=1.0)
+        changes: list[int] = []
+        bridge.start(changes.append)
+        assert registry.registration("g", "g_b").subscription == {"t": 1}  # a 0.8 member to the others
+        assert bridge.hold(tp, "g_b-0") is True  # still g_a's
+        # g_a commits its last offset, then frees the node (what every owner does on release)
+        registry.write_offset("g", "t", 3, 45)
+        previous.delete(owner)
+        assert bridge.hold(tp, "g_b-0") is False
+        assert registry.owner("g", "t", 3) == "g_b-0"
+        assert bridge.start_offset(tp, kafka_committed=30) == 45  # ZooKeeper's is larger
+        assert bridge.start_offset(tp, kafka_committed=50) == 50
+        bridge.committed({tp: 47})
+        assert registry.offset("g", "t", 3) == 47
+        bridge.released([tp], {tp: 49})
+        assert registry.offset("g", "t", 3) == 49 and registry.owner("g", "t", 3) is None
+        # a registration change is reported with the ids version
+        previous.create(GroupPaths("g").registration("g_c"), ConsumerRegistration.static({"t": 1}).encode(),
+                        ephemeral=True)
+        wait_until(lambda: changes, message="the ids watch")
+        assert changes[-1] == registry.consumer_ids_with_version("g")[1]
+        bridge.stop()
+        assert "g_b" not in registry.consumer_ids("g")
+    finally:
+        previous.stop()
+        previous.close()
+
+
+def test_the_bridge_never_takes_a_node_another_session_holds_even_with_its_own_thread_id(
+        registry: Registry, zk_connect: str) -> None:
+    _setup_group(registry, "g", {})
+    other = connect(zk_connect)
+    try:
+        other.create(GroupPaths("g").owner("t", 0), b"g_b-0", ephemeral=True, makepath=True)
+        bridge = ZkBridge(registry, "g", "g_b", ConsumerRegistration.static({"t": 1}))
+        assert bridge.hold(TopicPartition("t", 0), "g_b-0") is True
+    finally:
+        other.stop()
+        other.close()

@@ -1,0 +1,45 @@
+"""``zkconsumer migrate``: move a live 0.8 group to the broker's group coordinator, member by member, or back."""
+
+from __future__ import annotations
+
+import argparse
+
+from rich.table import Table
+
+from ..layout import LayoutError
+from ..migration.driver import MigrationDriver, MigrationError
+from . import CliError, console, err_console
+from .topics import add_zookeeper_arg, open_registry
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("migrate", help="move a running ZooKeeper group to coordinator mode member by member "
+                                        "(members run `consume --migratable`), or back with --rollback")
+    add_zookeeper_arg(p)
+    p.add_argument("--group", "--group.id", dest="group", required=True)
+    p.add_argument("--bootstrap-server", help="brokers coordinator-mode members join (default: from /brokers/ids)")
+    p.add_argument("--rollback", action="store_true", help="move every member back to ZooKeeper mode")
+    p.add_argument("--status", action="store_true", help="only show the plan and each member's mode")
+    p.add_argument("--step-timeout", type=float, default=60.0, metavar="SECONDS",
+                   help="longest wait for one member to switch and for the group to own every partition again")
+    p.set_defaults(func=cmd_migrate)
+
+
+def cmd_migrate(args: argparse.Namespace) -> int:
+    with open_registry(args) as reg:
+        driver = MigrationDriver(reg, args.group, args.bootstrap_server, args.step_timeout,
+                                 progress=lambda msg: err_console.print(f"• {msg}", highlight=False))
+        try:
+            if not args.status:
+                (driver.to_zookeeper if args.rollback else driver.to_coordinator)()
+            plan = driver.plan()
+            table = Table(title=f"group {args.group}: migration phase {plan.phase}")
+            for col in ("consumer", "planned mode", "running mode", "bridged", "registered in ZooKeeper"):
+                table.add_column(col)
+            for m in driver.members():
+                table.add_row(m.consumer_id, plan.mode_of(m.consumer_id), m.mode or "(not migratable)",
+                              "yes" if m.bridged else "no", "yes" if m.registered else "no")
+            console.print(table)
+        except (MigrationError, LayoutError) as e:
+            raise CliError(str(e)) from None
+    return 0

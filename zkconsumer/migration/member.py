@@ -1,0 +1,187 @@
+"""A consumer process that follows the migration plan: ZooKeeper mode, or coordinator mode with a bridge.
+
+The application gives a subscription and a function that consumes one stream; :class:`MigratableConsumer`
+runs the streams of whichever connector the plan asks for and, when the plan changes this member's mode,
+shuts that connector down (commit, release, deregister) and starts the other one under the same consumer id,
+so the group, the trace and the 0.8 tools see one member that changed mode. It acknowledges every mode it
+runs in with an ephemeral node ``/consumers/<g>/migration/<consumer id>`` that ``zkconsumer migrate`` awaits.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import threading
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+
+from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.recipe.watchers import DataWatch
+
+from .. import layout
+from ..config import ConsumerConfig
+from ..layout import ConsumerRegistration, TopicFilter
+from ..registry import Registry, connect
+from ..streams import KafkaStream
+from .plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class Subscription:
+    """What the member consumes: ``topics`` (topic → streams) or ``topic_filter`` with ``streams`` streams."""
+
+    topics: Mapping[str, int] | None = None
+    topic_filter: TopicFilter | None = None
+    streams: int = 1
+
+    def registration(self) -> ConsumerRegistration:
+        if self.topics is not None:
+            return ConsumerRegistration.static(self.topics)
+        return ConsumerRegistration.wildcard(self.topic_filter, self.streams)
+
+    def streams_of(self) -> Mapping[str, int] | int:
+        return dict(self.topics) if self.topics is not None else self.streams
+
+    def create(self, connector) -> list[KafkaStream]:
+        if self.topics is not None:
+            return [s for ss in connector.create_message_streams(dict(self.topics)).values() for s in ss]
+        return connector.create_message_streams_by_filter(self.topic_filter, self.streams)
+
+
+def ack_path(group: str, consumer_id: str) -> str:
+    return f"{plan_path(group)}/{consumer_id}"
+
+
+class MigratableConsumer:
+    """One group member that switches mode when ``/consumers/<g>/migration`` tells it to."""
+
+    def __init__(self, config: ConsumerConfig, subscription: Subscription) -> None:
+        # One consumer id for both modes: generated once, here, when consumer.id is not set.
+        suffix = config.consumer_id or layout.consumer_uuid()
+        self.config = config.with_overrides(**{"consumer.id": suffix})
+        self.group = self.config.group_id
+        self.consumer_id = layout.make_consumer_id(self.group, suffix)
+        self.subscription = subscription
+        self.zk = connect(self.config.zookeeper_connect, session_timeout_ms=self.config.session_timeout_ms,
+                          connection_timeout_ms=self.config.connection_timeout_ms)
+        self.registry = Registry(self.zk)
+        self._plan = MigrationPlan()
+        self._changed = threading.Event()
+        self._lock = threading.Lock()
+        self.connector = None
+        self.mode: str | None = None
+        self.bridged = False
+        self.switches = 0
+        DataWatch(self.zk, plan_path(self.group), self._on_plan)
+
+    def _on_plan(self, data, stat) -> None:
+        path = plan_path(self.group)
+        try:
+            plan = MigrationPlan() if not data else MigrationPlan.decode(path, data)
+        except Exception as e:  # noqa: BLE001 - a broken plan changes nothing; said loudly
+            log.error("%s: ignoring the migration plan: %s", self.consumer_id, e)
+            return
+        with self._lock:
+            self._plan = plan
+        self._changed.set()
+
+    @property
+    def plan(self) -> MigrationPlan:
+        with self._lock:
+            return self._plan
+
+    def _wanted(self) -> tuple[str, bool]:
+        plan = self.plan
+        mode = plan.mode_of(self.consumer_id)
+        return mode, mode == COORDINATOR and plan.bridged
+
+    # ------------------------------------------------------------------------------------------- running
+    def run(self, consume: Callable[[KafkaStream], None], stop: threading.Event,
+            on_start: Callable[[object], None] | None = None) -> None:
+        """Consume until ``stop`` is set: each stream in its own thread running ``consume(stream)``, which
+        returns when the stream ends (its connector shut down)."""
+        try:
+            while not stop.is_set():
+                self._changed.clear()
+                mode, bridged = self._wanted()
+                connector, bridge = self._start(mode, bridged)
+                self.connector, self.mode, self.bridged = connector, mode, bridged
+                streams = self.subscription.create(connector)
+                self._ack(mode, bridged)
+                if on_start is not None:
+                    on_start(connector)
+                threads = [threading.Thread(target=consume, args=(s,), daemon=True,
+                                            name=f"{self.consumer_id}-stream-{i}") for i, s in enumerate(streams)]
+                for t in threads:
+                    t.start()
+                while not stop.is_set():
+                    if self._changed.wait(0.2):
+                        self._changed.clear()
+                        if self._wanted() != (mode, bridged):
+                            break
+                    if not any(t.is_alive() for t in threads):
+                        stop.set()  # every stream ended by itself (consumer timeout, an error)
+                log.info("%s: leaving %s mode%s", self.consumer_id, mode, " (stopping)" if stop.is_set() else "")
+                connector.shutdown()
+                if bridge is not None:
+                    bridge.stop()
+                for t in threads:
+                    t.join(10.0)
+                if not stop.is_set():
+                    self.switches += 1
+        finally:
+            self.close()
+
+    def _start(self, mode: str, bridged: bool):
+        if mode == ZOOKEEPER:
+            from ..connector import ZookeeperConsumerConnector
+
+            return ZookeeperConsumerConnector(self.config), None
+        from ..coordinated import CoordinatorConsumerConnector
+        from .bridge import BridgeAssignor, ZkBridge
+
+        plan = self.plan
+        config = self.config
+        if plan.bootstrap and not config.bootstrap_servers:
+            config = config.with_overrides(**{"bootstrap.servers": plan.bootstrap})
+        assignor = BridgeAssignor(self.registry, self.group, self.consumer_id, self.subscription.streams_of(),
+                                  config.strategy, config.exclude_internal_topics)
+        # The bridge assignor first (it must be chosen while any member is bridged); Range after it, so members
+        # started later in plain coordinator mode can join once the migration is done.
+        from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+        if not bridged:
+            connector = CoordinatorConsumerConnector(config, assignors=[assignor, RangePartitionAssignor()])
+            return connector, None
+        bridge = ZkBridge(self.registry, self.group, self.consumer_id, self.subscription.registration(),
+                          stale_wait_s=config.session_timeout_ms / 1000.0 + 2.0)
+        connector = CoordinatorConsumerConnector(config, handover=bridge,
+                                                 assignors=[assignor, RangePartitionAssignor()])
+        bridge.offsets.trace = connector.trace  # ZooKeeper commits show in this member's trace
+
+        def on_ids(cversion: int) -> None:
+            if cversion > assignor.assigned_cversion:
+                connector.request_rejoin()
+
+        bridge.start(on_ids)
+        return connector, bridge
+
+    def _ack(self, mode: str, bridged: bool) -> None:
+        path = ack_path(self.group, self.consumer_id)
+        data = json.dumps({"mode": mode, "bridged": bridged, "switches": self.switches}).encode()
+        try:
+            self.zk.create(path, data, ephemeral=True, makepath=True)
+        except NodeExistsError:
+            self.zk.set(path, data)
+
+    def close(self) -> None:
+        try:
+            self.zk.delete(ack_path(self.group, self.consumer_id))
+        except NoNodeError:
+            pass
+        except Exception:  # noqa: BLE001 - ephemeral: it goes with the session
+            log.debug("could not delete the ack node", exc_info=True)
+        self.zk.stop()
+        self.zk.close()

@@ -1,0 +1,74 @@
+"""The migration plan node ``/consumers/<group>/migration``: which member runs in which mode.
+
+Kafka 0.8 tools list a group's ``ids``, ``owners`` and ``offsets`` children only, so one more child leaves the
+group readable as a 0.8 group. Pure codec, no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+
+from ..layout import GroupPaths, MalformedNodeError
+
+ZOOKEEPER, COORDINATOR = "zookeeper", "coordinator"
+MODES = (ZOOKEEPER, COORDINATOR)
+#: ``mixed``: members run in the mode ``members`` gives them (absent: zookeeper), coordinator-mode members keep a
+#: ZooKeeper registration and owner nodes so both halves agree; ``done``: every member is in coordinator mode and
+#: ZooKeeper is no longer used by the group.
+PHASES = ("mixed", "done")
+VERSION = 1
+
+
+def plan_path(group: str) -> str:
+    return f"{GroupPaths(group).root}/migration"
+
+
+@dataclass(frozen=True)
+class MigrationPlan:
+    members: Mapping[str, str] = field(default_factory=dict)
+    phase: str = "mixed"
+    #: ``bootstrap.servers`` for coordinator-mode members; None: the brokers registered in ZooKeeper.
+    bootstrap: str | None = None
+
+    def __post_init__(self) -> None:
+        if self.phase not in PHASES:
+            raise ValueError(f"migration phase must be one of {', '.join(PHASES)}, got {self.phase!r}")
+        for cid, mode in self.members.items():
+            if mode not in MODES:
+                raise ValueError(f"mode of {cid} must be one of {', '.join(MODES)}, got {mode!r}")
+
+    def mode_of(self, consumer_id: str) -> str:
+        if self.phase == "done":
+            return COORDINATOR
+        return self.members.get(consumer_id, ZOOKEEPER)
+
+    @property
+    def bridged(self) -> bool:
+        """Whether coordinator-mode members must still keep ZooKeeper ownership (the group may be mixed)."""
+        return self.phase != "done"
+
+    def with_member(self, consumer_id: str, mode: str) -> MigrationPlan:
+        return MigrationPlan({**self.members, consumer_id: mode}, self.phase, self.bootstrap)
+
+    def encode(self) -> bytes:
+        return json.dumps({"version": VERSION, "phase": self.phase, "bootstrap": self.bootstrap,
+                           "members": dict(sorted(self.members.items()))}, separators=(",", ":")).encode()
+
+    @classmethod
+    def decode(cls, path: str, data: bytes | None) -> MigrationPlan:
+        try:
+            obj = json.loads(data or b"")
+        except ValueError as e:
+            raise MalformedNodeError(path, data, f"not JSON ({e})") from None
+        if not isinstance(obj, dict) or obj.get("version") != VERSION:
+            raise MalformedNodeError(path, data, f"expected a version {VERSION} migration plan")
+        members = obj.get("members") or {}
+        if not isinstance(members, dict) or not all(isinstance(k, str) and isinstance(v, str)
+                                                    for k, v in members.items()):
+            raise MalformedNodeError(path, data, "members must map consumer ids to modes")
+        try:
+            return cls(members, obj.get("phase", "mixed"), obj.get("bootstrap"))
+        except ValueError as e:
+            raise MalformedNodeError(path, data, str(e)) from None
