@@ -5,6 +5,9 @@ numbered records, starts N consumer *processes* (``zkconsumer consume``, so that
 adds, stops and kills consumers on a schedule while a live table shows owners, lag and rebalances. It ends
 with Kafka's verify, a summary (rebalances and their durations, records delivered, duplicates, lost) and,
 with ``--analyze``, the Spark report. Every consumer writes a trace (docs/trace.md) under the run directory.
+
+``mode``: ``zookeeper`` (0.8 members), ``coordinator`` (the same workload on the broker's group coordinator), or
+``migrate`` (0.8 members started ``--migratable``, moved to the coordinator by ``zkconsumer migrate`` mid-run).
 """
 
 from __future__ import annotations
@@ -33,10 +36,13 @@ from .topics import create_topic
 GROUP = "lab"
 
 
+MODES = ("zookeeper", "coordinator", "migrate")
+
+
 @dataclass
 class Step:
     at: float  # seconds after the start
-    action: str  # join | stop | kill
+    action: str  # join | stop | kill | migrate
     consumer: str
 
 
@@ -46,6 +52,7 @@ class LabPlan:
     duration: float = 30.0
     profile: str = "default"
     strategy: str = "range"
+    mode: str = "zookeeper"
     topics: dict[str, int] = field(default_factory=lambda: {"orders": 8, "payments": 4})
     rate: float = 200.0  # records per second, all partitions together
     initial_records: int = 400  # per topic, before consumers start
@@ -57,6 +64,9 @@ class LabPlan:
         if self.steps is not None:
             return self.steps
         d, n = self.duration, self.consumers
+        if self.mode == "migrate":  # churn before, the migration, churn in coordinator mode after
+            return [Step(0.1 * d, "join", f"c{n + 1}"), Step(0.25 * d, "migrate", ""),
+                    Step(0.8 * d, "kill", "c1")]
         return [Step(0.15 * d, "join", f"c{n + 1}"), Step(0.35 * d, "stop", "c2" if n >= 2 else "c1"),
                 Step(0.55 * d, "kill", "c3" if n >= 3 else f"c{n + 1}"), Step(0.75 * d, "join", f"c{n + 2}")]
 
@@ -74,6 +84,7 @@ class TraceTail:
         self.failed: list[dict] = []
         self.conflicts = 0
         self.bad_lines = 0
+        self.owned: dict[str, set[str]] = {}  # consumer → "topic-partition" it last reported owning
 
     def poll(self) -> None:
         for path in sorted(self.directory.glob("*.jsonl")):
@@ -100,6 +111,11 @@ class TraceTail:
             self.per_consumer[e["consumer"]] += 1
         elif kind == "rebalance_done":
             self.rebalances.append(e)
+            self.owned[e["consumer"]] = set(e.get("owned") or ())
+        elif kind == "released":
+            self.owned[e["consumer"]] = self.owned.get(e["consumer"], set()) - set(e.get("partitions") or ())
+        elif kind == "shutdown":
+            self.owned.pop(e["consumer"], None)
         elif kind == "rebalance_failed":
             self.failed.append(e)
         elif kind == "claim_conflict":
@@ -125,6 +141,11 @@ class Lab:
         self._broker = None
         self.tail = TraceTail(self.traces)
         self.events: list[str] = []
+        self._kafka_offsets = None
+        self._kafka_cache: tuple[float, dict] = (0.0, {})
+        self._migration: threading.Thread | None = None
+        self.migration_result: str | None = None
+        self.requests: dict[str, dict[str, int]] = {}
 
     # ---------------------------------------------------------------------------------------- setup
     def _start_infrastructure(self) -> None:
@@ -183,6 +204,12 @@ class Lab:
                 "--bootstrap-server", self.bootstrap,
                 "--property", f"auto.commit.interval.ms={self.plan.commit_interval_ms}",
                 "--property", f"zookeeper.session.timeout.ms={self.plan.session_timeout_ms}"]
+        if self.plan.mode == "coordinator":
+            args += ["--mode", "coordinator", "--property", f"session.timeout.ms={self.plan.session_timeout_ms}",
+                     "--property", f"heartbeat.interval.ms={max(100, self.plan.session_timeout_ms // 6)}"]
+        elif self.plan.mode == "migrate":
+            args += ["--migratable", "--property", f"session.timeout.ms={self.plan.session_timeout_ms}",
+                     "--property", f"heartbeat.interval.ms={max(100, self.plan.session_timeout_ms // 6)}"]
         if self.plan.strategy.startswith("roundrobin"):
             args += ["--streams", "1"]
         for topic in self.plan.topics:
@@ -209,6 +236,61 @@ class Lab:
     def _event(self, text: str) -> None:
         self.events.append(f"{time.strftime('%H:%M:%S')} {text}")
 
+    def migrate(self) -> None:
+        """Start ``zkconsumer migrate``'s driver in the background: member by member to the coordinator."""
+        from .migration.driver import MigrationDriver
+
+        def run() -> None:
+            try:
+                with Registry.open(self.zk_connect) as reg:
+                    MigrationDriver(reg, GROUP, self.bootstrap, step_timeout_s=60.0,
+                                    progress=self._event).to_coordinator()
+                self.migration_result = "done"
+            except Exception as e:  # noqa: BLE001 - shown in the summary
+                self.migration_result = f"failed: {e}"
+                self._event(f"migration failed: {e}")
+
+        self._event("migration to coordinator mode started")
+        self._migration = threading.Thread(target=run, daemon=True, name="lab-migration")
+        self._migration.start()
+
+    # ---------------------------------------------------------------------------------- where things are
+    def committed(self, reg: Registry) -> dict[tuple[str, int], int]:
+        """Committed offsets: ZooKeeper's, the broker's (coordinator mode), the larger of both (migration)."""
+        out: dict[tuple[str, int], int] = {} if self.plan.mode == "coordinator" else dict(reg.offsets(GROUP))
+        if self.plan.mode != "zookeeper":
+            for tp, value in self._broker_offsets().items():
+                out[tp] = max(value, out.get(tp, value))
+        return out
+
+    def _broker_offsets(self) -> dict[tuple[str, int], int]:
+        at, cached = self._kafka_cache
+        if time.monotonic() - at < 1.0:
+            return cached
+        from .assignors import TopicPartition
+        from .kafka_offsets import KafkaOffsetStore
+
+        try:
+            if self._kafka_offsets is None:
+                self._kafka_offsets = KafkaOffsetStore(self.bootstrap, GROUP, "lab-monitor")
+            got = self._kafka_offsets.fetch([TopicPartition(t, p) for (t, p) in self.produced])
+            cached = {(tp.topic, tp.partition): v for tp, v in got.items() if v is not None and v >= 0}
+        except Exception:  # noqa: BLE001 - the coordinator may not be up yet: shown as not committed
+            pass
+        self._kafka_cache = (time.monotonic(), cached)
+        return cached
+
+    def owners(self, reg: Registry) -> dict[tuple[str, int], str]:
+        """Owner nodes in ZooKeeper mode; in coordinator mode what each member's trace last said it owns."""
+        if self.plan.mode == "zookeeper":
+            return reg.owners(GROUP)
+        out = {} if self.plan.mode == "coordinator" else dict(reg.owners(GROUP))
+        for consumer, owned in self.tail.owned.items():
+            for tp in owned:
+                t, _, p = tp.rpartition("-")
+                out.setdefault((t, int(p)), consumer)
+        return out
+
     def _reap(self) -> None:
         for name, proc in self.procs.items():
             code = proc.poll()
@@ -219,10 +301,10 @@ class Lab:
     def _view(self, reg: Registry, elapsed: float) -> Group:
         self.tail.poll()
         self._reap()
-        owners = reg.owners(GROUP)
-        offsets = reg.offsets(GROUP)
-        table = Table(title=f"group {GROUP} — {self.plan.profile} profile, {self.plan.strategy} — "
-                            f"{elapsed:4.0f}s / {self.plan.duration:.0f}s", expand=False)
+        owners = self.owners(reg)
+        offsets = self.committed(reg)
+        table = Table(title=f"group {GROUP} — {self.plan.mode} mode, {self.plan.profile} profile, "
+                            f"{self.plan.strategy} — {elapsed:4.0f}s / {self.plan.duration:.0f}s", expand=False)
         for col in ("partition", "owner", "committed", "log end", "lag"):
             table.add_column(col, justify="right" if col in ("committed", "log end", "lag") else "left")
         for (t, p) in sorted(self.produced):
@@ -258,6 +340,7 @@ class Lab:
         summary: dict = {}
         try:
             with Registry.open(self.zk_connect) as reg:
+                zk_requests_at_start = self._zk_requests()
                 for i in range(1, self.plan.consumers + 1):
                     self.join(f"c{i}")
                 steps = sorted(self.plan.schedule(), key=lambda s: s.at)
@@ -268,6 +351,8 @@ class Lab:
                             step = steps.pop(0)
                             if step.action == "join":
                                 self.join(step.consumer)
+                            elif step.action == "migrate":
+                                self.migrate()
                             else:
                                 self.stop(step.consumer, kill=step.action == "kill")
                         live.update(self._view(reg, elapsed))
@@ -278,17 +363,29 @@ class Lab:
                     deadline = time.monotonic() + max(20.0, self.plan.session_timeout_ms / 1000 * 3)
                     while time.monotonic() < deadline:
                         live.update(self._view(reg, time.monotonic() - started))
-                        offsets = reg.offsets(GROUP)
+                        offsets = self.committed(reg)
                         if all(offsets.get(tp, -1) >= end for tp, end in self.produced.items()):
                             break
                         time.sleep(0.5)
                     live.update(self._view(reg, time.monotonic() - started))
-                result = verify(reg, GROUP)
-                self.console.print()
-                self.console.print("Rebalance operation successful !" if result.ok else
-                                   "Rebalance operation failed !\n" + "\n".join(result.problems or [str(result.error)]),
-                                   highlight=False)
-                summary["verify_ok"] = result.ok
+                if self._migration is not None:
+                    self._migration.join(90)
+                    summary["migration"] = self.migration_result or "unfinished"
+                if self.plan.mode == "zookeeper":
+                    result = verify(reg, GROUP)
+                    self.console.print()
+                    self.console.print("Rebalance operation successful !" if result.ok else
+                                       "Rebalance operation failed !\n" + "\n".join(
+                                           result.problems or [str(result.error)]), highlight=False)
+                    summary["verify_ok"] = result.ok
+                else:  # no owner nodes to verify: every partition must be owned by exactly one live member
+                    summary["verify_ok"] = self._verify_by_traces()
+                    if self._migration is not None:
+                        summary["verify_ok"] = summary["verify_ok"] and self.migration_result == "done"
+                summary["zookeeper_requests"] = self._zk_requests() - zk_requests_at_start
+                if self._broker is not None:
+                    summary["broker_requests"] = sum(self._broker.request_counts().values())
+                    self.requests["broker"] = self._broker.request_counts()
         finally:
             self._stop_producing.set()
             for name in list(self.procs):
@@ -310,6 +407,39 @@ class Lab:
         if analyze:
             summary["report"] = self._analyze(master)
         return summary
+
+    def _zk_requests(self) -> int:
+        """Packets the embedded ZooKeeper received so far (``mntr``); 0 with an external ZooKeeper."""
+        if self._zk_server is None:
+            return 0
+        from .zkserver import four_letter_word
+
+        host, _, port = self._zk_server.connect_string.split(",")[0].rpartition(":")
+        try:
+            for line in four_letter_word(host, int(port), "mntr").splitlines():
+                key, _, value = line.partition("\t")
+                if key == "zk_packets_received":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def _verify_by_traces(self) -> bool:
+        """Every partition owned, once, by a member still running (what verify checks with owner nodes)."""
+        self.tail.poll()
+        self._reap()
+        live = {f"{GROUP}_{n}" for n, st in self.status.items() if st == "running"}
+        seen: Counter = Counter()
+        for consumer, owned in self.tail.owned.items():
+            if consumer in live:
+                seen.update(owned)
+        expected = {f"{t}-{p}" for (t, p) in self.produced}
+        ok = set(seen) == expected and all(n == 1 for n in seen.values())
+        self.console.print()
+        self.console.print("every partition owned once by a live member" if ok else
+                           f"ownership check failed: unowned {sorted(expected - set(seen))}, "
+                           f"shared {sorted(tp for tp, n in seen.items() if n > 1)}", highlight=False)
+        return ok
 
     def _print_planned_assignments(self) -> None:
         """What the first consumers will own under Range and RoundRobin (the assignors, as each member runs them)."""
@@ -335,7 +465,8 @@ class Lab:
         duplicates = sum(n - 1 for n in delivered.values() if n > 1)
         durations = [e["duration_ms"] for e in self.tail.rebalances]
         return {
-            "profile": self.plan.profile, "strategy": self.plan.strategy, "produced": produced,
+            "mode": self.plan.mode, "profile": self.plan.profile, "strategy": self.plan.strategy,
+            "produced": produced,
             "delivered": sum(delivered.values()), "unique_delivered": unique, "duplicates": duplicates,
             "lost": produced - unique, "consumer_rebalances": len(durations),
             "failed_rebalances": len(self.tail.failed), "claim_conflicts": self.tail.conflicts,
@@ -348,10 +479,11 @@ class Lab:
         table = Table(title="lab summary")
         table.add_column("measure")
         table.add_column("value", justify="right")
-        for key in ("profile", "strategy", "produced", "delivered", "unique_delivered", "duplicates", "lost",
+        for key in ("mode", "profile", "strategy", "produced", "delivered", "unique_delivered", "duplicates", "lost",
                     "consumer_rebalances", "failed_rebalances", "claim_conflicts", "rebalance_ms_p50",
-                    "rebalance_ms_max", "verify_ok"):
-            table.add_row(key.replace("_", " "), str(s.get(key)))
+                    "rebalance_ms_max", "zookeeper_requests", "broker_requests", "migration", "verify_ok"):
+            if key in s:
+                table.add_row(key.replace("_", " "), str(s.get(key)))
         self.console.print(table)
         self.console.print(f"traces: {self.traces}  (analyze them: zkconsumer analyze {self.traces} --out "
                            f"{self.out / 'report'})", highlight=False)

@@ -58,6 +58,7 @@ class Broker:
         self.cluster: ClusterView | None = None
         self.zk: KazooClient | None = None
         self._server: Server | None = None
+        self.dispatcher: Dispatcher | None = None
         self._started = False
 
     # ------------------------------------------------------------------------------------------ lifecycle
@@ -68,7 +69,7 @@ class Broker:
             self.data_dir = Path(tempfile.mkdtemp(prefix=f"zkconsumer-broker-{self.broker_id}-"))
         try:
             self.logs = LogManager(self.data_dir, self.log_config).open()
-            dispatcher = Dispatcher(self.apis)
+            self.dispatcher = dispatcher = Dispatcher(self.apis)
             self._server = Server(dispatcher.dispatch, self.host, self._requested_port)
             self._server.start()
             self.zk = connect(self.zk_connect, session_timeout_ms=self.session_timeout_ms)
@@ -81,6 +82,13 @@ class Broker:
         self._started = True
         log.info("broker %d serving %s from %s", self.broker_id, self.bootstrap, self.data_dir)
         return self
+
+    def request_counts(self) -> dict[str, int]:
+        """Requests served since start, by API name (ApiVersions, Fetch, JoinGroup, ...)."""
+        if self.dispatcher is None:
+            return {}
+        with self.dispatcher._count_lock:
+            return dict(self.dispatcher.requests)
 
     def stop(self) -> None:
         if not self._started:

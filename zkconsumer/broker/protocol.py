@@ -19,6 +19,8 @@ from __future__ import annotations
 
 import logging
 import struct
+import threading
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 
@@ -116,12 +118,17 @@ class Dispatcher:
 
     def __init__(self, table: ApiTable) -> None:
         self.table = table
+        #: Requests served, by API name: what ``zkconsumer compare`` counts per rebalance.
+        self.requests: Counter[str] = Counter()
+        self._count_lock = threading.Lock()
 
     def dispatch(self, frame: bytes, peer: str = "") -> bytes | None:
         if len(frame) < _HEADER_START.size:
             raise MalformedRequest(f"frame of {len(frame)} bytes is shorter than a request header")
         api_key, version, correlation_id = _HEADER_START.unpack_from(frame)
         api = self.table.get(api_key)
+        with self._count_lock:
+            self.requests[api.name if api is not None else f"api-{api_key}"] += 1
         if api is None or not api.min_version <= version <= api.max_version:
             return self._unsupported(api_key, version, correlation_id, frame, api, peer)
         request = self._decode(api, frame, version)

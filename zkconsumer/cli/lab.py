@@ -18,6 +18,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", choices=("default", "kafka-0.8"), default="default",
                    help="kafka-0.8 reproduces the original timing and its weaknesses")
     p.add_argument("--compare", action="store_true", help="run kafka-0.8 then default and compare them")
+    p.add_argument("--mode", choices=("zookeeper", "zk", "coordinator", "migrate", "both"), default="zookeeper",
+                   help="zookeeper: 0.8 members; coordinator: the broker's group coordinator; migrate: 0.8 members "
+                        "moved to the coordinator mid-run; both: zookeeper then coordinator, compared")
     p.add_argument("--strategy", default="range", choices=("range", "roundrobin", "roundrobin-relaxed"))
     p.add_argument("--rate", type=float, default=200.0, help="records per second produced during the run")
     p.add_argument("--out", type=Path, help="run directory (default lab-runs/<time>)")
@@ -27,6 +30,38 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--master", help="Spark master for --analyze (default local[*])")
     p.set_defaults(func=cmd_lab)
 
+    c = sub.add_parser("compare", help="the same workload and churn in ZooKeeper mode (default, kafka-0.8) and "
+                                        "coordinator mode: one table, one figure, a Spark report per run")
+    c.add_argument("--consumers", type=int, default=3, help="consumer processes at the start (default 3)")
+    c.add_argument("--duration", type=float, default=30.0, help="seconds of churn per run (default 30)")
+    c.add_argument("--strategy", default="range", choices=("range", "roundrobin"))
+    c.add_argument("--rate", type=float, default=200.0, help="records per second produced during each run")
+    c.add_argument("--variants", default=",".join(VARIANT_NAMES),
+                   help=f"comma-separated, from {', '.join(VARIANT_NAMES)}")
+    c.add_argument("--out", type=Path, help="run directory (default lab-runs/compare-<time>)")
+    c.add_argument("--no-analyze", action="store_true", help="skip Spark: lab summaries only (faster)")
+    c.add_argument("--master", help="Spark master (default local[*])")
+    c.set_defaults(func=cmd_compare)
+
+
+VARIANT_NAMES = ("zookeeper-default", "zookeeper-kafka-0.8", "coordinator")
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
+    from ..compare import run_compare
+    from ..lab import LabPlan
+
+    if args.consumers < 1 or args.duration <= 0:
+        raise CliError("--consumers must be >= 1 and --duration > 0")
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    out = args.out or Path("lab-runs") / time.strftime("compare-%Y%m%d-%H%M%S")
+    plan = LabPlan(consumers=args.consumers, duration=args.duration, strategy=args.strategy, rate=args.rate)
+    try:
+        results = run_compare(plan, out, variants, console, analyze=not args.no_analyze, master=args.master)
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    return 0 if all(r.measures.get("verify_ok") and r.measures.get("lost") == 0 for r in results) else 1
+
 
 def cmd_lab(args: argparse.Namespace) -> int:
     from ..lab import Lab, LabPlan
@@ -34,11 +69,19 @@ def cmd_lab(args: argparse.Namespace) -> int:
     if args.consumers < 1 or args.duration <= 0:
         raise CliError("--consumers must be >= 1 and --duration > 0")
     base = args.out or Path("lab-runs") / time.strftime("%Y%m%d-%H%M%S")
+    mode = "zookeeper" if args.mode == "zk" else args.mode
+    if mode == "both":
+        from ..compare import run_compare
+
+        plan = LabPlan(consumers=args.consumers, duration=args.duration, strategy=args.strategy, rate=args.rate)
+        results = run_compare(plan, base, ["zookeeper-default", "coordinator"], console, analyze=args.analyze,
+                              master=args.master)
+        return 0 if all(r.measures.get("verify_ok") and r.measures.get("lost") == 0 for r in results) else 1
     profiles = ["kafka-0.8", "default"] if args.compare else [args.profile]
     summaries = []
     for profile in profiles:
         plan = LabPlan(consumers=args.consumers, duration=args.duration, profile=profile, strategy=args.strategy,
-                       rate=args.rate)
+                       rate=args.rate, mode=mode)
         out = base / profile if args.compare else base
         console.rule(f"[bold]lab: {profile} profile")
         summaries.append(Lab(plan, out, args.zookeeper, args.bootstrap_server, console).run(args.analyze,
