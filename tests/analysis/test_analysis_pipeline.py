@@ -134,6 +134,23 @@ def test_duplicates_with_their_rebalance(analyzed):
                    (1, 2, "A", "B", 2100, 2), (1, 3, "B", "A", 2102, 2)]
 
 
+def test_duplicates_know_whether_they_were_already_committed(analyzed, spark):
+    d = table(analyzed[0], "duplicates")
+    # every redelivery of the story is of an offset not yet committed when it came again
+    assert sorted((r.partition, r.offset, r.committed_before) for r in d.itertuples()) == [
+        (0, 3, 3), (0, 4, 3), (1, 2, 2), (1, 3, 2)]
+    assert d["inside_uncommitted"].all()
+    from zkconsumer.analysis.partitions import committed_at
+
+    dups = spark.createDataFrame([("g", "t", 0, 5, 300), ("g", "t", 0, 9, 300), ("g", "t", 0, 2, 100)],
+                                 "group string, topic string, partition long, offset long, duplicate_ts long")
+    commits = spark.createDataFrame([("g", "t", 0, 8, 200), ("g", "t", 0, 3, 50), ("g", "t", 1, 99, 10)],
+                                    "group string, topic string, partition long, offset long, ts long")
+    got = sorted((r.offset, r.committed_before, r.inside_uncommitted) for r in committed_at(dups, commits).collect())
+    # offset 5 came again after 8 was committed: a consumer resumed below a commit
+    assert got == [(2, 3, False), (5, 8, False), (9, 8, True)]
+
+
 def test_lost_offsets_and_gaps(analyzed):
     lost = table(analyzed[0], "lost_offsets")
     got = sorted((r.partition, r.from_offset, r.to_offset, r.count, r.kind) for r in lost.itertuples())

@@ -55,6 +55,26 @@ def duplicates(sorted_d: DataFrame, group_rb: DataFrame) -> DataFrame:
     return attach_rebalance(dups, "duplicate_ts", group_rb)
 
 
+def committed_at(dups: DataFrame, commits: DataFrame) -> DataFrame:
+    """Add ``committed_before`` (the partition's highest commit before ``duplicate_ts``) and
+    ``inside_uncommitted``: a duplicate of an offset that was not committed yet when it was delivered again is
+    at-least-once working as designed; one below an earlier commit means a consumer resumed from a stale
+    position. Same sorted-union trick as :func:`attach_rebalance` (no range join)."""
+    cols = dups.columns
+    marks = commits.select(*PKEY, F.col("ts").alias("_t"), F.lit(0).alias("_k"), F.col("offset").alias("_c"),
+                           F.lit(None).cast("long").alias("_row"))
+    rows = dups.select("*", F.col("duplicate_ts").alias("_t"), F.lit(1).alias("_k"),
+                       F.lit(None).cast("long").alias("_c"), F.monotonically_increasing_id().alias("_row"))
+    marks = marks.select(*[F.lit(None).cast(dups.schema[c].dataType).alias(c) for c in cols if c not in PKEY],
+                         *PKEY, "_t", "_k", "_c", "_row")
+    w = Window.partitionBy(*PKEY).orderBy("_t", "_k", "_row").rowsBetween(Window.unboundedPreceding, -1)
+    both = rows.unionByName(marks).withColumn("committed_before", F.max("_c").over(w))
+    return both.where(F.col("_k") == 1).select(
+        *cols, "committed_before",
+        (F.col("committed_before").isNull() | (F.col("offset") >= F.col("committed_before"))
+         ).alias("inside_uncommitted"))
+
+
 def lost_offsets(sorted_d: DataFrame, commits: DataFrame, from_zero: bool) -> DataFrame:
     """Offset ranges no line delivered: gaps between delivered offsets, and below the highest commit.
 
@@ -153,9 +173,9 @@ def analyze_partitions(events: DataFrame, group_rb: DataFrame, owners: DataFrame
                        from_zero: bool = False) -> PartitionTables:
     deliveries = events.where(F.col("event") == "record_delivered").select(
         "group", "consumer", "seq", "ts", "topic", "partition", "offset")
-    commits = events.where(F.col("event") == "offset_committed").select(*PKEY, "offset").cache()
+    commits = events.where(F.col("event") == "offset_committed").select(*PKEY, "offset", "ts").cache()
     sd = sorted_deliveries(deliveries).cache()
-    dups = duplicates(sd, group_rb).cache()
+    dups = committed_at(duplicates(sd, group_rb), commits).cache()
     lost = lost_offsets(sd, commits, from_zero).cache()
     st = stints(events.where(F.col("event").isin("record_delivered", "rebalance_done")).select(
         "group", "consumer", "seq", "ts", "event", "topic", "partition", "offset")).cache()

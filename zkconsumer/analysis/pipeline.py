@@ -33,7 +33,8 @@ DESCRIPTIONS = {
     "unowned": "per group rebalance and partition: how long the partition had no owner before its new owner",
     "ownership": "ownership timeline: partition, consumer, owned_from, owned_to, why it ended",
     "partitions": "per partition: deliveries, committed offset, duplicates, lost offsets, overlaps, owners",
-    "duplicates": "one row per extra delivery of an offset, with the group rebalance during/after which it happened",
+    "duplicates": "one row per extra delivery of an offset, with the group rebalance during/after which it happened "
+                  "and whether it was inside an uncommitted window (offset >= the commit before it)",
     "lost_offsets": "offset ranges never delivered: below the highest commit, or gaps between delivered offsets",
     "overlaps": "two consumers delivering the same partition at the same time (delivery intervals intersect)",
     "stints": "per partition and consumer, delivery intervals between the consumer's rebalances",
@@ -111,7 +112,8 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
             F.sum("overlaps").alias("overlaps"), F.sum("deliveries").alias("deliveries")).first()
         res.summary = {k: int(v or 0) for k, v in sums.asDict().items()}
         resets = offset_resets(ts.events).cache()
-        res.summary.update(consumers=n_consumers, group_rebalances=n_rb, offset_resets=resets.count())
+        res.summary.update(consumers=n_consumers, group_rebalances=n_rb, offset_resets=resets.count(),
+                           duplicates_of_committed=pt.duplicates.where(~F.col("inside_uncommitted")).count())
         note.append(", ".join(f"{k} {v:,}" for k, v in res.summary.items() if k != "consumers"))
     with st.stage("write tables") as note:
         cons = consumers_mod.consumer_table(base, rb.consumer_rebalances, ts.bad)
