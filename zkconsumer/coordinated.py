@@ -139,8 +139,8 @@ class CoordinatorConsumerConnector:
         self._generation = 0
         self._committed: dict[TopicPartition, int] = {}
         self.failure: BaseException | None = None
-        self.connected = threading.Event()
-        self.connected.set()  # the coordinator session has no "suspended" state a stream must wait out
+        self.deliverable = threading.Event()
+        self.deliverable.set()  # the coordinator session has no "suspended" state a stream must wait out
         self.closed = False
         self.member_id: str | None = None
         self.group_generation = -1

@@ -38,7 +38,10 @@ class Broker:
     def __init__(self, zk_connect: str, broker_id: int = 0, port: int = 0, data_dir: str | os.PathLike | None = None,
                  host: str = "127.0.0.1", flush_interval_ms: int | None = None, *,
                  log_config: LogConfig | None = None, auto_create_topics: bool = False, num_partitions: int = 1,
-                 session_timeout_ms: int = 6000, registration_timeout_s: float = 30.0) -> None:
+                 session_timeout_ms: int = 6000, registration_timeout_s: float = 30.0,
+                 group_initial_rebalance_delay_ms: int = 3000, group_min_session_timeout_ms: int = 6000,
+                 group_max_session_timeout_ms: int = 1800000, offsets_topic_num_partitions: int = 50,
+                 offsets_retention_minutes: int = 10080, offset_store=None) -> None:
         self.zk_connect = zk_connect
         self.broker_id = int(broker_id)
         self.host = host
@@ -54,6 +57,14 @@ class Broker:
         self.registration_timeout_s = registration_timeout_s
         self.apis = ApiTable()
         CoreApis(self).install(self.apis)
+        # The group coordinator (zkconsumer/coordinator/): its own package; the broker only routes to it.
+        from ..coordinator.apis import GroupApis
+        from ..coordinator.manager import CoordinatorConfig, GroupCoordinator
+
+        self.coordinator = GroupCoordinator(CoordinatorConfig(
+            offsets_topic_num_partitions, group_initial_rebalance_delay_ms, group_min_session_timeout_ms,
+            group_max_session_timeout_ms, offsets_retention_minutes), offset_store)
+        GroupApis(self, self.coordinator).install(self.apis)
         self.logs: LogManager | None = None
         self.cluster: ClusterView | None = None
         self.zk: KazooClient | None = None
@@ -76,6 +87,7 @@ class Broker:
             info = BrokerInfo.plaintext(self.broker_id, self.host, self._server.port)
             self.cluster = ClusterView(self.zk, info, self.registration_timeout_s)
             self.cluster.start()
+            self.coordinator.start()
         except BaseException:
             self._teardown()
             raise
@@ -98,6 +110,7 @@ class Broker:
         log.info("broker %d stopped", self.broker_id)
 
     def _teardown(self) -> None:
+        self.coordinator.stop()
         if self.cluster is not None:
             self.cluster.stop()
         if self.zk is not None:

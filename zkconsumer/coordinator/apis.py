@@ -1,0 +1,315 @@
+"""The group APIs in the broker's ApiTable: wire requests → GroupCoordinator calls → wire responses.
+
+Versions are those a Kafka 2.8 broker offers for each API, capped by what kafka-python's protocol classes encode
+(OffsetCommit from v2, OffsetFetch from v1): kafka-python 3.0 and librdkafka 2.x negotiate within them.
+FindCoordinator v0 is Kafka 0.8.2's ConsumerMetadata request (same key, same layout).
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import TYPE_CHECKING
+
+from kafka.protocol.admin import (
+    DeleteGroupsRequest,
+    DeleteGroupsResponse,
+    DescribeGroupsRequest,
+    DescribeGroupsResponse,
+    ListGroupsRequest,
+    ListGroupsResponse,
+)
+from kafka.protocol.consumer import (
+    HeartbeatRequest,
+    HeartbeatResponse,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    LeaveGroupResponse,
+    OffsetCommitRequest,
+    OffsetCommitResponse,
+    OffsetFetchRequest,
+    OffsetFetchResponse,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
+
+from ..assignors import TopicPartition
+from ..broker.protocol import ApiTable, RequestContext
+from .manager import (
+    COORDINATOR_NOT_AVAILABLE,
+    NONE,
+    NOT_COORDINATOR,
+    OFFSETS_TOPIC,
+    GroupCoordinator,
+    now_ms,
+    partition_for,
+)
+from .store import CommittedOffset
+
+if TYPE_CHECKING:
+    from ..broker.broker import Broker
+
+log = logging.getLogger(__name__)
+
+#: API → (request class, min version, max version).
+VERSIONS = {
+    "FindCoordinator": (FindCoordinatorRequest, 0, 3),
+    "JoinGroup": (JoinGroupRequest, 0, 7),
+    "SyncGroup": (SyncGroupRequest, 0, 5),
+    "Heartbeat": (HeartbeatRequest, 0, 4),
+    "LeaveGroup": (LeaveGroupRequest, 0, 4),
+    "OffsetCommit": (OffsetCommitRequest, 2, 8),
+    "OffsetFetch": (OffsetFetchRequest, 1, 7),
+    "DescribeGroups": (DescribeGroupsRequest, 0, 5),
+    "ListGroups": (ListGroupsRequest, 0, 4),
+    "DeleteGroups": (DeleteGroupsRequest, 0, 2),
+}
+GROUP_KEY, TRANSACTION_KEY = 0, 1
+
+
+class GroupApis:
+    """Request handlers; the broker gives them its cluster view (who leads which partition) and the coordinator."""
+
+    def __init__(self, broker: Broker, coordinator: GroupCoordinator) -> None:
+        self.broker = broker
+        self.coordinator = coordinator
+
+    def install(self, table: ApiTable) -> None:
+        for name, (request_class, lo, hi) in VERSIONS.items():
+            handle = getattr(self, _snake(name))
+            error = getattr(self, _snake(name) + "_error")
+            table.register(request_class, lo, hi, handle, error)
+
+    # ---------------------------------------------------------------------------------- who coordinates
+    def coordinator_node(self, group_id: str) -> tuple[int, int, str, int]:
+        """(error, node id, host, port) of the group's coordinator: the leader of its ``__consumer_offsets``
+        partition, this broker while the topic does not exist yet (Kafka creates it on this first request)."""
+        snap = self.broker.cluster.snapshot()
+        partition = partition_for(group_id, self.coordinator.config.offsets_topic_num_partitions)
+        leader = snap.leader(OFFSETS_TOPIC, partition) if OFFSETS_TOPIC in snap.topics else snap.broker_id
+        if leader < 0:
+            return COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        info = snap.brokers.get(leader)
+        if info is None:
+            return COORDINATOR_NOT_AVAILABLE, -1, "", -1
+        host, port = info.plaintext_address()
+        return NONE, leader, host, port
+
+    def _not_mine(self, group_id: str) -> int | None:
+        error, node, _, _ = self.coordinator_node(group_id)
+        if error != NONE:
+            return error
+        return None if node == self.broker.broker_id else NOT_COORDINATOR
+
+    # ----------------------------------------------------------------------------------- FindCoordinator
+    def find_coordinator(self, ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
+        keys = list(req.coordinator_keys or []) if ctx.api_version >= 4 else [req.key]
+        key_type = req.key_type if ctx.api_version >= 1 else GROUP_KEY
+        answers = []
+        for key in keys:
+            if key_type != GROUP_KEY:  # no transactions here
+                answers.append((key, COORDINATOR_NOT_AVAILABLE, -1, "", -1))
+            else:
+                self.coordinator.count(key, "FindCoordinator")
+                answers.append((key, *self.coordinator_node(key)))
+        if ctx.api_version >= 4:
+            return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
+                FindCoordinatorResponse.Coordinator(key=k, node_id=n, host=h, port=p, error_code=e,
+                                                    error_message=None) for k, e, n, h, p in answers])
+        _, error, node, host, port = answers[0]
+        return FindCoordinatorResponse(throttle_time_ms=0, error_code=error, error_message=None, node_id=node,
+                                       host=host, port=port)
+
+    def find_coordinator_error(self, ctx, req, code: int):
+        return FindCoordinatorResponse(throttle_time_ms=0, error_code=code, error_message=None, node_id=-1,
+                                       host="", port=-1, coordinators=[])
+
+    # ----------------------------------------------------------------------------------------- JoinGroup
+    def join_group(self, ctx: RequestContext, req: JoinGroupRequest) -> JoinGroupResponse:
+        not_mine = self._not_mine(req.group_id)
+        if not_mine is not None:
+            return self.join_group_error(ctx, req, not_mine)
+        rebalance_timeout = req.rebalance_timeout_ms if ctx.api_version >= 1 else req.session_timeout_ms
+        instance = req.group_instance_id if ctx.api_version >= 5 else None
+        protocols = [(p.name, bytes(p.metadata)) for p in req.protocols]
+        result = self.coordinator.join(req.group_id, req.member_id, instance, ctx.client_id or "",
+                                       _host(ctx.peer), req.session_timeout_ms, rebalance_timeout,
+                                       req.protocol_type, protocols, require_known_member_id=ctx.api_version >= 4)
+        Member = JoinGroupResponse.JoinGroupResponseMember
+        return JoinGroupResponse(
+            throttle_time_ms=0, error_code=result.error, generation_id=result.generation,
+            protocol_type=result.protocol_type, protocol_name=result.protocol_name or "",
+            leader=result.leader, skip_assignment=False, member_id=result.member_id,
+            members=[Member(member_id=m, group_instance_id=i, metadata=d) for m, i, d in result.members])
+
+    def join_group_error(self, ctx, req, code: int):
+        return JoinGroupResponse(throttle_time_ms=0, error_code=code, generation_id=-1, protocol_type=None,
+                                 protocol_name="", leader="", skip_assignment=False,
+                                 member_id=getattr(req, "member_id", ""), members=[])
+
+    # ----------------------------------------------------------------------------------------- SyncGroup
+    def sync_group(self, ctx: RequestContext, req: SyncGroupRequest) -> SyncGroupResponse:
+        not_mine = self._not_mine(req.group_id)
+        if not_mine is not None:
+            return self.sync_group_error(ctx, req, not_mine)
+        assignments = {a.member_id: bytes(a.assignment) for a in req.assignments}
+        result = self.coordinator.sync(
+            req.group_id, req.generation_id, req.member_id, req.group_instance_id if ctx.api_version >= 3 else None,
+            req.protocol_type if ctx.api_version >= 5 else None, req.protocol_name if ctx.api_version >= 5 else None,
+            assignments)
+        return SyncGroupResponse(throttle_time_ms=0, error_code=result.error, protocol_type=result.protocol_type,
+                                 protocol_name=result.protocol_name, assignment=result.assignment)
+
+    def sync_group_error(self, ctx, req, code: int):
+        return SyncGroupResponse(throttle_time_ms=0, error_code=code, protocol_type=None, protocol_name=None,
+                                 assignment=b"")
+
+    # ----------------------------------------------------------------------------------------- Heartbeat
+    def heartbeat(self, ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResponse:
+        not_mine = self._not_mine(req.group_id)
+        code = not_mine if not_mine is not None else self.coordinator.heartbeat(req.group_id, req.generation_id,
+                                                                                 req.member_id)
+        return HeartbeatResponse(throttle_time_ms=0, error_code=code)
+
+    def heartbeat_error(self, ctx, req, code: int):
+        return HeartbeatResponse(throttle_time_ms=0, error_code=code)
+
+    # ---------------------------------------------------------------------------------------- LeaveGroup
+    def leave_group(self, ctx: RequestContext, req: LeaveGroupRequest) -> LeaveGroupResponse:
+        not_mine = self._not_mine(req.group_id)
+        if not_mine is not None:
+            return self.leave_group_error(ctx, req, not_mine)
+        if ctx.api_version >= 3:
+            members = [(m.member_id, m.group_instance_id) for m in req.members]
+        else:
+            members = [(req.member_id, None)]
+        error, results = self.coordinator.leave(req.group_id, members)
+        if ctx.api_version < 3 and error == NONE and results:
+            error = results[0][2]
+        Resp = LeaveGroupResponse.MemberResponse
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=error, members=[
+            Resp(member_id=m, group_instance_id=i, error_code=e) for m, i, e in results])
+
+    def leave_group_error(self, ctx, req, code: int):
+        return LeaveGroupResponse(throttle_time_ms=0, error_code=code, members=[])
+
+    # -------------------------------------------------------------------------------------- OffsetCommit
+    def offset_commit(self, ctx: RequestContext, req: OffsetCommitRequest) -> OffsetCommitResponse:
+        not_mine = self._not_mine(req.group_id)
+        if not_mine is not None:
+            return self.offset_commit_error(ctx, req, not_mine)
+        now = now_ms()
+        retention = req.retention_time_ms if 2 <= ctx.api_version <= 4 else -1
+        offsets = {}
+        for t in req.topics:
+            for p in t.partitions:
+                epoch = p.committed_leader_epoch if ctx.api_version >= 6 else -1
+                offsets[TopicPartition(t.name, p.partition_index)] = CommittedOffset(
+                    p.committed_offset, p.committed_metadata or "", now,
+                    now + retention if retention is not None and retention >= 0 else -1, epoch)
+        code = self.coordinator.commit_offsets(req.group_id, req.generation_id_or_member_epoch, req.member_id,
+                                               offsets)
+        return self._commit_answer(req, code)
+
+    def _commit_answer(self, req, code: int) -> OffsetCommitResponse:
+        Topic = OffsetCommitResponse.OffsetCommitResponseTopic
+        Partition = Topic.OffsetCommitResponsePartition
+        return OffsetCommitResponse(throttle_time_ms=0, topics=[
+            Topic(name=t.name, partitions=[Partition(partition_index=p.partition_index, error_code=code)
+                                           for p in t.partitions]) for t in req.topics])
+
+    def offset_commit_error(self, ctx, req, code: int):
+        return self._commit_answer(req, code)
+
+    # --------------------------------------------------------------------------------------- OffsetFetch
+    def offset_fetch(self, ctx: RequestContext, req: OffsetFetchRequest) -> OffsetFetchResponse:
+        not_mine = self._not_mine(req.group_id)
+        if not_mine is not None:
+            return self.offset_fetch_error(ctx, req, not_mine)
+        wanted = None if req.topics is None else [TopicPartition(t.name, p) for t in req.topics
+                                                  for p in t.partition_indexes]
+        error, found = self.coordinator.fetch_offsets(req.group_id, wanted)
+        if error != NONE:
+            return self.offset_fetch_error(ctx, req, error)
+        Topic = OffsetFetchResponse.OffsetFetchResponseTopic
+        Partition = Topic.OffsetFetchResponsePartition
+        by_topic: dict[str, list] = {}
+        for tp in (wanted if wanted is not None else sorted(found)):
+            c = found.get(tp)
+            by_topic.setdefault(tp.topic, []).append(Partition(
+                partition_index=tp.partition, committed_offset=c.offset if c else -1,
+                committed_leader_epoch=c.leader_epoch if c else -1, metadata=c.metadata if c else "",
+                error_code=NONE))
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=NONE, topics=[
+            Topic(name=name, partitions=parts) for name, parts in by_topic.items()])
+
+    def offset_fetch_error(self, ctx, req, code: int):
+        Topic = OffsetFetchResponse.OffsetFetchResponseTopic
+        Partition = Topic.OffsetFetchResponsePartition
+        topics = [Topic(name=t.name, partitions=[
+            Partition(partition_index=p, committed_offset=-1, committed_leader_epoch=-1, metadata="",
+                      error_code=code) for p in t.partition_indexes]) for t in (req.topics or [])]
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=code, topics=topics)
+
+    # ------------------------------------------------------------------------------------ DescribeGroups
+    def describe_groups(self, ctx: RequestContext, req: DescribeGroupsRequest) -> DescribeGroupsResponse:
+        Group = DescribeGroupsResponse.DescribedGroup
+        Member = Group.DescribedGroupMember
+        groups = []
+        for gid in req.groups:
+            not_mine = self._not_mine(gid)
+            if not_mine is not None:
+                groups.append(Group(error_code=not_mine, error_message=None, group_id=gid, group_state="",
+                                    protocol_type="", protocol_data="", members=[],
+                                    authorized_operations=-2147483648))
+                continue
+            self.coordinator.count(gid, "DescribeGroups")
+            d = self.coordinator.describe(gid)
+            groups.append(Group(
+                error_code=d.error, error_message=None, group_id=gid, group_state=d.state,
+                protocol_type=d.protocol_type, protocol_data=d.protocol, authorized_operations=-2147483648,
+                members=[Member(member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                                client_host=m.client_host, member_metadata=m.metadata,
+                                member_assignment=m.assignment) for m in d.members]))
+        return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)
+
+    def describe_groups_error(self, ctx, req, code: int):
+        Group = DescribeGroupsResponse.DescribedGroup
+        return DescribeGroupsResponse(throttle_time_ms=0, groups=[
+            Group(error_code=code, error_message=None, group_id=g, group_state="", protocol_type="",
+                  protocol_data="", members=[], authorized_operations=-2147483648) for g in req.groups])
+
+    # ---------------------------------------------------------------------------------------- ListGroups
+    def list_groups(self, ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:
+        states = req.states_filter if ctx.api_version >= 4 else None
+        error, groups = self.coordinator.list_groups(states or None)
+        Listed = ListGroupsResponse.ListedGroup
+        return ListGroupsResponse(throttle_time_ms=0, error_code=error, groups=[
+            Listed(group_id=g, protocol_type=t, group_state=s, group_type="classic") for g, t, s in groups])
+
+    def list_groups_error(self, ctx, req, code: int):
+        return ListGroupsResponse(throttle_time_ms=0, error_code=code, groups=[])
+
+    # -------------------------------------------------------------------------------------- DeleteGroups
+    def delete_groups(self, ctx: RequestContext, req: DeleteGroupsRequest) -> DeleteGroupsResponse:
+        mine = [g for g in req.groups_names if self._not_mine(g) is None]
+        results = self.coordinator.delete_groups(mine)
+        Result = DeleteGroupsResponse.DeletableGroupResult
+        return DeleteGroupsResponse(throttle_time_ms=0, results=[
+            Result(group_id=g, error_code=results.get(g, NOT_COORDINATOR)) for g in req.groups_names])
+
+    def delete_groups_error(self, ctx, req, code: int):
+        Result = DeleteGroupsResponse.DeletableGroupResult
+        return DeleteGroupsResponse(throttle_time_ms=0, results=[Result(group_id=g, error_code=code)
+                                                                 for g in req.groups_names])
+
+
+def _snake(name: str) -> str:
+    out = "".join("_" + c.lower() if c.isupper() else c for c in name)
+    return out.lstrip("_")
+
+
+def _host(peer: str) -> str:
+    """Kafka's client_host: ``/`` + the client's address."""
+    return "/" + peer.rsplit(":", 1)[0] if peer else ""

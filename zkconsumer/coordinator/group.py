@@ -1,0 +1,210 @@
+"""One consumer group as Kafka 2.x's GroupMetadata keeps it: members, generation, protocol, leader, and the state
+machine Empty → PreparingRebalance → CompletingRebalance → Stable (→ Dead).
+
+Pure logic: no sockets, no threads, no clocks (times are passed in), so every transition is unit-tested. The
+manager (manager.py) holds the lock, the timers and the waiting requests.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from enum import Enum
+
+from .store import GroupSnapshot, MemberSnapshot
+
+
+class GroupState(Enum):
+    EMPTY = "Empty"
+    PREPARING_REBALANCE = "PreparingRebalance"
+    COMPLETING_REBALANCE = "CompletingRebalance"
+    STABLE = "Stable"
+    DEAD = "Dead"
+
+
+#: Kafka's GroupState.validPreviousStates.
+VALID_PREVIOUS = {
+    GroupState.PREPARING_REBALANCE: {GroupState.STABLE, GroupState.COMPLETING_REBALANCE, GroupState.EMPTY},
+    GroupState.COMPLETING_REBALANCE: {GroupState.PREPARING_REBALANCE},
+    GroupState.STABLE: {GroupState.COMPLETING_REBALANCE},
+    GroupState.EMPTY: {GroupState.PREPARING_REBALANCE},
+    GroupState.DEAD: set(GroupState),
+}
+
+
+class IllegalStateTransition(RuntimeError):
+    pass
+
+
+@dataclass
+class Member:
+    member_id: str
+    client_id: str
+    client_host: str
+    rebalance_timeout_ms: int
+    session_timeout_ms: int
+    protocol_type: str
+    protocols: list[tuple[str, bytes]]
+    group_instance_id: str | None = None
+    assignment: bytes = b""
+    awaiting_join: bool = False
+    awaiting_sync: bool = False
+    is_new: bool = False
+    last_heartbeat_ms: int = 0
+
+    @property
+    def protocol_names(self) -> list[str]:
+        return [name for name, _ in self.protocols]
+
+    def metadata(self, protocol: str) -> bytes:
+        for name, data in self.protocols:
+            if name == protocol:
+                return data
+        raise KeyError(f"member {self.member_id} does not support protocol {protocol}")
+
+    def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
+        return self.protocols == protocols
+
+    def vote(self, candidates: set[str]) -> str:
+        """Kafka's MemberMetadata.vote: the first of this member's protocols that every member supports."""
+        for name in self.protocol_names:
+            if name in candidates:
+                return name
+        raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
+
+    def session_expired(self, now_ms: int) -> bool:
+        return now_ms - self.last_heartbeat_ms > self.session_timeout_ms
+
+
+def new_member_id(client_id: str) -> str:
+    """Kafka's ``clientId + "-" + UUID``."""
+    return f"{client_id}-{uuid.uuid4()}"
+
+
+@dataclass
+class Group:
+    group_id: str
+    state: GroupState = GroupState.EMPTY
+    generation: int = 0
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader_id: str | None = None
+    members: dict[str, Member] = field(default_factory=dict)
+    #: Member ids handed out with MEMBER_ID_REQUIRED (JoinGroup v4+, KIP-394) and not yet back with them.
+    pending_members: dict[str, int] = field(default_factory=dict)
+    state_timestamp_ms: int = -1
+    #: When the group last became Empty (offsets expire counted from then, Kafka 2.1+).
+    empty_since_ms: int | None = None
+    #: Deadline of the current join phase (initial delay or rebalance timeout), manager-owned.
+    join_deadline_ms: int | None = None
+    initial_delay_remaining_ms: int = 0
+    new_member_added: bool = False
+
+    # ------------------------------------------------------------------------------------------- states
+    def is_(self, state: GroupState) -> bool:
+        return self.state is state
+
+    def transition(self, to: GroupState, now_ms: int) -> None:
+        if self.state not in VALID_PREVIOUS[to]:
+            raise IllegalStateTransition(f"group {self.group_id} cannot go from {self.state.value} to {to.value}")
+        self.state = to
+        self.state_timestamp_ms = now_ms
+        self.empty_since_ms = now_ms if to is GroupState.EMPTY else None
+
+    def can_rebalance(self) -> bool:
+        return self.state in VALID_PREVIOUS[GroupState.PREPARING_REBALANCE]
+
+    # ------------------------------------------------------------------------------------------ members
+    def add(self, member: Member) -> None:
+        if not self.members:
+            self.protocol_type = member.protocol_type
+        self.members[member.member_id] = member
+        if self.leader_id is None:
+            self.leader_id = member.member_id
+
+    def remove(self, member_id: str) -> Member | None:
+        member = self.members.pop(member_id, None)
+        if member_id == self.leader_id:
+            self.leader_id = next(iter(self.members), None)
+        return member
+
+    def has(self, member_id: str) -> bool:
+        return member_id in self.members
+
+    def is_leader(self, member_id: str) -> bool:
+        return self.leader_id == member_id
+
+    def static_member(self, instance_id: str | None) -> Member | None:
+        if instance_id is None:
+            return None
+        return next((m for m in self.members.values() if m.group_instance_id == instance_id), None)
+
+    def all_joined(self) -> bool:
+        """Kafka's hasAllMembersJoined: every known member sent its JoinGroup, no member id outstanding."""
+        return all(m.awaiting_join for m in self.members.values()) and not self.pending_members
+
+    def not_yet_rejoined(self) -> list[Member]:
+        return [m for m in self.members.values() if not m.awaiting_join]
+
+    def max_rebalance_timeout_ms(self) -> int:
+        return max((m.rebalance_timeout_ms for m in self.members.values()), default=0)
+
+    # ---------------------------------------------------------------------------------------- protocols
+    def candidate_protocols(self) -> set[str]:
+        members = list(self.members.values())
+        if not members:
+            return set()
+        common = set(members[0].protocol_names)
+        for m in members[1:]:
+            common &= set(m.protocol_names)
+        return common
+
+    def supports(self, protocol_type: str, protocols: Iterable[str]) -> bool:
+        """Kafka's supportsProtocols: an empty group takes any non-empty protocol list; otherwise the type must
+        match and one protocol must be one every member supports."""
+        names = set(protocols)
+        if not self.members:
+            return bool(protocol_type) and bool(names)
+        return protocol_type == self.protocol_type and bool(names & self.candidate_protocols())
+
+    def select_protocol(self) -> str:
+        """Kafka's selectProtocol: each member votes for its preferred candidate, most votes wins; a tie goes to
+        the protocol the earliest member prefers (Kafka leaves ties to a hash map's order)."""
+        candidates = self.candidate_protocols()
+        votes: dict[str, int] = {}
+        for m in self.members.values():
+            choice = m.vote(candidates)
+            votes[choice] = votes.get(choice, 0) + 1
+        return max(votes, key=lambda name: votes[name])  # dict order = first voter first: stable ties
+
+    def init_next_generation(self, now_ms: int) -> None:
+        """Kafka's initNextGeneration: a new generation with the chosen protocol, or Empty without members."""
+        self.generation += 1
+        if self.members:
+            self.protocol_name = self.select_protocol()
+            self.transition(GroupState.COMPLETING_REBALANCE, now_ms)
+        else:
+            self.protocol_name = None
+            self.transition(GroupState.EMPTY, now_ms)
+
+    # ------------------------------------------------------------------------------------------ storing
+    def snapshot(self) -> GroupSnapshot:
+        members = tuple(MemberSnapshot(m.member_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
+                                       m.session_timeout_ms,
+                                       m.metadata(self.protocol_name) if self.protocol_name else b"",
+                                       m.assignment, m.group_instance_id)
+                        for m in self.members.values())
+        return GroupSnapshot(self.protocol_type or "", self.generation, self.protocol_name, self.leader_id,
+                             self.state_timestamp_ms, members)
+
+    @classmethod
+    def restore(cls, group_id: str, snapshot: GroupSnapshot | None, now_ms: int) -> Group:
+        """A group loaded from the store. Members are not restored: after a broker restart they rejoin (their
+        heartbeats get UNKNOWN_MEMBER_ID and they join again), which Kafka also ends up doing when the loaded
+        members' sessions expire; the generation carries on, so a late commit of the old one is refused."""
+        group = cls(group_id, state_timestamp_ms=now_ms, empty_since_ms=now_ms)
+        if snapshot is not None:
+            group.generation = snapshot.generation
+            group.protocol_type = snapshot.protocol_type or None
+        return group

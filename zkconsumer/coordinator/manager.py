@@ -1,0 +1,591 @@
+"""GroupCoordinator: Kafka 2.x's group coordinator for the groups this broker coordinates.
+
+The broker serves each connection on its own thread, so a JoinGroup or SyncGroup simply blocks its thread until
+its answer is ready (Kafka parks it in a purgatory; same observable behaviour). One lock guards every group; a
+condition variable wakes waiting requests; one timer thread completes delayed joins (initial delay, rebalance
+timeout, everyone rejoined) and expires sessions. Transitions follow GroupCoordinator.scala (Kafka 2.8): the
+names of the methods below are Kafka's where they do the same thing.
+"""
+
+from __future__ import annotations
+
+import itertools
+import logging
+import threading
+import time
+from collections import Counter
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+
+from ..assignors import TopicPartition
+from ..javacompat import kafka_abs, string_hash
+from .group import Group, GroupState, Member, new_member_id
+from .store import CommittedOffset, MemoryOffsetStore, OffsetStore
+
+log = logging.getLogger(__name__)
+
+# Kafka error codes (kafka.errors has them as classes; plain ints keep the answers readable).
+NONE = 0
+UNKNOWN_SERVER_ERROR = -1
+COORDINATOR_LOAD_IN_PROGRESS = 14
+COORDINATOR_NOT_AVAILABLE = 15
+NOT_COORDINATOR = 16
+ILLEGAL_GENERATION = 22
+INCONSISTENT_GROUP_PROTOCOL = 23
+INVALID_GROUP_ID = 24
+UNKNOWN_MEMBER_ID = 25
+INVALID_SESSION_TIMEOUT = 26
+REBALANCE_IN_PROGRESS = 27
+GROUP_ID_NOT_FOUND = 69
+NON_EMPTY_GROUP = 68
+MEMBER_ID_REQUIRED = 79
+FENCED_INSTANCE_ID = 82
+
+OFFSETS_TOPIC = "__consumer_offsets"
+
+
+def now_ms() -> int:
+    return int(time.time() * 1000)
+
+
+@dataclass(frozen=True)
+class CoordinatorConfig:
+    """Kafka's broker settings for groups, with Kafka's defaults."""
+
+    offsets_topic_num_partitions: int = 50
+    group_initial_rebalance_delay_ms: int = 3000
+    group_min_session_timeout_ms: int = 6000
+    group_max_session_timeout_ms: int = 1800000
+    offsets_retention_minutes: int = 10080
+
+
+@dataclass
+class JoinResult:
+    error: int
+    member_id: str = ""
+    generation: int = -1
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    leader: str = ""
+    members: list[tuple[str, str | None, bytes]] = field(default_factory=list)
+
+
+@dataclass
+class SyncResult:
+    error: int
+    protocol_type: str | None = None
+    protocol_name: str | None = None
+    assignment: bytes = b""
+
+
+@dataclass(frozen=True)
+class MemberDescription:
+    member_id: str
+    group_instance_id: str | None
+    client_id: str
+    client_host: str
+    metadata: bytes
+    assignment: bytes
+
+
+@dataclass(frozen=True)
+class GroupDescription:
+    error: int
+    group_id: str
+    state: str
+    protocol_type: str
+    protocol: str
+    generation: int
+    leader: str | None
+    members: tuple[MemberDescription, ...]
+
+
+def partition_for(group_id: str, num_partitions: int = 50) -> int:
+    """``Utils.abs(groupId.hashCode) % offsets.topic.num.partitions``: the ``__consumer_offsets`` partition whose
+    leader coordinates the group."""
+    return kafka_abs(string_hash(group_id)) % num_partitions
+
+
+class GroupCoordinator:
+    def __init__(self, config: CoordinatorConfig | None = None, store: OffsetStore | None = None) -> None:
+        self.config = config or CoordinatorConfig()
+        self.store: OffsetStore = store or MemoryOffsetStore()
+        self.groups: dict[str, Group] = {}
+        self._lock = threading.RLock()
+        self._changed = threading.Condition(self._lock)
+        self._tickets = itertools.count(1)
+        self._join_waiters: dict[tuple[str, str], int] = {}  # (group, member) → ticket of the waiting JoinGroup
+        self._join_results: dict[int, JoinResult] = {}
+        self._stop = threading.Event()
+        self._loaded = threading.Event()
+        self._timer: threading.Thread | None = None
+        #: Requests handled, by group and API name (what ``zkconsumer compare`` reads).
+        self.requests: Counter[tuple[str, str]] = Counter()
+
+    # ------------------------------------------------------------------------------------------ lifecycle
+    def start(self) -> GroupCoordinator:
+        self._timer = threading.Thread(target=self._run_timers, daemon=True, name="group-coordinator-timers")
+        self._timer.start()
+        threading.Thread(target=self._load, daemon=True, name="group-coordinator-load").start()
+        return self
+
+    def _load(self) -> None:
+        try:
+            self.store.load()
+            now = now_ms()
+            with self._lock:
+                for gid, snapshot in self.store.groups().items():
+                    if gid not in self.groups:
+                        self.groups[gid] = Group.restore(gid, snapshot, now)
+        except Exception:  # noqa: BLE001 - coordinator unusable: say why, answer COORDINATOR_NOT_AVAILABLE
+            log.exception("loading the group coordinator's store failed")
+            self._load_error = True
+        finally:
+            self._loaded.set()
+
+    @property
+    def loaded(self) -> bool:
+        return self._loaded.is_set()
+
+    def stop(self) -> None:
+        self._stop.set()
+        with self._changed:
+            self._changed.notify_all()
+        if self._timer is not None:
+            self._timer.join(5)
+
+    def count(self, group_id: str, api: str) -> None:
+        with self._lock:
+            self.requests[(group_id, api)] += 1
+
+    def _not_ready(self) -> int | None:
+        if self._stop.is_set():
+            return COORDINATOR_NOT_AVAILABLE
+        if not self._loaded.is_set():
+            return COORDINATOR_LOAD_IN_PROGRESS
+        if getattr(self, "_load_error", False):
+            return COORDINATOR_NOT_AVAILABLE
+        return None
+
+    # --------------------------------------------------------------------------------------------- timers
+    def _run_timers(self) -> None:
+        while not self._stop.wait(0.02):
+            try:
+                with self._lock:
+                    now = now_ms()
+                    for group in list(self.groups.values()):
+                        self._check_group(group, now)
+            except Exception:  # noqa: BLE001 - the timer thread must live on
+                log.exception("group coordinator timer failed")
+
+    def _check_group(self, group: Group, now: int) -> None:
+        for mid, expires in list(group.pending_members.items()):
+            if now > expires:  # KIP-394: a member id nobody came back with
+                del group.pending_members[mid]
+                self._maybe_complete_join(group, now)
+        for member in list(group.members.values()):
+            keep_alive = member.awaiting_join or member.awaiting_sync
+            if not keep_alive and member.session_expired(now):
+                log.info("member %s in group %s has failed (session timeout %d ms), removing it from the group",
+                         member.member_id, group.group_id, member.session_timeout_ms)
+                self._remove_member_and_update_group(group, member, now)
+        if group.is_(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group, now)
+
+    # ------------------------------------------------------------------------------------------ JoinGroup
+    def join(self, group_id: str, member_id: str, group_instance_id: str | None, client_id: str, client_host: str,
+             session_timeout_ms: int, rebalance_timeout_ms: int, protocol_type: str,
+             protocols: list[tuple[str, bytes]], require_known_member_id: bool) -> JoinResult:
+        self.count(group_id, "JoinGroup")
+        error = self._not_ready()
+        if error is not None:
+            return JoinResult(error, member_id)
+        if not group_id:
+            return JoinResult(INVALID_GROUP_ID, member_id)
+        if not (self.config.group_min_session_timeout_ms <= session_timeout_ms
+                <= self.config.group_max_session_timeout_ms):
+            return JoinResult(INVALID_SESSION_TIMEOUT, member_id)
+        with self._changed:
+            now = now_ms()
+            group = self.groups.get(group_id)
+            if group is None:
+                if member_id:
+                    return JoinResult(UNKNOWN_MEMBER_ID, member_id)
+                group = self.groups[group_id] = Group(group_id, state_timestamp_ms=now, empty_since_ms=now)
+            if group.is_(GroupState.DEAD):
+                # the group was removed meanwhile (e.g. deleted): the client finds the coordinator again
+                return JoinResult(COORDINATOR_NOT_AVAILABLE, member_id)
+            if not group.supports(protocol_type, (name for name, _ in protocols)):
+                return JoinResult(INCONSISTENT_GROUP_PROTOCOL, member_id)
+            if not member_id:
+                member_id = new_member_id(client_id)
+                if require_known_member_id and group_instance_id is None:
+                    # KIP-394: hand the id out and count it as a pending member until it comes back
+                    group.pending_members[member_id] = now + session_timeout_ms
+                    return JoinResult(MEMBER_ID_REQUIRED, member_id)
+                member = Member(member_id, client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
+                                protocol_type, protocols, group_instance_id, is_new=True, last_heartbeat_ms=now)
+                ticket = self._add_member_and_rebalance(group, member, now)
+            elif member_id in group.pending_members:
+                del group.pending_members[member_id]
+                member = Member(member_id, client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
+                                protocol_type, protocols, group_instance_id, is_new=True, last_heartbeat_ms=now)
+                ticket = self._add_member_and_rebalance(group, member, now)
+            elif not group.has(member_id):
+                return JoinResult(UNKNOWN_MEMBER_ID, member_id)
+            else:
+                member = group.members[member_id]
+                if group.is_(GroupState.PREPARING_REBALANCE):
+                    ticket = self._update_member_and_rebalance(group, member, protocols, now)
+                elif group.is_(GroupState.COMPLETING_REBALANCE):
+                    if member.matches(protocols):  # a retried join of the current generation: same answer
+                        return self._join_answer(group, member_id)
+                    ticket = self._update_member_and_rebalance(group, member, protocols, now)
+                elif group.is_(GroupState.STABLE):
+                    if group.is_leader(member_id) or not member.matches(protocols):
+                        # the leader's join (metadata changed) or new protocols: a new generation
+                        ticket = self._update_member_and_rebalance(group, member, protocols, now)
+                    else:  # a follower rejoining the same generation: just the current answer
+                        member.last_heartbeat_ms = now
+                        return self._join_answer(group, member_id)
+                else:  # Empty: the member left or expired
+                    return JoinResult(UNKNOWN_MEMBER_ID, member_id)
+            self._maybe_complete_join(group, now)
+            return self._await_join(group_id, member_id, ticket)
+
+    def _add_member_and_rebalance(self, group: Group, member: Member, now: int) -> int:
+        group.add(member)
+        member.awaiting_join = True
+        group.new_member_added = True
+        ticket = next(self._tickets)
+        self._join_waiters[(group.group_id, member.member_id)] = ticket
+        self._maybe_prepare_rebalance(group, now, f"adding new member {member.member_id}")
+        return ticket
+
+    def _update_member_and_rebalance(self, group: Group, member: Member, protocols: list[tuple[str, bytes]],
+                                     now: int) -> int:
+        member.protocols = protocols
+        member.awaiting_join = True
+        member.last_heartbeat_ms = now
+        old = self._join_waiters.get((group.group_id, member.member_id))
+        if old is not None:  # a join replaced by a newer one of the same member
+            self._join_results[old] = JoinResult(REBALANCE_IN_PROGRESS, member.member_id)
+        ticket = next(self._tickets)
+        self._join_waiters[(group.group_id, member.member_id)] = ticket
+        self._maybe_prepare_rebalance(group, now, f"updating metadata for member {member.member_id}")
+        self._changed.notify_all()
+        return ticket
+
+    def _maybe_prepare_rebalance(self, group: Group, now: int, reason: str) -> None:
+        if group.can_rebalance():
+            self._prepare_rebalance(group, now, reason)
+
+    def _prepare_rebalance(self, group: Group, now: int, reason: str) -> None:
+        if group.is_(GroupState.COMPLETING_REBALANCE):
+            for m in group.members.values():  # waiting SyncGroups learn that the generation is over
+                m.awaiting_sync = False
+        was_empty = group.is_(GroupState.EMPTY)
+        group.transition(GroupState.PREPARING_REBALANCE, now)
+        rebalance_timeout = group.max_rebalance_timeout_ms()
+        if was_empty and self.config.group_initial_rebalance_delay_ms > 0:
+            delay = min(self.config.group_initial_rebalance_delay_ms, rebalance_timeout)
+            group.join_deadline_ms = now + delay
+            group.initial_delay_remaining_ms = max(rebalance_timeout - self.config.group_initial_rebalance_delay_ms,
+                                                   0)
+            group.new_member_added = False
+            self._in_initial_delay.add(group.group_id)
+        else:
+            group.join_deadline_ms = now + rebalance_timeout
+            self._in_initial_delay.discard(group.group_id)
+        log.info("preparing to rebalance group %s in state %s with old generation %d (reason: %s)",
+                 group.group_id, group.state.value, group.generation, reason)
+        self._changed.notify_all()
+
+    @property
+    def _in_initial_delay(self) -> set[str]:
+        if not hasattr(self, "_initial_delay_groups"):
+            self._initial_delay_groups: set[str] = set()
+        return self._initial_delay_groups
+
+    def _maybe_complete_join(self, group: Group, now: int) -> None:
+        if not group.is_(GroupState.PREPARING_REBALANCE):
+            return
+        deadline = group.join_deadline_ms if group.join_deadline_ms is not None else now
+        if group.group_id in self._in_initial_delay:
+            if now < deadline:
+                return
+            if group.new_member_added and group.initial_delay_remaining_ms > 0:
+                # InitialDelayedJoin: members still arriving, wait another delay (up to the rebalance timeout)
+                delay = min(self.config.group_initial_rebalance_delay_ms, group.initial_delay_remaining_ms)
+                group.join_deadline_ms = now + delay
+                group.initial_delay_remaining_ms = max(group.initial_delay_remaining_ms
+                                                       - self.config.group_initial_rebalance_delay_ms, 0)
+                group.new_member_added = False
+                return
+            self._in_initial_delay.discard(group.group_id)
+        elif not group.all_joined() and now < deadline:
+            return
+        self._on_complete_join(group, now)
+
+    def _on_complete_join(self, group: Group, now: int) -> None:
+        for m in group.not_yet_rejoined():  # did not rejoin within the rebalance timeout
+            log.info("member %s of group %s did not rejoin in time: removed", m.member_id, group.group_id)
+            group.remove(m.member_id)
+        group.pending_members.clear()
+        group.join_deadline_ms = None
+        group.init_next_generation(now)
+        if group.is_(GroupState.EMPTY):
+            log.info("group %s with generation %d is now empty", group.group_id, group.generation)
+            self._store_group(group)
+        else:
+            log.info("stabilized group %s generation %d (protocol %s) with %d members", group.group_id,
+                     group.generation, group.protocol_name, len(group.members))
+            for m in group.members.values():
+                ticket = self._join_waiters.pop((group.group_id, m.member_id), None)
+                m.awaiting_join = False
+                m.is_new = False
+                m.last_heartbeat_ms = now
+                if ticket is not None:
+                    self._join_results[ticket] = self._join_answer(group, m.member_id)
+        self._changed.notify_all()
+
+    def _join_answer(self, group: Group, member_id: str) -> JoinResult:
+        members = []
+        if group.is_leader(member_id):
+            members = [(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
+                       for m in group.members.values()]
+        return JoinResult(NONE, member_id, group.generation, group.protocol_type, group.protocol_name,
+                          group.leader_id or "", members)
+
+    def _await_join(self, group_id: str, member_id: str, ticket: int) -> JoinResult:
+        """Block this connection's thread until the join completes (the lock is released while waiting)."""
+        while True:
+            result = self._join_results.pop(ticket, None)
+            if result is not None:
+                return result
+            group = self.groups.get(group_id)
+            if self._stop.is_set() or group is None or not group.has(member_id):
+                self._join_waiters.pop((group_id, member_id), None)
+                return JoinResult(UNKNOWN_MEMBER_ID if not self._stop.is_set() else COORDINATOR_NOT_AVAILABLE,
+                                  member_id)
+            self._changed.wait(0.5)
+
+    # ------------------------------------------------------------------------------------------ SyncGroup
+    def sync(self, group_id: str, generation: int, member_id: str, group_instance_id: str | None,
+             protocol_type: str | None, protocol_name: str | None,
+             assignments: Mapping[str, bytes]) -> SyncResult:
+        self.count(group_id, "SyncGroup")
+        error = self._not_ready()
+        if error is not None:
+            return SyncResult(error)
+        with self._changed:
+            group = self.groups.get(group_id)
+            if group is None:
+                return SyncResult(UNKNOWN_MEMBER_ID)
+            if group.is_(GroupState.DEAD):
+                return SyncResult(COORDINATOR_NOT_AVAILABLE)
+            if not group.has(member_id):
+                return SyncResult(UNKNOWN_MEMBER_ID)
+            if generation != group.generation:
+                return SyncResult(ILLEGAL_GENERATION)
+            if (protocol_type is not None and protocol_type != group.protocol_type) or \
+                    (protocol_name is not None and protocol_name != group.protocol_name):
+                return SyncResult(INCONSISTENT_GROUP_PROTOCOL)
+            if group.is_(GroupState.EMPTY):
+                return SyncResult(UNKNOWN_MEMBER_ID)
+            if group.is_(GroupState.PREPARING_REBALANCE):
+                return SyncResult(REBALANCE_IN_PROGRESS)
+            member = group.members[member_id]
+            if group.is_(GroupState.STABLE):
+                member.last_heartbeat_ms = now_ms()
+                return SyncResult(NONE, group.protocol_type, group.protocol_name, member.assignment)
+            # CompletingRebalance: wait for the leader's assignment
+            member.awaiting_sync = True
+            if group.is_leader(member_id):
+                now = now_ms()
+                for m in group.members.values():
+                    m.assignment = assignments.get(m.member_id, b"")
+                group.transition(GroupState.STABLE, now)
+                for m in group.members.values():
+                    m.awaiting_sync = False
+                    m.last_heartbeat_ms = now
+                self._store_group(group)
+                self._changed.notify_all()
+                return SyncResult(NONE, group.protocol_type, group.protocol_name, member.assignment)
+            while True:
+                current = self.groups.get(group_id)
+                if self._stop.is_set():
+                    return SyncResult(COORDINATOR_NOT_AVAILABLE)
+                if current is not group or not group.has(member_id):
+                    return SyncResult(UNKNOWN_MEMBER_ID)
+                if group.generation != generation:
+                    return SyncResult(REBALANCE_IN_PROGRESS)
+                if group.is_(GroupState.STABLE):
+                    return SyncResult(NONE, group.protocol_type, group.protocol_name, member.assignment)
+                if not group.is_(GroupState.COMPLETING_REBALANCE):
+                    return SyncResult(REBALANCE_IN_PROGRESS)
+                self._changed.wait(0.5)
+
+    # ------------------------------------------------------------------------------------------ Heartbeat
+    def heartbeat(self, group_id: str, generation: int, member_id: str) -> int:
+        self.count(group_id, "Heartbeat")
+        error = self._not_ready()
+        if error is not None:
+            return error
+        with self._lock:
+            group = self.groups.get(group_id)
+            if group is None:
+                return UNKNOWN_MEMBER_ID
+            if group.is_(GroupState.DEAD):
+                return COORDINATOR_NOT_AVAILABLE
+            if group.is_(GroupState.EMPTY) or not group.has(member_id):
+                return UNKNOWN_MEMBER_ID
+            if generation != group.generation:
+                return ILLEGAL_GENERATION
+            group.members[member_id].last_heartbeat_ms = now_ms()
+            if group.is_(GroupState.PREPARING_REBALANCE):
+                return REBALANCE_IN_PROGRESS
+            return NONE  # Stable, and CompletingRebalance (a member may heartbeat before its SyncGroup)
+
+    # ----------------------------------------------------------------------------------------- LeaveGroup
+    def leave(self, group_id: str, members: Iterable[tuple[str, str | None]]) -> tuple[int, list[tuple[str, str | None,
+                                                                                                          int]]]:
+        self.count(group_id, "LeaveGroup")
+        error = self._not_ready()
+        if error is not None:
+            return error, []
+        with self._changed:
+            group = self.groups.get(group_id)
+            if group is None or group.is_(GroupState.DEAD):
+                return (UNKNOWN_MEMBER_ID if group is None else COORDINATOR_NOT_AVAILABLE), []
+            now = now_ms()
+            out = []
+            for member_id, instance_id in members:
+                if not member_id and instance_id is not None:
+                    m = group.static_member(instance_id)
+                    member_id = m.member_id if m is not None else ""
+                if member_id in group.pending_members:
+                    del group.pending_members[member_id]
+                    self._maybe_complete_join(group, now)
+                    out.append((member_id, instance_id, NONE))
+                elif group.has(member_id):
+                    log.info("member %s has left group %s", member_id, group_id)
+                    self._remove_member_and_update_group(group, group.members[member_id], now)
+                    out.append((member_id, instance_id, NONE))
+                else:
+                    out.append((member_id, instance_id, UNKNOWN_MEMBER_ID))
+            self._changed.notify_all()
+            return NONE, out
+
+    def _remove_member_and_update_group(self, group: Group, member: Member, now: int) -> None:
+        self._join_waiters.pop((group.group_id, member.member_id), None)
+        group.remove(member.member_id)
+        if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
+            self._maybe_prepare_rebalance(group, now, f"removing member {member.member_id}")
+        elif group.is_(GroupState.PREPARING_REBALANCE):
+            self._maybe_complete_join(group, now)
+        self._changed.notify_all()
+
+    # -------------------------------------------------------------------------------------------- offsets
+    def commit_offsets(self, group_id: str, generation: int, member_id: str,
+                       offsets: Mapping[TopicPartition, CommittedOffset]) -> int:
+        """Kafka's handleCommitOffsets: a member's commit must carry the current generation; generation -1 with
+        no member id is a "simple" commit, allowed while the group has no members (e.g. a 0.8 group keeping its
+        offsets in the broker, or tools)."""
+        self.count(group_id, "OffsetCommit")
+        error = self._not_ready()
+        if error is not None:
+            return error
+        if not group_id:
+            return INVALID_GROUP_ID
+        with self._lock:
+            group = self.groups.get(group_id)
+            if group is None:
+                if generation >= 0:
+                    return ILLEGAL_GENERATION
+                now = now_ms()
+                group = self.groups[group_id] = Group(group_id, state_timestamp_ms=now, empty_since_ms=now)
+            if group.is_(GroupState.DEAD):
+                return COORDINATOR_NOT_AVAILABLE
+            if generation < 0 and group.is_(GroupState.EMPTY):
+                pass  # simple commit
+            elif group.is_(GroupState.COMPLETING_REBALANCE):
+                return REBALANCE_IN_PROGRESS
+            elif not group.has(member_id):
+                return UNKNOWN_MEMBER_ID
+            elif generation != group.generation:
+                return ILLEGAL_GENERATION
+            else:
+                group.members[member_id].last_heartbeat_ms = now_ms()
+            self.store.commit(group_id, offsets)
+            return NONE
+
+    def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None
+                      ) -> tuple[int, dict[TopicPartition, CommittedOffset]]:
+        self.count(group_id, "OffsetFetch")
+        error = self._not_ready()
+        if error is not None:
+            return error, {}
+        return NONE, self.store.fetch(group_id, None if partitions is None else list(partitions))
+
+    # ------------------------------------------------------------------------------------ describe / list
+    def describe(self, group_id: str) -> GroupDescription:
+        error = self._not_ready()
+        if error is not None:
+            return GroupDescription(error, group_id, "", "", "", -1, None, ())
+        with self._lock:
+            group = self.groups.get(group_id)
+            if group is None:
+                return GroupDescription(NONE, group_id, GroupState.DEAD.value, "", "", -1, None, ())
+            stable = group.is_(GroupState.STABLE)
+            members = tuple(MemberDescription(
+                m.member_id, m.group_instance_id, m.client_id, m.client_host,
+                m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
+                m.assignment if stable else b"") for m in group.members.values())
+            return GroupDescription(NONE, group_id, group.state.value, group.protocol_type or "",
+                                    group.protocol_name or "" if stable else "", group.generation, group.leader_id,
+                                    members)
+
+    def list_groups(self, states: Iterable[str] | None = None) -> tuple[int, list[tuple[str, str, str]]]:
+        error = self._not_ready()
+        if error is not None:
+            return error, []
+        wanted = {s.lower() for s in states} if states else None
+        with self._lock:
+            out = [(g.group_id, g.protocol_type or "", g.state.value) for g in self.groups.values()
+                   if not g.is_(GroupState.DEAD) and (wanted is None or g.state.value.lower() in wanted)]
+        return NONE, sorted(out)
+
+    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
+        out = {}
+        with self._changed:
+            for gid in group_ids:
+                group = self.groups.get(gid)
+                if group is None:
+                    out[gid] = GROUP_ID_NOT_FOUND if not self.store.fetch(gid) else NONE
+                    if out[gid] == NONE:
+                        self.store.delete_offsets(gid)
+                elif not group.is_(GroupState.EMPTY):
+                    out[gid] = NON_EMPTY_GROUP
+                else:
+                    group.transition(GroupState.DEAD, now_ms())
+                    del self.groups[gid]
+                    self.store.delete_offsets(gid)
+                    self.store.store_group(gid, None)
+                    out[gid] = NONE
+            self._changed.notify_all()
+        return out
+
+    def _store_group(self, group: Group) -> None:
+        try:
+            self.store.store_group(group.group_id, group.snapshot())
+        except Exception:  # noqa: BLE001 - the group works on; its metadata is stored at the next generation
+            log.warning("storing the metadata of group %s failed", group.group_id, exc_info=True)
+
+    def request_counts(self, group_id: str | None = None) -> dict[str, int]:
+        with self._lock:
+            out: Counter[str] = Counter()
+            for (gid, api), n in self.requests.items():
+                if group_id is None or gid == group_id:
+                    out[api] += n
+            return dict(out)
