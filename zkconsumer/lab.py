@@ -58,6 +58,8 @@ class LabPlan:
     initial_records: int = 400  # per topic, before consumers start
     session_timeout_ms: int = 6000
     commit_interval_ms: int = 1000
+    #: The local broker's group.initial.rebalance.delay.ms (Kafka's default; coordinator mode and migrations).
+    initial_rebalance_delay_ms: int = 3000
     steps: list[Step] | None = None
 
     def schedule(self) -> list[Step]:
@@ -157,7 +159,9 @@ class Lab:
         if not self._bootstrap_given:
             from .broker import Broker
 
-            self._broker = Broker(self.zk_connect, data_dir=self.out / "broker").start()
+            self._broker = Broker(self.zk_connect, data_dir=self.out / "broker",
+                                  group_initial_rebalance_delay_ms=self.plan.initial_rebalance_delay_ms,
+                                  group_min_session_timeout_ms=min(6000, self.plan.session_timeout_ms)).start()
             self.bootstrap = self._broker.bootstrap
         with Registry.open(self.zk_connect) as reg:
             existing = set(reg.topics())

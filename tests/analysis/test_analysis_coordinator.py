@@ -44,7 +44,8 @@ def test_coordinator_mode_trace_is_analysed(spark, zk_connect, registry, tmp_pat
 
     traces = tmp_path / "traces"
     create_topic(registry, "t", 4)
-    with Broker(zk_connect, data_dir=tmp_path / "broker") as broker:
+    with Broker(zk_connect, data_dir=tmp_path / "broker", group_initial_rebalance_delay_ms=0,
+                group_min_session_timeout_ms=500) as broker:
         producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1)
         for seq in range(50):
             for p in range(4):

@@ -31,7 +31,7 @@ def last_modes(traces: Path) -> dict[str, str]:
 @pytest.mark.slow
 def test_a_live_migration_loses_nothing_and_never_has_two_owners(spark, zk_connect, tmp_path) -> None:
     plan = LabPlan(consumers=3, duration=20.0, mode="migrate", rate=100.0, initial_records=100,
-                   session_timeout_ms=4000, commit_interval_ms=300,
+                   session_timeout_ms=4000, commit_interval_ms=300, initial_rebalance_delay_ms=0,
                    steps=[Step(2.0, "join", "c4"), Step(4.0, "migrate", "")])
     lab = Lab(plan, tmp_path / "run", zookeeper=zk_connect, console=Console(file=io.StringIO(), width=200))
     summary = lab.run()
