@@ -401,6 +401,9 @@ class Lab:
                     proc.kill()
                     proc.wait()
             self._reap()
+            if self._kafka_offsets is not None:
+                with contextlib.suppress(Exception):
+                    self._kafka_offsets.close()
             if self._broker is not None:
                 self._broker.stop()
             if self._zk_server is not None:
