@@ -12,17 +12,18 @@ import logging
 import select
 import threading
 import time
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.client import KazooClient, TransactionRequest
+from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
 from kazoo.retry import KazooRetry
 
 from . import layout
-from .errors import ConsumerIdInUse
+from .errors import ConsumerIdInUse, NotAuthorized
 from .layout import BrokerInfo, ConsumerRegistration, GroupPaths, TopicAssignment
+from .zksecurity import NO_SECURITY, ZkSecurity
 
 log = logging.getLogger(__name__)
 
@@ -86,14 +87,43 @@ class PollHandler(SequentialThreadingHandler):
         return readable, writable, []
 
 
-def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None, **kwargs) -> KazooClient:
-    """A KazooClient with :class:`PollHandler` and a reconnect delay bounded by a third of the session timeout.
+class AclClient(KazooClient):
+    """A KazooClient whose every created node (create, makepath parents, ensure_path, multi-op) gets the ACL a
+    per-path policy names (:meth:`ZkSecurity.acl_for`), so callers such as the rebalancer need not know about it.
+
+    kazoo hands a child's ACL down to the parents it creates; the policy overrides that per path.
+    """
+
+    def __init__(self, *args, acl_for: Callable[[str], list | None], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.acl_for = acl_for
+
+    def create_async(self, path, value=b"", acl=None, *args, **kwargs):
+        return super().create_async(path, value, self.acl_for(path) or acl, *args, **kwargs)
+
+    def transaction(self) -> TransactionRequest:
+        return _AclTransaction(self)
+
+
+class _AclTransaction(TransactionRequest):
+    def create(self, path, value=b"", acl=None, ephemeral=False, sequence=False):
+        return super().create(path, value, self.client.acl_for(path) or acl, ephemeral, sequence)
+
+
+def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None,
+               security: ZkSecurity = NO_SECURITY, **kwargs) -> KazooClient:
+    """A KazooClient with :class:`PollHandler` and a reconnect delay bounded by a third of the session timeout,
+    authenticated and creating nodes with ACLs as ``security`` says.
 
     kazoo's default reconnect backoff doubles up to an hour: after a 30 s outage a client could wait longer than
     its session timeout once the servers are back, and lose a session ZooKeeper had kept for it.
     """
     kwargs.setdefault("connection_retry", KazooRetry(max_tries=-1, delay=0.1, backoff=2,
                                                      max_delay=max(timeout / 3.0, 0.2)))
+    kwargs.update(security.client_kwargs())
+    if security.set_acl:
+        return AclClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(),
+                         acl_for=security.acl_for, **kwargs)
     return KazooClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(), **kwargs)
 
 
@@ -108,23 +138,25 @@ def split_connect(zk_connect: str) -> tuple[str, str]:
 
 
 def connect(zk_connect: str, session_timeout_ms: int = 6000, connection_timeout_ms: int = 6000,
-            logger: logging.Logger | None = None, create_chroot: bool = True) -> KazooClient:
+            logger: logging.Logger | None = None, create_chroot: bool = True,
+            security: ZkSecurity = NO_SECURITY) -> KazooClient:
     """A started KazooClient for ``zookeeper.connect`` (chroot created when missing, as a convenience).
 
     ``zookeeper.session.timeout.ms`` becomes the requested session timeout; the server may negotiate it into
     its own [min, max] bounds. ``zookeeper.connection.timeout.ms`` bounds the wait for the first session.
+    ``security`` (credentials, ``zookeeper.set.acl``) applies to the session; the chroot itself is created open.
     """
     hosts, chroot = split_connect(zk_connect)
     timeout = connection_timeout_ms / 1000.0
     if chroot and create_chroot:
-        root = new_client(hosts, session_timeout_ms / 1000.0, logger)
+        root = new_client(hosts, session_timeout_ms / 1000.0, logger, ZkSecurity(security.digest, security.sasl))
         _start(root, hosts, timeout)
         try:
             root.ensure_path(chroot)
         finally:
             root.stop()
             root.close()
-    client = new_client(hosts + chroot, session_timeout_ms / 1000.0, logger)
+    client = new_client(hosts + chroot, session_timeout_ms / 1000.0, logger, security)
     _start(client, zk_connect, timeout)
     return client
 
@@ -305,6 +337,8 @@ class Registry:
                 return
             except NodeExistsError:
                 pass
+            except NoAuthError:
+                raise NotAuthorized(path, "create") from None
             try:
                 _, stat = self.zk.get(path)
             except NoNodeError:
@@ -368,9 +402,12 @@ class Registry:
         path = GroupPaths(group).offset(topic, partition)
         data = layout.encode_offset(offset)
         try:
-            self.zk.set(path, data)
-        except NoNodeError:
             try:
-                self.zk.create(path, data, makepath=True)
-            except NodeExistsError:
                 self.zk.set(path, data)
+            except NoNodeError:
+                try:
+                    self.zk.create(path, data, makepath=True)
+                except NodeExistsError:
+                    self.zk.set(path, data)
+        except NoAuthError:
+            raise NotAuthorized(path) from None
