@@ -1,11 +1,15 @@
-"""ZooKeeper security (zookeeper.set.acl): digest credentials, group nodes writable by the group's principal only,
-an unauthenticated client refused (NoAuth) with the group unharmed, tools authenticating like the consumers.
-Real ZooKeeper server, real consumers."""
+"""ZooKeeper security (zookeeper.set.acl): digest and SASL DIGEST-MD5 credentials, group nodes writable by the
+group's principal only, an unauthenticated client refused (NoAuth) with the group unharmed, tools authenticating
+like the consumers. Real ZooKeeper servers, real consumers."""
 
 from __future__ import annotations
 
+import os
+import stat
+from collections.abc import Iterator
+
 import pytest
-from helpers import consumer, wait_until
+from helpers import consumer, fresh_chroot, wait_until
 from kazoo.exceptions import NoAuthError
 from kazoo.security import OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, make_digest_acl
 
@@ -13,9 +17,10 @@ from zkconsumer.cli import main
 from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.errors import NotAuthorized
 from zkconsumer.layout import GroupPaths
-from zkconsumer.registry import Registry
+from zkconsumer.registry import Registry, ZkAuthFailed
 from zkconsumer.topics import create_topic
 from zkconsumer.zksecurity import Credentials, ZkSecurity
+from zkconsumer.zkserver import ZooKeeperServer, running_zookeeper
 
 SECURE = {"zookeeper.set.acl": "true", "zkconsumer.zookeeper.digest": "alice:s3cret"}
 ALICE = ZkSecurity(digest=Credentials("alice", "s3cret"), set_acl=True)
@@ -135,3 +140,45 @@ def test_tools_authenticate_like_the_consumers(registry: Registry, zk_connect: s
     assert main(["groups", "delete", "--zookeeper", zk_connect, "--group", "g",
                  "--property", "zookeeper.set.acl=true"]) == 1
     assert "needs credentials" in capsys.readouterr().err
+
+
+# --------------------------------------------------------------------------- SASL DIGEST-MD5 (its own server)
+@pytest.fixture(scope="module")
+def sasl_server() -> Iterator[ZooKeeperServer]:
+    with running_zookeeper(sasl_users={"alice": "s3cret", "bob": "hunter2"}) as server:
+        yield server
+
+
+def test_sasl_group_protected_from_other_principals(sasl_server: ZooKeeperServer, request, capsys) -> None:
+    assert stat.S_IMODE(os.stat(sasl_server.jaas_file).st_mode) == 0o600  # it holds the passwords
+    zk_connect = fresh_chroot(sasl_server.connect_string, request.node.name)
+    secure = {"zookeeper.set.acl": "true", "zkconsumer.zookeeper.sasl": "alice:s3cret"}
+    with Registry.open(zk_connect) as anyone:
+        create_topic(anyone, "t", 2)
+    with Registry.open(zk_connect, security=ZkSecurity(sasl=Credentials("bob", "hunter2"))) as bob, \
+            consumer(zk_connect, "g", "a", **secure) as a:
+        a.create_message_streams({"t": 1})
+        owners = wait_until(lambda: len(o := bob.owners("g")) == 2 and o, message="a owns both partitions")
+        acl = bob.zk.get_acls(G.owner("t", 0))[0]
+        assert acl == ZkSecurity(sasl=Credentials("alice", "s3cret"), set_acl=True).group_acl()
+        assert acl[0].id.scheme == "sasl" and acl[0].id.id == "alice"
+        # bob is authenticated, but not the group's principal: read yes, write no
+        with pytest.raises(NoAuthError):
+            bob.zk.set(G.owner("t", 0), b"bob-0")
+        with pytest.raises(NotAuthorized):
+            bob.write_offset("g", "t", 0, 1)
+        # a wrong password is refused at connection, before anything is touched
+        with pytest.raises(ZkAuthFailed, match="AUTH_FAILED"):
+            consumer(zk_connect, "g", "m", **{**secure, "zkconsumer.zookeeper.sasl": "alice:wrong"})
+        assert main(["verify", "--zookeeper", zk_connect, "--group", "g"]) == 0
+        assert bob.owners("g") == owners
+    # the tools authenticate the same way: refused without credentials, with a wrong password, then done
+    delete = ["groups", "delete", "--zookeeper", zk_connect, "--group", "g"]
+    capsys.readouterr()
+    assert main(delete) == 1
+    assert "NoAuth" in capsys.readouterr().err
+    assert main([*delete, "--property", "zkconsumer.zookeeper.sasl=alice:wrong"]) == 1
+    assert "AUTH_FAILED" in capsys.readouterr().err
+    assert main([*delete, "--property", "zkconsumer.zookeeper.sasl=alice:s3cret"]) == 0
+    with Registry.open(zk_connect) as anyone:
+        assert "g" not in anyone.groups()

@@ -15,7 +15,7 @@ import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 
 from kazoo.client import KazooClient, TransactionRequest
-from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
+from kazoo.exceptions import AuthFailedError, NoAuthError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
 from kazoo.retry import KazooRetry
@@ -30,6 +30,10 @@ log = logging.getLogger(__name__)
 
 class ZkConnectError(RuntimeError):
     """ZooKeeper could not be reached within the connection timeout."""
+
+
+class ZkAuthFailed(ZkConnectError):
+    """ZooKeeper refused this client's SASL credentials (AUTH_FAILED) and closed the session."""
 
 
 class BrokerAlreadyRegistered(RuntimeError):
@@ -150,20 +154,24 @@ def connect(zk_connect: str, session_timeout_ms: int = 6000, connection_timeout_
     timeout = connection_timeout_ms / 1000.0
     if chroot and create_chroot:
         root = new_client(hosts, session_timeout_ms / 1000.0, logger, ZkSecurity(security.digest, security.sasl))
-        _start(root, hosts, timeout)
+        _start(root, hosts, timeout, probe=security.sasl is not None)
         try:
             root.ensure_path(chroot)
         finally:
             root.stop()
             root.close()
     client = new_client(hosts + chroot, session_timeout_ms / 1000.0, logger, security)
-    _start(client, zk_connect, timeout)
+    _start(client, zk_connect, timeout, probe=security.sasl is not None)
     return client
 
 
-def _start(client: KazooClient, shown: str, timeout: float) -> None:
+def _start(client: KazooClient, shown: str, timeout: float, probe: bool = False) -> None:
+    """Start the session; with ``probe``, one request too: refused SASL credentials surface only at the first
+    request after the handshake, and should fail here with a clear error, not in the middle of a rebalance."""
     try:
         client.start(timeout=timeout)
+        if probe:
+            client.exists("/")
     except KazooTimeoutError:
         with contextlib.suppress(Exception):
             client.stop()
@@ -171,6 +179,12 @@ def _start(client: KazooClient, shown: str, timeout: float) -> None:
         raise ZkConnectError(f"could not connect to ZooKeeper at {shown} within {timeout:.1f}s "
                              "(zookeeper.connection.timeout.ms); is a server running there? "
                              "'zkconsumer zk start' starts one.") from None
+    except AuthFailedError:
+        with contextlib.suppress(Exception):
+            client.stop()
+            client.close()
+        raise ZkAuthFailed(f"ZooKeeper at {shown} refused this client's credentials (AUTH_FAILED): check "
+                           "zkconsumer.zookeeper.sasl (user:password) and the server's JAAS users") from None
 
 
 class Registry:
