@@ -142,6 +142,34 @@ def test_tools_authenticate_like_the_consumers(registry: Registry, zk_connect: s
     assert "needs credentials" in capsys.readouterr().err
 
 
+def test_group_created_open_is_reported_then_secured(registry: Registry, zk_connect: str, caplog, capsys) -> None:
+    create_topic(registry, "t", 2)
+    registry.write_offset("g", "t", 0, 3)  # a group from before zookeeper.set.acl: every node open
+    secure_cli = ["groups", "secure", "--zookeeper", zk_connect, "--group", "g"]
+    with consumer(zk_connect, "g", "a", **SECURE) as a:
+        a.create_message_streams({"t": 1})
+        assert "is not protected by the group's ACL" in caplog.text
+        wait_until(lambda: len(registry.owners("g")) == 2, message="a owns both partitions")
+        with Registry.open(zk_connect, security=ALICE) as alice:
+            assert alice.unprotected_group_nodes("g", ALICE.group_acl()) == ["/consumers/g", G.offsets,
+                                                                             G.offsets_topic("t"), G.offset("t", 0)]
+            registry.zk.set(G.offset("t", 0), b"1")  # still open: anyone may rewind it
+
+            assert main([*secure_cli, "--property", "zkconsumer.zookeeper.digest=alice:s3cret"]) == 1
+            assert "needs zookeeper.set.acl=true" in capsys.readouterr().err
+            assert main([*secure_cli, *sum((["--property", f"{k}={v}"] for k, v in SECURE.items()), [])]) == 0
+            assert "4 node(s) of group g protected (digest alice" in capsys.readouterr().out
+            assert alice.unprotected_group_nodes("g", ALICE.group_acl()) == []
+        with pytest.raises(NoAuthError):
+            registry.zk.set(G.offset("t", 0), b"0")
+        with consumer(zk_connect, "g", "b", **SECURE) as b:  # the group still rebalances under its ACL
+            b.create_message_streams({"t": 1})
+            wait_until(lambda: set(registry.owners("g").values()) == {"g_a-0", "g_b-0"}, message="a and b own one")
+    assert main([*secure_cli, "--unsecure"]) == 1  # only the principal may change the ACL
+    assert main([*secure_cli, "--unsecure", "--property", "zkconsumer.zookeeper.digest=alice:s3cret"]) == 0
+    registry.zk.set(G.offset("t", 0), b"0")
+
+
 # --------------------------------------------------------------------------- SASL DIGEST-MD5 (its own server)
 @pytest.fixture(scope="module")
 def sasl_server() -> Iterator[ZooKeeperServer]:

@@ -19,6 +19,7 @@ from kazoo.exceptions import AuthFailedError, NoAuthError, NodeExistsError, NoNo
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
 from kazoo.retry import KazooRetry
+from kazoo.security import ACL
 
 from . import layout
 from .errors import ConsumerIdInUse, NotAuthorized
@@ -344,6 +345,7 @@ class Registry:
         path = GroupPaths(group).registration(consumer_id)
         data = registration.encode()
         self.zk.ensure_path(GroupPaths(group).ids)
+        self._warn_if_unprotected(group)
         deadline = time.monotonic() + stale_wait_s
         while True:
             try:
@@ -425,3 +427,54 @@ class Registry:
                     self.zk.set(path, data)
         except NoAuthError:
             raise NotAuthorized(path) from None
+
+    # ----------------------------------------------------------------------------------------- security
+    def group_nodes(self, group: str) -> list[str]:
+        """Every node of the group's tree, parents before children (nodes vanishing meanwhile are skipped)."""
+        out, todo = [], [GroupPaths(group).root]
+        while todo:
+            path = todo.pop(0)
+            if self.zk.exists(path) is None:
+                continue
+            out.append(path)
+            todo.extend(f"{path}/{child}" for child in sorted(self.children(path)))
+        return out
+
+    def unprotected_group_nodes(self, group: str, acl: list[ACL]) -> list[str]:
+        """The group's nodes whose ACL is not ``acl``: created before ``zookeeper.set.acl``, or by someone else."""
+        out = []
+        for path in self.group_nodes(group):
+            with contextlib.suppress(NoNodeError):
+                if sorted(self.zk.get_acls(path)[0]) != sorted(acl):
+                    out.append(path)
+        return out
+
+    def set_group_acl(self, group: str, acl: list[ACL]) -> int:
+        """Give every node of the group's tree ``acl`` (Kafka's zookeeper-security-migration for one group);
+        how many nodes were changed. Needs ADMIN on each: open nodes, or the group's principal."""
+        changed = 0
+        for path in self.group_nodes(group):
+            try:
+                if sorted(self.zk.get_acls(path)[0]) != sorted(acl):
+                    self.zk.set_acls(path, acl)
+                    changed += 1
+            except NoNodeError:
+                continue  # an ephemeral node gone meanwhile
+            except NoAuthError:
+                raise NotAuthorized(path, "change the ACL of") from None
+        return changed
+
+    def _warn_if_unprotected(self, group: str) -> None:
+        """With ``zookeeper.set.acl``, say so when the group's own nodes are not protected: a group created before
+        (or squatted by another client) keeps its open ACLs until ``zkconsumer groups secure`` changes them."""
+        acl_for = getattr(self.zk, "acl_for", None)
+        if acl_for is None:
+            return
+        g = GroupPaths(group)
+        for path in (g.root, g.ids):
+            with contextlib.suppress(NoNodeError):
+                if sorted(self.zk.get_acls(path)[0]) != sorted(acl_for(path)):
+                    log.warning("zookeeper.set.acl=true but %s is not protected by the group's ACL (created "
+                                "without it?); 'zkconsumer groups secure --group %s' with the group's credentials "
+                                "protects the whole group", path, group)
+                    return

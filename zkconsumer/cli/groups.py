@@ -8,6 +8,7 @@ import json
 import sys
 from pathlib import Path
 
+from kazoo.security import OPEN_ACL_UNSAFE
 from rich.table import Table
 
 from ..groups import GroupError, delete_group, describe, export_offsets, import_offsets, parse_export, verify
@@ -15,7 +16,7 @@ from ..layout import LayoutError
 from ..offset_checker import check
 from . import CliError, console
 from .topics import add_zookeeper_tool_args, open_registry
-from .zkauth import add_zk_auth_args
+from .zkauth import add_zk_auth_args, zk_security_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -47,6 +48,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     checker.add_argument("--bootstrap-server", help="brokers for logSize (default: from /brokers/ids)")
     add_zk_auth_args(checker)
     checker.set_defaults(func=cmd_offset_checker)
+
+    secure = gsub.add_parser("secure", help="give a group's existing nodes its ACL (zookeeper.set.acl; Kafka's "
+                                            "zookeeper-security-migration for one group)")
+    add_zookeeper_tool_args(secure)
+    secure.add_argument("--group", required=True)
+    secure.add_argument("--unsecure", action="store_true", help="open the group's nodes to everyone again")
+    secure.set_defaults(func=cmd_secure)
 
     offsets = sub.add_parser("offsets", help="export / import committed offsets (Kafka's line format)")
     osub = offsets.add_subparsers(dest="offsets_command", metavar="ACTION", required=True)
@@ -115,6 +123,24 @@ def cmd_delete(args: argparse.Namespace) -> int:
         except GroupError as e:
             raise CliError(str(e)) from None
     console.print(f"Deleted all consumer group information for group {args.group} in zookeeper.", highlight=False)
+    return 0
+
+
+def cmd_secure(args: argparse.Namespace) -> int:
+    security = zk_security_from_args(args)
+    if not security.set_acl and not args.unsecure:
+        raise CliError("groups secure needs zookeeper.set.acl=true and the group's credentials "
+                       "(--consumer.config FILE or --property KEY=VALUE)")
+    acl = OPEN_ACL_UNSAFE if args.unsecure else security.group_acl()
+    with open_registry(args) as reg:
+        if args.group not in reg.groups():
+            raise CliError(f"Consumer group {args.group} does not exist.")
+        changed = reg.set_group_acl(args.group, acl)
+        left = reg.unprotected_group_nodes(args.group, acl)  # nodes created meanwhile by a client without the ACL
+    if left:
+        raise CliError(f"{len(left)} node(s) were created meanwhile without the ACL, e.g. {left[0]}; run again")
+    what = "opened to everyone" if args.unsecure else f"protected ({security.describe()})"
+    console.print(f"{changed} node(s) of group {args.group} {what}", highlight=False)
     return 0
 
 
