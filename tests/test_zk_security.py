@@ -15,7 +15,7 @@ from kazoo.security import OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, make_digest_acl
 
 from zkconsumer.cli import main
 from zkconsumer.config import ConfigError, ConsumerConfig
-from zkconsumer.errors import NotAuthorized
+from zkconsumer.errors import ConsumerRebalanceFailed, NotAuthorized
 from zkconsumer.layout import GroupPaths
 from zkconsumer.registry import Registry, ZkAuthFailed
 from zkconsumer.topics import create_topic
@@ -168,6 +168,22 @@ def test_group_created_open_is_reported_then_secured(registry: Registry, zk_conn
     assert main([*secure_cli, "--unsecure"]) == 1  # only the principal may change the ACL
     assert main([*secure_cli, "--unsecure", "--property", "zkconsumer.zookeeper.digest=alice:s3cret"]) == 0
     registry.zk.set(G.offset("t", 0), b"0")
+
+
+@pytest.mark.parametrize("profile", ["default", "kafka-0.8"])
+def test_squatted_owners_node_fails_the_rebalance(registry: Registry, zk_connect: str, profile) -> None:
+    """In a group not yet secured, another principal creates owners/t closed to us: the claims are refused
+    (NoAuth) and the rebalance fails after its retries, instead of waiting for a holder that does not exist
+    (the multi-op claim used to retry at once, forever)."""
+    create_topic(registry, "t", 2)
+    registry.zk.ensure_path(G.owners)  # open, as a group from before zookeeper.set.acl
+    mallory = ZkSecurity(digest=Credentials("mallory", "pw"), set_acl=True)
+    with Registry.open(zk_connect, security=mallory) as m:
+        m.zk.create(G.owners_topic("t"), acl=mallory.group_acl())
+    with consumer(zk_connect, "g", "a", zkconsumer_profile=profile, rebalance_max_retries=2, **SECURE) as a, \
+            pytest.raises(ConsumerRebalanceFailed, match="NoAuth"):
+        a.create_message_streams({"t": 1})
+    assert registry.owners("g") == {}
 
 
 # --------------------------------------------------------------------------- SASL DIGEST-MD5 (its own server)

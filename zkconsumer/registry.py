@@ -344,7 +344,10 @@ class Registry:
         """
         path = GroupPaths(group).registration(consumer_id)
         data = registration.encode()
-        self.zk.ensure_path(GroupPaths(group).ids)
+        try:
+            self.zk.ensure_path(GroupPaths(group).ids)
+        except NoAuthError:
+            raise NotAuthorized(GroupPaths(group).ids, "create") from None
         self._warn_if_unprotected(group)
         deadline = time.monotonic() + stale_wait_s
         while True:
