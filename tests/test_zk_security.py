@@ -20,7 +20,7 @@ from zkconsumer.layout import GroupPaths
 from zkconsumer.registry import Registry, ZkAuthFailed
 from zkconsumer.topics import create_topic
 from zkconsumer.zksecurity import Credentials, ZkSecurity
-from zkconsumer.zkserver import ZooKeeperServer, running_zookeeper
+from zkconsumer.zkserver import ZooKeeperServer
 
 SECURE = {"zookeeper.set.acl": "true", "zkconsumer.zookeeper.digest": "alice:s3cret"}
 ALICE = ZkSecurity(digest=Credentials("alice", "s3cret"), set_acl=True)
@@ -188,13 +188,30 @@ def test_squatted_owners_node_fails_the_rebalance(registry: Registry, zk_connect
 
 # --------------------------------------------------------------------------- SASL DIGEST-MD5 (its own server)
 @pytest.fixture(scope="module")
-def sasl_server() -> Iterator[ZooKeeperServer]:
-    with running_zookeeper(sasl_users={"alice": "s3cret", "bob": "hunter2"}) as server:
+def sasl_server(tmp_path_factory) -> Iterator[ZooKeeperServer]:
+    """Started as a user would: ``zkconsumer zk start --sasl-user ...`` (detached), then re-attached."""
+    data = tmp_path_factory.mktemp("zk-sasl")
+    assert main(["zk", "start", "--port", "0", "--data-dir", str(data), "--sasl-user", "alice:s3cret",
+                 "--sasl-user", "bob:hunter2"]) == 0
+    server = ZooKeeperServer.from_state(data)
+    try:
         yield server
+    finally:
+        server.stop()
+
+
+def test_sasl_server_restarts_with_sasl(sasl_server: ZooKeeperServer) -> None:
+    assert stat.S_IMODE(os.stat(sasl_server.jaas_file).st_mode) == 0o600  # it holds the passwords
+    assert "s3cret" not in (sasl_server.data_dir / "zkconsumer-zk.json").read_text()
+    sasl_server.stop_node(1)
+    sasl_server.start_node(1)  # from the state file: the JAAS file is reused
+    with Registry.open(sasl_server.connect_string, security=ZkSecurity(sasl=Credentials("bob", "hunter2"))) as bob:
+        assert bob.zk.exists("/") is not None
+    with pytest.raises(ZkAuthFailed):
+        Registry.open(sasl_server.connect_string, security=ZkSecurity(sasl=Credentials("bob", "x"))).__enter__()
 
 
 def test_sasl_group_protected_from_other_principals(sasl_server: ZooKeeperServer, request, capsys) -> None:
-    assert stat.S_IMODE(os.stat(sasl_server.jaas_file).st_mode) == 0o600  # it holds the passwords
     zk_connect = fresh_chroot(sasl_server.connect_string, request.node.name)
     secure = {"zookeeper.set.acl": "true", "zkconsumer.zookeeper.sasl": "alice:s3cret"}
     with Registry.open(zk_connect) as anyone:
