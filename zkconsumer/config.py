@@ -13,7 +13,9 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from . import zksecurity
 from .assignors import STRATEGIES
+from .zksecurity import Credentials, ZkSecurity
 
 PROFILES = ("default", "kafka-0.8")
 #: Strategies only the coordinator mode offers (kafka-python's assignors); the ZooKeeper connector refuses them.
@@ -90,7 +92,14 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
     Prop("zkconsumer.trace.dir", str, None, "directory for JSON-lines traces (docs/trace.md)"),
     Prop("zkconsumer.fetch.enable", bool, True, "false: take part in rebalances and own partitions without "
                                                "fetching records (ownership studies, benchmarks)"),
+    # ZooKeeper security (README, "Security"): Kafka 0.9+'s switch; credentials under our own names (Kafka: JAAS).
+    Prop(zksecurity.SET_ACL, bool, False, "create the group's nodes writable by the authenticated principal only "
+                                          "(world-readable); needs one of the credentials below"),
+    Prop(zksecurity.DIGEST, str, None, "user:password for ZooKeeper digest authentication"),
+    Prop(zksecurity.SASL, str, None, "user:password for ZooKeeper SASL DIGEST-MD5 authentication"),
 )
+#: Properties whose value is a secret: shown masked.
+SECRET_PROPERTIES = (zksecurity.DIGEST, zksecurity.SASL)
 _BY_NAME = {p.name: p for p in KAFKA_PROPERTIES}
 _JAVA_INT = range(-(2**31), 2**31)
 #: Characters ZooKeeper's PathUtils.validatePath refuses in a node name (beyond U+FFFF: Java's surrogates).
@@ -234,6 +243,7 @@ class ConsumerConfig:
         if bad:  # Kafka failed later, at registration; a lone surrogate even kills kazoo's connection thread
             raise ConfigError(f"consumer.id {cid!r} cannot be used in a ZooKeeper path: ZooKeeper refuses "
                               f"character U+{ord(bad.group()):04X}")
+        zk_security_from_properties(self.props)
 
     def check_mode(self, mode: str) -> None:
         """Refuse settings the chosen mode (``zookeeper`` or ``coordinator``) cannot honour."""
@@ -367,15 +377,41 @@ class ConsumerConfig:
     def bootstrap_servers(self) -> str | None:
         return self.get("bootstrap.servers")
 
+    @property
+    def zk_security(self) -> ZkSecurity:
+        """ZooKeeper credentials and whether group nodes get ACLs (``zookeeper.set.acl``)."""
+        return zk_security_from_properties(self.props)
+
     def as_dict(self) -> dict[str, Any]:
-        """Every known property with its effective value (defaults filled in)."""
+        """Every known property with its effective value (defaults filled in), secrets masked."""
         out = {p.name: self.get(p.name) for p in KAFKA_PROPERTIES}
         out["rebalance.backoff.ms"] = self.rebalance_backoff_ms
         out["zookeeper.connection.timeout.ms"] = self.connection_timeout_ms
         out["client.id"] = self.client_id
         out["dual.commit.enabled"] = self.dual_commit
         out.update({k: v for k, v in self.props.items() if k not in out})
+        for name in SECRET_PROPERTIES:
+            if out.get(name):
+                out[name] = Credentials.parse(name, out[name]).masked()
         return out
+
+
+def zk_security_from_properties(props: Mapping[str, Any]) -> ZkSecurity:
+    """The ZooKeeper security settings among ``props`` (raw or coerced): what the consumer and the tools use.
+
+    The tools take no ``group.id``, so this reads the three properties without building a ConsumerConfig.
+    """
+    values = {}
+    for name in (zksecurity.SET_ACL, zksecurity.DIGEST, zksecurity.SASL):
+        values[name] = _coerce(_BY_NAME[name], props.get(name))
+    try:
+        return ZkSecurity(
+            digest=Credentials.parse(zksecurity.DIGEST, values[zksecurity.DIGEST]) if values[zksecurity.DIGEST]
+            else None,
+            sasl=Credentials.parse(zksecurity.SASL, values[zksecurity.SASL]) if values[zksecurity.SASL] else None,
+            set_acl=bool(values[zksecurity.SET_ACL]))
+    except ValueError as e:
+        raise ConfigError(str(e)) from None
 
 
 def read_properties(path: str | Path) -> dict[str, str]:

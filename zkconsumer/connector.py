@@ -68,7 +68,7 @@ class ZookeeperConsumerConnector:
             log.info("no zookeeper.connect given: started an embedded ZooKeeper at %s", zk_connect)
         self.zk_connect = zk_connect
         self.zk = connect(zk_connect, session_timeout_ms=config.session_timeout_ms,
-                          connection_timeout_ms=config.connection_timeout_ms)
+                          connection_timeout_ms=config.connection_timeout_ms, security=config.zk_security)
         self.registry = Registry(self.zk)
         from .kafka_offsets import offset_store  # offsets.storage / dual.commit.enabled decide (Kafka 0.8.2)
 

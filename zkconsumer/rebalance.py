@@ -25,13 +25,13 @@ from enum import Enum
 from typing import Protocol
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from . import layout
 from .assignors import AssignmentContext, TopicPartition, assign
 from .config import ConsumerConfig, Profile
-from .errors import ConsumerRebalanceFailed
+from .errors import ConsumerRebalanceFailed, NotAuthorized
 from .layout import ConsumerRegistration, GroupPaths, LayoutError, TopicFilter
 from .listener import RebalanceListener
 from .offsets import ZkOffsetStore
@@ -510,6 +510,8 @@ class Rebalancer:
             try:
                 zk.create(path, layout.encode_owner(tid), ephemeral=True, makepath=True)
                 created.append(tp)
+            except NoAuthError:
+                raise NotAuthorized(path, "create") from None  # an error of the attempt, as Kafka's ZkException
             except NodeExistsError:
                 holder = self._holder(path)
                 if holder == tid:  # our own node from a create retried after a connection loss
@@ -544,6 +546,9 @@ class Rebalancer:
             results = txn.commit()
             if not any(isinstance(r, Exception) for r in results):
                 return True
+            for (tp, _), result in zip(sorted(todo.items()), results, strict=True):
+                if isinstance(result, NoAuthError):  # an owners/<t> whose ACL excludes us: waiting cannot help
+                    raise NotAuthorized(self.paths.owner(tp.topic, tp.partition), "create")
             # Nothing was created. Find every conflict (the multi-op names only the first).
             waiting: list[str] = []
             paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in todo}

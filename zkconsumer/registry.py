@@ -12,23 +12,29 @@ import logging
 import select
 import threading
 import time
-from collections.abc import Collection, Iterable, Iterator
+from collections.abc import Callable, Collection, Iterable, Iterator
 
-from kazoo.client import KazooClient
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.client import KazooClient, TransactionRequest
+from kazoo.exceptions import AuthFailedError, NoAuthError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
 from kazoo.retry import KazooRetry
+from kazoo.security import ACL
 
 from . import layout
-from .errors import ConsumerIdInUse
+from .errors import ConsumerIdInUse, NotAuthorized
 from .layout import BrokerInfo, ConsumerRegistration, GroupPaths, TopicAssignment
+from .zksecurity import NO_SECURITY, ZkSecurity
 
 log = logging.getLogger(__name__)
 
 
 class ZkConnectError(RuntimeError):
     """ZooKeeper could not be reached within the connection timeout."""
+
+
+class ZkAuthFailed(ZkConnectError):
+    """ZooKeeper refused this client's SASL credentials (AUTH_FAILED) and closed the session."""
 
 
 class BrokerAlreadyRegistered(RuntimeError):
@@ -86,14 +92,43 @@ class PollHandler(SequentialThreadingHandler):
         return readable, writable, []
 
 
-def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None, **kwargs) -> KazooClient:
-    """A KazooClient with :class:`PollHandler` and a reconnect delay bounded by a third of the session timeout.
+class AclClient(KazooClient):
+    """A KazooClient whose every created node (create, makepath parents, ensure_path, multi-op) gets the ACL a
+    per-path policy names (:meth:`ZkSecurity.acl_for`), so callers such as the rebalancer need not know about it.
+
+    kazoo hands a child's ACL down to the parents it creates; the policy overrides that per path.
+    """
+
+    def __init__(self, *args, acl_for: Callable[[str], list | None], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.acl_for = acl_for
+
+    def create_async(self, path, value=b"", acl=None, *args, **kwargs):
+        return super().create_async(path, value, self.acl_for(path) or acl, *args, **kwargs)
+
+    def transaction(self) -> TransactionRequest:
+        return _AclTransaction(self)
+
+
+class _AclTransaction(TransactionRequest):
+    def create(self, path, value=b"", acl=None, ephemeral=False, sequence=False):
+        return super().create(path, value, self.client.acl_for(path) or acl, ephemeral, sequence)
+
+
+def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None,
+               security: ZkSecurity = NO_SECURITY, **kwargs) -> KazooClient:
+    """A KazooClient with :class:`PollHandler` and a reconnect delay bounded by a third of the session timeout,
+    authenticated and creating nodes with ACLs as ``security`` says.
 
     kazoo's default reconnect backoff doubles up to an hour: after a 30 s outage a client could wait longer than
     its session timeout once the servers are back, and lose a session ZooKeeper had kept for it.
     """
     kwargs.setdefault("connection_retry", KazooRetry(max_tries=-1, delay=0.1, backoff=2,
                                                      max_delay=max(timeout / 3.0, 0.2)))
+    kwargs.update(security.client_kwargs())
+    if security.set_acl:
+        return AclClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(),
+                         acl_for=security.acl_for, **kwargs)
     return KazooClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(), **kwargs)
 
 
@@ -108,30 +143,36 @@ def split_connect(zk_connect: str) -> tuple[str, str]:
 
 
 def connect(zk_connect: str, session_timeout_ms: int = 6000, connection_timeout_ms: int = 6000,
-            logger: logging.Logger | None = None, create_chroot: bool = True) -> KazooClient:
+            logger: logging.Logger | None = None, create_chroot: bool = True,
+            security: ZkSecurity = NO_SECURITY) -> KazooClient:
     """A started KazooClient for ``zookeeper.connect`` (chroot created when missing, as a convenience).
 
     ``zookeeper.session.timeout.ms`` becomes the requested session timeout; the server may negotiate it into
     its own [min, max] bounds. ``zookeeper.connection.timeout.ms`` bounds the wait for the first session.
+    ``security`` (credentials, ``zookeeper.set.acl``) applies to the session; the chroot itself is created open.
     """
     hosts, chroot = split_connect(zk_connect)
     timeout = connection_timeout_ms / 1000.0
     if chroot and create_chroot:
-        root = new_client(hosts, session_timeout_ms / 1000.0, logger)
-        _start(root, hosts, timeout)
+        root = new_client(hosts, session_timeout_ms / 1000.0, logger, ZkSecurity(security.digest, security.sasl))
+        _start(root, hosts, timeout, probe=security.sasl is not None)
         try:
             root.ensure_path(chroot)
         finally:
             root.stop()
             root.close()
-    client = new_client(hosts + chroot, session_timeout_ms / 1000.0, logger)
-    _start(client, zk_connect, timeout)
+    client = new_client(hosts + chroot, session_timeout_ms / 1000.0, logger, security)
+    _start(client, zk_connect, timeout, probe=security.sasl is not None)
     return client
 
 
-def _start(client: KazooClient, shown: str, timeout: float) -> None:
+def _start(client: KazooClient, shown: str, timeout: float, probe: bool = False) -> None:
+    """Start the session; with ``probe``, one request too: refused SASL credentials surface only at the first
+    request after the handshake, and should fail here with a clear error, not in the middle of a rebalance."""
     try:
         client.start(timeout=timeout)
+        if probe:
+            client.exists("/")
     except KazooTimeoutError:
         with contextlib.suppress(Exception):
             client.stop()
@@ -139,6 +180,12 @@ def _start(client: KazooClient, shown: str, timeout: float) -> None:
         raise ZkConnectError(f"could not connect to ZooKeeper at {shown} within {timeout:.1f}s "
                              "(zookeeper.connection.timeout.ms); is a server running there? "
                              "'zkconsumer zk start' starts one.") from None
+    except AuthFailedError:
+        with contextlib.suppress(Exception):
+            client.stop()
+            client.close()
+        raise ZkAuthFailed(f"ZooKeeper at {shown} refused this client's credentials (AUTH_FAILED): check "
+                           "zkconsumer.zookeeper.sasl (user:password) and the server's JAAS users") from None
 
 
 class Registry:
@@ -297,7 +344,11 @@ class Registry:
         """
         path = GroupPaths(group).registration(consumer_id)
         data = registration.encode()
-        self.zk.ensure_path(GroupPaths(group).ids)
+        try:
+            self.zk.ensure_path(GroupPaths(group).ids)
+        except NoAuthError:
+            raise NotAuthorized(GroupPaths(group).ids, "create") from None
+        self._warn_if_unprotected(group)
         deadline = time.monotonic() + stale_wait_s
         while True:
             try:
@@ -305,6 +356,8 @@ class Registry:
                 return
             except NodeExistsError:
                 pass
+            except NoAuthError:
+                raise NotAuthorized(path, "create") from None
             try:
                 _, stat = self.zk.get(path)
             except NoNodeError:
@@ -368,9 +421,63 @@ class Registry:
         path = GroupPaths(group).offset(topic, partition)
         data = layout.encode_offset(offset)
         try:
-            self.zk.set(path, data)
-        except NoNodeError:
             try:
-                self.zk.create(path, data, makepath=True)
-            except NodeExistsError:
                 self.zk.set(path, data)
+            except NoNodeError:
+                try:
+                    self.zk.create(path, data, makepath=True)
+                except NodeExistsError:
+                    self.zk.set(path, data)
+        except NoAuthError:
+            raise NotAuthorized(path) from None
+
+    # ----------------------------------------------------------------------------------------- security
+    def group_nodes(self, group: str) -> list[str]:
+        """Every node of the group's tree, parents before children (nodes vanishing meanwhile are skipped)."""
+        out, todo = [], [GroupPaths(group).root]
+        while todo:
+            path = todo.pop(0)
+            if self.zk.exists(path) is None:
+                continue
+            out.append(path)
+            todo.extend(f"{path}/{child}" for child in sorted(self.children(path)))
+        return out
+
+    def unprotected_group_nodes(self, group: str, acl: list[ACL]) -> list[str]:
+        """The group's nodes whose ACL is not ``acl``: created before ``zookeeper.set.acl``, or by someone else."""
+        out = []
+        for path in self.group_nodes(group):
+            with contextlib.suppress(NoNodeError):
+                if sorted(self.zk.get_acls(path)[0]) != sorted(acl):
+                    out.append(path)
+        return out
+
+    def set_group_acl(self, group: str, acl: list[ACL]) -> int:
+        """Give every node of the group's tree ``acl`` (Kafka's zookeeper-security-migration for one group);
+        how many nodes were changed. Needs ADMIN on each: open nodes, or the group's principal."""
+        changed = 0
+        for path in self.group_nodes(group):
+            try:
+                if sorted(self.zk.get_acls(path)[0]) != sorted(acl):
+                    self.zk.set_acls(path, acl)
+                    changed += 1
+            except NoNodeError:
+                continue  # an ephemeral node gone meanwhile
+            except NoAuthError:
+                raise NotAuthorized(path, "change the ACL of") from None
+        return changed
+
+    def _warn_if_unprotected(self, group: str) -> None:
+        """With ``zookeeper.set.acl``, say so when the group's own nodes are not protected: a group created before
+        (or squatted by another client) keeps its open ACLs until ``zkconsumer groups secure`` changes them."""
+        acl_for = getattr(self.zk, "acl_for", None)
+        if acl_for is None:
+            return
+        g = GroupPaths(group)
+        for path in (g.root, g.ids):
+            with contextlib.suppress(NoNodeError):
+                if sorted(self.zk.get_acls(path)[0]) != sorted(acl_for(path)):
+                    log.warning("zookeeper.set.acl=true but %s is not protected by the group's ACL (created "
+                                "without it?); 'zkconsumer groups secure --group %s' with the group's credentials "
+                                "protects the whole group", path, group)
+                    return

@@ -17,13 +17,14 @@ import contextlib
 import json
 import logging
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from dataclasses import asdict, dataclass
 from glob import glob
 from pathlib import Path
@@ -148,7 +149,10 @@ class ZooKeeperServer:
 
     def __init__(self, servers: int = 1, port: int | None = None, data_dir: str | os.PathLike | None = None,
                  tick_time: int = 500, detach: bool = False, classpath: str | None = None,
-                 java: str | None = None) -> None:
+                 java: str | None = None, sasl_users: Mapping[str, str] | None = None) -> None:
+        """``sasl_users`` (user → password) turns on SASL DIGEST-MD5: a JAAS ``Server`` section and ZooKeeper's
+        SASLAuthenticationProvider, so clients can authenticate as ``sasl:<user>`` (unauthenticated clients are
+        still served; the ACLs decide what they may do)."""
         if servers not in (1, 3, 5):
             raise ZooKeeperError(f"servers must be 1, 3 or 5 (an odd quorum), got {servers}")
         self.servers = servers
@@ -159,6 +163,11 @@ class ZooKeeperServer:
         self.data_dir = (Path(data_dir) if data_dir else Path(tempfile.mkdtemp(prefix="zkconsumer-zk-"))).resolve()
         self._classpath = classpath
         self._java = java
+        self.sasl_users = dict(sasl_users or {})
+        for name in self.sasl_users:
+            if not re.fullmatch(r"[A-Za-z0-9._-]+", name):
+                raise ZooKeeperError(f"SASL user name {name!r}: use letters, digits, '.', '_' and '-'")
+        self.sasl = bool(self.sasl_users)
         self.source = ""
         self.nodes: list[ZkNode] = []
         self._procs: dict[int, subprocess.Popen] = {}
@@ -182,6 +191,8 @@ class ZooKeeperServer:
             f"minSessionTimeout={2 * self.tick_time}", "maxSessionTimeout=60000",
             "autopurge.purgeInterval=0",
         ]
+        if self.sasl:
+            lines.append("authProvider.1=org.apache.zookeeper.server.auth.SASLAuthenticationProvider")
         if self.servers > 1:
             for n in self.nodes:
                 lines.append(f"server.{n.server_id}=127.0.0.1:{n.peer_port}:{n.election_port}")
@@ -191,6 +202,22 @@ class ZooKeeperServer:
         with open(cfg, "w") as f:
             f.write("\n".join(lines) + "\n")
         return cfg
+
+    @property
+    def jaas_file(self) -> Path:
+        return self.data_dir / "zookeeper-jaas.conf"
+
+    def _write_jaas(self) -> None:
+        """The JAAS ``Server`` section ZooKeeper's DigestLoginModule reads (``user_<name>="<password>"``),
+        readable by its owner only: it holds the passwords."""
+        def quoted(text: str) -> str:
+            return '"' + text.replace("\\", "\\\\").replace('"', '\\"') + '"'
+
+        users = "".join(f"\n    user_{name}={quoted(pw)}" for name, pw in self.sasl_users.items())
+        os.makedirs(self.data_dir, exist_ok=True)
+        fd = os.open(self.jaas_file, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "w") as f:
+            f.write(f"Server {{\n    org.apache.zookeeper.server.auth.DigestLoginModule required{users};\n}};\n")
 
     def start(self, timeout: float = 60.0) -> ZooKeeperServer:
         """Start every node and wait until each serves a client session."""
@@ -215,8 +242,12 @@ class ZooKeeperServer:
         log_path = os.path.join(node.data_dir, "zookeeper.log")
         logf = open(log_path, "ab")  # noqa: SIM115 - handed to the child
         args = [java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
-                f"-Dzookeeper.log.dir={node.data_dir}", "-Dzookeeper.root.logger=INFO,CONSOLE",
-                "-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg]
+                f"-Dzookeeper.log.dir={node.data_dir}", "-Dzookeeper.root.logger=INFO,CONSOLE"]
+        if self.sasl_users:
+            self._write_jaas()
+        if self.sasl:
+            args.append(f"-Djava.security.auth.login.config={self.jaas_file}")
+        args += ["-cp", cp, "org.apache.zookeeper.server.quorum.QuorumPeerMain", cfg]
         proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=self.detach, cwd=node.data_dir)
         logf.close()
@@ -318,7 +349,7 @@ class ZooKeeperServer:
     # --------------------------------------------------------------------------------------------- state
     def save_state(self) -> None:
         state = {"servers": self.servers, "connect": self.connect_string, "source": self.source,
-                 "tick_time": self.tick_time, "nodes": [asdict(n) for n in self.nodes]}
+                 "tick_time": self.tick_time, "sasl": self.sasl, "nodes": [asdict(n) for n in self.nodes]}
         os.makedirs(self.data_dir, exist_ok=True)
         (self.data_dir / STATE_FILE).write_text(json.dumps(state, indent=2))
 
@@ -338,6 +369,8 @@ class ZooKeeperServer:
         server.data_dir = Path(data_dir).resolve()
         server._classpath = None
         server._java = None
+        server.sasl_users = {}  # the passwords stay in the JAAS file (a restarted node reads it), not in the state
+        server.sasl = bool(state.get("sasl"))
         server.source = state.get("source", "")
         server.nodes = [ZkNode(**n) for n in state["nodes"]]
         server._procs = {}

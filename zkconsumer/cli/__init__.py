@@ -11,8 +11,11 @@ import importlib
 import logging
 import sys
 
+from kazoo.exceptions import NoAuthError
 from rich.console import Console
 from rich.markup import escape
+
+from ..registry import ZkConnectError
 
 #: Command families, in the order ``--help`` lists them. Each module defines ``register(subparsers)``.
 COMMAND_MODULES = [
@@ -71,6 +74,15 @@ def main(argv: list[str] | None = None) -> int:
     except CliError as e:
         err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         return e.code
+    except ZkConnectError as e:  # raised on entering ``with open_registry(args)``: no server, refused credentials
+        err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
+        return 1
+    except NoAuthError as e:  # a node protected by ACLs (README, "Security")
+        message = str(e) or ("ZooKeeper refused the operation (NoAuth): the node's ACL does not allow this "
+                             "client; give the group's credentials with --consumer.config or --property "
+                             "zkconsumer.zookeeper.digest=user:password")
+        err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
+        return 1
     except KeyboardInterrupt:
         return 130
 

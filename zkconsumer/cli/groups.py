@@ -8,29 +8,31 @@ import json
 import sys
 from pathlib import Path
 
+from kazoo.security import OPEN_ACL_UNSAFE
 from rich.table import Table
 
 from ..groups import GroupError, delete_group, describe, export_offsets, import_offsets, parse_export, verify
 from ..layout import LayoutError
 from ..offset_checker import check
 from . import CliError, console
-from .topics import add_zookeeper_arg, open_registry
+from .topics import add_zookeeper_tool_args, open_registry
+from .zkauth import add_zk_auth_args, zk_security_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     groups = sub.add_parser("groups", help="list, describe (offsets, lag, owners) and delete 0.8 groups")
     gsub = groups.add_subparsers(dest="groups_command", metavar="ACTION", required=True)
     lst = gsub.add_parser("list", help="list groups under /consumers")
-    add_zookeeper_arg(lst)
+    add_zookeeper_tool_args(lst)
     lst.set_defaults(func=cmd_list)
     desc = gsub.add_parser("describe", help="TOPIC PARTITION OFFSET LOG-END-OFFSET LAG OWNER")
-    add_zookeeper_arg(desc)
+    add_zookeeper_tool_args(desc)
     desc.add_argument("--group", required=True)
     desc.add_argument("--bootstrap-server", help="brokers for log-end offsets (default: from /brokers/ids)")
     desc.add_argument("--json", action="store_true")
     desc.set_defaults(func=cmd_describe)
     delete = gsub.add_parser("delete", help="delete a group's tree (refused while consumers are registered)")
-    add_zookeeper_arg(delete)
+    add_zookeeper_tool_args(delete)
     delete.add_argument("--group", required=True)
     delete.set_defaults(func=cmd_delete)
 
@@ -44,23 +46,31 @@ def register(sub: argparse._SubParsersAction) -> None:
     checker.add_argument("--socket.timeout.ms", dest="socket_timeout_ms", type=int, default=6000,
                          help="timeout of the log-end offset queries (Kafka's default 6000)")
     checker.add_argument("--bootstrap-server", help="brokers for logSize (default: from /brokers/ids)")
+    add_zk_auth_args(checker)
     checker.set_defaults(func=cmd_offset_checker)
+
+    secure = gsub.add_parser("secure", help="give a group's existing nodes its ACL (zookeeper.set.acl; Kafka's "
+                                            "zookeeper-security-migration for one group)")
+    add_zookeeper_tool_args(secure)
+    secure.add_argument("--group", required=True)
+    secure.add_argument("--unsecure", action="store_true", help="open the group's nodes to everyone again")
+    secure.set_defaults(func=cmd_secure)
 
     offsets = sub.add_parser("offsets", help="export / import committed offsets (Kafka's line format)")
     osub = offsets.add_subparsers(dest="offsets_command", metavar="ACTION", required=True)
     exp = osub.add_parser("export", help="print /consumers/<g>/offsets/<t>/<p>:<offset> lines")
-    add_zookeeper_arg(exp)
+    add_zookeeper_tool_args(exp)
     exp.add_argument("--group", action="append", help="repeatable; every group when omitted (as ExportZkOffsets)")
     exp.add_argument("--output-file", type=Path)
     exp.set_defaults(func=cmd_export)
     imp = osub.add_parser("import", help="write offsets from an export file")
-    add_zookeeper_arg(imp)
+    add_zookeeper_tool_args(imp)
     imp.add_argument("--input-file", type=Path, required=True, help="'-' reads standard input")
     imp.add_argument("--force", action="store_true", help="even while the group has live consumers")
     imp.set_defaults(func=cmd_import)
 
     ver = sub.add_parser("verify", help="every partition owned by a live consumer thread? (VerifyConsumerRebalance)")
-    add_zookeeper_arg(ver)
+    add_zookeeper_tool_args(ver)
     ver.add_argument("--group", required=True)
     ver.set_defaults(func=cmd_verify)
 
@@ -113,6 +123,24 @@ def cmd_delete(args: argparse.Namespace) -> int:
         except GroupError as e:
             raise CliError(str(e)) from None
     console.print(f"Deleted all consumer group information for group {args.group} in zookeeper.", highlight=False)
+    return 0
+
+
+def cmd_secure(args: argparse.Namespace) -> int:
+    security = zk_security_from_args(args)
+    if not security.set_acl and not args.unsecure:
+        raise CliError("groups secure needs zookeeper.set.acl=true and the group's credentials "
+                       "(--consumer.config FILE or --property KEY=VALUE)")
+    acl = OPEN_ACL_UNSAFE if args.unsecure else security.group_acl()
+    with open_registry(args) as reg:
+        if args.group not in reg.groups():
+            raise CliError(f"Consumer group {args.group} does not exist.")
+        changed = reg.set_group_acl(args.group, acl)
+        left = reg.unprotected_group_nodes(args.group, acl)  # nodes created meanwhile by a client without the ACL
+    if left:
+        raise CliError(f"{len(left)} node(s) were created meanwhile without the ACL, e.g. {left[0]}; run again")
+    what = "opened to everyone" if args.unsecure else f"protected ({security.describe()})"
+    console.print(f"{changed} node(s) of group {args.group} {what}", highlight=False)
     return 0
 
 

@@ -11,6 +11,7 @@ from ..layout import LayoutError
 from ..registry import Registry, TopicExistsError, UnknownTopicError, ZkConnectError
 from ..topics import AdminOperationError, add_partitions, create_topic, describe_topic
 from . import CliError, console
+from .zkauth import add_zk_auth_args, zk_security_from_args
 
 
 def add_zookeeper_arg(p: argparse.ArgumentParser, required: bool = True) -> None:
@@ -18,12 +19,18 @@ def add_zookeeper_arg(p: argparse.ArgumentParser, required: bool = True) -> None
                    metavar="HOST:PORT[/CHROOT]", help="zookeeper.connect")
 
 
+def add_zookeeper_tool_args(p: argparse.ArgumentParser) -> None:
+    """``--zookeeper`` and the credentials to authenticate with (:func:`add_zk_auth_args`)."""
+    add_zookeeper_arg(p)
+    add_zk_auth_args(p)
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     topics = sub.add_parser("topics", help="create, grow, list and describe topics in ZooKeeper")
     tsub = topics.add_subparsers(dest="topics_command", metavar="ACTION", required=True)
 
     create = tsub.add_parser("create", help="create a topic (replicas over the registered brokers, or broker 0)")
-    add_zookeeper_arg(create)
+    add_zookeeper_tool_args(create)
     create.add_argument("--topic", required=True)
     create.add_argument("--partitions", type=int, required=True)
     create.add_argument("--replication-factor", type=int, default=1)
@@ -31,26 +38,28 @@ def register(sub: argparse._SubParsersAction) -> None:
     create.set_defaults(func=cmd_create)
 
     alter = tsub.add_parser("alter", help="grow a topic's partition count (it never shrinks)")
-    add_zookeeper_arg(alter)
+    add_zookeeper_tool_args(alter)
     alter.add_argument("--topic", required=True)
     alter.add_argument("--partitions", type=int, required=True)
     alter.set_defaults(func=cmd_alter)
 
     lst = tsub.add_parser("list", help="list topics")
-    add_zookeeper_arg(lst)
+    add_zookeeper_tool_args(lst)
     lst.set_defaults(func=cmd_list)
 
     desc = tsub.add_parser("describe", help="show partitions and replicas")
-    add_zookeeper_arg(desc)
+    add_zookeeper_tool_args(desc)
     desc.add_argument("--topic", action="append", help="topic(s); all when omitted")
     desc.add_argument("--json", action="store_true")
     desc.set_defaults(func=cmd_describe)
 
 
 def open_registry(args: argparse.Namespace):
-    """``Registry.open(--zookeeper)``, a connection failure turned into one clear CLI error."""
+    """``Registry.open(--zookeeper)`` authenticated as the tool's credentials say, a connection failure turned
+    into one clear CLI error."""
+    security = zk_security_from_args(args)
     try:
-        return Registry.open(args.zookeeper)
+        return Registry.open(args.zookeeper, security=security)
     except ZkConnectError as e:
         raise CliError(str(e)) from None
 

@@ -22,6 +22,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     start.add_argument("--servers", type=int, choices=(1, 3), default=1, help="1 (standalone) or 3 (ensemble)")
     start.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR, help=f"default {DEFAULT_DATA_DIR}")
     start.add_argument("--tick-time", type=int, default=500, help="tickTime in ms (sessions expire on ticks)")
+    start.add_argument("--sasl-user", action="append", default=[], metavar="USER:PASSWORD",
+                       help="turn on SASL DIGEST-MD5 with this user (repeatable); clients authenticate with "
+                            "zkconsumer.zookeeper.sasl=USER:PASSWORD")
     start.add_argument("--json", action="store_true", help="print the state as JSON")
     start.set_defaults(func=cmd_start)
 
@@ -41,9 +44,15 @@ def cmd_start(args: argparse.Namespace) -> int:
         if any(s["alive"] for s in old.status()):
             raise CliError(f"a ZooKeeper from {args.data_dir} is already running at {old.connect_string} "
                            "('zkconsumer zk stop' first)")
+    users = {}
+    for item in args.sasl_user:
+        name, colon, password = item.partition(":")
+        if not colon or not name:
+            raise CliError(f"--sasl-user wants USER:PASSWORD, got {name or item!r}")
+        users[name] = password
     try:
         server = ZooKeeperServer(servers=args.servers, port=args.port or None, data_dir=args.data_dir,
-                                 tick_time=args.tick_time, detach=True)
+                                 tick_time=args.tick_time, detach=True, sasl_users=users)
         with console.status(f"starting {args.servers} ZooKeeper server(s)..."):
             server.start()
     except ZooKeeperError as e:
@@ -53,7 +62,8 @@ def cmd_start(args: argparse.Namespace) -> int:
                           "source": server.source}))
     else:
         console.print(f"ZooKeeper ({'standalone' if args.servers == 1 else 'ensemble of 3'}, jars from "
-                      f"{server.source}) serving; data in {args.data_dir}", highlight=False)
+                      f"{server.source}) serving{' with SASL DIGEST-MD5' if users else ''}; data in "
+                      f"{args.data_dir}", highlight=False)
         print(server.connect_string)
     return 0
 
