@@ -8,7 +8,7 @@ import time
 from collections.abc import Iterator
 
 import pytest
-from kafka.protocol.admin import ListGroupsRequest
+from kafka.protocol.admin import DescribeConfigsRequest
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
@@ -19,6 +19,7 @@ from zkconsumer import layout
 from zkconsumer.broker import Broker
 from zkconsumer.broker.client import RawClient
 from zkconsumer.broker.handlers import VERSIONS
+from zkconsumer.coordinator.apis import VERSIONS as GROUP_VERSIONS
 from zkconsumer.registry import Registry, connect, split_connect
 from zkconsumer.topics import add_partitions, create_topic
 
@@ -132,7 +133,7 @@ def test_api_versions_lists_the_table(broker: Broker) -> None:
             r = c.call(ApiVersionsRequest(client_software_name="t", client_software_version="1"), version)
             assert r.error_code == 0
             listed = {k.api_key: (k.min_version, k.max_version) for k in r.api_keys}
-            assert listed == {cls.API_KEY: (lo, hi) for cls, lo, hi in VERSIONS.values()}
+            assert listed == {cls.API_KEY: (lo, hi) for cls, lo, hi in [*VERSIONS.values(), *GROUP_VERSIONS.values()]}
 
 
 def test_api_versions_too_new_gets_v0_error_35(broker: Broker) -> None:
@@ -144,7 +145,7 @@ def test_api_versions_too_new_gets_v0_error_35(broker: Broker) -> None:
 
 def test_unknown_api_key_gets_35_and_connection_stays_usable(broker: Broker) -> None:
     with RawClient.to(broker.bootstrap) as c:
-        request = ListGroupsRequest()
+        request = DescribeConfigsRequest(resources=[])  # the configs APIs are not served
         c.send(request, 0)
         frame = c.read_frame()
         assert struct.unpack(">ih", frame) == (request.header.correlation_id, 35)

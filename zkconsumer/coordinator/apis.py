@@ -262,13 +262,13 @@ class GroupApis:
             if not_mine is not None:
                 groups.append(Group(error_code=not_mine, error_message=None, group_id=gid, group_state="",
                                     protocol_type="", protocol_data="", members=[],
-                                    authorized_operations=-2147483648))
+                                    authorized_operations=None))
                 continue
             self.coordinator.count(gid, "DescribeGroups")
             d = self.coordinator.describe(gid)
             groups.append(Group(
                 error_code=d.error, error_message=None, group_id=gid, group_state=d.state,
-                protocol_type=d.protocol_type, protocol_data=d.protocol, authorized_operations=-2147483648,
+                protocol_type=d.protocol_type, protocol_data=d.protocol, authorized_operations=None,
                 members=[Member(member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
                                 client_host=m.client_host, member_metadata=m.metadata,
                                 member_assignment=m.assignment) for m in d.members]))
@@ -278,7 +278,7 @@ class GroupApis:
         Group = DescribeGroupsResponse.DescribedGroup
         return DescribeGroupsResponse(throttle_time_ms=0, groups=[
             Group(error_code=code, error_message=None, group_id=g, group_state="", protocol_type="",
-                  protocol_data="", members=[], authorized_operations=-2147483648) for g in req.groups])
+                  protocol_data="", members=[], authorized_operations=None) for g in req.groups])
 
     # ---------------------------------------------------------------------------------------- ListGroups
     def list_groups(self, ctx: RequestContext, req: ListGroupsRequest) -> ListGroupsResponse:

@@ -1,0 +1,158 @@
+"""The group state machine and the coordinator's rules, without sockets: Kafka 2.x's transitions, protocol votes,
+KIP-394 member ids, generations, commit validation (GroupCoordinator driven from threads, as connections do)."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+from helpers import wait_until
+
+from zkconsumer.assignors import TopicPartition
+from zkconsumer.coordinator.group import Group, GroupState, IllegalStateTransition, Member
+from zkconsumer.coordinator.manager import (
+    ILLEGAL_GENERATION,
+    INCONSISTENT_GROUP_PROTOCOL,
+    INVALID_SESSION_TIMEOUT,
+    MEMBER_ID_REQUIRED,
+    NONE,
+    REBALANCE_IN_PROGRESS,
+    UNKNOWN_MEMBER_ID,
+    CoordinatorConfig,
+    GroupCoordinator,
+    partition_for,
+)
+from zkconsumer.coordinator.store import CommittedOffset
+
+
+def member(mid: str, *protocols: str) -> Member:
+    return Member(mid, "client", "/127.0.0.1", 1000, 1000, "consumer", [(p, p.encode()) for p in protocols])
+
+
+def test_the_coordinator_partition_is_kafkas() -> None:
+    assert partition_for("my-group") == 12  # Utils.abs("my-group".hashCode) % 50
+    assert partition_for("my-group", 10) == 2 and 0 <= partition_for("") < 50
+
+
+def test_transitions_follow_kafkas_valid_previous_states() -> None:
+    g = Group("g")
+    g.transition(GroupState.PREPARING_REBALANCE, 1)
+    g.transition(GroupState.COMPLETING_REBALANCE, 2)
+    g.transition(GroupState.STABLE, 3)
+    with pytest.raises(IllegalStateTransition):
+        g.transition(GroupState.EMPTY, 4)  # a stable group empties only through a rebalance
+    g.transition(GroupState.PREPARING_REBALANCE, 5)
+    g.transition(GroupState.DEAD, 6)
+    assert g.state_timestamp_ms == 6
+
+
+def test_protocol_selection_by_votes_among_protocols_every_member_supports() -> None:
+    g = Group("g")
+    for m in (member("a", "roundrobin", "range"), member("b", "range", "roundrobin"),
+              member("c", "range", "sticky", "roundrobin")):
+        g.add(m)
+    assert g.candidate_protocols() == {"range", "roundrobin"}
+    assert g.select_protocol() == "range"  # b and c prefer range
+    assert g.supports("consumer", ["roundrobin"]) and not g.supports("consumer", ["sticky"])
+    assert not g.supports("connect", ["range"])
+
+
+def test_next_generation_keeps_the_leader_and_empties_without_members() -> None:
+    g = Group("g")
+    g.add(member("a", "range"))
+    g.add(member("b", "range"))
+    g.transition(GroupState.PREPARING_REBALANCE, 1)
+    g.init_next_generation(2)
+    assert (g.generation, g.leader_id, g.state, g.protocol_name) == (1, "a", GroupState.COMPLETING_REBALANCE,
+                                                                     "range")
+    g.remove("a")
+    assert g.leader_id == "b"
+    g.remove("b")
+    g.transition(GroupState.STABLE, 3)
+    g.transition(GroupState.PREPARING_REBALANCE, 4)
+    g.init_next_generation(5)
+    assert (g.generation, g.state, g.empty_since_ms) == (2, GroupState.EMPTY, 5)
+
+
+# ------------------------------------------------------------------------------------------ the coordinator
+@pytest.fixture
+def coordinator():
+    c = GroupCoordinator(CoordinatorConfig(group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=100))
+    c.start()
+    wait_until(lambda: c.loaded, message="the store loaded")
+    yield c
+    c.stop()
+
+
+def join(c: GroupCoordinator, mid: str = "", protocols=("range",), require_id: bool = False, session: int = 1000):
+    return c.join("g", mid, None, "client", "/h", session, 2000, "consumer", [(p, b"m") for p in protocols],
+                  require_id)
+
+
+def test_member_id_required_then_join_and_sync(coordinator: GroupCoordinator) -> None:
+    first = join(coordinator, require_id=True)
+    assert first.error == MEMBER_ID_REQUIRED and first.member_id.startswith("client-")
+    joined = join(coordinator, first.member_id, require_id=True)
+    assert (joined.error, joined.generation, joined.leader) == (NONE, 1, first.member_id)
+    assert [m[0] for m in joined.members] == [first.member_id]  # the leader gets the member list
+    sync = coordinator.sync("g", 1, first.member_id, None, None, None, {first.member_id: b"plan"})
+    assert (sync.error, sync.assignment) == (NONE, b"plan")
+    assert coordinator.describe("g").state == "Stable"
+    assert join(coordinator, "nobody").error == UNKNOWN_MEMBER_ID
+
+
+def test_a_second_member_rebalances_the_group_and_both_get_the_new_generation(coordinator) -> None:
+    a = join(coordinator)
+    coordinator.sync("g", a.generation, a.member_id, None, None, None, {a.member_id: b"all"})
+    results = {}
+    b_thread = threading.Thread(target=lambda: results.setdefault("b", join(coordinator)))
+    b_thread.start()
+    wait_until(lambda: coordinator.describe("g").state == "PreparingRebalance", message="b's join")
+    assert coordinator.heartbeat("g", a.generation, a.member_id) == REBALANCE_IN_PROGRESS
+    again = join(coordinator, a.member_id)  # a rejoins: the join completes for both
+    b_thread.join(5)
+    b = results["b"]
+    assert again.generation == b.generation == 2 and again.leader == a.member_id and b.members == []
+    assert coordinator.sync("g", 1, a.member_id, None, None, None, {}).error == ILLEGAL_GENERATION
+    out = {}
+    follower = threading.Thread(target=lambda: out.setdefault("b", coordinator.sync("g", 2, b.member_id, None,
+                                                                                     None, None, {})))
+    follower.start()
+    leader = coordinator.sync("g", 2, a.member_id, None, None, None, {a.member_id: b"A", b.member_id: b"B"})
+    follower.join(5)
+    assert (leader.assignment, out["b"].assignment) == (b"A", b"B")
+    assert coordinator.heartbeat("g", 2, b.member_id) == NONE
+
+
+def test_session_expiry_removes_a_silent_member(coordinator: GroupCoordinator) -> None:
+    a = join(coordinator, session=200)
+    coordinator.sync("g", a.generation, a.member_id, None, None, None, {})
+    wait_until(lambda: coordinator.describe("g").state == "Empty", timeout=5, message="a's session to expire")
+    assert coordinator.heartbeat("g", a.generation, a.member_id) == UNKNOWN_MEMBER_ID
+
+
+def test_joins_are_validated(coordinator: GroupCoordinator) -> None:
+    assert join(coordinator, session=10).error == INVALID_SESSION_TIMEOUT
+    a = join(coordinator)
+    coordinator.sync("g", a.generation, a.member_id, None, None, None, {})
+    assert join(coordinator, protocols=("sticky",)).error == INCONSISTENT_GROUP_PROTOCOL
+
+
+def test_commits_need_the_current_generation_or_an_empty_group(coordinator: GroupCoordinator) -> None:
+    tp = TopicPartition("t", 0)
+    # a "simple" commit (generation -1, no member) is fine for a group without members
+    assert coordinator.commit_offsets("solo", -1, "", {tp: CommittedOffset(5)}) == NONE
+    assert coordinator.fetch_offsets("solo", [tp])[1][tp].offset == 5
+    a = join(coordinator)
+    assert coordinator.commit_offsets("g", a.generation, a.member_id, {tp: CommittedOffset(1)}) == \
+        REBALANCE_IN_PROGRESS  # CompletingRebalance
+    coordinator.sync("g", a.generation, a.member_id, None, None, None, {})
+    assert coordinator.commit_offsets("g", a.generation, a.member_id, {tp: CommittedOffset(7)}) == NONE
+    assert coordinator.commit_offsets("g", a.generation + 1, a.member_id, {tp: CommittedOffset(8)}) == \
+        ILLEGAL_GENERATION
+    assert coordinator.commit_offsets("g", -1, "", {tp: CommittedOffset(9)}) == UNKNOWN_MEMBER_ID
+    assert coordinator.fetch_offsets("g", None)[1] == {tp: CommittedOffset(7, commit_timestamp_ms=-1)}
+    error, members = coordinator.leave("g", [(a.member_id, None)])
+    assert error == NONE and members[0][2] == NONE
+    wait_until(lambda: coordinator.describe("g").state == "Empty", message="the group to empty")
+    assert coordinator.list_groups()[1] == [("g", "consumer", "Empty"), ("solo", "", "Empty")]
