@@ -64,6 +64,7 @@ class Broker:
         self.coordinator = GroupCoordinator(CoordinatorConfig(
             offsets_topic_num_partitions, group_initial_rebalance_delay_ms, group_min_session_timeout_ms,
             group_max_session_timeout_ms, offsets_retention_minutes), offset_store)
+        self._offset_store = offset_store
         GroupApis(self, self.coordinator).install(self.apis)
         self.logs: LogManager | None = None
         self.cluster: ClusterView | None = None
@@ -87,6 +88,11 @@ class Broker:
             info = BrokerInfo.plaintext(self.broker_id, self.host, self._server.port)
             self.cluster = ClusterView(self.zk, info, self.registration_timeout_s)
             self.cluster.start()
+            if self._offset_store is None:  # committed offsets in __consumer_offsets, in this broker's log
+                from ..coordinator.offsets_log import OffsetsLog
+
+                self.coordinator.store = OffsetsLog(self.logs, self.coordinator.config.offsets_topic_num_partitions,
+                                                    self.coordinator.config.offsets_retention_minutes * 60_000)
             self.coordinator.start()
         except BaseException:
             self._teardown()

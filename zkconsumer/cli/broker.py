@@ -48,6 +48,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="create unknown topics asked for in Metadata requests (off, as topics come from "
                             "ZooKeeper)")
     start.add_argument("--num-partitions", type=int, default=1, help="partitions of auto-created topics")
+    start.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
+                       help="a broker property of the group coordinator (Kafka's names): "
+                            + ", ".join(GROUP_PROPERTIES))
     start.add_argument("--daemon", action="store_true", help="run in the background")
     start.add_argument("--timeout", type=float, default=60.0, help="seconds --daemon waits for the broker")
     start.set_defaults(func=cmd_start)
@@ -89,13 +92,39 @@ def cmd_start(args: argparse.Namespace) -> int:
     return _run_foreground(args, data_dir)
 
 
+#: Broker properties of the group coordinator: Kafka name → Broker keyword (all integers), with Kafka's defaults.
+GROUP_PROPERTIES = {
+    "group.initial.rebalance.delay.ms": "group_initial_rebalance_delay_ms",
+    "group.min.session.timeout.ms": "group_min_session_timeout_ms",
+    "group.max.session.timeout.ms": "group_max_session_timeout_ms",
+    "offsets.topic.num.partitions": "offsets_topic_num_partitions",
+    "offsets.retention.minutes": "offsets_retention_minutes",
+}
+
+
+def group_options(items: list[str]) -> dict[str, int]:
+    out = {}
+    for item in items:
+        key, eq, value = item.partition("=")
+        key = key.strip()
+        if not eq or key not in GROUP_PROPERTIES:
+            raise CliError(f"--property wants KEY=VALUE with KEY one of {', '.join(GROUP_PROPERTIES)}; got {item!r}")
+        try:
+            out[GROUP_PROPERTIES[key]] = int(value)
+        except ValueError:
+            raise CliError(f"{key} must be an integer, got {value!r}") from None
+        if out[GROUP_PROPERTIES[key]] < (0 if key == "group.initial.rebalance.delay.ms" else 1):
+            raise CliError(f"{key} must be positive, got {value}")
+    return out
+
+
 def _run_foreground(args: argparse.Namespace, data_dir: Path) -> int:
     from ..broker import Broker
     from ..broker.storage import DataDirInUse
 
     broker = Broker(args.zookeeper, broker_id=args.broker_id, port=args.port, data_dir=data_dir, host=args.host,
                     flush_interval_ms=args.flush_interval_ms, auto_create_topics=args.auto_create_topics,
-                    num_partitions=args.num_partitions)
+                    num_partitions=args.num_partitions, **group_options(args.property))
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -133,6 +162,9 @@ def _start_daemon(args: argparse.Namespace, data_dir: Path) -> int:
         cmd += ["--flush-interval-ms", str(args.flush_interval_ms)]
     if args.auto_create_topics:
         cmd.append("--auto-create-topics")
+    group_options(args.property)  # refuse a bad property before forking
+    for item in args.property:
+        cmd += ["--property", item]
     log_path = data_dir / LOG_FILE
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,

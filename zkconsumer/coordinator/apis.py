@@ -86,7 +86,10 @@ class GroupApis:
         """(error, node id, host, port) of the group's coordinator: the leader of its ``__consumer_offsets``
         partition, this broker while the topic does not exist yet (Kafka creates it on this first request)."""
         snap = self.broker.cluster.snapshot()
-        partition = partition_for(group_id, self.coordinator.config.offsets_topic_num_partitions)
+        partitions = self.coordinator.config.offsets_topic_num_partitions
+        partition = partition_for(group_id, partitions)
+        if OFFSETS_TOPIC not in snap.topics:
+            self._create_offsets_topic(partitions)
         leader = snap.leader(OFFSETS_TOPIC, partition) if OFFSETS_TOPIC in snap.topics else snap.broker_id
         if leader < 0:
             return COORDINATOR_NOT_AVAILABLE, -1, "", -1
@@ -95,6 +98,19 @@ class GroupApis:
             return COORDINATOR_NOT_AVAILABLE, -1, "", -1
         host, port = info.plaintext_address()
         return NONE, leader, host, port
+
+    def _create_offsets_topic(self, partitions: int) -> None:
+        """Kafka creates ``__consumer_offsets`` when a group first asks for its coordinator."""
+        from ..registry import Registry, TopicExistsError
+        from ..topics import create_topic
+
+        try:
+            create_topic(Registry(self.broker.cluster.zk), OFFSETS_TOPIC, partitions)
+            log.info("created %s with %d partitions", OFFSETS_TOPIC, partitions)
+        except TopicExistsError:
+            pass
+        except Exception:  # noqa: BLE001 - this broker coordinates meanwhile; the next request tries again
+            log.warning("could not create %s", OFFSETS_TOPIC, exc_info=True)
 
     def _not_mine(self, group_id: str) -> int | None:
         error, node, _, _ = self.coordinator_node(group_id)

@@ -57,6 +57,7 @@ class CoordinatorConfig:
     group_min_session_timeout_ms: int = 6000
     group_max_session_timeout_ms: int = 1800000
     offsets_retention_minutes: int = 10080
+    offsets_retention_check_interval_ms: int = 600000
 
 
 @dataclass
@@ -169,14 +170,31 @@ class GroupCoordinator:
 
     # --------------------------------------------------------------------------------------------- timers
     def _run_timers(self) -> None:
+        next_expiry = now_ms() + self.config.offsets_retention_check_interval_ms
         while not self._stop.wait(0.02):
             try:
                 with self._lock:
                     now = now_ms()
                     for group in list(self.groups.values()):
                         self._check_group(group, now)
+                if now >= next_expiry and self.loaded:
+                    next_expiry = now + self.config.offsets_retention_check_interval_ms
+                    self.expire_offsets(now)
             except Exception:  # noqa: BLE001 - the timer thread must live on
                 log.exception("group coordinator timer failed")
+
+    def expire_offsets(self, now: int | None = None) -> dict[str, list[TopicPartition]]:
+        """Offsets of groups Empty for ``offsets.retention.minutes`` (Kafka 2.1+), via the store's tombstones."""
+        expire = getattr(self.store, "expire", None)
+        if expire is None:
+            return {}
+        now = now_ms() if now is None else now
+        with self._lock:
+            empty_since = {gid: g.empty_since_ms if g.is_(GroupState.EMPTY) else None for gid, g in self.groups.items()}
+        expired = expire(now, empty_since)
+        for gid, tps in expired.items():
+            log.info("expired %d offsets of group %s", len(tps), gid)
+        return expired
 
     def _check_group(self, group: Group, now: int) -> None:
         for mid, expires in list(group.pending_members.items()):
