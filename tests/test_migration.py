@@ -154,3 +154,30 @@ def test_the_bridge_never_takes_a_node_another_session_holds_even_with_its_own_t
     finally:
         other.stop()
         other.close()
+
+
+# ----------------------------------------------------------------------------------- whole runs (processes)
+@pytest.mark.slow
+@pytest.mark.skipif(not HAS_COORDINATOR, reason="the broker has no group coordinator yet")
+def test_a_migration_rolled_back_leaves_a_working_0_8_group(zk_connect: str, tmp_path) -> None:
+    import io
+
+    from rich.console import Console
+
+    from zkconsumer.lab import GROUP, Lab, LabPlan, Step
+
+    plan = LabPlan(consumers=2, duration=16.0, mode="migrate", rate=100.0, initial_records=100,
+                   session_timeout_ms=4000, commit_interval_ms=300, initial_rebalance_delay_ms=0,
+                   steps=[Step(2.0, "migrate", ""), Step(3.0, "rollback", "")])
+    summary = Lab(plan, tmp_path / "run", zookeeper=zk_connect, console=Console(file=io.StringIO())).run()
+    assert summary["migration"] == "rolled back", summary
+    assert summary["lost"] == 0 and summary["verify_ok"], summary  # Kafka's verify on the owner nodes
+    with Registry.open(zk_connect) as reg:
+        plan_now = MigrationPlan.decode(plan_path(GROUP), reg.read(plan_path(GROUP)))
+        assert plan_now.phase == "mixed" and set(plan_now.members.values()) == {ZOOKEEPER}
+    modes = {}
+    for path in (tmp_path / "run" / "traces").glob("*.jsonl"):
+        events = [json.loads(line) for line in path.read_text().splitlines()]
+        modes[path.stem] = {e.get("mode", "zookeeper") for e in events}
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))  # one sequence across modes
+    assert all(m == {"zookeeper", "coordinator"} for m in modes.values()), modes  # each went there and back

@@ -240,21 +240,34 @@ class Lab:
     def _event(self, text: str) -> None:
         self.events.append(f"{time.strftime('%H:%M:%S')} {text}")
 
-    def migrate(self) -> None:
-        """Start ``zkconsumer migrate``'s driver in the background: member by member to the coordinator."""
+    def migrate(self, rollback: bool = False) -> None:
+        """Start ``zkconsumer migrate``'s driver in the background: member by member to the coordinator, or back
+        (``rollback``: after the previous migration step finished)."""
         from .migration.driver import MigrationDriver
 
+        previous = self._migration
+
         def run() -> None:
+            if previous is not None:
+                previous.join()
             try:
                 with Registry.open(self.zk_connect) as reg:
-                    MigrationDriver(reg, GROUP, self.bootstrap, step_timeout_s=60.0,
-                                    progress=self._event).to_coordinator()
-                self.migration_result = "done"
+                    driver = MigrationDriver(reg, GROUP, self.bootstrap, step_timeout_s=60.0, progress=self._event)
+                    # the lab's consumers may still be starting (a process takes seconds on a busy machine)
+                    deadline = time.monotonic() + 60.0
+                    while time.monotonic() < deadline and len([m for m in driver.members() if m.mode]) < len(
+                            [n for n, st in self.status.items() if st == "running"]):
+                        time.sleep(0.1)
+                    driver.to_zookeeper() if rollback else driver.to_coordinator()
+                result = "rolled back" if rollback else "done"
             except Exception as e:  # noqa: BLE001 - shown in the summary
-                self.migration_result = f"failed: {e}"
-                self._event(f"migration failed: {e}")
+                result = f"{'rollback' if rollback else 'migration'} failed: {e}"
+                self._event(result)
+            # a failed step stays visible after a later one succeeds
+            failed = self.migration_result if self.migration_result and "failed" in self.migration_result else None
+            self.migration_result = f"{failed}; then {result}" if failed else result
 
-        self._event("migration to coordinator mode started")
+        self._event(f"{'rollback to ZooKeeper' if rollback else 'migration to coordinator'} mode started")
         self._migration = threading.Thread(target=run, daemon=True, name="lab-migration")
         self._migration.start()
 
@@ -355,8 +368,8 @@ class Lab:
                             step = steps.pop(0)
                             if step.action == "join":
                                 self.join(step.consumer)
-                            elif step.action == "migrate":
-                                self.migrate()
+                            elif step.action in ("migrate", "rollback"):
+                                self.migrate(rollback=step.action == "rollback")
                             else:
                                 self.stop(step.consumer, kill=step.action == "kill")
                         live.update(self._view(reg, elapsed))
@@ -375,7 +388,7 @@ class Lab:
                 if self._migration is not None:
                     self._migration.join(90)
                     summary["migration"] = self.migration_result or "unfinished"
-                if self.plan.mode == "zookeeper":
+                if self.plan.mode == "zookeeper" or self.migration_result == "rolled back":
                     result = verify(reg, GROUP)
                     self.console.print()
                     self.console.print("Rebalance operation successful !" if result.ok else
@@ -385,7 +398,8 @@ class Lab:
                 else:  # no owner nodes to verify: every partition must be owned by exactly one live member
                     summary["verify_ok"] = self._verify_by_traces()
                     if self._migration is not None:
-                        summary["verify_ok"] = summary["verify_ok"] and self.migration_result == "done"
+                        summary["verify_ok"] = summary["verify_ok"] and self.migration_result in ("done",
+                                                                                                 "rolled back")
                 summary["zookeeper_requests"] = self._zk_requests() - zk_requests_at_start
                 if self._broker is not None:
                     summary["broker_requests"] = sum(self._broker.request_counts().values())

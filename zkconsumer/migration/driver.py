@@ -93,8 +93,14 @@ class MigrationDriver:
         return not self.unowned()
 
     def to_coordinator(self) -> MigrationPlan:
-        members = self.members()
-        strangers = [m.consumer_id for m in members if m.mode is None]
+        # members that registered a moment ago acknowledge the plan right after: give them the step timeout
+        deadline = time.monotonic() + self.step_timeout_s
+        while True:
+            members = self.members()
+            strangers = [m.consumer_id for m in members if m.mode is None]
+            if not strangers or time.monotonic() > deadline:
+                break
+            time.sleep(0.1)
         if strangers:
             raise MigrationError(f"members without --migratable cannot switch: {', '.join(strangers)}; restart them "
                                  "with `zkconsumer consume --migratable` (or stop them) first")
