@@ -11,8 +11,9 @@ import importlib
 import logging
 import sys
 
-from rich.console import Console
 from rich.markup import escape
+
+from ..consoles import make_console
 
 #: Command families, in the order ``--help`` lists them. Each module defines ``register(subparsers)``.
 COMMAND_MODULES = [
@@ -29,8 +30,8 @@ COMMAND_MODULES = [
     "zkconsumer.cli.sweep",
 ]
 
-console = Console()
-err_console = Console(stderr=True, soft_wrap=True)
+console = make_console()
+err_console = make_console(stderr=True, soft_wrap=True)
 
 
 class CliError(Exception):
