@@ -37,7 +37,7 @@ from ..javacompat import java_order_key
 from .sweep import ARROW_SCHEMA, Scenario, _batch, run_scenario
 
 #: Strategies this module computes; anything else in a config runs through the scalar loop.
-BATCHED = ("range", "roundrobin", "roundrobin-relaxed")
+BATCHED = ("range", "roundrobin", "roundrobin-relaxed", "sticky")
 #: ``error`` of a RoundRobin precondition row: the first line of Kafka's message, as the scalar loop cuts it.
 PRECONDITION_ERROR = ("requirement failed: " + ROUND_ROBIN_MESSAGE)[:120]
 
@@ -203,6 +203,89 @@ def roundrobin_relaxed_owners(plan: _Plan, hord: np.ndarray) -> np.ndarray:
     return owners
 
 
+def sticky_owners(plan: _Plan) -> np.ndarray:
+    """[R, F] owners under :func:`zkconsumer.assignors.sticky_assign`, each step given the previous one's result.
+
+    Steps run in order (a step needs its predecessor), every scenario at once. The same three phases as the
+    scalar assignor: keep what a thread still subscribed to owned; give each topic's free partitions, ascending,
+    to its threads by "least loaded, ties by id" (the picks come level by level: at level L every thread whose
+    load is at most L, in id order); then move one partition per round and row until balanced.
+    """
+    n_rows, k = plan.live.shape
+    t_count, width = plan.topics, plan.width
+    topic_of = np.repeat(np.arange(t_count), width)  # [F]
+    exists = np.tile(np.arange(width), t_count)[None, :] < plan.partitions[:, None]  # [R, F]
+    out = np.full((n_rows, t_count * width), -1, dtype=np.int64)
+    for step in range(int(plan.row_step.max(initial=-1)) + 1):
+        rows = np.flatnonzero(plan.row_step == step)
+        n = len(rows)
+        ar = np.arange(n)
+        sub, live = plan.sub[rows], plan.live[rows]
+        own = np.full((n, t_count * width), -1, dtype=np.int64)
+        if step:
+            prev = out[rows - 1]
+            held = prev >= 0
+            still = sub[ar[:, None], topic_of[None, :], np.where(held, prev, 0)]
+            own = np.where(held & still, prev, -1)
+        load = _loads(own, k)
+        for t in range(t_count):
+            sub_t = sub[:, t, :]  # [n, K]
+            free = exists[rows, t * width:(t + 1) * width] & (own[:, t * width:(t + 1) * width] < 0)
+            free &= plan.active[rows, t][:, None]
+            if not free.any():
+                continue
+            floor = np.where(sub_t, load, np.iinfo(np.int64).max).min(axis=1)
+            floor = np.where(sub_t.any(axis=1), floor, 0)
+            levels = floor[:, None] + np.arange(width)[None, :]  # width levels always give width picks
+            eligible = (sub_t[:, None, :] & (load[:, None, :] <= levels[:, :, None])).reshape(n, -1)
+            picks = np.argsort(~eligible, axis=1, kind="stable")[:, :width] % k  # level-major, then thread order
+            rank = np.cumsum(free, axis=1) - 1
+            chosen = np.take_along_axis(picks, np.maximum(rank, 0), axis=1)
+            block = own[:, t * width:(t + 1) * width]
+            own[:, t * width:(t + 1) * width] = np.where(free, chosen, block)
+            load += _loads(np.where(free, chosen, -1), k)
+        _balance(own, load, sub, live, width)
+        out[rows] = own
+    return out
+
+
+def _loads(owners: np.ndarray, k: int) -> np.ndarray:
+    n = len(owners)
+    held = owners >= 0
+    return np.bincount((np.arange(n)[:, None] * k + owners)[held], minlength=n * k).reshape(n, k)
+
+
+def _balance(own: np.ndarray, load: np.ndarray, sub: np.ndarray, live: np.ndarray, width: int) -> None:
+    """Sticky's balancing, one move per round for every unbalanced row: the most loaded thread (ties: largest
+    id) gives its largest partition of the largest topic whose lightest thread (ties: smallest id) carries at
+    least two fewer, to that thread. In place."""
+    n, t_count, k = sub.shape
+    big = np.iinfo(np.int64).max
+    todo = np.arange(n)
+    while len(todo):
+        ld, lv, sb = load[todo], live[todo], sub[todo]
+        m = len(todo)
+        ar = np.arange(m)
+        weights = np.where(lv, ld, -1)
+        heavy = k - 1 - np.argmax(weights[:, ::-1], axis=1)
+        top = weights[ar, heavy]
+        low = np.where(lv, ld, big).min(axis=1)
+        light = np.argmin(np.where(sb, ld[:, None, :], big), axis=2)  # [m, T]
+        light_load = np.take_along_axis(ld, light, axis=1)
+        candidate = sb[ar, :, heavy] & (top[:, None] - light_load > 1) & (top - low > 1)[:, None]
+        owned = (own[todo].reshape(m, t_count, width) == heavy[:, None, None]) & candidate[:, :, None]
+        has = owned.any(axis=2)
+        moving = has.any(axis=1)
+        topic = t_count - 1 - np.argmax(has[:, ::-1], axis=1)
+        part = width - 1 - np.argmax(owned[ar, topic][:, ::-1], axis=1)
+        r, a = todo[moving], ar[moving]
+        to = light[a, topic[a]]
+        own[r, topic[a] * width + part[a]] = to
+        load[r, heavy[a]] -= 1
+        load[r, to] += 1
+        todo = r
+
+
 def _metrics(plan: _Plan, owners: np.ndarray, ok: np.ndarray) -> dict[str, np.ndarray]:
     """Per row: assigned, balance, max, min, and the moves against the scenario's previous step (mask = null)."""
     n_rows, k = plan.live.shape
@@ -236,9 +319,14 @@ def batch_rows(scenarios: Sequence[Scenario], strategies: tuple[str, ...], seed:
     tables = []
     keys: list[np.ndarray] = []  # (scenario position, step, strategy position) of every row, to restore order
     position = {id(sc): i for i, sc in enumerate(scenarios)}
-    if fast and batched:
-        plan = _Plan(fast)
-        tables.append(_batched_table(plan, batched, strategies, seed, position, keys))
+    if batched:
+        # one plan per (topics, partitions): arrays without padding; a few thousand scenarios make each one big
+        # enough for numpy's per-call cost not to matter
+        shapes: dict[tuple[int, int], list[Scenario]] = {}
+        for sc in fast:
+            shapes.setdefault((sc.topics, sc.partitions), []).append(sc)
+        for group in shapes.values():
+            tables.append(_batched_table(_Plan(group), batched, strategies, seed, position, keys))
     slow_rows: list[tuple] = []
     slow_keys: list[tuple[int, int, int]] = []
     strategy_pos = {s: i for i, s in enumerate(strategies)}
@@ -274,7 +362,7 @@ def _batchable(sc: Scenario) -> bool:
 def _batched_table(plan: _Plan, batched: list[str], strategies: tuple[str, ...], seed: int,
                    position: dict[int, int], keys: list[np.ndarray]) -> pa.Table:
     n_rows = len(plan.row_scenario)
-    hord = plan.hash_orders() if any(s != "range" for s in batched) else None
+    hord = plan.hash_orders() if any(s.startswith("roundrobin") for s in batched) else None
     results: dict[str, tuple[np.ndarray, np.ndarray]] = {}
     everyone = np.ones(n_rows, dtype=bool)
     for s in batched:
@@ -282,6 +370,8 @@ def _batched_table(plan: _Plan, batched: list[str], strategies: tuple[str, ...],
             results[s] = (range_owners(plan), everyone)
         elif s == "roundrobin":
             results[s] = roundrobin_owners(plan, hord)
+        elif s == "sticky":
+            results[s] = (sticky_owners(plan), everyone)
         else:
             results[s] = (roundrobin_relaxed_owners(plan, hord), everyone)
     scs = plan.scenarios
