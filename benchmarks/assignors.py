@@ -13,10 +13,10 @@ import platform
 import statistics
 import time
 
-from rich.console import Console
 from rich.table import Table
 
 from zkconsumer.assignors import AssignmentContext, assign, clear_caches
+from zkconsumer.consoles import make_console
 from zkconsumer.reference import PORTS
 
 
@@ -45,7 +45,7 @@ def main() -> None:
     topics = [f"topic-{i:04d}" for i in range(args.topics)]
     partitions = {t: list(range(args.partitions)) for t in topics}
     subs = {f"group_consumer-{c:04d}": {t: args.streams for t in topics} for c in range(args.consumers)}
-    console = Console()
+    console = make_console()
     console.print(f"{args.topics} topics x {args.partitions} partitions, {args.consumers} consumers x "
                   f"{args.streams} streams = {args.consumers * args.streams} threads; CPython "
                   f"{platform.python_version()}, one core")

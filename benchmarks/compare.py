@@ -12,10 +12,10 @@ import argparse
 import tempfile
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from zkconsumer.compare import MEASURES, VARIANTS, run_compare
+from zkconsumer.consoles import make_console
 from zkconsumer.lab import LabPlan
 
 BASELINE = "zookeeper-default"
@@ -29,7 +29,7 @@ def main() -> None:
     ap.add_argument("--no-analyze", action="store_true")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
-    console = Console(width=160)
+    console = make_console()
     out = args.out or Path(tempfile.mkdtemp(prefix="zkconsumer-compare-"))
     plan = LabPlan(consumers=args.consumers, duration=args.duration, rate=args.rate)
     results = run_compare(plan, out, list(VARIANTS), console, analyze=not args.no_analyze)

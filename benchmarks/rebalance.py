@@ -26,12 +26,12 @@ import time
 import uuid
 from collections import Counter
 
-from rich.console import Console
 from rich.table import Table
 
 from zkconsumer.assignors import AssignmentContext, assign
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.connector import ZookeeperConsumerConnector
+from zkconsumer.consoles import make_console
 from zkconsumer.groups import verify
 from zkconsumer.registry import Registry, connect
 from zkconsumer.topics import create_topic
@@ -226,7 +226,7 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=4,
                     help="consumer host processes (1: all consumers in this process, sharing one GIL)")
     args = ap.parse_args()
-    console = Console()
+    console = make_console()
     results = []
     with ZooKeeperServer() as server:
         for size in args.sizes:

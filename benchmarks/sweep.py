@@ -20,13 +20,13 @@ import tempfile
 import time
 from pathlib import Path
 
-from rich.console import Console
 from rich.table import Table
 
 from zkconsumer.analysis.pipeline import run_analysis
 from zkconsumer.analysis.spark import build_session
 from zkconsumer.analysis.sweep import GRID_FULL, SweepConfig, run_local, run_spark
 from zkconsumer.analysis.synthetic import generate
+from zkconsumer.consoles import make_console
 
 
 def main() -> None:
@@ -39,7 +39,7 @@ def main() -> None:
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--tmp", default=None, help="where the trace and outputs go (default: a temp dir)")
     args = ap.parse_args()
-    console = Console()
+    console = make_console()
     tmp = Path(args.tmp or tempfile.mkdtemp(prefix="zkc-bench-"))
     tmp.mkdir(parents=True, exist_ok=True)
     cfg = SweepConfig(GRID_FULL, seed=1, changes=args.changes)

@@ -15,6 +15,7 @@ from rich.table import Table
 from rich.tree import Tree
 
 from .assignors import AssignmentContext, assign
+from .consoles import make_console
 from .layout import ConsumerRegistration, GroupPaths, encode_owner
 from .registry import Registry, connect
 from .topics import create_topic
@@ -69,7 +70,7 @@ def _tree(reg: Registry) -> Tree:
 
 
 def run(console: Console | None = None) -> int:
-    console = console or Console()
+    console = console or make_console()
     with ZooKeeperServer() as zk:
         console.rule("[bold]1. a real ZooKeeper")
         console.print(f"serving at {zk.connect_string} (jars from {zk.source})", highlight=False)

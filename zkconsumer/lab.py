@@ -29,6 +29,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
+from .consoles import make_console
 from .groups import verify
 from .registry import Registry
 from .topics import create_topic
@@ -131,7 +132,7 @@ class Lab:
         self.out = Path(out_dir).resolve()
         self.traces = out_dir / "traces"
         self.logs = out_dir / "logs"
-        self.console = console or Console()
+        self.console = console or make_console()
         self._zk_given, self._bootstrap_given = zookeeper, bootstrap
         self.zk_connect = zookeeper or ""
         self.bootstrap = bootstrap or ""

@@ -213,15 +213,27 @@ def _batch(rows: list[tuple]) -> pa.RecordBatch:
                                       schema=ARROW_SCHEMA)
 
 
-def run_spark(spark, cfg: SweepConfig, n: int, partitions: int | None = None):  # -> DataFrame
-    """``n`` scenarios as a Spark DataFrame of result rows, computed in Python workers (``mapInArrow``)."""
+def run_spark(spark, cfg: SweepConfig, n: int, partitions: int | None = None, scalar: bool = False):  # -> DataFrame
+    """``n`` scenarios as a Spark DataFrame of result rows, computed in Python workers (``mapInArrow``).
+
+    Range and both RoundRobins are computed over whole batches of scenarios with numpy
+    (:mod:`zkconsumer.analysis.sweep_batch`, same rows as the scalar loop); ``scalar=True`` runs the per-scenario
+    loop instead (the benchmark's "previous approach").
+    """
     sc = spark.sparkContext
     partitions = partitions or max(2, sc.defaultParallelism * 4)
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
+        from .sweep_batch import batch_rows  # imports this module
+
+        cells = cfg.cells
         for batch in batches:
             ids = batch.column(0).to_pylist()
             for i in range(0, len(ids), OUTPUT_CHUNK):  # small result batches keep the worker's heap small
-                yield _batch(list(iter_rows(cfg, iter(ids[i:i + OUTPUT_CHUNK]))))
+                if scalar:
+                    yield _batch(list(iter_rows(cfg, iter(ids[i:i + OUTPUT_CHUNK]))))
+                else:
+                    yield batch_rows([make_scenario(cfg, j, cells) for j in ids[i:i + OUTPUT_CHUNK]],
+                                     cfg.strategies, cfg.seed)
 
     return spark.range(0, n, numPartitions=partitions).mapInArrow(compute, RESULT_SCHEMA)

@@ -12,9 +12,9 @@ import logging
 import sys
 
 from kazoo.exceptions import NoAuthError
-from rich.console import Console
 from rich.markup import escape
 
+from ..consoles import make_console
 from ..registry import ZkConnectError
 
 #: Command families, in the order ``--help`` lists them. Each module defines ``register(subparsers)``.
@@ -33,8 +33,8 @@ COMMAND_MODULES = [
     "zkconsumer.cli.sweep",
 ]
 
-console = Console()
-err_console = Console(stderr=True, soft_wrap=True)
+console = make_console()
+err_console = make_console(stderr=True, soft_wrap=True)
 
 
 class CliError(Exception):
