@@ -135,6 +135,10 @@ class CoordinatorConsumerConnector:
         self.state_lock = threading.RLock()
         self.owned: dict[TopicPartition, PartitionProgress] = {}
         self._held: set[TopicPartition] = set()
+        #: Assigned partitions whose fetch position must be set to the committed offset before any delivery:
+        #: kafka-python (like Kafka's consumer) keeps the position of a partition that comes back to the same
+        #: member, and that position is past records we fetched but dropped at the revocation.
+        self._needs_seek: set[TopicPartition] = set()
         self._backlog: dict[TopicPartition, deque[_Queued]] = {}
         self._generation = 0
         self._committed: dict[TopicPartition, int] = {}
@@ -305,8 +309,8 @@ class CoordinatorConsumerConnector:
             for ktp, records in batches.items():
                 tp = TopicPartition(ktp.topic, ktp.partition)
                 progress = self.owned.get(tp)
-                if progress is None or progress.generation < 0:
-                    continue  # revoked while the fetch was in flight
+                if progress is None or progress.generation < 0 or tp in self._needs_seek:
+                    continue  # revoked while the fetch was in flight, or fetched from a position we reset
                 backlog = self._backlog.setdefault(tp, deque())
                 for r in records:
                     backlog.append(_Queued(FetchedRecord(r.topic, r.partition, r.offset, r.key, r.value,
@@ -339,6 +343,10 @@ class CoordinatorConsumerConnector:
         """Poller: re-ask the hold hook, deliver what fits, pause partitions that are held or backed up."""
         from kafka import TopicPartition as KTP
 
+        with self.state_lock:
+            to_seek = set(self._needs_seek)
+        for tp in to_seek:
+            self._seek_to_committed(consumer, tp)
         if self.hold is not None or self.handover is not None:
             with self.state_lock:
                 held = set(self._held)
@@ -358,6 +366,23 @@ class CoordinatorConsumerConnector:
             consumer.pause(*(want_paused - paused))
         if paused - want_paused:
             consumer.resume(*(paused - want_paused))
+
+    def _seek_to_committed(self, consumer, tp: TopicPartition) -> None:
+        """Poller: consume a newly assigned partition from its committed offset (at-least-once), whatever position
+        the client kept for it."""
+        from kafka import TopicPartition as KTP
+
+        ktp = KTP(tp.topic, tp.partition)
+        try:
+            committed = consumer.committed(ktp)
+            if committed is not None and ktp in consumer.assignment():
+                consumer.seek(ktp, committed)
+        except Exception as e:  # noqa: BLE001 - tried again on the next loop; nothing is delivered meanwhile
+            log.warning("%s: could not read the committed offset of %s: %r", self.consumer_id, tp, e)
+            return
+        with self.state_lock:
+            self._needs_seek.discard(tp)
+            self._backlog.pop(tp, None)
 
     def _resume_from_handover(self, consumer, tp: TopicPartition) -> None:
         """Poller: a partition the handover just freed is consumed from its start offset (the larger of both
@@ -510,6 +535,7 @@ class CoordinatorConsumerConnector:
             for tp in tps:
                 self.owned.pop(tp, None)
                 self._held.discard(tp)
+                self._needs_seek.discard(tp)
             self._committed.update(committed)
         for tp, value in committed.items():
             self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
@@ -532,6 +558,8 @@ class CoordinatorConsumerConnector:
             held = set(tps)  # the poller claims them through the handover and seeks before any delivery
         else:
             held = {tp for tp in tps if self._ask_hold(tp)} if self.hold is not None else set()
+            with self.state_lock:
+                self._needs_seek |= set(tps)
         with self.state_lock:
             self._held |= held
             started = self._rebalance_started
