@@ -17,10 +17,9 @@ from kafka.structs import OffsetAndMetadata
 
 from zkconsumer.assignors import TopicPartition
 from zkconsumer.broker.storage import LogManager
-from zkconsumer.coordinator.offsets_log import (
+from zkconsumer.coordinator.offsets_codec import (
     GroupKey,
     OffsetKey,
-    OffsetsLog,
     decode_group_value,
     decode_key,
     decode_offset_value,
@@ -29,6 +28,7 @@ from zkconsumer.coordinator.offsets_log import (
     encode_offset_key,
     encode_offset_value,
 )
+from zkconsumer.coordinator.offsets_log import OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemberSnapshot
 from zkconsumer.registry import Registry
 from zkconsumer.topics import create_topic
