@@ -6,17 +6,22 @@ from __future__ import annotations
 import os
 import signal
 import subprocess
+import sys
 import time
 
 import pytest
+from helpers import wait_until
 from hypothesis import given
 from hypothesis import strategies as st
 from kafka import KafkaConsumer, KafkaProducer
 from kafka import TopicPartition as KTP
+from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 from kafka.structs import OffsetAndMetadata
 
 from zkconsumer.assignors import TopicPartition
 from zkconsumer.broker.storage import LogManager
+from zkconsumer.coordinator.group import GroupState
+from zkconsumer.coordinator.manager import NONE, CoordinatorConfig, GroupCoordinator
 from zkconsumer.coordinator.offsets_codec import (
     GroupKey,
     OffsetKey,
@@ -27,6 +32,7 @@ from zkconsumer.coordinator.offsets_codec import (
     encode_group_value,
     encode_offset_key,
     encode_offset_value,
+    iter_records,
 )
 from zkconsumer.coordinator.offsets_log import OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemberSnapshot
@@ -46,6 +52,37 @@ def test_worked_bytes_of_an_offset_commit_record() -> None:
     assert encode_offset_value(CommittedOffset(5, "m", 1000, 2000)) == bytes.fromhex(
         "0001" "0000000000000005" "00016d" "00000000000003e8" "00000000000007d0")
     assert encode_group_key("g") == bytes.fromhex("0002" "000167")
+
+
+def test_worked_bytes_of_a_group_metadata_record() -> None:
+    # GroupMetadataValue.json (Kafka 2.8), version 3: protocolType, generation, protocol?, leader?,
+    # currentStateTimestamp, members[memberId, groupInstanceId?, clientId, clientHost, rebalanceTimeout,
+    # sessionTimeout, subscription (int32-sized bytes), assignment]
+    member = MemberSnapshot("m", "c", "/h", 300_000, 10_000, b"S", b"A")
+    snapshot = GroupSnapshot("consumer", 1, "range", "m", 1000, (member,))
+    v3 = bytes.fromhex(
+        "0003" "0008" + b"consumer".hex() + "00000001" "0005" + b"range".hex() + "00016d" "00000000000003e8"
+        "00000001" "00016d" "ffff" "000163" "00022f68" "000493e0" "00002710" "0000000153" "0000000141")
+    assert encode_group_value(snapshot) == v3
+    # version 0 (Kafka 0.9/0.10.0): no state timestamp, no instance id, no rebalance timeout, which Kafka's
+    # reader takes from the session timeout
+    v0 = bytes.fromhex(
+        "0000" "0008" + b"consumer".hex() + "00000001" "0005" + b"range".hex() + "00016d"
+        "00000001" "00016d" "000163" "00022f68" "00002710" "0000000153" "0000000141")
+    assert decode_group_value(v0) == GroupSnapshot("consumer", 1, "range", "m", -1, (
+        MemberSnapshot("m", "c", "/h", 10_000, 10_000, b"S", b"A"),))
+    # an Empty group (Kafka writes it when the last member left): null protocol and leader, no members
+    empty = GroupSnapshot("consumer", 2, None, None, 5)
+    assert encode_group_value(empty) == bytes.fromhex(
+        "0003" "0008" + b"consumer".hex() + "00000002" "ffff" "ffff" "0000000000000005" "00000000")
+    assert decode_group_value(encode_group_value(empty)) == empty
+
+
+def test_older_offset_value_versions_decode() -> None:
+    # v0 and v2 (Kafka 0.8.2 - 2.1): offset, metadata, commit timestamp
+    for version in ("0000", "0002"):
+        assert decode_offset_value(bytes.fromhex(version + "0000000000000005" "000178" "00000000000003e8")) == \
+            CommittedOffset(5, "x", 1000)
 
 
 texts = st.text(max_size=20)
@@ -68,6 +105,29 @@ def test_offset_records_round_trip(group: str, topic: str, partition: int, c: Co
 def test_group_records_round_trip(group: str, snapshot: GroupSnapshot) -> None:
     assert decode_key(encode_group_key(group)) == GroupKey(group)
     assert decode_group_value(encode_group_value(snapshot)) == snapshot
+
+
+records = st.lists(st.tuples(st.none() | st.binary(max_size=300), st.none() | st.binary(max_size=300),
+                             st.lists(st.tuples(st.text(max_size=5), st.binary(max_size=5)), max_size=2)),
+                   min_size=1, max_size=20)
+
+
+@given(st.lists(records, min_size=1, max_size=4), st.integers(0, 2**40), st.sampled_from([0, 1]))
+def test_our_batch_reader_agrees_with_kafka_python(batches, base: int, compression: int) -> None:
+    data, offset = b"", base
+    for recs in batches:
+        builder = MemoryRecordsBuilder(magic=2, compression_type=compression, batch_size=1 << 30)
+        for key, value, headers in recs:
+            builder.append(1_700_000_000_000, key, value, headers)
+        builder.close()
+        batch = bytearray(builder.buffer())
+        batch[:8] = offset.to_bytes(8, "big")  # the base offset, as the log assigns it
+        data += bytes(batch)
+        offset += len(recs)
+    expected = [(r.offset, r.key, r.value) for b in MemoryRecords(data) for r in b]
+    assert [(o, k if k is None else bytes(k), v if v is None else bytes(v)) for o, k, v in iter_records(data)] == \
+        expected
+    assert list(iter_records(data[:-1])) == expected[:-len(batches[-1])]  # a torn last batch is left out
 
 
 # ---------------------------------------------------------------------------------------------- the store
@@ -105,6 +165,108 @@ def test_offsets_expire_after_the_group_was_empty_for_the_retention(tmp_path) ->
     again.load()
     assert set(again.groups()) == {"busy"}
     again.logs.close()
+
+
+def test_expiry_follows_kafkas_rules_through_the_coordinator(tmp_path) -> None:
+    """Empty consumer group: retention from when it became Empty, then Dead with a group tombstone; a group of
+    simple commits only: each offset from its own commit, Dead without a tombstone (generation 0)."""
+    minute = 60_000
+    logs = LogManager(tmp_path).open()
+    store = OffsetsLog(logs, retention_ms=minute)
+    c = GroupCoordinator(CoordinatorConfig(group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=100,
+                                           offsets_retention_minutes=1), store).start()
+    wait_until(lambda: c.loaded, message="the store loaded")
+    joined = c.join("g", "", None, "client", "/h", 1000, 2000, "consumer", [("range", b"m")], False)
+    c.sync("g", joined.generation, joined.member_id, None, None, None, {joined.member_id: b"a"})
+    assert c.commit_offsets("g", joined.generation, joined.member_id, {TP: CommittedOffset(7, "", 0)}) == NONE
+    c.leave("g", [(joined.member_id, None)])
+    wait_until(lambda: c.describe("g").state == "Empty", message="the group to empty")
+    empty_since = c.groups["g"].empty_since_ms
+    t1 = TopicPartition("t", 1)
+    assert c.commit_offsets("solo", -1, "", {TP: CommittedOffset(1, "", empty_since), t1: CommittedOffset(
+        2, "", empty_since + minute)}) == NONE
+
+    assert c.expire_offsets(empty_since + minute - 1) == {}  # the commit of g at 0 does not count: it is Empty
+    assert c.expire_offsets(empty_since + minute) == {"g": [TP], "solo": [TP]}
+    assert "g" not in c.groups and c.describe("g").state == GroupState.DEAD.value
+    assert c.expire_offsets(empty_since + 2 * minute) == {"solo": [t1]}
+    assert "solo" not in c.groups
+    c.stop()
+    logs.close()
+
+    again = OffsetsLog(LogManager(tmp_path).open())
+    again.load()
+    assert again.groups() == {}  # g's metadata got its tombstone, solo never had any
+    again.logs.close()
+
+
+def test_a_reloaded_empty_group_keeps_its_empty_since(tmp_path) -> None:
+    logs = LogManager(tmp_path).open()
+    store = OffsetsLog(logs, retention_ms=60_000)
+    store.commit("g", {TP: CommittedOffset(7, "", 0)})
+    store.store_group("g", GroupSnapshot("consumer", 3, None, None, 1_000))  # Empty since 1000
+    logs.close()
+    logs = LogManager(tmp_path).open()
+    c = GroupCoordinator(CoordinatorConfig(offsets_retention_minutes=1), OffsetsLog(logs, retention_ms=60_000))
+    c.start()
+    wait_until(lambda: c.loaded, message="the store loaded")
+    assert c.groups["g"].generation == 3 and c.groups["g"].empty_since_ms == 1_000
+    assert c.expire_offsets(61_000) == {"g": [TP]}  # not 7 days after this restart
+    c.stop()
+    logs.close()
+
+
+def test_groups_come_back_with_their_generation(tmp_path) -> None:
+    logs = LogManager(tmp_path).open()
+    store = OffsetsLog(logs)
+    member = MemberSnapshot("m1", "c", "/h", 300_000, 10_000, b"s", b"a", "static-1")
+    for generation in range(1, 4):
+        store.store_group("g", GroupSnapshot("consumer", generation, "range", "m1", generation, (member,)))
+    store.commit("offsets-only", {TP: CommittedOffset(1, "", 1)})
+    logs.close()
+    again = OffsetsLog(LogManager(tmp_path).open())
+    again.load()
+    assert again.groups() == {"g": GroupSnapshot("consumer", 3, "range", "m1", 3, (member,)), "offsets-only": None}
+    again.logs.close()
+
+
+WRITER = """
+import sys
+from zkconsumer.assignors import TopicPartition
+from zkconsumer.broker.storage import LogManager
+from zkconsumer.coordinator.offsets_log import OffsetsLog
+from zkconsumer.coordinator.store import CommittedOffset
+store = OffsetsLog(LogManager(sys.argv[1]).open())  # default flushing: only the store's own fsync
+i = 0
+while True:
+    store.commit(f"g{i % 7}", {TopicPartition("t", p): CommittedOffset(i, "", i) for p in range(i % 3 + 1)})
+    print(i, flush=True)
+    i += 1
+"""
+
+
+def test_every_acknowledged_commit_survives_kill_9_of_the_writer(tmp_path) -> None:
+    proc = subprocess.Popen([sys.executable, "-c", WRITER, str(tmp_path)], stdout=subprocess.PIPE, text=True)
+    acked = -1
+    try:
+        for line in proc.stdout:
+            acked = int(line)
+            if acked >= 150:
+                break
+    finally:
+        os.kill(proc.pid, signal.SIGKILL)  # mid-commit, most likely: the next one was under way
+        proc.wait()
+    assert acked >= 150, "the writer stopped early"
+    store = OffsetsLog(LogManager(tmp_path).open())
+    store.load()
+    for i in range(acked + 1):  # the latest acknowledged commit of each (group, partition)
+        group = f"g{i % 7}"
+        for p in range(i % 3 + 1):
+            later = [j for j in range(i + 1, acked + 1) if j % 7 == i % 7 and p < j % 3 + 1]
+            if not later:
+                got = store.fetch(group)[TopicPartition("t", p)].offset
+                assert got >= i, f"{group} t-{p}: acknowledged {i}, loaded {got}"
+    store.logs.close()
 
 
 def test_loading_a_large_topic_is_quick(tmp_path) -> None:
@@ -157,3 +319,25 @@ def test_committed_offsets_survive_kill_9_of_the_broker(zk_connect, registry: Re
             proc.kill()
 
 
+
+
+def test_clients_cannot_produce_to_the_offsets_topic(broker, registry: Registry) -> None:
+    """Kafka answers INVALID_TOPIC_EXCEPTION (17): only the coordinator appends to __consumer_offsets."""
+    from kafka.protocol.producer import ProduceRequest
+
+    from zkconsumer.broker.client import RawClient
+
+    create_topic(registry, "__consumer_offsets", 1)
+    wait_until(lambda: "__consumer_offsets" in broker.cluster.snapshot().topics, message="the topic")
+    builder = MemoryRecordsBuilder(magic=2, compression_type=0, batch_size=1 << 20)
+    builder.append(0, b"garbage key", b"v")
+    builder.close()
+    Data = ProduceRequest.TopicProduceData
+    request = ProduceRequest(transactional_id=None, acks=1, timeout_ms=5000, topic_data=[
+        Data(name="__consumer_offsets", partition_data=[Data.PartitionProduceData(index=0,
+                                                                                   records=bytes(builder.buffer()))])])
+    with RawClient.to(broker.bootstrap) as client:
+        answer = client.call(request, 9)
+    assert answer.responses[0].partition_responses[0].error_code == 17
+    plog = broker.logs.get("__consumer_offsets", 0)
+    assert plog is None or plog.log_end_offset == 0

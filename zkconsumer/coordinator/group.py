@@ -204,6 +204,9 @@ class Group:
         heartbeats get UNKNOWN_MEMBER_ID and they join again), which Kafka also ends up doing when the loaded
         members' sessions expire; the generation carries on, so a late commit of the old one is refused."""
         group = cls(group_id, state_timestamp_ms=now_ms, empty_since_ms=now_ms)
+        if snapshot is not None and not snapshot.members and snapshot.current_state_timestamp_ms >= 0:
+            # Written when the group became Empty: its offsets' retention counts from then, not from this restart.
+            group.state_timestamp_ms = group.empty_since_ms = snapshot.current_state_timestamp_ms
         if snapshot is not None:
             group.generation = snapshot.generation
             group.protocol_type = snapshot.protocol_type or None
