@@ -3,6 +3,7 @@ survive ``kill -9`` of a broker process committed to by a real client."""
 
 from __future__ import annotations
 
+import json
 import os
 import signal
 import subprocess
@@ -305,6 +306,8 @@ def test_committed_offsets_survive_kill_9_of_the_broker(zk_connect, registry: Re
         consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id="g", enable_auto_commit=False)
         consumer.commit({KTP("t", 0): OffsetAndMetadata(7, "seven", -1), KTP("t", 1): OffsetAndMetadata(9, "", -1)})
         consumer.close()
+        config, _ = registry.zk.get("/config/topics/__consumer_offsets")  # created by the first FindCoordinator
+        assert json.loads(config)["config"]["cleanup.policy"] == "compact"
         os.kill(proc.pid, signal.SIGKILL)  # no shutdown, no checkpoint: only what was fsynced
         proc.wait()
         proc, bootstrap = start_broker(zk_connect, data, tmp_path / "broker.log")

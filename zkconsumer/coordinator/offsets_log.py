@@ -45,6 +45,9 @@ log = logging.getLogger(__name__)
 DEFAULT_NUM_PARTITIONS = 50  # offsets.topic.num.partitions
 DEFAULT_RETENTION_MS = 10080 * 60_000  # offsets.retention.minutes, Kafka 2.0+'s 7 days
 _READ_BYTES = 4 << 20
+#: The topic's configuration as Kafka creates it (GroupMetadataManager.offsetsTopicConfigs), written to
+#: ``/config/topics/__consumer_offsets`` for Kafka's tools; our log does not compact (docs/offsets-topic.md).
+OFFSETS_TOPIC_CONFIG = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
 
 
 def _now_ms() -> int:
