@@ -24,6 +24,7 @@ from zkconsumer.broker.storage import LogManager
 from zkconsumer.coordinator.group import GroupState
 from zkconsumer.coordinator.manager import NONE, CoordinatorConfig, GroupCoordinator
 from zkconsumer.coordinator.offsets_codec import (
+    CodecError,
     GroupKey,
     OffsetKey,
     decode_group_value,
@@ -106,6 +107,15 @@ def test_offset_records_round_trip(group: str, topic: str, partition: int, c: Co
 def test_group_records_round_trip(group: str, snapshot: GroupSnapshot) -> None:
     assert decode_key(encode_group_key(group)) == GroupKey(group)
     assert decode_group_value(encode_group_value(snapshot)) == snapshot
+
+
+@given(st.binary(max_size=80))
+def test_garbage_raises_a_codec_error_and_nothing_else(data: bytes) -> None:
+    for decode in (decode_key, decode_offset_value, decode_group_value):
+        try:
+            decode(data)
+        except (CodecError, UnicodeDecodeError):
+            pass
 
 
 records = st.lists(st.tuples(st.none() | st.binary(max_size=300), st.none() | st.binary(max_size=300),

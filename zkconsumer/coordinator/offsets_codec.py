@@ -41,6 +41,7 @@ GROUP_VALUE_VERSION = 3
 _I16 = struct.Struct(">h")
 _I32 = struct.Struct(">i")
 _I64 = struct.Struct(">q")
+_V3_HEAD = struct.Struct(">qih")  # offset value v3: offset, leader epoch, metadata length
 
 
 class CodecError(ValueError):
@@ -150,6 +151,13 @@ def encode_group_key(group: str) -> bytes:
 
 
 def decode_key(data: bytes) -> OffsetKey | GroupKey:
+    if len(data) >= 4 and data[0] == 0 and data[1] in (0, 1):  # offset key, the common case, without a reader
+        n = _I16.unpack_from(data, 2)[0]
+        if 0 <= n and len(data) >= 6 + n:
+            m = _I16.unpack_from(data, 4 + n)[0]
+            if 0 <= m and len(data) == 10 + n + m:
+                group, topic = data[4:4 + n].decode(), data[6 + n:6 + n + m].decode()
+                return OffsetKey(group, topic, _I32.unpack_from(data, 6 + n + m)[0])
     r = _Reader(data)
     version = r.int16()
     if version in (0, 1):
@@ -170,6 +178,10 @@ def encode_offset_value(c: CommittedOffset) -> bytes:
 
 
 def decode_offset_value(data: bytes) -> CommittedOffset:
+    if len(data) >= 16 and data[0] == 0 and data[1] == 3:  # what we write without an expiry: no reader
+        offset, epoch, n = _V3_HEAD.unpack_from(data, 2)
+        if 0 <= n and len(data) == 24 + n:
+            return CommittedOffset(offset, data[16:16 + n].decode(), _I64.unpack_from(data, 16 + n)[0], -1, epoch)
     r = _Reader(data)
     version = r.int16()
     if version in (0, 2):
@@ -257,23 +269,41 @@ def iter_records(data: bytes) -> Iterator[tuple[int, bytes | None, bytes | None]
             continue
         p = pos + _BATCH_HEADER.size
         for _ in range(count):
-            _, p = _varint(data, p)  # record length
-            p += 1  # attributes
-            _, p = _varint(data, p)  # timestamp delta
-            delta, p = _varint(data, p)
-            n, p = _varint(data, p)
-            key = None if n < 0 else data[p:p + n]
-            p += max(n, 0)
-            n, p = _varint(data, p)
+            # Record: length, attributes:int8, timestampDelta, offsetDelta, key, value, headers (varints are
+            # zig-zag; one byte is the common case, inlined). Headers are skipped through the record length.
+            b = data[p]
+            if b < 0x80:
+                length, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                length, p = _varint(data, p)
+            following = p + length
+            p += 1
+            if data[p] < 0x80:
+                p += 1
+            else:
+                _, p = _varint(data, p)
+            b = data[p]
+            if b < 0x80:
+                delta, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                delta, p = _varint(data, p)
+            b = data[p]
+            if b < 0x80:
+                n, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                n, p = _varint(data, p)
+            if n < 0:
+                key = None
+            else:
+                key, p = data[p:p + n], p + n
+            b = data[p]
+            if b < 0x80:
+                n, p = (b >> 1) ^ -(b & 1), p + 1
+            else:
+                n, p = _varint(data, p)
             value = None if n < 0 else data[p:p + n]
-            p += max(n, 0)
-            headers, p = _varint(data, p)
-            for _ in range(headers):
-                n, p = _varint(data, p)
-                p += n
-                n, p = _varint(data, p)
-                p += max(n, 0)
             yield base + delta, key, value
+            p = following
         pos = end
 
 

@@ -144,8 +144,9 @@ class OffsetsLog:
         (Kafka fails the partition's load instead; here only the coordinator writes the topic, so such a record
         can only come from a foreign tool, and refusing to start would lose every group for it).
         """
-        latest: dict[OffsetKey | GroupKey, bytes | None] = {}
-        keys: dict[bytes, OffsetKey | GroupKey | None] = {}
+        # Latest value per raw key first (bytes hash in C); offset keys v0 and v1 have the same fields, so a v0
+        # key is counted under its v1 spelling.
+        latest: dict[bytes, bytes | None] = {}
         count = skipped = 0
         for p in range(self.num_partitions):
             plog = self.logs.get(OFFSETS_TOPIC, p)
@@ -155,18 +156,18 @@ class OffsetsLog:
                 count += 1
                 if raw_key is None:
                     skipped += 1
-                    continue
-                key = keys.get(raw_key, False)
-                if key is False:
-                    key = keys[raw_key] = _decode_key_or_none(raw_key, plog)
-                if key is None:
-                    skipped += 1
-                    continue
-                latest[key] = value
+                elif raw_key[:2] == b"\x00\x00":
+                    latest[b"\x00\x01" + raw_key[2:]] = value
+                else:
+                    latest[raw_key] = value
         offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         groups: dict[str, GroupSnapshot] = {}
-        for key, value in latest.items():
+        for raw_key, value in latest.items():
             if value is None:
+                continue
+            key = _decode_key_or_none(raw_key)
+            if key is None:
+                skipped += 1
                 continue
             try:
                 if isinstance(key, OffsetKey):
@@ -245,9 +246,9 @@ def _records(plog: PartitionLog):
         position = following
 
 
-def _decode_key_or_none(raw: bytes, plog: PartitionLog) -> OffsetKey | GroupKey | None:
+def _decode_key_or_none(raw: bytes) -> OffsetKey | GroupKey | None:
     try:
         return decode_key(raw)
     except (CodecError, UnicodeDecodeError) as e:
-        log.warning("%s: skipping a record whose key does not decode: %s", plog, e)
+        log.warning("%s: skipping records whose key %r does not decode: %s", OFFSETS_TOPIC, raw[:40], e)
         return None
