@@ -211,6 +211,39 @@ def test_expiry_follows_kafkas_rules_through_the_coordinator(tmp_path) -> None:
     again.logs.close()
 
 
+def test_a_stable_group_loses_offsets_of_topics_it_no_longer_subscribes_to(tmp_path) -> None:
+    """KIP-496 (Kafka 2.4+): in a Stable consumer group, offsets of topics outside every member's subscription
+    expire the retention period after their commit; the subscribed ones stay."""
+    from kafka.coordinator.assignors.range import RangePartitionAssignor
+
+    logs = LogManager(tmp_path).open()
+    c = GroupCoordinator(CoordinatorConfig(group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=100,
+                                           offsets_retention_minutes=1), OffsetsLog(logs, retention_ms=60_000))
+    c.start()
+    wait_until(lambda: c.loaded, message="the store loaded")
+    subscription = RangePartitionAssignor.metadata({"t"}).encode()  # the consumer protocol, as clients send it
+    joined = c.join("g", "", None, "client", "/h", 30_000, 60_000, "consumer", [("range", subscription)], False)
+    c.sync("g", joined.generation, joined.member_id, None, None, None, {joined.member_id: b""})
+    old = TopicPartition("old", 0)
+    assert c.commit_offsets("g", joined.generation, joined.member_id, {TP: CommittedOffset(1, "", 0),
+                                                                        old: CommittedOffset(2, "", 0)}) == NONE
+    assert c.expire_offsets(59_999) == {}
+    assert c.expire_offsets(60_000) == {"g": [old]}
+    assert c.fetch_offsets("g", None)[1] == {TP: CommittedOffset(1, "", 0)} and c.describe("g").state == "Stable"
+    c.stop()
+    logs.close()
+
+
+def test_subscription_topics_are_read_from_every_consumer_protocol_version() -> None:
+    from zkconsumer.coordinator.group import consumer_subscription_topics
+
+    v0 = bytes.fromhex("0000" "00000002" "000161" "00026262" "00000000")
+    assert consumer_subscription_topics(v0) == {"a", "bb"}
+    v1 = bytes.fromhex("0001" "00000001" "000161" "00000000" "00000001" "000161" "00000001" "00000000")
+    assert consumer_subscription_topics(v1) == {"a"}  # owned partitions after the v0 prefix are ignored
+    assert consumer_subscription_topics(b"\x00\x00\x00\x00\x00\x05\x00\x01") is None  # truncated
+
+
 def test_a_reloaded_empty_group_keeps_its_empty_since(tmp_path) -> None:
     logs = LogManager(tmp_path).open()
     store = OffsetsLog(logs, retention_ms=60_000)

@@ -193,7 +193,9 @@ class GroupCoordinator:
             # Empty since a time; None: has members; left out: no protocol (simple commits only): per commit time.
             empty_since = {gid: g.empty_since_ms if g.is_(GroupState.EMPTY) else None for gid, g in self.groups.items()
                            if g.protocol_type is not None or not g.is_(GroupState.EMPTY)}
-            expired = expire(now, empty_since)
+            subscribed = {gid: topics for gid, g in self.groups.items()
+                          if g.is_(GroupState.STABLE) and (topics := g.subscribed_topics()) is not None}
+            expired = expire(now, empty_since, subscribed)
             for gid, tps in expired.items():
                 log.info("expired %d offsets of group %s", len(tps), gid)
             # Kafka's cleanupGroupMetadata: an Empty group left without offsets is Dead; its metadata gets a

@@ -186,15 +186,17 @@ class OffsetsLog:
                  len(set(offsets) | set(groups)), sum(len(o) for o in offsets.values()))
 
     # ------------------------------------------------------------------------------------------ expiry
-    def expire(self, now_ms: int, empty_since_ms: Mapping[str, int | None]) -> dict[str, list[TopicPartition]]:
+    def expire(self, now_ms: int, empty_since_ms: Mapping[str, int | None],
+               subscribed_topics: Mapping[str, frozenset[str]] | None = None) -> dict[str, list[TopicPartition]]:
         """Delete (with tombstones) the offsets Kafka 2.1+'s GroupMetadata.removeExpiredOffsets would.
 
         ``empty_since_ms`` is the coordinator's view of each group:
 
         * an int: the group is Empty since then (its current state timestamp): every offset expires once the group
           has been Empty for the retention period;
-        * None: the group has members: nothing expires (Kafka 2.4+ also expires a Stable consumer group's offsets of
-          topics it no longer subscribes to (KIP-496); we do not, see docs/offsets-topic.md);
+        * None: the group has members: nothing expires, except (KIP-496, Kafka 2.4+) in a Stable "consumer" group
+          whose ``subscribed_topics`` are given: offsets of other topics expire the retention period after their
+          commit;
         * absent: a group without a protocol (offsets committed by simple consumers or tools only) or unknown to
           the coordinator: each offset expires the retention period after its own commit.
 
@@ -204,10 +206,14 @@ class OffsetsLog:
         expired: dict[str, list[TopicPartition]] = {}
         with self._lock:
             held = {g: dict(o) for g, o in self._offsets.items()}
+        subscribed_topics = subscribed_topics or {}
         for group, offsets in held.items():
-            if group in empty_since_ms and empty_since_ms[group] is None:
-                continue
             since = empty_since_ms.get(group)
+            if group in empty_since_ms and since is None:  # members
+                if group not in subscribed_topics:
+                    continue
+                topics = subscribed_topics[group]
+                offsets = {tp: c for tp, c in offsets.items() if tp.topic not in topics}
             gone = [tp for tp, c in offsets.items() if _expired(c, since, now_ms, self.retention_ms)]
             if gone:
                 self.delete_offsets(group, gone)
