@@ -367,8 +367,9 @@ def test_committed_offsets_survive_kill_9_of_the_broker(zk_connect, registry: Re
 
 
 
-def test_clients_cannot_produce_to_the_offsets_topic(broker, registry: Registry) -> None:
-    """Kafka answers INVALID_TOPIC_EXCEPTION (17): only the coordinator appends to __consumer_offsets."""
+def test_the_offsets_topic_is_internal_and_clients_cannot_produce_to_it(broker, registry: Registry) -> None:
+    """Metadata says is_internal; a Produce gets INVALID_TOPIC_EXCEPTION (17): only the coordinator appends."""
+    from kafka.protocol.metadata import MetadataRequest
     from kafka.protocol.producer import ProduceRequest
 
     from zkconsumer.broker.client import RawClient
@@ -384,6 +385,8 @@ def test_clients_cannot_produce_to_the_offsets_topic(broker, registry: Registry)
                                                                                    records=bytes(builder.buffer()))])])
     with RawClient.to(broker.bootstrap) as client:
         answer = client.call(request, 9)
+        metadata = client.call(MetadataRequest(topics=None), 12)
     assert answer.responses[0].partition_responses[0].error_code == 17
+    assert {t.name: t.is_internal for t in metadata.topics} == {"__consumer_offsets": True}
     plog = broker.logs.get("__consumer_offsets", 0)
     assert plog is None or plog.log_end_offset == 0
