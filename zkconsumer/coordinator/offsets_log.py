@@ -13,6 +13,7 @@ expiry and what differs from Kafka: docs/offsets-topic.md.
 from __future__ import annotations
 
 import logging
+import os
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -229,11 +230,12 @@ def _expired(c: CommittedOffset, empty_since_ms: int | None, now_ms: int, retent
 
 
 def _sync(plog: PartitionLog) -> None:
-    """fsync the segment our append went to. PartitionLog.flush() may return while another thread's fsync of the
-    same data is still running (it clears its dirty flag first); an acknowledged commit must be on disk."""
+    """fdatasync the segment our append went to. PartitionLog.flush() may return while another thread's fsync of
+    the same data is still running (it clears its dirty flag first); an acknowledged commit must be on disk. The
+    index is left to the checkpoint: recovery trusts no index entry past the checkpoint and re-scans the log."""
     with plog.lock:
-        active = plog.active  # a roll since our append fsynced the segment it closed
-    active.flush()
+        fd = plog.active.log_fd  # a roll since our append fsynced the segment it closed
+        os.fdatasync(fd)  # under the lock: a concurrent close must not recycle the descriptor meanwhile
 
 
 def _records(plog: PartitionLog):
