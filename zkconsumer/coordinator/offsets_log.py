@@ -6,7 +6,7 @@ the call returns: an acknowledged commit survives ``kill -9`` of the broker and 
 
 ``load()`` replays every partition, latest value per key wins, a tombstone (null value) deletes. The local log has no
 compaction, so the topic grows by one record per committed partition; the load deduplicates by key before it
-decodes values, which keeps it fast (100k commit records in well under a second on an idle core). Formats,
+decodes values, which keeps it fast (100k commit records: 0.9 s on 2 cores shared at load 14). Formats,
 expiry and what differs from Kafka: docs/offsets-topic.md.
 """
 
