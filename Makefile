@@ -21,6 +21,7 @@ bench: setup
 	$(BIN)/python benchmarks/assignors.py
 	$(BIN)/python benchmarks/rebalance.py
 	$(BIN)/python benchmarks/broker.py
+	$(BIN)/python benchmarks/offsets_load.py
 	$(BIN)/python benchmarks/sweep.py --scenarios 100000 --events 1000000
 
 clean:

@@ -299,7 +299,8 @@ class Registry:
             out[t] = ta.partition_ids if ta else []
         return out
 
-    def create_topic_node(self, topic: str, assignment: TopicAssignment) -> None:
+    def create_topic_node(self, topic: str, assignment: TopicAssignment, config: dict[str, str] | None = None) -> None:
+        """``/brokers/topics/<t>`` and, as Kafka's AdminUtils writes it, ``/config/topics/<t>`` (overrides)."""
         layout.validate_topic(topic)
         self.zk.ensure_path(layout.BROKER_TOPICS_PATH)
         try:
@@ -308,7 +309,8 @@ class Registry:
             raise TopicExistsError(f"Topic \"{topic}\" already exists.") from None
         self.zk.ensure_path(layout.CONFIG_TOPICS_PATH)
         with contextlib.suppress(NodeExistsError):
-            self.zk.create(layout.topic_config_path(topic), layout.kafka_json({"version": 1, "config": {}}).encode())
+            body = layout.kafka_json({"version": 1, "config": config or {}})
+            self.zk.create(layout.topic_config_path(topic), body.encode())
 
     def update_topic_node(self, topic: str, assignment: TopicAssignment) -> None:
         try:

@@ -63,12 +63,12 @@ class TopicDescription:
 
 
 def create_topic(reg: Registry, topic: str, partitions: int, replication_factor: int = 1,
-                 rng: random.Random | None = None) -> dict[int, list[int]]:
+                 rng: random.Random | None = None, config: dict[str, str] | None = None) -> dict[int, list[int]]:
     """Write a new topic's assignment over the registered brokers (broker 0 when none is registered)."""
     validate_topic(topic)
     brokers = reg.broker_ids() or [0]
     assignment = assign_replicas_to_brokers(brokers, partitions, replication_factor, rng=rng)
-    reg.create_topic_node(topic, TopicAssignment(assignment))
+    reg.create_topic_node(topic, TopicAssignment(assignment), config)
     return assignment
 
 

@@ -173,6 +173,8 @@ class CoreApis:
             return INVALID_REQUIRED_ACKS, -1, -1, None
         if req.transactional_id is not None:
             return INVALID_REQUEST, -1, -1, "transactions are not supported by this broker"
+        if topic in layout.INTERNAL_TOPICS:  # Kafka: only the group coordinator appends to __consumer_offsets
+            return INVALID_TOPIC_EXCEPTION, -1, -1, f"Cannot append to internal topic {topic}"
         code = _partition_error(snap, topic, partition)
         if code != NONE:
             return code, -1, -1, None

@@ -103,9 +103,10 @@ class GroupApis:
         """Kafka creates ``__consumer_offsets`` when a group first asks for its coordinator."""
         from ..registry import Registry, TopicExistsError
         from ..topics import create_topic
+        from .offsets_log import OFFSETS_TOPIC_CONFIG
 
         try:
-            create_topic(Registry(self.broker.cluster.zk), OFFSETS_TOPIC, partitions)
+            create_topic(Registry(self.broker.cluster.zk), OFFSETS_TOPIC, partitions, config=OFFSETS_TOPIC_CONFIG)
             log.info("created %s with %d partitions", OFFSETS_TOPIC, partitions)
         except TopicExistsError:
             pass

@@ -188,6 +188,20 @@ class Group:
             self.protocol_name = None
             self.transition(GroupState.EMPTY, now_ms)
 
+    def subscribed_topics(self) -> frozenset[str] | None:
+        """Kafka 2.4+'s GroupMetadata.computeSubscribedTopics (KIP-496): the union of the members' subscriptions
+        for a "consumer" group with members and a protocol, None when unknown (other protocol types, or a
+        subscription that does not parse). Offset expiry uses it for Stable groups."""
+        if self.protocol_type != "consumer" or not self.members or self.protocol_name is None:
+            return None
+        topics: set[str] = set()
+        for m in self.members.values():
+            found = consumer_subscription_topics(m.metadata(self.protocol_name))
+            if found is None:
+                return None
+            topics |= found
+        return frozenset(topics)
+
     # ------------------------------------------------------------------------------------------ storing
     def snapshot(self) -> GroupSnapshot:
         members = tuple(MemberSnapshot(m.member_id, m.client_id, m.client_host, m.rebalance_timeout_ms,
@@ -204,7 +218,29 @@ class Group:
         heartbeats get UNKNOWN_MEMBER_ID and they join again), which Kafka also ends up doing when the loaded
         members' sessions expire; the generation carries on, so a late commit of the old one is refused."""
         group = cls(group_id, state_timestamp_ms=now_ms, empty_since_ms=now_ms)
+        if snapshot is not None and not snapshot.members and snapshot.current_state_timestamp_ms >= 0:
+            # Written when the group became Empty: its offsets' retention counts from then, not from this restart.
+            group.state_timestamp_ms = group.empty_since_ms = snapshot.current_state_timestamp_ms
         if snapshot is not None:
             group.generation = snapshot.generation
             group.protocol_type = snapshot.protocol_type or None
         return group
+
+
+def consumer_subscription_topics(metadata: bytes) -> frozenset[str] | None:
+    """The topics of a consumer protocol Subscription (``version:int16, topics:[string], ...``): every version
+    starts with version 0's fields, which is how Kafka reads it too. None when the bytes do not parse."""
+    try:
+        count = int.from_bytes(metadata[2:6], "big", signed=True)
+        if len(metadata) < 6 or count < 0:
+            return None
+        pos, topics = 6, set()
+        for _ in range(count):
+            n = int.from_bytes(metadata[pos:pos + 2], "big", signed=True)
+            if n < 0 or pos + 2 + n > len(metadata):
+                return None
+            topics.add(metadata[pos + 2:pos + 2 + n].decode("utf-8"))
+            pos += 2 + n
+        return frozenset(topics)
+    except UnicodeDecodeError:
+        return None

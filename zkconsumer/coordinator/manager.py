@@ -190,10 +190,24 @@ class GroupCoordinator:
             return {}
         now = now_ms() if now is None else now
         with self._lock:
-            empty_since = {gid: g.empty_since_ms if g.is_(GroupState.EMPTY) else None for gid, g in self.groups.items()}
-        expired = expire(now, empty_since)
-        for gid, tps in expired.items():
-            log.info("expired %d offsets of group %s", len(tps), gid)
+            # Empty since a time; None: has members; left out: no protocol (simple commits only): per commit time.
+            empty_since = {gid: g.empty_since_ms if g.is_(GroupState.EMPTY) else None for gid, g in self.groups.items()
+                           if g.protocol_type is not None or not g.is_(GroupState.EMPTY)}
+            subscribed = {gid: topics for gid, g in self.groups.items()
+                          if g.is_(GroupState.STABLE) and (topics := g.subscribed_topics()) is not None}
+            expired = expire(now, empty_since, subscribed)
+            for gid, tps in expired.items():
+                log.info("expired %d offsets of group %s", len(tps), gid)
+            # Kafka's cleanupGroupMetadata: an Empty group left without offsets is Dead; its metadata gets a
+            # tombstone unless it never had a generation (a group that only stored offsets).
+            for gid, group in list(self.groups.items()):
+                if group.is_(GroupState.EMPTY) and not self.store.fetch(gid):
+                    group.transition(GroupState.DEAD, now)
+                    del self.groups[gid]
+                    log.info("group %s transitioned to Dead in generation %d", gid, group.generation)
+                    if group.generation > 0:
+                        self.store.store_group(gid, None)
+            self._changed.notify_all()
         return expired
 
     def _check_group(self, group: Group, now: int) -> None:
