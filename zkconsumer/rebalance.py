@@ -116,6 +116,7 @@ class Rebalancer:
         self._watching_brokers = False
         self._broken_watched: set[str] = set()  # registrations left out as unreadable, watched until fixed
         self._owner_watches: dict[str, object] = {}  # our owner node → token of the watch guarding it
+        self._unarmed: dict[str, object] = {}  # owner watches kazoo dropped with a lost connection
 
     # --------------------------------------------------------------------------------------------- watches
     def start(self) -> None:
@@ -125,6 +126,7 @@ class Rebalancer:
         ChildrenWatch(zk, self.paths.ids, self._on_ids_change)
         if self.c.profile.watch_own_nodes:
             DataWatch(zk, self.paths.registration(self.c.consumer_id), self._on_own_registration)
+            zk.add_listener(self._on_connection_state)
         if self.c.topic_filter is not None:
             ChildrenWatch(zk, layout.BROKER_TOPICS_PATH, self._on_topics_children)
         else:
@@ -239,6 +241,7 @@ class Rebalancer:
             return
         self.c.reset_after_expiry()
         self._owner_watches.clear()
+        self._unarmed.clear()
         self.c.register()
         self._registrations, self._registrations_version = {}, -1
         self.synced_rebalance("session_expired")
@@ -410,19 +413,43 @@ class Rebalancer:
         next rebalance, and meanwhile another consumer could claim the partition we are still fetching."""
         for tp in claimed:
             path = self.paths.owner(tp.topic, tp.partition)
-            token = object()
-            self._owner_watches[path] = token
+            self._owner_watches[path] = token = object()
+            self._arm_owner_watch(path, token)
 
-            def on_event(event, path=path, token=token) -> None:
-                if self._owner_watches.get(path) is not token or self._stopping.is_set():
-                    return  # we released it ourselves, or a later claim has its own watch
-                del self._owner_watches[path]
-                what = "deleted" if event.type == "DELETED" else "overwritten"
-                log.warning("%s: our owner node %s was %s by someone else: rebalancing to claim it again",
-                            self.c.consumer_id, path, what)
-                self.trigger("owner_changed")
+    def _on_connection_state(self, state: str) -> None:
+        """kazoo listener (must not block): owner watches dropped by a connection loss are set again."""
+        if state == "CONNECTED" and self._unarmed and not self._stopping.is_set():
+            self.c.zk.handler.spawn(self._rearm_owner_watches)
 
-            self.c.zk.exists(path, watch=on_event)
+    def _rearm_owner_watches(self) -> None:
+        for path, token in list(self._unarmed.items()):
+            if self._unarmed.pop(path, None) is token and self._owner_watches.get(path) is token:
+                self._arm_owner_watch(path, token)
+
+    def _arm_owner_watch(self, path: str, token: object) -> None:
+        def lost(what: str) -> None:
+            if self._owner_watches.get(path) is not token or self._stopping.is_set():
+                return  # we released it ourselves, or a later claim has its own watch
+            del self._owner_watches[path]
+            log.warning("%s: our owner node %s was %s by someone else: rebalancing to claim it again",
+                        self.c.consumer_id, path, what)
+            self.trigger("owner_changed")
+
+        def on_event(event) -> None:
+            if event.type == "NONE":  # kazoo drops every watch when the connection is lost: re-arm once back
+                if self._owner_watches.get(path) is token and not self._stopping.is_set():
+                    self._unarmed[path] = token
+                    if self.c.zk.connected:
+                        self._rearm_owner_watches()
+                return
+            lost("deleted" if event.type == "DELETED" else "overwritten")
+
+        def armed(result) -> None:
+            with contextlib.suppress(Exception):  # a lost session: the expiry handling takes over
+                if result.get() is None:
+                    lost("deleted")
+
+        self.c.zk.exists_async(path, watch=on_event).rawlink(armed)
 
     def _no_brokers(self) -> Outcome:
         """Kafka: "no brokers found when trying to rebalance" counts as done, and a watch on ``/brokers/ids``
