@@ -150,11 +150,18 @@ class Profile:
     #: while the ZooKeeper connection is suspended, hand out nothing (Kafka's streams keep handing out what is
     #: already queued: the partitions may already belong to someone else)
     pause_when_suspended: bool = True
+    #: a member whose registration cannot be decoded is left out (its node watched until fixed) and an offset
+    #: node holding garbage is treated as absent; Kafka fails the rebalance attempt instead (docs/profiles.md)
+    skip_broken_nodes: bool = True
+    #: watch our own owner nodes and registration: someone deleting or overwriting them triggers a rebalance
+    #: that puts them back (Kafka 0.8 watches neither)
+    watch_own_nodes: bool = True
 
 
 PROFILE_SETTINGS = {
     "kafka-0.8": Profile("kafka-0.8", atomic_claims=False, wait_for_release=False, keep_unmoved=False,
-                         commit_processed_only=False, recheck_membership=False, pause_when_suspended=False),
+                         commit_processed_only=False, recheck_membership=False, pause_when_suspended=False,
+                         skip_broken_nodes=False, watch_own_nodes=False),
     "default": Profile("default", atomic_claims=True, wait_for_release=True, keep_unmoved=True,
                        commit_processed_only=True, recheck_membership=True),
 }

@@ -72,7 +72,8 @@ class ZookeeperConsumerConnector:
         self.registry = Registry(self.zk)
         from .kafka_offsets import offset_store  # offsets.storage / dual.commit.enabled decide (Kafka 0.8.2)
 
-        self.offsets = offset_store(config, ZkOffsetStore(self.registry, self.group, self.trace), self.trace,
+        zk_offsets = ZkOffsetStore(self.registry, self.group, self.trace, skip_broken=self.profile.skip_broken_nodes)
+        self.offsets = offset_store(config, zk_offsets, self.trace,
                                     lambda: config.bootstrap_servers or self.registry.bootstrap_servers() or "")
         self.state_lock = threading.RLock()
         self._commit_lock = threading.Lock()

@@ -32,10 +32,10 @@ from . import layout
 from .assignors import AssignmentContext, TopicPartition, assign
 from .config import ConsumerConfig, Profile
 from .errors import ConsumerRebalanceFailed, NotAuthorized
-from .layout import ConsumerRegistration, GroupPaths, LayoutError, TopicFilter
+from .layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicFilter
 from .listener import RebalanceListener
 from .offsets import ZkOffsetStore
-from .registry import Registry
+from .registry import Registry, partitions_of_topic_node
 from .trace import TraceWriter
 
 log = logging.getLogger(__name__)
@@ -114,6 +114,9 @@ class Rebalancer:
         self._registrations_version = -1
         self._topic_partitions: dict[str, list[int]] = {}
         self._watching_brokers = False
+        self._broken_watched: set[str] = set()  # registrations left out as unreadable, watched until fixed
+        self._owner_watches: dict[str, object] = {}  # our owner node → token of the watch guarding it
+        self._unarmed: dict[str, object] = {}  # owner watches kazoo dropped with a lost connection
 
     # --------------------------------------------------------------------------------------------- watches
     def start(self) -> None:
@@ -121,6 +124,9 @@ class Rebalancer:
         zk = self.c.zk
         zk.ensure_path(self.paths.ids)
         ChildrenWatch(zk, self.paths.ids, self._on_ids_change)
+        if self.c.profile.watch_own_nodes:
+            DataWatch(zk, self.paths.registration(self.c.consumer_id), self._on_own_registration)
+            zk.add_listener(self._on_connection_state)
         if self.c.topic_filter is not None:
             ChildrenWatch(zk, layout.BROKER_TOPICS_PATH, self._on_topics_children)
         else:
@@ -141,14 +147,8 @@ class Rebalancer:
         def on_data(data, stat, event=None) -> bool | None:
             if self._stopping.is_set():
                 return False
-            # Keep the latest partition list for the default profile's reads (a malformed node is not cached:
-            # the rebalance reads it and reports it).
-            try:
-                path = layout.topic_path(topic)
-                self._topic_partitions[topic] = (layout.TopicAssignment.decode(path, data).partition_ids
-                                                 if data is not None else [])
-            except LayoutError:
-                self._topic_partitions.pop(topic, None)
+            # Keep the latest partition list for the default profile's reads (a broken node: none, logged).
+            self._topic_partitions[topic] = partitions_of_topic_node(layout.topic_path(topic), data)
             if first[0]:
                 first[0] = False
                 return None
@@ -163,6 +163,26 @@ class Rebalancer:
         if getattr(self, "_ids_seen", False):
             self.trigger("ids_changed")
         self._ids_seen = True
+        return None
+
+    def _on_own_registration(self, data: bytes | None, stat, event=None) -> bool | None:
+        """Someone overwrote our registration with something else: rebalance, which writes it back."""
+        if self._stopping.is_set():
+            return False
+        mine = self.c.registration
+        if data is None or mine is None:
+            return None  # deleted: the ids watch fires too
+        try:
+            theirs = ConsumerRegistration.decode(self.paths.registration(self.c.consumer_id), data)
+        except MalformedNodeError as e:
+            log.warning("%s: our registration was overwritten: %s", self.c.consumer_id, e)
+        else:
+            if (dict(theirs.subscription), theirs.pattern) == (dict(mine.subscription), mine.pattern):
+                return None
+            log.warning("%s: our registration %s was overwritten with %r", self.c.consumer_id,
+                        self.paths.registration(self.c.consumer_id), data[:300])
+        self._registrations_version = -1  # the node changed without a child event: the cache cannot tell
+        self.trigger("registration_changed")
         return None
 
     def _on_topics_children(self, children: list[str]) -> bool | None:
@@ -220,6 +240,8 @@ class Rebalancer:
         if self._stopping.is_set():
             return
         self.c.reset_after_expiry()
+        self._owner_watches.clear()
+        self._unarmed.clear()
         self.c.register()
         self._registrations, self._registrations_version = {}, -1
         self.synced_rebalance("session_expired")
@@ -319,7 +341,7 @@ class Rebalancer:
             gone = [p for p, data in raw.items() if data is None]
             if gone:  # a member left between the listing and the read: Kafka's readData throws, the attempt fails
                 raise NoNodeError(f"{gone[0]} vanished while reading the group")
-            registrations = {cid: layout.ConsumerRegistration.decode(paths[cid], raw[paths[cid]]) for cid in ids}
+            registrations = {cid: self._decode_member(cid, paths[cid], raw[paths[cid]]) for cid in ids}
         else:
             cached, cached_version = self._registrations, self._registrations_version
             known = set(cached)
@@ -332,7 +354,9 @@ class Rebalancer:
             for cid in todo:
                 data = raw[paths[cid]]
                 if data is not None:  # None: left between the listing and the read; the version check catches it
-                    registrations[cid] = layout.ConsumerRegistration.decode(paths[cid], data)
+                    member = self._decode_member(cid, paths[cid], data)
+                    if member is not None:
+                        registrations[cid] = member
             if len(registrations) == len(ids):
                 self._registrations, self._registrations_version = registrations, cversion
             else:
@@ -349,12 +373,83 @@ class Rebalancer:
                 if t in self._topic_partitions:
                     partitions[t] = self._topic_partitions[t]
                 else:
-                    data = nodes[layout.topic_path(t)]
-                    partitions[t] = layout.TopicAssignment.decode(layout.topic_path(t), data).partition_ids \
-                        if data is not None else []
+                    partitions[t] = partitions_of_topic_node(layout.topic_path(t), nodes[layout.topic_path(t)])
         else:
             partitions = reg.partitions_for_topics(topics)
         return AssignmentContext(subs, partitions), cversion
+
+    def _decode_member(self, cid: str, path: str, data: bytes | None) -> ConsumerRegistration | None:
+        """A member's registration. Unreadable: Kafka's attempt fails (``TopicCount.constructTopicCount``
+        throws); the default leaves the member out and watches its node, so a fix starts a rebalance."""
+        try:
+            return ConsumerRegistration.decode(path, data)
+        except MalformedNodeError as e:
+            if not self.c.profile.skip_broken_nodes:
+                log.error("%s: cannot read the registration of %s: %s", self.c.consumer_id, cid, e)
+                raise
+            log.error("%s: leaving %s out of the group until its registration is fixed: %s", self.c.consumer_id,
+                      cid, e)
+            if cid != self.c.consumer_id:  # our own is written again by the attempt
+                self._watch_broken(path)
+            return None
+
+    def _watch_broken(self, path: str) -> None:
+        """One data watch per broken registration: its change (a fix) or deletion triggers a rebalance."""
+        if path in self._broken_watched:
+            return
+        self._broken_watched.add(path)
+
+        def on_change(event) -> None:
+            self._broken_watched.discard(path)
+            if not self._stopping.is_set():
+                self.trigger("registration_changed")
+
+        if self.c.zk.exists(path, watch=on_change) is None:
+            self._broken_watched.discard(path)  # already gone: the ids watch has fired
+
+    def _watch_owned(self, claimed: Mapping[TopicPartition, str]) -> None:
+        """Default profile: an exists-watch on each owner node we created. Someone deleting or overwriting one
+        triggers a rebalance, which stops fetching it and claims it again; Kafka 0.8 notices nothing until the
+        next rebalance, and meanwhile another consumer could claim the partition we are still fetching."""
+        for tp in claimed:
+            path = self.paths.owner(tp.topic, tp.partition)
+            self._owner_watches[path] = token = object()
+            self._arm_owner_watch(path, token)
+
+    def _on_connection_state(self, state: str) -> None:
+        """kazoo listener (must not block): owner watches dropped by a connection loss are set again."""
+        if state == "CONNECTED" and self._unarmed and not self._stopping.is_set():
+            self.c.zk.handler.spawn(self._rearm_owner_watches)
+
+    def _rearm_owner_watches(self) -> None:
+        for path, token in list(self._unarmed.items()):
+            if self._unarmed.pop(path, None) is token and self._owner_watches.get(path) is token:
+                self._arm_owner_watch(path, token)
+
+    def _arm_owner_watch(self, path: str, token: object) -> None:
+        def lost(what: str) -> None:
+            if self._owner_watches.get(path) is not token or self._stopping.is_set():
+                return  # we released it ourselves, or a later claim has its own watch
+            del self._owner_watches[path]
+            log.warning("%s: our owner node %s was %s by someone else: rebalancing to claim it again",
+                        self.c.consumer_id, path, what)
+            self.trigger("owner_changed")
+
+        def on_event(event) -> None:
+            if event.type == "NONE":  # kazoo drops every watch when the connection is lost: re-arm once back
+                if self._owner_watches.get(path) is token and not self._stopping.is_set():
+                    self._unarmed[path] = token
+                    if self.c.zk.connected:
+                        self._rearm_owner_watches()
+                return
+            lost("deleted" if event.type == "DELETED" else "overwritten")
+
+        def armed(result) -> None:
+            with contextlib.suppress(Exception):  # a lost session: the expiry handling takes over
+                if result.get() is None:
+                    lost("deleted")
+
+        self.c.zk.exists_async(path, watch=on_event).rawlink(armed)
 
     def _no_brokers(self) -> Outcome:
         """Kafka: "no brokers found when trying to rebalance" counts as done, and a watch on ``/brokers/ids``
@@ -411,8 +506,10 @@ class Rebalancer:
                 self._drain_triggers()
             ctx, cversion = self._read_context()
             if c.consumer_id not in ctx.subscriptions:
-                # Our node vanished (an expired session's ghost was cleaned up, or someone deleted it): Kafka's
-                # attempt fails on it until the session expires; we put it back (docs/profiles.md).
+                # Our node vanished (an expired session's ghost was cleaned up, or someone deleted or overwrote
+                # it): Kafka's attempt fails on it until the session expires; we put it back (docs/profiles.md).
+                log.warning("%s: our registration %s is missing or unreadable: writing it again", c.consumer_id,
+                            self.paths.registration(c.consumer_id))
                 c.register()
                 ctx, cversion = self._read_context()
             owned = c.owned_partitions()
@@ -454,6 +551,8 @@ class Rebalancer:
             return Outcome.STALE if profile.recheck_membership and self._pending_trigger() else Outcome.FAILED
         c.trace.emit("claimed", rebalance=number, attempt=attempt,
                      partitions={_tp_str(tp): tid for tp, tid in sorted(gained.items())})
+        if profile.watch_own_nodes:
+            self._watch_owned(gained)
         if profile.atomic_claims:
             offsets = c.offsets.fetch(gained)  # we own them now: nobody else commits these any more
         by_topic: dict[str, dict[int, str]] = {}
@@ -472,6 +571,8 @@ class Rebalancer:
             by_topic.setdefault(tp.topic, set()).add(tp.partition)
         self.c.listener.before_releasing_partitions(by_topic)
         paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in owned}
+        for path in paths.values():
+            self._owner_watches.pop(path, None)  # our own deletion is no news
         if self.c.profile.atomic_claims:
             holders = self.c.registry.read_many(paths.values())
             self.c.registry.delete_many(p for tp, p in paths.items() if holders[p] == layout.encode_owner(owned[tp]))

@@ -23,7 +23,7 @@ from kazoo.security import ACL
 
 from . import layout
 from .errors import ConsumerIdInUse, NotAuthorized
-from .layout import BrokerInfo, ConsumerRegistration, GroupPaths, TopicAssignment
+from .layout import BrokerInfo, ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
 from .zksecurity import NO_SECURITY, ZkSecurity
 
 log = logging.getLogger(__name__)
@@ -292,11 +292,14 @@ class Registry:
         return None if data is None else TopicAssignment.decode(path, data)
 
     def partitions_for_topics(self, topics: Iterable[str]) -> dict[str, list[int]]:
-        """Topic → numerically sorted partition ids; a missing topic has none (Kafka's behaviour)."""
+        """Topic → numerically sorted partition ids; a missing topic has none (Kafka's behaviour).
+
+        A topic node that cannot be decoded has none either, with an error naming it: one broken topic must
+        not stop a group's other topics (Kafka 0.8 reads unparsable JSON as no partitions, silently)."""
         out = {}
         for t in topics:
-            ta = self.topic(t)
-            out[t] = ta.partition_ids if ta else []
+            path = layout.topic_path(t)
+            out[t] = partitions_of_topic_node(path, self.read(path))
         return out
 
     def create_topic_node(self, topic: str, assignment: TopicAssignment, config: dict[str, str] | None = None) -> None:
@@ -483,3 +486,14 @@ class Registry:
                                 "without it?); 'zkconsumer groups secure --group %s' with the group's credentials "
                                 "protects the whole group", path, group)
                     return
+
+
+def partitions_of_topic_node(path: str, data: bytes | None) -> list[int]:
+    """The partition ids a ``/brokers/topics/<t>`` node lists; none when it is absent or broken (logged)."""
+    if data is None:
+        return []
+    try:
+        return TopicAssignment.decode(path, data).partition_ids
+    except MalformedNodeError as e:
+        log.error("%s: the topic has no partitions until the node is fixed", e)
+        return []

@@ -21,7 +21,7 @@ from ..layout import BrokerInfo
 from ..registry import connect
 from .cluster import ClusterView
 from .handlers import BrokerOptions, CoreApis
-from .protocol import ApiTable, Dispatcher
+from .protocol import MAX_FRAME_BYTES, ApiTable, Dispatcher
 from .server import Server
 from .storage import LogConfig, LogManager
 
@@ -33,6 +33,8 @@ class Broker:
 
     ``flush_interval_ms``: None leaves flushing to the OS, 0 fsyncs every append before acknowledging it,
     N > 0 fsyncs every N ms. ``data_dir=None`` uses a temporary directory removed by :meth:`stop`.
+    ``socket_request_max_bytes`` and ``connections_max_idle_ms`` are Kafka's settings of the same names: a
+    request claiming a larger size, or a connection silent for longer, is closed (and logged with its peer).
     """
 
     def __init__(self, zk_connect: str, broker_id: int = 0, port: int = 0, data_dir: str | os.PathLike | None = None,
@@ -41,7 +43,11 @@ class Broker:
                  session_timeout_ms: int = 6000, registration_timeout_s: float = 30.0,
                  group_initial_rebalance_delay_ms: int = 3000, group_min_session_timeout_ms: int = 6000,
                  group_max_session_timeout_ms: int = 1800000, offsets_topic_num_partitions: int = 50,
-                 offsets_retention_minutes: int = 10080, offset_store=None) -> None:
+                 offsets_retention_minutes: int = 10080, offset_store=None,
+                 socket_request_max_bytes: int = MAX_FRAME_BYTES, connections_max_idle_ms: int = 600_000) -> None:
+        if socket_request_max_bytes < 1 or connections_max_idle_ms < 1:
+            raise ValueError("socket.request.max.bytes and connections.max.idle.ms must be >= 1")
+
         self.zk_connect = zk_connect
         self.broker_id = int(broker_id)
         self.host = host
@@ -55,6 +61,8 @@ class Broker:
         self.options = BrokerOptions(auto_create_topics, num_partitions)
         self.session_timeout_ms = session_timeout_ms
         self.registration_timeout_s = registration_timeout_s
+        self.socket_request_max_bytes = socket_request_max_bytes
+        self.connections_max_idle_ms = connections_max_idle_ms
         self.apis = ApiTable()
         CoreApis(self).install(self.apis)
         # The group coordinator (zkconsumer/coordinator/): its own package; the broker only routes to it.
@@ -82,7 +90,9 @@ class Broker:
         try:
             self.logs = LogManager(self.data_dir, self.log_config).open()
             self.dispatcher = dispatcher = Dispatcher(self.apis)
-            self._server = Server(dispatcher.dispatch, self.host, self._requested_port)
+            self._server = Server(dispatcher.dispatch, self.host, self._requested_port,
+                                  max_frame_bytes=self.socket_request_max_bytes,
+                                  idle_timeout_s=self.connections_max_idle_ms / 1000.0)
             self._server.start()
             self.zk = connect(self.zk_connect, session_timeout_ms=self.session_timeout_ms)
             info = BrokerInfo.plaintext(self.broker_id, self.host, self._server.port)

@@ -27,7 +27,12 @@ _READ_CHUNK = 1 << 20
 
 
 class _Closed(Exception):
-    """The peer went away (or we are stopping)."""
+    """The peer went away (or we are stopping) after ``got`` of the ``wanted`` bytes being read."""
+
+    def __init__(self, got: int = 0, wanted: int = 0) -> None:
+        super().__init__(f"{got} of {wanted} bytes")
+        self.got = got
+        self.wanted = wanted
 
 
 class Server:
@@ -95,9 +100,16 @@ class Server:
             while not self._stopping.is_set():
                 size = _SIZE.unpack(self._recv_exact(sock, 4))[0]
                 if size <= 0 or size > self.max_frame_bytes:
-                    log.warning("%s: closing, invalid frame size %d", peer, size)
+                    # Kafka's InvalidReceiveException; the bytes that follow are not read at all.
+                    log.warning("%s: closing, invalid request size %d (socket.request.max.bytes is %d)", peer,
+                                size, self.max_frame_bytes)
                     return
-                frame = self._recv_exact(sock, size)
+                try:
+                    frame = self._recv_exact(sock, size)
+                except _Closed as e:
+                    log.info("%s: connection closed in the middle of a request (%d of %d bytes)", peer, e.got,
+                             e.wanted)
+                    return
                 try:
                     answer = self.handler(frame, peer)
                 except MalformedRequest as e:
@@ -108,10 +120,11 @@ class Server:
                     return
                 if answer is not None:
                     sock.sendall(answer)
-        except _Closed:
-            pass
+        except _Closed as e:
+            if e.got:
+                log.info("%s: connection closed in the middle of a request size (%s)", peer, e)
         except TimeoutError:
-            log.info("%s: closing idle connection", peer)
+            log.info("%s: closing idle connection (nothing received for %.1fs)", peer, self.idle_timeout_s)
         except OSError as e:
             if not self._stopping.is_set():
                 log.debug("%s: connection error: %s", peer, e)
@@ -130,14 +143,14 @@ class Server:
             while got < n:
                 k = sock.recv_into(view[got:])
                 if k == 0:
-                    raise _Closed
+                    raise _Closed(got, n)
                 got += k
             return bytes(buf)
         parts, got = [], 0  # a big claimed size: grow only as bytes arrive
         while got < n:
             chunk = sock.recv(min(_READ_CHUNK, n - got))
             if not chunk:
-                raise _Closed
+                raise _Closed(got, n)
             parts.append(chunk)
             got += len(chunk)
         return b"".join(parts)

@@ -51,6 +51,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     start.add_argument("--property", action="append", default=[], metavar="KEY=VALUE",
                        help="a broker property of the group coordinator (Kafka's names): "
                             + ", ".join(GROUP_PROPERTIES))
+    start.add_argument("--socket-request-max-bytes", type=int, default=100 * 1024 * 1024,
+                       help="Kafka's socket.request.max.bytes: a request claiming more closes its connection")
+    start.add_argument("--connections-max-idle-ms", type=int, default=600_000,
+                       help="Kafka's connections.max.idle.ms: a connection silent that long is closed")
     start.add_argument("--daemon", action="store_true", help="run in the background")
     start.add_argument("--timeout", type=float, default=60.0, help="seconds --daemon waits for the broker")
     start.set_defaults(func=cmd_start)
@@ -124,7 +128,8 @@ def _run_foreground(args: argparse.Namespace, data_dir: Path) -> int:
 
     broker = Broker(args.zookeeper, broker_id=args.broker_id, port=args.port, data_dir=data_dir, host=args.host,
                     flush_interval_ms=args.flush_interval_ms, auto_create_topics=args.auto_create_topics,
-                    num_partitions=args.num_partitions, **group_options(args.property))
+                    num_partitions=args.num_partitions, socket_request_max_bytes=args.socket_request_max_bytes,
+                    connections_max_idle_ms=args.connections_max_idle_ms, **group_options(args.property))
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -157,7 +162,9 @@ def _start_daemon(args: argparse.Namespace, data_dir: Path) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "zkconsumer", "broker", "start", "--zookeeper", args.zookeeper,
            "--broker-id", str(args.broker_id), "--host", args.host, "--port", str(args.port),
-           "--data-dir", str(data_dir), "--num-partitions", str(args.num_partitions)]
+           "--data-dir", str(data_dir), "--num-partitions", str(args.num_partitions),
+           "--socket-request-max-bytes", str(args.socket_request_max_bytes),
+           "--connections-max-idle-ms", str(args.connections_max_idle_ms)]
     if args.flush_interval_ms is not None:
         cmd += ["--flush-interval-ms", str(args.flush_interval_ms)]
     if args.auto_create_topics:
