@@ -28,7 +28,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from . import layout
+from . import foreign, layout
 from .assignors import AssignmentContext, TopicPartition, assign
 from .config import ConsumerConfig, Profile
 from .errors import ConsumerRebalanceFailed
@@ -332,11 +332,12 @@ class Rebalancer:
             for cid in todo:
                 data = raw[paths[cid]]
                 if data is not None:  # None: left between the listing and the read; the version check catches it
-                    registrations[cid] = layout.ConsumerRegistration.decode(paths[cid], data)
+                    registrations[cid] = foreign.decode_member(paths[cid], data)  # pykafka's too (foreign.py)
             if len(registrations) == len(ids):
                 self._registrations, self._registrations_version = registrations, cversion
             else:
                 self._registrations, self._registrations_version = {}, -1
+        registrations, outsiders = foreign.split(registrations)
         all_topics = reg.topics() if any(r.is_wildcard for r in registrations.values()) else []
         subs = {cid: r.topic_streams(all_topics, self.c.config.exclude_internal_topics)
                 for cid, r in registrations.items()}
@@ -354,7 +355,10 @@ class Rebalancer:
                         if data is not None else []
         else:
             partitions = reg.partitions_for_topics(topics)
+        if outsiders:
+            partitions = foreign.yield_topics(partitions, outsiders, self.c.consumer_id)
         return AssignmentContext(subs, partitions), cversion
+
 
     def _no_brokers(self) -> Outcome:
         """Kafka: "no brokers found when trying to rebalance" counts as done, and a watch on ``/brokers/ids``
