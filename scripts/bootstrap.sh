@@ -37,3 +37,11 @@ if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
   "$VENV/bin/python" -m pip install -q -e '.[dev]'
   touch "$STAMP"
 fi
+# pykafka 2.8 (a 0.8-era client with a ZooKeeper-balanced consumer) for tests/test_pykafka.py, in an environment
+# of its own: it pins kazoo==2.5.0, which cannot sit beside zkconsumer's kazoo>=2.9 in .venv.
+PYKAFKA_VENV="$VENV/pykafka"
+if [ ! -f "$PYKAFKA_VENV/.installed-2.8.0" ]; then
+  "$PY" -m venv "$PYKAFKA_VENV"
+  "$PYKAFKA_VENV/bin/python" -m pip install -q 'pykafka==2.8.0'
+  touch "$PYKAFKA_VENV/.installed-2.8.0"
+fi

@@ -28,7 +28,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from . import layout
+from . import foreign, layout
 from .assignors import AssignmentContext, TopicPartition, assign
 from .config import ConsumerConfig, Profile
 from .errors import ConsumerRebalanceFailed, NotAuthorized
@@ -361,6 +361,7 @@ class Rebalancer:
                 self._registrations, self._registrations_version = registrations, cversion
             else:
                 self._registrations, self._registrations_version = {}, -1
+        registrations, outsiders = foreign.split(registrations)
         all_topics = reg.topics() if any(r.is_wildcard for r in registrations.values()) else []
         subs = {cid: r.topic_streams(all_topics, self.c.config.exclude_internal_topics)
                 for cid, r in registrations.items()}
@@ -376,13 +377,15 @@ class Rebalancer:
                     partitions[t] = partitions_of_topic_node(layout.topic_path(t), nodes[layout.topic_path(t)])
         else:
             partitions = reg.partitions_for_topics(topics)
+        if outsiders:
+            partitions = foreign.yield_topics(partitions, outsiders, self.c.consumer_id)
         return AssignmentContext(subs, partitions), cversion
 
     def _decode_member(self, cid: str, path: str, data: bytes | None) -> ConsumerRegistration | None:
         """A member's registration. Unreadable: Kafka's attempt fails (``TopicCount.constructTopicCount``
         throws); the default leaves the member out and watches its node, so a fix starts a rebalance."""
         try:
-            return ConsumerRegistration.decode(path, data)
+            return foreign.decode_member(path, data)  # pykafka's registrations too (foreign.py)
         except MalformedNodeError as e:
             if not self.c.profile.skip_broken_nodes:
                 log.error("%s: cannot read the registration of %s: %s", self.c.consumer_id, cid, e)

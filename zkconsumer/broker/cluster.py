@@ -5,7 +5,10 @@
   (bounded) instead of failing the way Kafka does when restarted "faster than the zookeeper timeout".
 * ``/brokers/ids`` and ``/brokers/topics/<t>`` are watched: live brokers, and every topic's replica
   assignment (partition growth arrives as a data change of the topic node).
-* ``/controller``: Kafka 0.8's election by ephemeral node; Metadata reports its owner as controller.
+* ``/controller``: Kafka 0.8's election by ephemeral node; Metadata reports its owner as controller. The
+  winner bumps ``/controller_epoch`` and, while it is controller, keeps every partition's state node
+  (``/brokers/topics/<t>/partitions/<p>/state``, partition_state.py) in step with topics and live brokers,
+  as Kafka's controller does: 0.8-era clients (pykafka) and tools read leaders from there.
 * ``/cluster/id`` (Kafka 0.10.1+) gives Metadata its cluster id; created when missing.
 * ``/latest_producer_id_block`` (Kafka 1.0+): blocks of producer ids for InitProducerId, claimed with a
   versioned write so several brokers never hand out the same id.
@@ -33,6 +36,7 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from .. import layout
 from ..layout import BrokerInfo, LayoutError, TopicAssignment
 from ..registry import BrokerAlreadyRegistered, Registry
+from . import partition_state as PS
 
 log = logging.getLogger(__name__)
 
@@ -103,6 +107,8 @@ class ClusterView:
         self._pid_lock = threading.Lock()
         self._pid_next = 0
         self._pid_end = -1
+        self._controller_epoch = 0  # > 0 while this broker is the controller
+        self._states_dirty = threading.Event()
 
     # ------------------------------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -114,10 +120,12 @@ class ClusterView:
         ChildrenWatch(self.zk, layout.BROKER_IDS_PATH, self._on_brokers)
         ChildrenWatch(self.zk, layout.BROKER_TOPICS_PATH, self._on_topics)
         DataWatch(self.zk, CONTROLLER_PATH, self._on_controller)
+        threading.Thread(target=self._state_writer, name="partition-states", daemon=True).start()
 
     def stop(self) -> None:
         """Stop reacting to ZooKeeper; closing the client (the caller's job) removes the ephemeral nodes."""
         self._stopped.set()
+        self._states_dirty.set()
         with contextlib.suppress(Exception):
             self.zk.remove_listener(self._on_state)
 
@@ -224,13 +232,77 @@ class ClusterView:
         controller = decode_controller(data)
         with self._lock:
             self._state.controller_id = controller
+            if controller != self.broker_id:
+                self._controller_epoch = 0
         self._notify()
         return True
 
     def _elect_controller(self) -> None:
         with contextlib.suppress(NodeExistsError, KazooException):
             self.zk.create(CONTROLLER_PATH, encode_controller(self.broker_id), ephemeral=True)
-            log.info("broker %d is the controller", self.broker_id)
+            epoch = self._bump_controller_epoch()
+            with self._lock:
+                self._controller_epoch = epoch
+            log.info("broker %d is the controller (epoch %d)", self.broker_id, epoch)
+            self._states_dirty.set()
+
+    def _bump_controller_epoch(self) -> int:
+        """Kafka's ``incrementControllerEpoch``: a conditional write of epoch + 1, or "1" when there is none."""
+        while True:
+            try:
+                data, stat = self.zk.get(PS.CONTROLLER_EPOCH_PATH)
+            except NoNodeError:
+                try:
+                    self.zk.create(PS.CONTROLLER_EPOCH_PATH, b"1")
+                    return 1
+                except NodeExistsError:
+                    continue
+            epoch = PS.decode_controller_epoch(data) + 1
+            try:
+                self.zk.set(PS.CONTROLLER_EPOCH_PATH, str(epoch).encode(), version=stat.version)
+                return epoch
+            except BadVersionError:
+                continue
+
+    # ----------------------------------------------------------------------------------- partition states
+    def _state_writer(self) -> None:
+        """One thread writes state nodes whenever the controller's view changed (never in a watch callback)."""
+        while not self._stopped.is_set():
+            self._states_dirty.wait()
+            self._states_dirty.clear()
+            if self._stopped.is_set():
+                return
+            try:
+                self._write_partition_states()
+            except Exception:  # ZooKeeper trouble: the next change, or a session's return, writes again
+                if not self._stopped.is_set():
+                    log.warning("writing partition state nodes failed", exc_info=True)
+
+    def _write_partition_states(self) -> None:
+        snap = self.snapshot()
+        with self._lock:
+            epoch = self._controller_epoch
+        if snap.controller_id != self.broker_id or epoch <= 0:
+            return
+        for topic, assignment in snap.topics.items():
+            if self.zk.exists(layout.topic_path(topic)) is None:
+                continue  # deleted meanwhile: makepath must not bring the topic node back
+            for partition in assignment.partition_ids:
+                path = PS.state_path(topic, partition)
+                try:
+                    data, stat = self.zk.get(path)
+                except NoNodeError:
+                    data, stat = None, None
+                new = PS.next_state(PS.PartitionState.decode(data), snap.leader(topic, partition), epoch)
+                if new is None:
+                    continue
+                try:
+                    if stat is None:
+                        self.zk.create(path, new.encode(), makepath=True)
+                    else:
+                        self.zk.set(path, new.encode(), version=stat.version)
+                except (NodeExistsError, BadVersionError):
+                    self._states_dirty.set()  # written by someone else meanwhile: read it again
 
     def _ensure_cluster_id(self) -> str | None:
         with contextlib.suppress(NodeExistsError):
@@ -243,7 +315,10 @@ class ClusterView:
             return None
 
     def _notify(self) -> None:
+        if self._controller_epoch > 0:
+            self._states_dirty.set()
         with self._changed:
+
             self._changed.notify_all()
 
     # ------------------------------------------------------------------------------------------- queries

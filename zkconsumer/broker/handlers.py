@@ -19,6 +19,7 @@ from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdRespons
 from .. import layout
 from ..registry import Registry, TopicExistsError
 from . import batches as B
+from . import legacy
 from .cluster import ClusterSnapshot, ClusterView
 from .protocol import ApiTable, RequestContext, api_versions_response
 from .storage import LogManager, OffsetOutOfRange, StorageError
@@ -42,8 +43,8 @@ LATEST, EARLIEST = -1, -2
 VERSIONS = {
     "ApiVersions": (ApiVersionsRequest, 0, 3),
     "Metadata": (MetadataRequest, 0, 12),
-    "Produce": (ProduceRequest, 3, 9),
-    "Fetch": (FetchRequest, 4, 12),
+    "Produce": (ProduceRequest, 0, 9),  # v0-v2: message format v0/v1, up-converted (legacy.py)
+    "Fetch": (FetchRequest, 0, 12),  # v0-v3: answered in message format v0/v1, down-converted (legacy.py)
     "ListOffsets": (ListOffsetsRequest, 0, 6),
     "InitProducerId": (InitProducerIdRequest, 0, 4),
 }
@@ -181,6 +182,8 @@ class CoreApis:
         plog = self.broker.logs.get_or_create(topic, partition)
         cfg = self.broker.logs.config
         try:
+            if ctx.api_version < 3:  # message format v0/v1 (Kafka 0.8-0.10 producers): stored as a v2 batch
+                records = legacy.up_convert(records)
             batches = B.parse_produced(records, cfg.max_batch_bytes, cfg.verify_crc)
             result = plog.append(batches)
         except B.InvalidBatchError as e:
@@ -206,14 +209,14 @@ class CoreApis:
         deadline = time.monotonic() + max(0, req.max_wait_ms) / 1000.0
         while True:
             seen = logs.append_count
-            responses, total, errors = self._read(req, self.broker.cluster.snapshot())
+            responses, total, errors = self._read(req, self.broker.cluster.snapshot(), ctx.api_version)
             remaining = deadline - time.monotonic()
             if total >= req.min_bytes or errors or remaining <= 0 or logs.closed:
                 break
             logs.wait_for_append(seen, remaining)
         return FetchResponse(throttle_time_ms=0, error_code=NONE, session_id=0, responses=responses)
 
-    def _read(self, req: FetchRequest, snap: ClusterSnapshot):
+    def _read(self, req: FetchRequest, snap: ClusterSnapshot, version: int):
         Topic = FetchResponse.FetchableTopicResponse
         Partition = Topic.PartitionData
         budget = req.max_bytes if req.max_bytes > 0 else 2**31 - 1
@@ -232,6 +235,9 @@ class CoreApis:
                     if limit > 0 or total == 0:
                         try:
                             data = plog.read(fp.fetch_offset, max(limit, 0), min_one=total == 0)
+                            if version < 4:  # an old consumer reads message format v0/v1 only
+                                data = legacy.down_convert(data, legacy.message_format_for_fetch(version),
+                                                           fp.fetch_offset, max(limit, 0), min_one=total == 0)
                         except OffsetOutOfRange:
                             code = OFFSET_OUT_OF_RANGE
                 total += len(data)
@@ -260,9 +266,12 @@ class CoreApis:
             parts = []
             for p in t.partitions:
                 code, offset, ts = self._offset_for(snap, t.name, p.partition_index, p.timestamp)
+                old_style = []
+                if ctx.api_version == 0 and code == NONE:
+                    old_style = self._old_style_offsets(t.name, p.partition_index, p.timestamp, offset,
+                                                        p.max_num_offsets)
                 parts.append(Partition(partition_index=p.partition_index, error_code=code, timestamp=ts,
-                                       offset=offset, leader_epoch=-1,
-                                       old_style_offsets=[offset] if code == NONE and offset >= 0 else []))
+                                       offset=offset, leader_epoch=-1, old_style_offsets=old_style))
             topics.append(Topic(name=t.name, partitions=parts))
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
 
@@ -280,6 +289,20 @@ class CoreApis:
             return INVALID_REQUEST, -1, -1
         found = plog.offset_for_timestamp(timestamp)
         return (NONE, found[0], found[1]) if found else (NONE, -1, -1)
+
+    def _old_style_offsets(self, topic: str, partition: int, timestamp: int, offset: int,
+                           max_num_offsets: int) -> list[int]:
+        """ListOffsets v0's list, as Kafka 0.8's ``fetchOffsetsBefore``: for latest the log end offset and then
+        every segment's base offset, newest first; for earliest the log start offset; at most
+        ``max_num_offsets``. By timestamp it is the offset ListOffsets v1 finds (Kafka 0.8 went by segment
+        modification times, which a restored or copied log does not keep)."""
+        if timestamp == LATEST:
+            plog = self.broker.logs.get_or_create(topic, partition)
+            offsets = [plog.log_end_offset]
+            offsets += [s.base_offset for s in reversed(list(plog.segments)) if s.base_offset != offsets[0]]
+        else:
+            offsets = [offset] if offset >= 0 else []
+        return offsets[:max(0, max_num_offsets)]
 
     def list_offsets_error(self, ctx: RequestContext, req: ListOffsetsRequest, code: int):
         Topic = ListOffsetsResponse.ListOffsetsTopicResponse
