@@ -385,7 +385,9 @@ class Rebalancer:
         """A member's registration. Unreadable: Kafka's attempt fails (``TopicCount.constructTopicCount``
         throws); the default leaves the member out and watches its node, so a fix starts a rebalance."""
         try:
-            return foreign.decode_member(path, data)  # pykafka's registrations too (foreign.py)
+            if self.c.profile.skip_broken_nodes and cid != self.c.consumer_id:
+                return foreign.decode_member(path, data)  # the default also reads pykafka's (foreign.py)
+            return ConsumerRegistration.decode(path, data)
         except MalformedNodeError as e:
             if not self.c.profile.skip_broken_nodes:
                 log.error("%s: cannot read the registration of %s: %s", self.c.consumer_id, cid, e)
