@@ -205,3 +205,31 @@ def test_group_requests_to_a_broker_that_is_not_the_coordinator(zk_connect, regi
         poll_all([c], seen, lambda: seen >= expected)
         assert b1.coordinator.describe("g").state == "Stable" and not b0.coordinator.groups
         c.close()
+
+
+def test_offset_commit_and_fetch_v0_use_zookeeper_and_v1_the_offsets_topic(cluster: Broker, registry) -> None:
+    """Kafka 0.8.2's broker: OffsetCommit/OffsetFetch v0 are ZooKeeper's offset nodes (what 0.8 tools read);
+    v1 and later are the coordinator's store. A partition without a v0 offset answers -1 with error 3."""
+    from kafka.protocol.consumer import OffsetCommitRequest, OffsetFetchRequest
+    from kafka.protocol.metadata import FindCoordinatorRequest
+
+    from zkconsumer.broker.client import RawClient
+
+    Topic = OffsetCommitRequest.OffsetCommitRequestTopic
+    Partition = Topic.OffsetCommitRequestPartition
+    FTopic = OffsetFetchRequest.OffsetFetchRequestTopic
+    with RawClient.to(cluster.bootstrap) as raw:
+        found = raw.call(FindCoordinatorRequest(key="old"), 0)  # ConsumerMetadata
+        assert (found.error_code, found.port) == (0, cluster.port)
+        r = raw.call(OffsetCommitRequest(group_id="old", topics=[Topic(name="t", partitions=[
+            Partition(partition_index=0, committed_offset=42, committed_metadata="")])]), 0)
+        assert r.topics[0].partitions[0].error_code == 0
+        r = raw.call(OffsetCommitRequest(group_id="old", generation_id_or_member_epoch=-1, member_id="", topics=[
+            Topic(name="t", partitions=[Partition(partition_index=1, committed_offset=7, commit_timestamp=-1,
+                                                  committed_metadata="")])]), 1)
+        assert r.topics[0].partitions[0].error_code == 0
+        v0 = raw.call(OffsetFetchRequest(group_id="old", topics=[FTopic(name="t", partition_indexes=[0, 1])]), 0)
+        v1 = raw.call(OffsetFetchRequest(group_id="old", topics=[FTopic(name="t", partition_indexes=[0, 1])]), 1)
+    assert [(p.committed_offset, p.error_code) for p in v0.topics[0].partitions] == [(42, 0), (-1, 3)]
+    assert [p.committed_offset for p in v1.topics[0].partitions] == [-1, 7]
+    assert registry.offsets("old") == {("t", 0): 42}

@@ -1,8 +1,10 @@
 """The group APIs in the broker's ApiTable: wire requests → GroupCoordinator calls → wire responses.
 
-Versions are those a Kafka 2.8 broker offers for each API, capped by what kafka-python's protocol classes encode
-(OffsetCommit from v2, OffsetFetch from v1): kafka-python 3.0 and librdkafka 2.x negotiate within them.
-FindCoordinator v0 is Kafka 0.8.2's ConsumerMetadata request (same key, same layout).
+Versions are those a Kafka 2.8 broker offers for each API: kafka-python 3.0 and librdkafka 2.x negotiate within
+them. FindCoordinator v0 is Kafka 0.8.2's ConsumerMetadata request (same key, same layout); OffsetCommit and
+OffsetFetch v0 read and write ZooKeeper's ``/consumers/<g>/offsets/<t>/<p>``, as the 0.8.2 broker did (and 2.x
+still does), v1 and later the group's offsets in ``__consumer_offsets`` (pykafka's BalancedConsumer uses v1).
+kafka-python's protocol classes decode and encode the old versions too, though their schemas start later.
 """
 
 from __future__ import annotations
@@ -38,6 +40,7 @@ from ..assignors import TopicPartition
 from ..broker.protocol import ApiTable, RequestContext
 from .manager import (
     COORDINATOR_NOT_AVAILABLE,
+    INVALID_GROUP_ID,
     NONE,
     NOT_COORDINATOR,
     OFFSETS_TOPIC,
@@ -59,8 +62,8 @@ VERSIONS = {
     "SyncGroup": (SyncGroupRequest, 0, 5),
     "Heartbeat": (HeartbeatRequest, 0, 4),
     "LeaveGroup": (LeaveGroupRequest, 0, 4),
-    "OffsetCommit": (OffsetCommitRequest, 2, 8),
-    "OffsetFetch": (OffsetFetchRequest, 1, 7),
+    "OffsetCommit": (OffsetCommitRequest, 0, 8),
+    "OffsetFetch": (OffsetFetchRequest, 0, 7),
     "DescribeGroups": (DescribeGroupsRequest, 0, 5),
     "ListGroups": (ListGroupsRequest, 0, 4),
     "DeleteGroups": (DeleteGroupsRequest, 0, 2),
@@ -216,18 +219,37 @@ class GroupApis:
         not_mine = self._not_mine(req.group_id)
         if not_mine is not None:
             return self.offset_commit_error(ctx, req, not_mine)
+        v = ctx.api_version
         now = now_ms()
-        retention = req.retention_time_ms if 2 <= ctx.api_version <= 4 else -1
+        retention = req.retention_time_ms if 2 <= v <= 4 else -1
         offsets = {}
         for t in req.topics:
             for p in t.partitions:
-                epoch = p.committed_leader_epoch if ctx.api_version >= 6 else -1
+                epoch = p.committed_leader_epoch if v >= 6 else -1
+                # v1 carries a commit timestamp per partition (-1: now); Kafka 2.x expires such an offset from it
+                stamp = p.commit_timestamp if v == 1 and p.commit_timestamp != -1 else now
+                expire = (stamp + self.coordinator.config.offsets_retention_minutes * 60_000 if v == 1 and
+                          p.commit_timestamp != -1 else (now + retention if retention is not None and retention >= 0
+                                                         else -1))
                 offsets[TopicPartition(t.name, p.partition_index)] = CommittedOffset(
-                    p.committed_offset, p.committed_metadata or "", now,
-                    now + retention if retention is not None and retention >= 0 else -1, epoch)
+                    p.committed_offset, p.committed_metadata or "", stamp, expire, epoch)
+        if v == 0:
+            return self._commit_answer(req, self._commit_to_zookeeper(req.group_id, offsets))
         code = self.coordinator.commit_offsets(req.group_id, req.generation_id_or_member_epoch, req.member_id,
                                                offsets)
         return self._commit_answer(req, code)
+
+    def _commit_to_zookeeper(self, group_id: str, offsets) -> int:
+        """OffsetCommit v0: the broker writes ZooKeeper's offset nodes, no group checks (0.8.2's KafkaApis)."""
+        from ..registry import Registry
+
+        if not group_id:
+            return INVALID_GROUP_ID
+        self.coordinator.count(group_id, "OffsetCommit")
+        registry = Registry(self.broker.cluster.zk)
+        for tp, c in offsets.items():
+            registry.write_offset(group_id, tp.topic, tp.partition, c.offset)
+        return NONE
 
     def _commit_answer(self, req, code: int) -> OffsetCommitResponse:
         Topic = OffsetCommitResponse.OffsetCommitResponseTopic
@@ -246,6 +268,8 @@ class GroupApis:
             return self.offset_fetch_error(ctx, req, not_mine)
         wanted = None if req.topics is None else [TopicPartition(t.name, p) for t in req.topics
                                                   for p in t.partition_indexes]
+        if ctx.api_version == 0:
+            return self._fetch_from_zookeeper(req.group_id, wanted or [])
         error, found = self.coordinator.fetch_offsets(req.group_id, wanted)
         if error != NONE:
             return self.offset_fetch_error(ctx, req, error)
@@ -258,6 +282,27 @@ class GroupApis:
                 partition_index=tp.partition, committed_offset=c.offset if c else -1,
                 committed_leader_epoch=c.leader_epoch if c else -1, metadata=c.metadata if c else "",
                 error_code=NONE))
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=NONE, topics=[
+            Topic(name=name, partitions=parts) for name, parts in by_topic.items()])
+
+    def _fetch_from_zookeeper(self, group_id: str, wanted: list[TopicPartition]) -> OffsetFetchResponse:
+        """OffsetFetch v0: from ZooKeeper; a partition without an offset node is -1 with UNKNOWN_TOPIC_OR_PARTITION
+        (3), as the 0.8.2 broker answered."""
+        from ..registry import Registry
+
+        self.coordinator.count(group_id, "OffsetFetch")
+        registry = Registry(self.broker.cluster.zk)
+        Topic = OffsetFetchResponse.OffsetFetchResponseTopic
+        Partition = Topic.OffsetFetchResponsePartition
+        by_topic: dict[str, list] = {}
+        for tp in wanted:
+            try:
+                offset = registry.offset(group_id, tp.topic, tp.partition)
+            except Exception:  # noqa: BLE001 - a malformed node: answered as absent (logged by the registry)
+                offset = None
+            by_topic.setdefault(tp.topic, []).append(Partition(
+                partition_index=tp.partition, committed_offset=-1 if offset is None else offset,
+                committed_leader_epoch=-1, metadata="", error_code=3 if offset is None else NONE))
         return OffsetFetchResponse(throttle_time_ms=0, error_code=NONE, topics=[
             Topic(name=name, partitions=parts) for name, parts in by_topic.items()])
 
