@@ -48,6 +48,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="create unknown topics asked for in Metadata requests (off, as topics come from "
                             "ZooKeeper)")
     start.add_argument("--num-partitions", type=int, default=1, help="partitions of auto-created topics")
+    start.add_argument("--group-initial-rebalance-delay-ms", type=int, default=3000,
+                       help="the group coordinator's group.initial.rebalance.delay.ms (Kafka's default 3000)")
+    start.add_argument("--group-min-session-timeout-ms", type=int, default=6000,
+                       help="the group coordinator's group.min.session.timeout.ms (Kafka's default 6000)")
     start.add_argument("--daemon", action="store_true", help="run in the background")
     start.add_argument("--timeout", type=float, default=60.0, help="seconds --daemon waits for the broker")
     start.set_defaults(func=cmd_start)
@@ -95,7 +99,9 @@ def _run_foreground(args: argparse.Namespace, data_dir: Path) -> int:
 
     broker = Broker(args.zookeeper, broker_id=args.broker_id, port=args.port, data_dir=data_dir, host=args.host,
                     flush_interval_ms=args.flush_interval_ms, auto_create_topics=args.auto_create_topics,
-                    num_partitions=args.num_partitions)
+                    num_partitions=args.num_partitions,
+                    group_initial_rebalance_delay_ms=args.group_initial_rebalance_delay_ms,
+                    group_min_session_timeout_ms=args.group_min_session_timeout_ms)
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -128,7 +134,9 @@ def _start_daemon(args: argparse.Namespace, data_dir: Path) -> int:
     data_dir.mkdir(parents=True, exist_ok=True)
     cmd = [sys.executable, "-m", "zkconsumer", "broker", "start", "--zookeeper", args.zookeeper,
            "--broker-id", str(args.broker_id), "--host", args.host, "--port", str(args.port),
-           "--data-dir", str(data_dir), "--num-partitions", str(args.num_partitions)]
+           "--data-dir", str(data_dir), "--num-partitions", str(args.num_partitions),
+           "--group-initial-rebalance-delay-ms", str(args.group_initial_rebalance_delay_ms),
+           "--group-min-session-timeout-ms", str(args.group_min_session_timeout_ms)]
     if args.flush_interval_ms is not None:
         cmd += ["--flush-interval-ms", str(args.flush_interval_ms)]
     if args.auto_create_topics:
