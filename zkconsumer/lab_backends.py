@@ -262,6 +262,11 @@ class DockerBackend(LabBackend):
         self._logs[name] = log
         self.containers[name] = self._run(name, "consumer", args)
 
+    @property
+    def exit_codes(self) -> dict[str, int]:
+        """Exit codes of the consumers seen exiting (137: SIGKILL), kept after their containers are removed."""
+        return dict(self._exit)
+
     def restart(self, name: str) -> None:
         self._exit.pop(name, None)
         self.containers[name].start()  # the same container, as `docker start` after a crash

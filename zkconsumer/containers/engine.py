@@ -45,6 +45,19 @@ def why_not_available() -> str | None:
     return None
 
 
+def install_engine() -> None:
+    """Install Debian's docker.io and debootstrap with apt-get when missing (as root, where apt-get exists): what
+    the docker lab test does on a fresh CI machine. Does nothing where they are installed or cannot be."""
+    missing = [pkg for pkg, binary in (("docker.io", "dockerd"), ("debootstrap", "debootstrap"))
+               if not shutil.which(binary)]
+    if not missing or os.geteuid() != 0 or not shutil.which("apt-get"):
+        return
+    env = {**os.environ, "DEBIAN_FRONTEND": "noninteractive"}
+    subprocess.run(["apt-get", "update", "-qq"], check=False, env=env, stdout=subprocess.DEVNULL)
+    subprocess.run(["apt-get", "install", "-y", "-qq", "--no-install-recommends", "-o", "DPkg::Lock::Timeout=300",
+                    *missing], check=False, env=env, stdout=subprocess.DEVNULL)
+
+
 class DockerEngine:
     """``with DockerEngine() as engine: engine.client`` — a running dockerd and a ``docker.DockerClient`` for it."""
 
@@ -127,3 +140,32 @@ class DockerEngine:
 
     def __exit__(self, *exc: object) -> None:
         self.stop()
+
+
+@contextlib.contextmanager
+def docker_client(base_url: str | None = None, log=print):
+    """A Docker client for the lab: ``base_url`` if given, else the engine ``DOCKER_HOST`` or the system socket
+    points at when it answers, else a private engine started here (and stopped on leaving the block)."""
+    import docker
+
+    if base_url:
+        client = docker.DockerClient(base_url=base_url, timeout=300)
+        try:
+            client.ping()
+        except Exception as e:  # noqa: BLE001 - shown to the user as one line
+            raise DockerUnavailable(f"no Docker engine answers at {base_url}: {e}") from None
+        with contextlib.closing(client):
+            yield client
+        return
+    try:
+        client = docker.from_env(timeout=300)
+        client.ping()
+    except Exception:  # noqa: BLE001 - no system engine: start ours
+        client = None
+    if client is not None:
+        with contextlib.closing(client):
+            yield client
+        return
+    log(f"no Docker engine is running: starting a private dockerd (data root {DEFAULT_ROOT})")
+    with DockerEngine() as engine:
+        yield engine.client

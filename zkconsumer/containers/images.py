@@ -72,12 +72,22 @@ def _run(cmd: list[str]) -> None:
         raise ImageBuildError(f"{cmd[0]} failed ({proc.returncode}):\n" + "\n".join(proc.stdout.splitlines()[-20:]))
 
 
+def host_ca_bundle() -> Path:
+    """The CA bundle this machine's pip trusts: the image's pip uses it too, so a build behind a TLS-inspecting
+    proxy (whose CA the host trusts) can still reach the package index."""
+    for candidate in (os.environ.get("PIP_CERT"), os.environ.get("SSL_CERT_FILE"),
+                      os.environ.get("REQUESTS_CA_BUNDLE"), "/etc/ssl/certs/ca-certificates.crt"):
+        if candidate and Path(candidate).is_file():
+            return Path(candidate)
+    raise ImageBuildError("no CA bundle found (install ca-certificates, or set SSL_CERT_FILE)")
+
+
 def context_files(root: Path = SOURCE_ROOT) -> list[tuple[str, Path]]:
     """(name in the build context, file) for everything docker/Dockerfile copies, in a stable order."""
     if not (root / "docker" / "Dockerfile").exists():
         raise ImageBuildError(f"no docker/Dockerfile under {root}: the image is built from a zkconsumer checkout")
-    files = [("docker/Dockerfile", root / "docker" / "Dockerfile"), ("pyproject.toml", root / "pyproject.toml"),
-             ("README.md", root / "README.md")]
+    files = [("docker/Dockerfile", root / "docker" / "Dockerfile"), ("docker/host-ca.crt", host_ca_bundle()),
+             ("pyproject.toml", root / "pyproject.toml"), ("README.md", root / "README.md")]
     for path in sorted((root / "zkconsumer").rglob("*")):
         if path.is_file() and "__pycache__" not in path.parts and path.suffix != ".pyc":
             files.append((path.relative_to(root).as_posix(), path))
@@ -111,6 +121,7 @@ def ensure_image(client, log: Callable[[str], None] = print, root: Path = SOURCE
     """The zkconsumer image for these sources, built (with the base image first) when the engine lacks it."""
     tag = image_tag(root)
     if _has_image(client, tag):
+        client.images.get(tag).tag(IMAGE_REPO, "latest")  # what docker/compose.yaml runs
         return tag
     ensure_base_image(client, log, workdir)
     log(f"building {tag} from docker/Dockerfile")
@@ -125,5 +136,6 @@ def ensure_image(client, log: Callable[[str], None] = print, root: Path = SOURCE
             raise ImageBuildError(f"docker build failed: {chunk['error']}\n" + "\n".join(output[-20:]))
     if not _has_image(client, tag):
         raise ImageBuildError("docker build finished without the image:\n" + "\n".join(output[-20:]))
+    client.images.get(tag).tag(IMAGE_REPO, "latest")
     log(f"{tag} built")
     return tag
