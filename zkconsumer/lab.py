@@ -132,8 +132,8 @@ class Lab:
                  backend: LabBackend | None = None) -> None:
         self.plan = plan
         self.out = Path(out_dir).resolve()
-        self.traces = out_dir / "traces"
-        self.logs = out_dir / "logs"
+        self.traces = self.out / "traces"  # absolute: the same path inside containers (bind-mounted)
+        self.logs = self.out / "logs"
         self.console = console or Console()
         self._zk_given, self._bootstrap_given = zookeeper, bootstrap
         self.zk_connect = zookeeper or ""
