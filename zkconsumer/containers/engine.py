@@ -128,7 +128,15 @@ class DockerEngine:
             except subprocess.TimeoutExpired:
                 os.killpg(self.proc.pid, signal.SIGKILL)
                 self.proc.wait()
+        if self.proc is not None:
+            self._remove_exec_root()
         self._release()
+
+    def _remove_exec_root(self) -> None:
+        """dockerd leaves its default network namespace bind-mounted under the exec root: unmount, then remove."""
+        for mount in sorted(self.exec_root.glob("netns/*")):
+            subprocess.run(["umount", str(mount)], stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, check=False)
+        shutil.rmtree(self.exec_root, ignore_errors=True)
 
     def _release(self) -> None:
         if self._lock_file is not None:
