@@ -8,14 +8,15 @@ with ``--analyze``, the Spark report. Every consumer writes a trace (docs/trace.
 
 ``mode``: ``zookeeper`` (0.8 members), ``coordinator`` (the same workload on the broker's group coordinator), or
 ``migrate`` (0.8 members started ``--migratable``, moved to the coordinator by ``zkconsumer migrate`` mid-run).
+
+Where the servers and consumers run is a backend's business (zkconsumer/lab_backends.py): local processes
+(``ProcessBackend``, the default) or Docker containers (``DockerBackend``, ``zkconsumer lab --backend docker``).
 """
 
 from __future__ import annotations
 
 import contextlib
 import json
-import os
-import signal
 import statistics
 import subprocess
 import sys
@@ -31,6 +32,7 @@ from rich.table import Table
 
 from .consoles import make_console
 from .groups import verify
+from .lab_backends import LabBackend, ProcessBackend
 from .registry import Registry
 from .topics import create_topic
 
@@ -43,7 +45,7 @@ MODES = ("zookeeper", "coordinator", "migrate")
 @dataclass
 class Step:
     at: float  # seconds after the start
-    action: str  # join | stop | kill | migrate
+    action: str  # join | stop | kill | restart | migrate
     consumer: str
 
 
@@ -127,21 +129,20 @@ class TraceTail:
 
 class Lab:
     def __init__(self, plan: LabPlan, out_dir: Path, zookeeper: str | None = None,
-                 bootstrap: str | None = None, console: Console | None = None) -> None:
+                 bootstrap: str | None = None, console: Console | None = None,
+                 backend: LabBackend | None = None) -> None:
         self.plan = plan
         self.out = Path(out_dir).resolve()
-        self.traces = out_dir / "traces"
-        self.logs = out_dir / "logs"
+        self.traces = self.out / "traces"  # absolute: the same path inside containers (bind-mounted)
+        self.logs = self.out / "logs"
         self.console = console or make_console()
         self._zk_given, self._bootstrap_given = zookeeper, bootstrap
         self.zk_connect = zookeeper or ""
         self.bootstrap = bootstrap or ""
-        self.procs: dict[str, subprocess.Popen] = {}
+        self.backend = backend or ProcessBackend()
         self.status: dict[str, str] = {}
         self.produced: dict[tuple[str, int], int] = defaultdict(int)
         self._stop_producing = threading.Event()
-        self._zk_server = None
-        self._broker = None
         self.tail = TraceTail(self.traces)
         self.events: list[str] = []
         self._kafka_offsets = None
@@ -153,17 +154,9 @@ class Lab:
     # ---------------------------------------------------------------------------------------- setup
     def _start_infrastructure(self) -> None:
         if not self._zk_given:
-            from .zkserver import ZooKeeperServer
-
-            self._zk_server = ZooKeeperServer(data_dir=self.out / "zookeeper").start()
-            self.zk_connect = self._zk_server.connect_string + "/lab"
+            self.zk_connect = self.backend.start_zookeeper(self.out / "zookeeper") + "/lab"
         if not self._bootstrap_given:
-            from .broker import Broker
-
-            self._broker = Broker(self.zk_connect, data_dir=self.out / "broker",
-                                  group_initial_rebalance_delay_ms=self.plan.initial_rebalance_delay_ms,
-                                  group_min_session_timeout_ms=min(6000, self.plan.session_timeout_ms)).start()
-            self.bootstrap = self._broker.bootstrap
+            self.bootstrap = self.backend.start_broker(self.zk_connect, self.out / "broker", self.plan)
         with Registry.open(self.zk_connect) as reg:
             existing = set(reg.topics())
             for topic, n in self.plan.topics.items():
@@ -203,7 +196,8 @@ class Lab:
 
     # ------------------------------------------------------------------------------------- consumers
     def _consumer_args(self, name: str) -> list[str]:
-        args = [sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", self.zk_connect, "--group", GROUP,
+        """The consumer's command line, the same for every backend (each runs the zkconsumer CLI its own way)."""
+        args = [*self.backend.zkconsumer_command, "consume", "--zookeeper", self.zk_connect, "--group", GROUP,
                 "--consumer-id", name, "--from-beginning", "--output", "none", "--trace-dir", str(self.traces),
                 "--profile", self.plan.profile, "--strategy", self.plan.strategy,
                 "--bootstrap-server", self.bootstrap,
@@ -223,18 +217,22 @@ class Lab:
 
     def join(self, name: str) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
-        log = open(self.logs / f"{name}.log", "ab")  # noqa: SIM115 - handed to the child
-        self.procs[name] = subprocess.Popen(self._consumer_args(name), stdout=log, stderr=subprocess.STDOUT,
-                                            stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
-        log.close()
+        self.backend.start(name, self._consumer_args(name), self.logs / f"{name}.log")
         self.status[name] = "running"
         self._event(f"{name} joined")
 
-    def stop(self, name: str, kill: bool = False) -> None:
-        proc = self.procs.get(name)
-        if proc is None or proc.poll() is not None:
+    def restart(self, name: str) -> None:
+        """Start a stopped or killed consumer again under the same id (same container with Docker)."""
+        if name not in self.status or self.backend.exit_code(name) is None:
             return
-        proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+        self.backend.restart(name)
+        self.status[name] = "running"
+        self._event(f"{name} restarted")
+
+    def stop(self, name: str, kill: bool = False) -> None:
+        if name not in self.status or self.backend.exit_code(name) is not None:
+            return
+        self.backend.signal(name, kill)
         self.status[name] = "killed (-9)" if kill else "stopping"
         self._event(f"{name} {'killed with SIGKILL' if kill else 'stopped (SIGTERM)'}")
 
@@ -310,8 +308,8 @@ class Lab:
         return out
 
     def _reap(self) -> None:
-        for name, proc in self.procs.items():
-            code = proc.poll()
+        for name in self.status:
+            code = self.backend.exit_code(name)
             if code is not None and self.status[name] in ("running", "stopping"):
                 self.status[name] = "stopped" if code == 0 or self.status[name] == "stopping" else f"exit {code}"
 
@@ -335,7 +333,7 @@ class Lab:
         for col in ("consumer", "state", "records", "rebalances"):
             members.add_column(col)
         rebalances = Counter(e["consumer"] for e in self.tail.rebalances)
-        for name in sorted(self.procs, key=lambda n: int(n[1:])):
+        for name in sorted(self.status, key=lambda n: int(n[1:])):
             cid = f"{GROUP}_{name}"
             members.add_row(name, self.status[name], str(self.tail.per_consumer[cid]), str(rebalances[cid]))
         events = "\n".join(self.events[-6:])
@@ -345,8 +343,13 @@ class Lab:
     def run(self, analyze: bool = False, master: str | None = None) -> dict:
         self.out.mkdir(parents=True, exist_ok=True)
         self.traces.mkdir(parents=True, exist_ok=True)
-        with self.console.status("starting ZooKeeper and the broker..."):
-            self._start_infrastructure()
+        self.backend.open(self.out)
+        try:
+            with self.console.status(f"starting ZooKeeper and the broker ({self.backend.name} backend)..."):
+                self._start_infrastructure()
+        except BaseException:
+            self.backend.close()
+            raise
         self.console.print(f"ZooKeeper {self.zk_connect}, broker {self.bootstrap}, run directory {self.out}",
                            highlight=False)
         for topic, n in self.plan.topics.items():
@@ -371,6 +374,8 @@ class Lab:
                                 self.join(step.consumer)
                             elif step.action in ("migrate", "rollback"):
                                 self.migrate(rollback=step.action == "rollback")
+                            elif step.action == "restart":
+                                self.restart(step.consumer)
                             else:
                                 self.stop(step.consumer, kill=step.action == "kill")
                         live.update(self._view(reg, elapsed))
@@ -402,27 +407,23 @@ class Lab:
                         summary["verify_ok"] = summary["verify_ok"] and self.migration_result in ("done",
                                                                                                  "rolled back")
                 summary["zookeeper_requests"] = self._zk_requests() - zk_requests_at_start
-                if self._broker is not None:
-                    summary["broker_requests"] = sum(self._broker.request_counts().values())
-                    self.requests["broker"] = self._broker.request_counts()
+                counts = self.backend.broker_request_counts()
+                if counts is not None:
+                    summary["broker_requests"] = sum(counts.values())
+                    self.requests["broker"] = counts
         finally:
             self._stop_producing.set()
-            for name in list(self.procs):
+            for name in list(self.status):
                 self.stop(name)
-            for proc in self.procs.values():
-                try:
-                    proc.wait(30)
-                except subprocess.TimeoutExpired:
-                    proc.kill()
-                    proc.wait()
+            for name in list(self.status):
+                if not self.backend.wait(name, 30):
+                    self.backend.signal(name, kill=True)
+                    self.backend.wait(name, 30)
             self._reap()
             if self._kafka_offsets is not None:
                 with contextlib.suppress(Exception):
                     self._kafka_offsets.close()
-            if self._broker is not None:
-                self._broker.stop()
-            if self._zk_server is not None:
-                self._zk_server.stop()
+            self.backend.close()
         summary.update(self.summarize())
         self._print_summary(summary)
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -432,13 +433,13 @@ class Lab:
 
     def _zk_requests(self) -> int:
         """Packets the embedded ZooKeeper received so far (``mntr``); 0 with an external ZooKeeper."""
-        if self._zk_server is None:
+        address = self.backend.zookeeper_address()
+        if address is None:
             return 0
         from .zkserver import four_letter_word
 
-        host, _, port = self._zk_server.connect_string.split(",")[0].rpartition(":")
         try:
-            for line in four_letter_word(host, int(port), "mntr").splitlines():
+            for line in four_letter_word(*address, "mntr").splitlines():
                 key, _, value = line.partition("\t")
                 if key == "zk_packets_received":
                     return int(value)

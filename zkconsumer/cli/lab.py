@@ -3,12 +3,18 @@
 from __future__ import annotations
 
 import argparse
+import contextlib
 import time
+from collections.abc import Callable, Iterator
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.table import Table
 
 from . import CliError, console
+
+if TYPE_CHECKING:
+    from ..lab_backends import LabBackend
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -28,6 +34,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap-server", help="use this Kafka cluster instead of the local broker")
     p.add_argument("--analyze", action="store_true", help="turn the traces into a Spark report afterwards")
     p.add_argument("--master", help="Spark master for --analyze (default local[*])")
+    p.add_argument("--backend", choices=("process", "docker"), default="process",
+                   help="process: local processes (default); docker: ZooKeeper, the broker and every consumer in "
+                        "containers of the zkconsumer image (built locally when missing), host networking")
+    p.add_argument("--zookeeper-servers", type=int, choices=(1, 3), default=3,
+                   help="ZooKeeper servers the docker backend starts (default 3, an ensemble)")
+    p.add_argument("--docker-host", help="Docker engine URL for --backend docker (default: DOCKER_HOST or the "
+                                         "system engine; without one, a private dockerd is started as root)")
     p.set_defaults(func=cmd_lab)
 
     c = sub.add_parser("compare", help="the same workload and churn in ZooKeeper mode (default, kafka-0.8) and "
@@ -79,13 +92,14 @@ def cmd_lab(args: argparse.Namespace) -> int:
         return 0 if all(r.measures.get("verify_ok") and r.measures.get("lost") == 0 for r in results) else 1
     profiles = ["kafka-0.8", "default"] if args.compare else [args.profile]
     summaries = []
-    for profile in profiles:
-        plan = LabPlan(consumers=args.consumers, duration=args.duration, profile=profile, strategy=args.strategy,
-                       rate=args.rate, mode=mode)
-        out = base / profile if args.compare else base
-        console.rule(f"[bold]lab: {profile} profile")
-        summaries.append(Lab(plan, out, args.zookeeper, args.bootstrap_server, console).run(args.analyze,
-                                                                                             args.master))
+    with _backends(args) as new_backend:
+        for profile in profiles:
+            plan = LabPlan(consumers=args.consumers, duration=args.duration, profile=profile,
+                           strategy=args.strategy, rate=args.rate, mode=mode)
+            out = base / profile if args.compare else base
+            console.rule(f"[bold]lab: {profile} profile ({args.backend} backend)")
+            summaries.append(Lab(plan, out, args.zookeeper, args.bootstrap_server, console,
+                                 backend=new_backend()).run(args.analyze, args.master))
     if args.compare:
         table = Table(title="kafka-0.8 vs default, same workload")
         table.add_column("measure")
@@ -96,3 +110,26 @@ def cmd_lab(args: argparse.Namespace) -> int:
             table.add_row(key.replace("_", " "), *(str(s.get(key)) for s in summaries))
         console.print(table)
     return 0 if all(s.get("verify_ok") and s.get("lost") == 0 for s in summaries) else 1
+
+
+@contextlib.contextmanager
+def _backends(args: argparse.Namespace) -> Iterator[Callable[[], LabBackend]]:
+    """A factory of fresh backends (one per lab run) for ``--backend``; with docker, the engine and image too."""
+    from ..lab_backends import BackendError, DockerBackend, ProcessBackend
+
+    if args.backend == "process":
+        yield ProcessBackend
+        return
+    from ..containers.engine import DockerUnavailable, docker_client
+    from ..containers.images import ImageBuildError, ensure_image
+
+    def say(text: str) -> None:
+        console.print(f"[dim]{text}[/]", highlight=False)
+
+    try:
+        with docker_client(args.docker_host, log=say) as client:
+            with console.status("zkconsumer image (built when missing; the first build takes minutes)..."):
+                image = ensure_image(client, log=say)
+            yield lambda: DockerBackend(client, image, zookeeper_servers=args.zookeeper_servers)
+    except (DockerUnavailable, ImageBuildError, BackendError) as e:
+        raise CliError(str(e)) from None

@@ -4,11 +4,21 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
+import sys
 from pathlib import Path
 
 from rich.table import Table
 
-from ..zkserver import DEFAULT_DATA_DIR, STATE_FILE, ZooKeeperError, ZooKeeperServer
+from ..zkserver import (
+    DEFAULT_DATA_DIR,
+    STATE_FILE,
+    ZooKeeperError,
+    ZooKeeperServer,
+    find_classpath,
+    find_java,
+    server_command,
+)
 from . import CliError, console
 
 
@@ -31,6 +41,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     stop = zsub.add_parser("stop", help="stop the ZooKeeper started from --data-dir")
     stop.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     stop.set_defaults(func=cmd_stop)
+
+    run = zsub.add_parser("run", help="run one ZooKeeper server from a zoo.cfg in the foreground (what the docker "
+                                      "lab's ZooKeeper containers run)")
+    run.add_argument("config", type=Path, help="a zoo.cfg (its dataDir holds myid for an ensemble)")
+    run.set_defaults(func=cmd_run)
 
     status = zsub.add_parser("status", help="show the servers started from --data-dir")
     status.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
@@ -76,6 +91,18 @@ def cmd_stop(args: argparse.Namespace) -> int:
     server.stop()
     console.print(f"stopped ZooKeeper at {server.connect_string}", highlight=False)
     return 0
+
+
+def cmd_run(args: argparse.Namespace) -> int:
+    """Replace this process with the JVM: in a container it is then the server that receives SIGTERM/SIGKILL."""
+    if not args.config.is_file():
+        raise CliError(f"no ZooKeeper config at {args.config}")
+    try:
+        command = server_command(find_java(), find_classpath()[0], args.config.resolve(), args.config.parent.resolve())
+    except ZooKeeperError as e:
+        raise CliError(str(e)) from None
+    sys.stdout.flush()
+    os.execv(command[0], command)
 
 
 def cmd_status(args: argparse.Namespace) -> int:
