@@ -54,12 +54,12 @@ class VariantResult:
     measures: dict
 
 
-def _csv(report: Path, name: str) -> pd.DataFrame:
-    path = report / "tables" / f"{name}.csv"
-    try:
-        return pd.read_csv(path)
-    except (FileNotFoundError, pd.errors.EmptyDataError):
+def _table(report: Path, name: str) -> pd.DataFrame:
+    """One analysis table, read back from its Parquet (the CSV flattens nested columns)."""
+    path = report / "tables" / f"{name}.parquet"
+    if not path.exists():
         return pd.DataFrame()
+    return pd.read_parquet(path)
 
 
 def measures_from(summary: dict, report: Path | None) -> dict:
@@ -68,9 +68,9 @@ def measures_from(summary: dict, report: Path | None) -> dict:
                  "duplicates": summary.get("duplicates")}
     rebalances = None
     if report is not None:
-        grb = _csv(report, "group_rebalances")
-        unowned = _csv(report, "unowned")
-        overlaps = _csv(report, "overlaps")
+        grb = _table(report, "group_rebalances")
+        unowned = _table(report, "unowned")
+        overlaps = _table(report, "overlaps")
         rebalances = len(grb)
         durations = grb["duration_ms"].dropna() if "duration_ms" in grb else pd.Series(dtype=float)
         out["rebalance_ms_p50"] = round(float(durations.median()), 1) if len(durations) else None
@@ -87,7 +87,8 @@ def measures_from(summary: dict, report: Path | None) -> dict:
     if summary.get("zookeeper_requests") is not None:
         out["zookeeper_requests_per_rebalance"] = round(summary["zookeeper_requests"] / per, 1)
     counts = summary.get("broker_request_counts") or {}
-    out["group_requests_per_rebalance"] = round(sum(counts.get(api, 0) for api in GROUP_APIS) / per, 1)
+    group_requests = sum(n for name, n in counts.items() if name.removesuffix("Request") in GROUP_APIS)
+    out["group_requests_per_rebalance"] = round(group_requests / per, 1)
     return out
 
 
@@ -126,7 +127,9 @@ def plot(results: list[VariantResult], path: Path) -> Path:
 
 
 def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console, analyze: bool = True,
-                master: str | None = None) -> list[VariantResult]:
+                master: str | None = None, spark=None) -> list[VariantResult]:
+    """Run each variant's lab, analyse each run (on ``spark`` if given, else a session of its own), print and
+    write the comparison."""
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         raise ValueError(f"unknown variants {unknown}; choose from {', '.join(VARIANTS)}")
@@ -143,15 +146,16 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
         from .analysis.pipeline import run_analysis
         from .analysis.spark import build_session
 
-        spark = build_session(master, "zkconsumer-compare")
+        session = spark or build_session(master, "zkconsumer-compare")
         try:
             for name in variants:
                 console.rule(f"[bold]analysis: {name}")
                 report = out / name / "report"
-                run_analysis(spark, summaries[name]["trace_dir"], report, console)
+                run_analysis(session, summaries[name]["trace_dir"], report, console)
                 reports[name] = report
         finally:
-            spark.stop()
+            if spark is None:
+                session.stop()
     results = [VariantResult(n, summaries[n], measures_from(summaries[n], reports[n])) for n in variants]
     table = render_table(results, f"same workload, {plan.consumers} consumers, {plan.duration:.0f}s of churn")
     console.print(table)

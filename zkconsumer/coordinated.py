@@ -139,6 +139,8 @@ class CoordinatorConsumerConnector:
         #: kafka-python (like Kafka's consumer) keeps the position of a partition that comes back to the same
         #: member, and that position is past records we fetched but dropped at the revocation.
         self._needs_seek: set[TopicPartition] = set()
+        #: The first offset polled (and not buffered) for a partition still waiting for that seek.
+        self._dropped_from: dict[TopicPartition, int] = {}
         self._backlog: dict[TopicPartition, deque[_Queued]] = {}
         self._generation = 0
         self._committed: dict[TopicPartition, int] = {}
@@ -255,6 +257,7 @@ class CoordinatorConsumerConnector:
         try:
             consumer = KafkaConsumer(**self._client_settings())
             subscribe(consumer, _Listener(self))
+            self._prime_metadata(consumer)
         except Exception as e:  # noqa: BLE001 - reported to _start()
             self._start_error = e
             self._started.set()
@@ -288,6 +291,19 @@ class CoordinatorConsumerConnector:
             except Exception:  # noqa: BLE001 - best effort at shutdown
                 log.debug("closing the kafka consumer failed", exc_info=True)
 
+    def _prime_metadata(self, consumer) -> None:
+        """Fetch the subscribed topics' metadata before the first join. Otherwise a leader elected before the
+        metadata answer assigns the topics to nobody ("No partition metadata for topic ...") and the group sits
+        idle until the next refresh (``metadata.max.age.ms``, 5 minutes by default) makes it rejoin."""
+        try:
+            if self.topic_filter is not None:
+                consumer.topics()  # every topic: the pattern is matched against them
+            else:
+                for topic in self._static_streams:
+                    consumer.partitions_for_topic(topic)
+        except Exception as e:  # noqa: BLE001 - the join goes on; kafka-python refreshes metadata itself
+            log.warning("%s: could not fetch topic metadata before joining: %r", self.consumer_id, e)
+
     @staticmethod
     def _unstick_join(consumer) -> None:
         """Work around a kafka-python 3.0 bug (the one Kafka fixed as KAFKA-9815): a leader that rejoins because
@@ -309,8 +325,12 @@ class CoordinatorConsumerConnector:
             for ktp, records in batches.items():
                 tp = TopicPartition(ktp.topic, ktp.partition)
                 progress = self.owned.get(tp)
-                if progress is None or progress.generation < 0 or tp in self._needs_seek:
-                    continue  # revoked while the fetch was in flight, or fetched from a position we reset
+                if progress is None or progress.generation < 0:
+                    continue  # revoked while the fetch was in flight
+                if tp in self._needs_seek:  # fetched before the seek: fetched again from where it leads
+                    if records:
+                        self._dropped_from.setdefault(tp, min(r.offset for r in records))
+                    continue
                 backlog = self._backlog.setdefault(tp, deque())
                 for r in records:
                     backlog.append(_Queued(FetchedRecord(r.topic, r.partition, r.offset, r.key, r.value,
@@ -375,13 +395,19 @@ class CoordinatorConsumerConnector:
         ktp = KTP(tp.topic, tp.partition)
         try:
             committed = consumer.committed(ktp)
-            if committed is not None and ktp in consumer.assignment():
-                consumer.seek(ktp, committed)
+            with self.state_lock:
+                dropped = self._dropped_from.get(tp)
+            # nothing committed (None, or -1 from the broker): auto.offset.reset placed the position; rewind only
+            # to what was polled meanwhile. Never seek to -1: to kafka-python that means "latest".
+            target = committed if committed is not None and committed >= 0 else dropped
+            if target is not None and ktp in consumer.assignment():
+                consumer.seek(ktp, target)
         except Exception as e:  # noqa: BLE001 - tried again on the next loop; nothing is delivered meanwhile
             log.warning("%s: could not read the committed offset of %s: %r", self.consumer_id, tp, e)
             return
         with self.state_lock:
             self._needs_seek.discard(tp)
+            self._dropped_from.pop(tp, None)
             self._backlog.pop(tp, None)
 
     def _resume_from_handover(self, consumer, tp: TopicPartition) -> None:
@@ -394,8 +420,10 @@ class CoordinatorConsumerConnector:
             kafka = consumer.committed(ktp)
         except Exception:  # noqa: BLE001 - unknown here: ZooKeeper's value decides
             kafka = None
+        if kafka is not None and kafka < 0:
+            kafka = None
         start = self.handover.start_offset(tp, kafka)
-        if start is None:
+        if start is None or start < 0:
             return
         consumer.seek(ktp, start)
         with self.state_lock:
@@ -536,6 +564,7 @@ class CoordinatorConsumerConnector:
                 self.owned.pop(tp, None)
                 self._held.discard(tp)
                 self._needs_seek.discard(tp)
+                self._dropped_from.pop(tp, None)
             self._committed.update(committed)
         for tp, value in committed.items():
             self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
