@@ -25,6 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap-server", help="use this Kafka cluster instead of the local broker")
     p.add_argument("--analyze", action="store_true", help="turn the traces into a Spark report afterwards")
     p.add_argument("--master", help="Spark master for --analyze (default local[*])")
+    p.add_argument("--faults", nargs="*", metavar="FAULT",
+                   help="run the fault matrix instead (all faults, or the ones named: "
+                        "zk-leader zk-follower zk-quorum zk-cut broker-kill consumers-kill herd-30) and print one "
+                        "verdict per fault; --profile / --compare choose the profiles")
     p.set_defaults(func=cmd_lab)
 
 
@@ -35,6 +39,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
         raise CliError("--consumers must be >= 1 and --duration > 0")
     base = args.out or Path("lab-runs") / time.strftime("%Y%m%d-%H%M%S")
     profiles = ["kafka-0.8", "default"] if args.compare else [args.profile]
+    if args.faults is not None:
+        return _faults(args, base, profiles)
     summaries = []
     for profile in profiles:
         plan = LabPlan(consumers=args.consumers, duration=args.duration, profile=profile, strategy=args.strategy,
@@ -53,3 +59,15 @@ def cmd_lab(args: argparse.Namespace) -> int:
             table.add_row(key.replace("_", " "), *(str(s.get(key)) for s in summaries))
         console.print(table)
     return 0 if all(s.get("verify_ok") and s.get("lost") == 0 for s in summaries) else 1
+
+
+def _faults(args: argparse.Namespace, base: Path, profiles: list[str]) -> int:
+    from ..faults.cli import run_matrix
+    from ..faults.matrix import FAULTS
+
+    names = args.faults or list(FAULTS)
+    unknown = [n for n in names if n not in FAULTS]
+    if unknown:
+        raise CliError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(FAULTS)}")
+    verdicts = run_matrix(names, profiles, base, console, args.master)
+    return 0 if all(v.ok for v in verdicts) else 1
