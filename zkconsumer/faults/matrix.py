@@ -167,7 +167,13 @@ def run_fault(fault: Fault, out, profile: str = "default", session_timeout_ms: i
                     lab.join(f"c{i}")
                 lab.wait_settled(settle)
             fault.drive(lab)
+            healed = time.monotonic()
             lab.wait_settled(settle)
+            # The group keeps running past the deadline the analysis checks (heal + session timeout + 1 s):
+            # ownership is judged at that instant, so everyone must still be there.
+            window = plan.session_timeout_ms / 1000 + 2.0 - (time.monotonic() - healed)
+            if window > 0:
+                time.sleep(window)
             run.log_ends = {f"{t}-{p}": v for (t, p), v in lab.wait_caught_up(settle).items()}
     except Exception as e:  # noqa: BLE001 - reported in the verdict
         run.error = f"{type(e).__name__}: {e}"
