@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import json
+import logging
 import subprocess
 import sys
 import threading
@@ -58,7 +59,12 @@ class FaultLab(Lab):
         self.lab_trace = TraceWriter(self.traces, GROUP, "lab")
         self.zk = ZooKeeperServer(servers=self.zk_servers, data_dir=self.out / "zookeeper").start()
         self.zk_connect = self.zk.connect_string + "/lab"
-        self._registry_cm = Registry.open(self.zk_connect, session_timeout_ms=30000)
+        # The lab's own view of the tree: a long session (it outlives every outage), and kazoo's reconnect
+        # warnings kept off the console (the faults cause them on purpose).
+        quiet = logging.getLogger("zkconsumer.faults.lab.kazoo")
+        quiet.propagate = False
+        quiet.addHandler(logging.NullHandler())
+        self._registry_cm = Registry.open(self.zk_connect, session_timeout_ms=30000, logger=quiet)
         self.registry = self._registry_cm.__enter__()
         if self.broker_process:
             self.start_broker()
