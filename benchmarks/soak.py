@@ -100,7 +100,10 @@ def main() -> int:
                 faults.append({"fault": name, "seconds": round(time.monotonic() - t0, 1)})
                 console.print(f"{time.strftime('%H:%M:%S')} {name}: settled after {faults[-1]['seconds']} s "
                               f"({len(lab.live_members())} consumers live)", highlight=False)
-                lab._stop_producing.wait(max(0.0, args.gap - (time.monotonic() - t0)))
+                # the next fault waits for this one's re-own deadline (heal + session timeout + 1 s) to pass
+                spacing = plan.session_timeout_ms / 1000 + 2.0
+                lab._stop_producing.wait(max(spacing, args.gap - (time.monotonic() - t0)))
+            time.sleep(plan.session_timeout_ms / 1000 + 2.0)  # past the last fault's re-own deadline
             ends = lab.wait_caught_up(180)
         except Exception as e:  # noqa: BLE001 - reported, then the traces are analysed anyway
             error = f"{type(e).__name__}: {e}"

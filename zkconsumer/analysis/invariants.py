@@ -94,9 +94,9 @@ def effective_ownership(owners: DataFrame, control: DataFrame) -> DataFrame:
     """Ownership intervals cut at the owner's first ``session_expired`` after they began."""
     expired = control.where(F.col("event") == "session_expired").select(
         "group", "consumer", F.col("ts").alias("_exp"))
-    j = owners.join(expired, ["group", "consumer"], "left").where(
-        F.col("_exp").isNull() | (F.col("_exp") >= F.col("owned_from")))
-    j = j.groupBy(*PKEY, "consumer", "owned_from", "owned_to").agg(F.min("_exp").alias("_exp"))
+    j = owners.join(expired, ["group", "consumer"], "left")
+    j = j.groupBy(*PKEY, "consumer", "owned_from", "owned_to").agg(
+        F.min(F.when(F.col("_exp") >= F.col("owned_from"), F.col("_exp"))).alias("_exp"))
     return j.select(*PKEY, "consumer", "owned_from",
                     F.least("owned_to", F.coalesce("_exp", "owned_to")).alias("owned_to"))
 
