@@ -73,8 +73,10 @@ class FaultLab(Lab):
 
             self._broker = Broker(self.zk_connect, data_dir=self.out / "broker").start()
             self.bootstrap = self._broker.bootstrap
+        existing = set(self.registry.topics())  # a run directory used again keeps its ZooKeeper data
         for topic, n in self.plan.topics.items():
-            create_topic(self.registry, topic, n)
+            if topic not in existing:
+                create_topic(self.registry, topic, n)
         for topic, n in self.plan.topics.items():
             for p in range(n):
                 self.produced[(topic, p)] = 0
