@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench clean
+.PHONY: setup demo test lint bench soak clean
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -23,6 +23,10 @@ bench: setup
 	$(BIN)/python benchmarks/broker.py
 	$(BIN)/python benchmarks/offsets_load.py
 	$(BIN)/python benchmarks/sweep.py --scenarios 100000 --events 1000000
+
+# 30 minutes of churn and faults on one lab, then the Spark report (docs/faults.md); not part of `make test`
+soak: setup
+	$(BIN)/python benchmarks/soak.py --minutes 30
 
 clean:
 	rm -rf $(VENV) .pytest_cache .ruff_cache .pytest-zkconsumer-home

@@ -96,6 +96,8 @@ class ZookeeperConsumerConnector:
         self.rebalancer = Rebalancer(self)
         self._commit_thread: threading.Thread | None = None
         self._stop = threading.Event()
+        #: partitions whose owner nodes died with an expired session, until the rebalancer resets (default profile)
+        self._lost: set[TopicPartition] = set()
         self._session_id = self.zk.client_id[0] if self.zk.client_id else None
         self._sessions: set[int] = {self._session_id} if self._session_id is not None else set()
         self.zk.add_listener(self._on_zk_state)
@@ -323,6 +325,8 @@ class ZookeeperConsumerConnector:
             tps = set(self.owned)
         self.stop_fetching(tps, commit=False)
         self.drop_ownership(tps)
+        with self.state_lock:
+            self._lost.clear()
 
     # -------------------------------------------------------------------------------------------- commits
     def commit_offsets(self, only: set[TopicPartition] | None = None) -> dict[TopicPartition, int]:
@@ -334,7 +338,7 @@ class ZookeeperConsumerConnector:
         with self._commit_lock:
             with self.state_lock:
                 values = {tp: p.committable(processed_only) for tp, p in self.owned.items()
-                          if only is None or tp in only}
+                          if (only is None or tp in only) and tp not in self._lost}
             if self.profile.commit_processed_only and not self.connected.is_set():
                 return {}  # we may not own them any more; the next owner starts from the last commit
             try:
@@ -356,6 +360,8 @@ class ZookeeperConsumerConnector:
             self.trace.emit("connection_suspended")
         elif state == KazooState.LOST:
             self.connected.clear()
+            if self.profile.pause_when_suspended:
+                self._disown_now()
             self.trace.emit("session_expired")
             self.rebalancer.trigger("session_expired")
         elif state == KazooState.CONNECTED:
@@ -366,6 +372,20 @@ class ZookeeperConsumerConnector:
             if session is not None:
                 self._sessions.add(session)
             self.connected.set()
+
+    def _disown_now(self) -> None:
+        """The session is known lost: its owner nodes are gone, others may own the partitions already.
+
+        Default profile: queued records become stale at once, here on kazoo's event thread (no ZooKeeper call),
+        and these partitions are never committed again. Otherwise the new session's CONNECTED, which kazoo
+        reports right after LOST, would resume the streams on stale records before the rebalancer thread
+        resets — a delivery from a partition another consumer owns (found by the fault matrix's zk-cut).
+        Kafka 0.8 keeps handing them out until its rebalance clears the queues; the kafka-0.8 profile too."""
+        with self.state_lock:
+            generation = self.next_generation()
+            for progress in self.owned.values():
+                progress.generation = -generation
+            self._lost = set(self.owned)
 
     # ------------------------------------------------------------------------------------------ shutdown
     def shutdown(self) -> None:

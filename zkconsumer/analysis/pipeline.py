@@ -17,6 +17,7 @@ from rich.console import Console
 
 from . import consumers as consumers_mod
 from . import plots
+from .invariants import InvariantCounts, compute_invariants, count_invariants
 from .partitions import analyze_partitions
 from .progress import Stages
 from .rebalances import analyze_rebalances
@@ -42,6 +43,11 @@ DESCRIPTIONS = {
     "offset_resets": "offset out of range: the consumer reset its position (auto.offset.reset) from from_offset "
                      "to to_offset and consumed and committed from there",
     "bad_lines": "malformed trace lines: file, line number, reason, text",
+    "duplicates_committed": "invariant: duplicates of an offset a commit had already covered when it was delivered "
+                            "again (should be empty)",
+    "commits_backwards": "invariant: commits below an earlier commit of the partition and store (should be empty)",
+    "reowned": "invariant: per fault heal and partition, its owner at heal + session timeout + 1 s (null: none)",
+    "faults": "the lab's faults: injected, healed, deadline, partitions unowned at it, latest re-own after the heal",
 }
 
 
@@ -64,6 +70,7 @@ class AnalysisResult:
     seconds: float = 0.0
     summary: dict[str, int] = field(default_factory=dict)
     stages: list[tuple[str, float, str]] = field(default_factory=list)
+    invariants: InvariantCounts = field(default_factory=InvariantCounts)
 
 
 def _pdf(df: DataFrame, limit: int | None = None) -> pd.DataFrame:
@@ -82,7 +89,8 @@ def print_bad_lines(console: Console, ts: TraceSet) -> pd.DataFrame:
 
 def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: Console,
                  from_zero: bool = False, max_plot_partitions: int = 48, csv: bool = True,
-                 keep_work: bool = False) -> AnalysisResult:
+                 keep_work: bool = False, plots_and_report: bool = True) -> AnalysisResult:
+    """The whole analysis; ``plots_and_report=False`` stops after the tables (the fault matrix's verdicts)."""
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     st = Stages(console, spark)
@@ -115,15 +123,26 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
         res.summary.update(consumers=n_consumers, group_rebalances=n_rb, offset_resets=resets.count(),
                            duplicates_of_committed=pt.duplicates.where(~F.col("inside_uncommitted")).count())
         note.append(", ".join(f"{k} {v:,}" for k, v in res.summary.items() if k != "consumers"))
+    with st.stage("invariants") as note:
+        inv = compute_invariants(ts.events, ts.lab_events, rb.ownership, pt.duplicates, pt.partitions)
+        res.invariants = count_invariants(res.summary, inv)
+        note.append("all hold" if res.invariants.ok else "; ".join(res.invariants.violations()))
     with st.stage("write tables") as note:
         cons = consumers_mod.consumer_table(base, rb.consumer_rebalances, ts.bad)
         for name, df in [("group_rebalances", rb.group_rebalances), ("consumer_rebalances", rb.consumer_rebalances),
                          ("unowned", rb.unowned), ("ownership", rb.ownership), ("partitions", pt.partitions),
                          ("duplicates", pt.duplicates), ("lost_offsets", pt.lost), ("overlaps", pt.overlaps),
                          ("stints", pt.stints), ("consumers", cons), ("offset_resets", resets),
-                         ("bad_lines", ts.bad)]:
+                         ("bad_lines", ts.bad), ("duplicates_committed", inv.duplicates_committed),
+                         ("commits_backwards", inv.commits_backwards), ("reowned", inv.reowned),
+                         ("faults", inv.faults)]:
             res.tables[name] = writer.write(name, df, DESCRIPTIONS[name]).rows
         note.append(f"{len(res.tables)} tables → {out / 'tables'}")
+    if not plots_and_report:
+        res.seconds, res.stages = st.total, st.timings
+        if not keep_work:
+            shutil.rmtree(work, ignore_errors=True)
+        return res
     with st.stage("plots") as note:
         img = out / "img"
         grb = _pdf(rb.group_rebalances)
@@ -176,6 +195,22 @@ def build_report(trace_dir: str, ts: TraceSet, res: AnalysisResult, writer: Tabl
         + r.link("overlaps.csv", "tables/overlaps.csv"),
         f"offset resets: {s.get('offset_resets', 0):,} (a committed offset out of the log's range, reset by "
         "auto.offset.reset) " + r.link("offset_resets.csv", "tables/offset_resets.csv"),
+    ])
+    inv = res.invariants
+    r.h2("Invariants")
+    r.bullets([
+        f"zero records lost: {'holds' if not inv.lost else f'**broken**: {inv.lost:,} lost'}",
+        f"never two live owners: {'holds' if not inv.overlaps else f'**broken**: {inv.overlaps:,} overlaps'}",
+        "every duplicate inside an uncommitted window: "
+        + ("holds" if not inv.duplicates_committed else f"**broken**: {inv.duplicates_committed:,} duplicates of "
+           "committed records ") + r.link("duplicates_committed.csv", "tables/duplicates_committed.csv"),
+        "no committed offset moving back: "
+        + ("holds" if not inv.commits_backwards else f"**broken**: {inv.commits_backwards:,} commits ")
+        + r.link("commits_backwards.csv", "tables/commits_backwards.csv"),
+        "every partition owned again within session timeout + 1 s of a fault healing: "
+        + (f"{len(inv.faults)} faults, " if inv.faults else "no fault in this run, ")
+        + ("holds" if not inv.unowned_after_heal else f"**broken**: {inv.unowned_after_heal:,} partitions unowned ")
+        + r.link("faults.csv", "tables/faults.csv"),
     ])
     if ts.bad_count:
         r.h2("Malformed lines")

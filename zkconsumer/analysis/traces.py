@@ -22,7 +22,7 @@ from pyspark.sql import Column, DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..trace import EVENTS, SCHEMA_VERSION
+from ..trace import EVENTS, LAB_EVENTS, SCHEMA_VERSION
 
 
 class TraceInputError(ValueError):
@@ -38,6 +38,7 @@ FIELDS: dict[str, T.DataType] = {
     "topic": S, "partition": L, "thread": S, "holder": S, "owned": S, "error": S,
     "same_session": B, "committed": B, "offset": L, "from_offset": L, "to_offset": L, "reset": S,
     "generation": L, "member_id": S, "store": S,  # coordinator mode; the broker-side offset store
+    "fault": S, "target": S, "session_timeout_ms": L,  # the lab's fault events
 }
 COMMON = ("v", "ts", "event", "group", "consumer", "seq")
 #: Fields the analysis needs beyond COMMON, per event; others are optional.
@@ -55,6 +56,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "offset_committed": ("topic", "partition", "offset"),
     "offset_reset": ("topic", "partition", "from_offset", "to_offset"),
     "record_delivered": ("topic", "partition", "offset", "thread"),
+    "fault_injected": ("fault",), "fault_healed": ("fault", "session_timeout_ms"),
 }
 assert set(REQUIRED) == EVENTS, "REQUIRED must cover every trace event"
 
@@ -75,6 +77,8 @@ class TraceSet:
     lines: int
     valid: int
     bad_count: int
+    #: the lab's own lines (``fault_injected`` / ``fault_healed``), kept out of ``events``: no consumer wrote them
+    lab_events: DataFrame | None = None
 
     def deliveries(self) -> DataFrame:
         return self.events.where(F.col("event") == "record_delivered").select(
@@ -177,7 +181,8 @@ def _parse(df: DataFrame) -> DataFrame:
 
 #: Parsed fields the analysis uses; the others are validated but not staged.
 STAGED = ("ts", "event", "group", "consumer", "seq", "cause", "rebalance", "attempt", "ids_cversion", "attempts",
-          "strategy", "topic", "partition", "offset", "from_offset", "to_offset", "reset")
+          "strategy", "topic", "partition", "offset", "from_offset", "to_offset", "reset", "store", "fault", "target",
+          "session_timeout_ms")
 
 
 def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> TraceSet:
@@ -214,9 +219,10 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> Tr
                         F.col("_text").alias("text")))
     bad = _diagnosed(spark, bad_rows)
     bad_count = bad.count()
-    events = rows.where(F.col("_ok")).drop("_path", "_block", "_id", "_ok", "_text")
-    return TraceSet(events=events, bad=bad, files=len(files), lines=lines,
-                    valid=lines - bad_count, bad_count=bad_count)
+    valid = rows.where(F.col("_ok")).drop("_path", "_block", "_id", "_ok", "_text")
+    lab = F.col("event").isin(*sorted(LAB_EVENTS))
+    return TraceSet(events=valid.where(~lab), bad=bad, files=len(files), lines=lines,
+                    valid=lines - bad_count, bad_count=bad_count, lab_events=valid.where(lab))
 
 
 MAX_DIAGNOSED = 100_000

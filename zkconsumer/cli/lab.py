@@ -41,6 +41,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="ZooKeeper servers the docker backend starts (default 3, an ensemble)")
     p.add_argument("--docker-host", help="Docker engine URL for --backend docker (default: DOCKER_HOST or the "
                                          "system engine; without one, a private dockerd is started as root)")
+    p.add_argument("--faults", nargs="*", metavar="FAULT",
+                   help="run the fault matrix instead (all faults, or the ones named: "
+                        "zk-leader zk-follower zk-quorum zk-cut broker-kill consumers-kill herd-30) and print one "
+                        "verdict per fault; --profile / --compare choose the profiles")
     p.set_defaults(func=cmd_lab)
 
     c = sub.add_parser("compare", help="the same workload and churn in ZooKeeper mode (default, kafka-0.8) and "
@@ -91,6 +95,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
                               master=args.master)
         return 0 if all(r.measures.get("verify_ok") and r.measures.get("lost") == 0 for r in results) else 1
     profiles = ["kafka-0.8", "default"] if args.compare else [args.profile]
+    if args.faults is not None:
+        return _faults(args, base, profiles)
     summaries = []
     with _backends(args) as new_backend:
         for profile in profiles:
@@ -133,3 +139,13 @@ def _backends(args: argparse.Namespace) -> Iterator[Callable[[], LabBackend]]:
             yield lambda: DockerBackend(client, image, zookeeper_servers=args.zookeeper_servers)
     except (DockerUnavailable, ImageBuildError, BackendError) as e:
         raise CliError(str(e)) from None
+def _faults(args: argparse.Namespace, base: Path, profiles: list[str]) -> int:
+    from ..faults.cli import run_matrix
+    from ..faults.matrix import FAULTS
+
+    names = args.faults or list(FAULTS)
+    unknown = [n for n in names if n not in FAULTS]
+    if unknown:
+        raise CliError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(FAULTS)}")
+    verdicts = run_matrix(names, profiles, base, console, args.master)
+    return 0 if all(v.ok for v in verdicts) else 1

@@ -1,0 +1,62 @@
+"""The fault matrix (docs/faults.md): each fault driven against a live lab group, judged by the analysis.
+
+Real everything: ZooKeeper servers (a 3-node ensemble for the ZooKeeper faults), the broker (its own process
+for broker-kill), consumer processes (``zkconsumer consume``), a loopback proxy for the cut-off consumer, and
+Spark for the verdict. Sessions are 4 s. Each fault starts its own lab: the faults kill the very servers
+others would share.
+"""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Iterator
+
+import pytest
+
+from zkconsumer.faults.matrix import FAULTS, run_fault
+from zkconsumer.faults.verdict import judge
+
+pytestmark = [pytest.mark.slow, pytest.mark.faults]
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator:
+    """The run's Spark session when the analysis tests started one already, else one for this module."""
+    from pyspark.sql import SparkSession
+
+    from zkconsumer.analysis.spark import build_session
+
+    existing = SparkSession.getActiveSession()
+    session = existing or build_session("local[2]", "zkconsumer-tests", shuffle_partitions=2, driver_memory="1g",
+                                        extra_conf={"spark.sql.adaptive.enabled": "false"})
+    yield session
+    if existing is None:
+        session.stop()
+
+
+def lab_events(out) -> list[dict]:
+    return [json.loads(line) for line in (out / "traces" / "lab.jsonl").read_text().splitlines()]
+
+
+@pytest.mark.parametrize("name", ["zk-leader", "zk-follower", "zk-quorum", "zk-cut", "broker-kill",
+                                  "consumers-kill", "herd-30"])
+def test_fault_keeps_the_invariants_in_the_default_profile(spark, tmp_path, name: str) -> None:
+    run = run_fault(FAULTS[name], tmp_path / name, "default")
+    assert run.error is None, run.error
+    events = [e["event"] for e in lab_events(tmp_path / name)]
+    assert events == ["fault_injected", "fault_healed"]
+    verdict = judge(spark, run)
+    assert verdict.status == "PASS", verdict.line
+    assert verdict.figures["lost"] == 0 and verdict.figures["overlaps"] == 0
+    assert verdict.figures["reowned_ms_after_heal"] is not None
+
+
+def test_cut_off_consumer_in_the_kafka_08_profile_is_reported_as_kafka_does(spark, tmp_path) -> None:
+    """Kafka 0.8's famous case: a consumer whose session expired keeps handing out the records it fetched for
+    partitions ZooKeeper already gave to others. The verdict names it instead of hiding it."""
+    run = run_fault(FAULTS["zk-cut"], tmp_path / "cut", "kafka-0.8")
+    assert run.error is None, run.error
+    verdict = judge(spark, run)
+    assert verdict.status in ("PASS", "KAFKA-0.8"), verdict.line
+    if verdict.status == "KAFKA-0.8":
+        assert verdict.figures["overlaps"] > 0 or verdict.figures["duplicates"] > 0

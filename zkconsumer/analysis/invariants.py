@@ -1,0 +1,153 @@
+"""The lab's five invariants, computed from a run's traces (issue 11; docs/analysis.md "Invariants").
+
+1. zero records lost: no offset below the committed one, nor between delivered ones, was never delivered;
+2. never two live owners: no two consumers delivered one partition at the same time (``overlaps``);
+3. every duplicate inside an uncommitted window: a record delivered again was not yet covered by a commit of
+   its partition when it was delivered again (a redelivery of committed work is a bug; of uncommitted work it
+   is at-least-once doing its job);
+4. no committed offset moving back: in trace order, per partition and store, no commit below an earlier one
+   (partitions with an ``offset_reset`` are exempt: there the log itself moved);
+5. every partition owned again within session timeout + 1 s of a fault healing: at ``fault_healed.ts +
+   session_timeout_ms + 1000`` every partition seen in the run has an owner. A consumer's ownership ends at its
+   ``released`` line, at its own ``session_expired`` line (its owner nodes died with the session, whatever it
+   believes) or at its last line.
+
+Each check returns its violating rows, so a failing verdict can say which partition and when.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from pyspark.sql import DataFrame, Window
+from pyspark.sql import functions as F
+
+PKEY = ["group", "topic", "partition"]
+GRACE_MS = 1000
+
+
+@dataclass
+class InvariantTables:
+    duplicates_committed: DataFrame  # duplicates of offsets already committed when delivered again
+    commits_backwards: DataFrame
+    reowned: DataFrame  # per fault heal and partition: owned at the deadline?
+    faults: DataFrame  # per fault: injected, healed, deadline, partitions unowned at it, latest re-own
+
+
+@dataclass
+class InvariantCounts:
+    lost: int = 0
+    overlaps: int = 0
+    duplicates: int = 0
+    duplicates_committed: int = 0
+    commits_backwards: int = 0
+    unowned_after_heal: int = 0
+    faults: list[dict] = field(default_factory=list)
+
+    @property
+    def ok(self) -> bool:
+        return not (self.lost or self.overlaps or self.duplicates_committed or self.commits_backwards
+                    or self.unowned_after_heal)
+
+    def violations(self) -> list[str]:
+        """The broken invariants, in words (empty when all hold)."""
+        out = []
+        if self.lost:
+            out.append(f"{self.lost} records lost")
+        if self.overlaps:
+            out.append(f"{self.overlaps} times two live owners")
+        if self.duplicates_committed:
+            out.append(f"{self.duplicates_committed} duplicates of committed records")
+        if self.commits_backwards:
+            out.append(f"{self.commits_backwards} commits moving back")
+        if self.unowned_after_heal:
+            out.append(f"{self.unowned_after_heal} partitions unowned at heal + session timeout + 1 s")
+        return out
+
+
+def duplicates_of_committed(dups: DataFrame, commits: DataFrame) -> DataFrame:
+    """Duplicates whose offset a commit had already covered when they were delivered again.
+
+    A union sorted by time per partition, with the running maximum commit, avoids a range join; at equal
+    timestamps the delivery sorts first (a commit written in the same millisecond may not have preceded it)."""
+    d = dups.select(*PKEY, F.col("duplicate_ts").alias("_t"), F.lit(0).alias("_k"), "offset",
+                    "duplicate_consumer", F.lit(None).cast("long").alias("_c"))
+    c = commits.select(*PKEY, F.col("ts").alias("_t"), F.lit(1).alias("_k"), F.lit(None).cast("long").alias("offset"),
+                       F.lit(None).cast("string").alias("duplicate_consumer"), F.col("offset").alias("_c"))
+    w = Window.partitionBy(*PKEY).orderBy("_t", "_k").rowsBetween(Window.unboundedPreceding, 0)
+    both = d.unionByName(c).withColumn("committed_then", F.max("_c").over(w))
+    return (both.where((F.col("_k") == 0) & (F.col("committed_then") > F.col("offset")))
+            .select(*PKEY, "offset", F.col("_t").alias("duplicate_ts"), "duplicate_consumer", "committed_then"))
+
+
+def commits_moving_back(commits: DataFrame, resets: DataFrame) -> DataFrame:
+    """Commits below an earlier commit of the same partition and store (trace time, then consumer order)."""
+    keyed = commits.withColumn("_store", F.coalesce("store", F.lit("zookeeper")))
+    w = Window.partitionBy(*PKEY, "_store").orderBy("ts", "consumer", "seq").rowsBetween(
+        Window.unboundedPreceding, -1)
+    back = keyed.withColumn("previous_max", F.max("offset").over(w)).where(F.col("offset") < F.col("previous_max"))
+    back = back.join(resets.select(*PKEY).distinct(), PKEY, "left_anti")
+    return back.select(*PKEY, F.col("_store").alias("store"), "consumer", "ts", "offset", "previous_max")
+
+
+def effective_ownership(owners: DataFrame, control: DataFrame) -> DataFrame:
+    """Ownership intervals cut at the owner's first ``session_expired`` after they began."""
+    expired = control.where(F.col("event") == "session_expired").select(
+        "group", "consumer", F.col("ts").alias("_exp"))
+    j = owners.join(expired, ["group", "consumer"], "left")
+    j = j.groupBy(*PKEY, "consumer", "owned_from", "owned_to").agg(
+        F.min(F.when(F.col("_exp") >= F.col("owned_from"), F.col("_exp"))).alias("_exp"))
+    return j.select(*PKEY, "consumer", "owned_from",
+                    F.least("owned_to", F.coalesce("_exp", "owned_to")).alias("owned_to"))
+
+
+def reowned_after_heal(lab: DataFrame, owners: DataFrame, control: DataFrame, partitions: DataFrame) -> DataFrame:
+    """Per ``fault_healed`` line and partition: the owner at heal + session timeout + 1 s (null: none)."""
+    heals = lab.where(F.col("event") == "fault_healed").select(
+        "group", "fault", F.col("ts").alias("healed"),
+        (F.col("ts") + F.col("session_timeout_ms") + GRACE_MS).alias("deadline"))
+    eff = effective_ownership(owners, control)
+    grid = heals.join(partitions.select(*PKEY).distinct(), "group")
+    covering = grid.join(eff, PKEY, "left").where(
+        (F.col("owned_from") <= F.col("deadline")) & (F.col("owned_to") >= F.col("deadline")))
+    best = covering.groupBy(*PKEY, "fault", "healed").agg(
+        F.max_by("consumer", "owned_from").alias("owner"), F.max("owned_from").alias("owned_from"))
+    return (grid.join(best, [*PKEY, "fault", "healed"], "left")
+            .select("group", "fault", "healed", "deadline", "topic", "partition", "owner",
+                    F.greatest(F.lit(0), F.col("owned_from") - F.col("healed")).alias("owner_since_heal_ms"))
+            .orderBy("healed", "topic", "partition"))
+
+
+def fault_summary(lab: DataFrame, reowned: DataFrame) -> DataFrame:
+    """Per fault: when it was injected and healed, the partitions unowned at the deadline, the latest re-own."""
+    inj = lab.where(F.col("event") == "fault_injected").groupBy("group", "fault").agg(
+        F.min("ts").alias("injected"), F.first("target", ignorenulls=True).alias("target"))
+    r = reowned.groupBy("group", "fault", "healed", "deadline").agg(
+        F.sum(F.when(F.col("owner").isNull(), 1).otherwise(0)).alias("unowned_at_deadline"),
+        F.max("owner_since_heal_ms").alias("latest_owner_since_heal_ms"),
+        F.count("*").alias("partitions"))
+    return inj.join(r, ["group", "fault"], "full_outer").orderBy("injected")
+
+
+def compute_invariants(events: DataFrame, lab: DataFrame | None, owners: DataFrame, dups: DataFrame,
+                       partitions: DataFrame) -> InvariantTables:
+    commits = events.where(F.col("event") == "offset_committed").select(
+        *PKEY, "consumer", "seq", "ts", "offset", "store")
+    resets = events.where(F.col("event") == "offset_reset").select(*PKEY)
+    control = events.where(F.col("event") == "session_expired").select("group", "consumer", "ts", "event")
+    if lab is None:
+        lab = events.limit(0)
+    reowned = reowned_after_heal(lab, owners, control, partitions).cache()
+    return InvariantTables(duplicates_of_committed(dups, commits).cache(), commits_moving_back(commits, resets).cache(),
+                           reowned, fault_summary(lab, reowned).cache())
+
+
+def count_invariants(summary: dict[str, int], tables: InvariantTables) -> InvariantCounts:
+    """The verdict's figures: ``summary`` is the partitions summary of ``run_analysis``."""
+    faults = [r.asDict() for r in tables.faults.collect()]
+    return InvariantCounts(
+        lost=summary.get("lost_below_committed", 0) + summary.get("lost_gap", 0),
+        overlaps=summary.get("overlaps", 0), duplicates=summary.get("duplicates", 0),
+        duplicates_committed=tables.duplicates_committed.count(),
+        commits_backwards=tables.commits_backwards.count(),
+        unowned_after_heal=sum(int(f.get("unowned_at_deadline") or 0) for f in faults), faults=faults)

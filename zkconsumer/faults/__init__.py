@@ -1,0 +1,6 @@
+"""The fault matrix: faults driven against a live lab group, each judged by the Spark analysis' invariants.
+
+``proxy`` is a loopback TCP proxy that can pass, drop or blackhole one consumer's ZooKeeper connection;
+``lab`` the lab with the handles faults need (an ensemble, the broker in its own process, a consumer behind
+the proxy); ``matrix`` the faults themselves; ``verdict`` turns the analysis' invariants into one line per fault.
+"""

@@ -1,0 +1,271 @@
+"""The lab with the handles the fault matrix needs, as a subclass: :class:`~zkconsumer.lab.Lab` stays as it is.
+
+What it adds: a 3-node ensemble (``zk_servers=3``), the broker in its own process (``zkconsumer broker start``,
+so that ``kill -9`` is real and a restart keeps its port and log), consumers that reach ZooKeeper through a
+:class:`~zkconsumer.faults.proxy.TcpProxy`, a producer that survives a dead broker, the lab's own trace file
+(``lab.jsonl``: ``fault_injected`` / ``fault_healed``) and condition waits on the group's state in ZooKeeper.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import logging
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Callable
+from pathlib import Path
+
+from rich.console import Console
+
+from ..groups import verify
+from ..lab import GROUP, Lab, LabPlan
+from ..registry import Registry
+from ..topics import create_topic
+from ..trace import TraceWriter
+from ..zkserver import ZooKeeperServer
+from .proxy import TcpProxy
+
+
+class FaultTimeout(RuntimeError):
+    """A condition the fault waits for did not come: the verdict reports it as a failure."""
+
+
+class FaultLab(Lab):
+    """One group under one fault. ``with FaultLab(plan, out, zk_servers=3) as lab: ...``"""
+
+    def __init__(self, plan: LabPlan, out_dir: Path, zk_servers: int = 1, broker_process: bool = False,
+                 console: Console | None = None) -> None:
+        super().__init__(plan, Path(out_dir), console=console)  # the process backend: real processes, kill -9
+        self._broker = None  # the in-process broker, when the broker does not run as its own process
+        self.zk_servers = zk_servers
+        self.broker_process = broker_process
+        self.zk: ZooKeeperServer | None = None
+        self.registry: Registry | None = None
+        self._registry_cm = None
+        self.broker_proc: subprocess.Popen | None = None
+        self.broker_port = 0
+        self.proxies: dict[str, TcpProxy] = {}
+        self.zk_override: dict[str, str] = {}
+        self.lab_trace: TraceWriter | None = None
+        self._producer_thread: threading.Thread | None = None
+        self.producer_errors = 0
+
+    @property
+    def procs(self) -> dict[str, subprocess.Popen]:
+        """The consumer processes (the process backend's)."""
+        return self.backend.procs
+
+    # ------------------------------------------------------------------------------------ infrastructure
+    def __enter__(self) -> FaultLab:
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.traces.mkdir(parents=True, exist_ok=True)
+        self.lab_trace = TraceWriter(self.traces, GROUP, "lab")
+        self.zk = ZooKeeperServer(servers=self.zk_servers, data_dir=self.out / "zookeeper").start()
+        self.zk_connect = self.zk.connect_string + "/lab"
+        # The lab's own view of the tree: a long session (it outlives every outage), and kazoo's reconnect
+        # warnings kept off the console (the faults cause them on purpose).
+        quiet = logging.getLogger("zkconsumer.faults.lab.kazoo")
+        quiet.propagate = False
+        quiet.addHandler(logging.NullHandler())
+        self._registry_cm = Registry.open(self.zk_connect, session_timeout_ms=30000, logger=quiet)
+        self.registry = self._registry_cm.__enter__()
+        if self.broker_process:
+            self.start_broker()
+        else:
+            from ..broker import Broker
+
+            self._broker = Broker(self.zk_connect, data_dir=self.out / "broker").start()
+            self.bootstrap = self._broker.bootstrap
+        existing = set(self.registry.topics())  # a run directory used again keeps its ZooKeeper data
+        for topic, n in self.plan.topics.items():
+            if topic not in existing:
+                create_topic(self.registry, topic, n)
+        for topic, n in self.plan.topics.items():
+            for p in range(n):
+                self.produced[(topic, p)] = 0
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop_producing.set()
+        for name in list(self.procs):
+            self.stop(name)
+        for proc in self.procs.values():
+            try:
+                proc.wait(30)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        if self._producer_thread is not None:
+            self._producer_thread.join(10)
+        for proxy in self.proxies.values():
+            proxy.stop()
+        if self.broker_proc is not None:
+            self.kill_broker(hard=False)
+        if self._broker is not None:
+            self._broker.stop()
+        if self._registry_cm is not None:
+            with contextlib.suppress(Exception):
+                self._registry_cm.__exit__(None, None, None)
+        if self.zk is not None:
+            self.zk.stop()
+        if self.lab_trace is not None:
+            self.lab_trace.close()
+
+    def start_broker(self, timeout: float = 60.0) -> None:
+        """``zkconsumer broker start`` in the foreground of a child process (same port and log on a restart)."""
+        data = self.out / "broker"
+        data.mkdir(parents=True, exist_ok=True)
+        state = data / "zkconsumer-broker.json"
+        with contextlib.suppress(FileNotFoundError):
+            state.unlink()
+        cmd = [sys.executable, "-m", "zkconsumer", "broker", "start", "--zookeeper", self.zk_connect,
+               "--data-dir", str(data), "--port", str(self.broker_port)]
+        self.logs.mkdir(parents=True, exist_ok=True)
+        with open(self.logs / "broker.log", "ab") as log:
+            self.broker_proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        info = self.wait(lambda: _read_json(state), timeout, "the broker's state file")
+        self.broker_port = int(info["port"])
+        self.bootstrap = info["bootstrap"]
+
+    def kill_broker(self, hard: bool = True) -> None:
+        assert self.broker_proc is not None
+        if hard:
+            self.broker_proc.kill()
+        else:
+            self.broker_proc.terminate()
+        try:
+            self.broker_proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.broker_proc.kill()
+            self.broker_proc.wait()
+
+    def behind_proxy(self, name: str) -> TcpProxy:
+        """Route consumer ``name``'s ZooKeeper connection through a proxy to the ensemble's first node."""
+        assert self.zk is not None
+        proxy = TcpProxy(("127.0.0.1", self.zk.nodes[0].client_port)).start()
+        self.proxies[name] = proxy
+        self.zk_override[name] = proxy.address + "/lab"
+        return proxy
+
+    def _consumer_args(self, name: str) -> list[str]:
+        args = super()._consumer_args(name)
+        if name in self.zk_override:
+            args[args.index("--zookeeper") + 1] = self.zk_override[name]
+        return args
+
+    # ------------------------------------------------------------------------------------------ producing
+    def start_producing(self) -> None:
+        self._producer_thread = threading.Thread(target=self._produce, daemon=True, name="fault-producer")
+        self._producer_thread.start()
+
+    def _produce(self) -> None:
+        """Numbered records at ``plan.rate``; sends that fail (broker down) are counted, not retried: what the
+        consumers must deliver is what the broker's log holds (read at the end), not what was attempted."""
+        from kafka import KafkaProducer
+
+        from ..records import encode_value
+
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks=1, linger_ms=5, max_block_ms=2000,
+                                 retries=0, request_timeout_ms=3000, reconnect_backoff_max_ms=500)
+        parts = sorted(self.produced)
+        interval = 1.0 / self.plan.rate
+        i = 0
+        try:
+            for _ in range(self.plan.initial_records):
+                for tp in parts:
+                    self._send(producer, encode_value, tp)
+            while not self._stop_producing.wait(interval):
+                self._send(producer, encode_value, parts[i % len(parts)])
+                i += 1
+            with contextlib.suppress(Exception):
+                producer.flush(10)
+        finally:
+            with contextlib.suppress(Exception):
+                producer.close(5)
+
+    def _send(self, producer, encode_value, tp: tuple[str, int]) -> None:
+        seq = self.produced[tp]
+        try:
+            producer.send(tp[0], value=encode_value(tp[0], tp[1], seq), partition=tp[1])
+            self.produced[tp] = seq + 1
+        except Exception:  # noqa: BLE001 - the broker is down: this record never existed
+            self.producer_errors += 1
+
+    def log_end_offsets(self) -> dict[tuple[str, int], int]:
+        from kafka import KafkaConsumer, TopicPartition
+
+        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, request_timeout_ms=10000)
+        try:
+            tps = [TopicPartition(t, p) for (t, p) in self.produced]
+            return {(tp.topic, tp.partition): off for tp, off in consumer.end_offsets(tps).items()}
+        finally:
+            consumer.close()
+
+    # -------------------------------------------------------------------------------------- fault events
+    def injected(self, fault: str, target: str = "", text: str = "") -> None:
+        assert self.lab_trace is not None
+        self.lab_trace.emit("fault_injected", fault=fault, target=target)
+        self._event(text or f"{fault}: injected {target}".strip())
+
+    def healed(self, fault: str, text: str = "") -> None:
+        assert self.lab_trace is not None
+        self.lab_trace.emit("fault_healed", fault=fault, session_timeout_ms=self.plan.session_timeout_ms)
+        self._event(text or f"{fault}: healed")
+
+    # -------------------------------------------------------------------------------------------- waits
+    def wait(self, condition: Callable[[], object], timeout: float, what: str) -> object:
+        """Poll ``condition`` (exceptions count as "not yet": ZooKeeper may be down) until it holds."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            try:
+                value = condition()
+            except Exception:  # noqa: BLE001 - e.g. no quorum right now
+                value = None
+            if value:
+                return value
+            time.sleep(0.1)
+        raise FaultTimeout(f"timed out after {timeout:.0f}s waiting for {what}")
+
+    def partitions(self) -> set[tuple[str, int]]:
+        return set(self.produced)
+
+    def live_members(self) -> list[str]:
+        return [n for n, p in self.procs.items() if p.poll() is None and self.status.get(n) == "running"]
+
+    def settled(self, members: list[str] | None = None) -> bool:
+        """Every partition owned by a live member's thread, the group verifies, every given member registered."""
+        assert self.registry is not None
+        members = self.live_members() if members is None else members
+        owners = self.registry.owners(GROUP)
+        ids = set(self.registry.consumer_ids(GROUP))
+        if not {f"{GROUP}_{m}" for m in members} <= ids or set(owners) != self.partitions():
+            return False
+        return verify(self.registry, GROUP).ok
+
+    def wait_settled(self, timeout: float, members: list[str] | None = None) -> None:
+        self.wait(lambda: self.settled(members), timeout, "the group to settle (every partition owned, verified)")
+
+    def wait_caught_up(self, timeout: float) -> dict[tuple[str, int], int]:
+        """Stop producing, then wait until every partition's commit reached the log's end."""
+        self._stop_producing.set()
+        if self._producer_thread is not None:
+            self._producer_thread.join(30)
+        ends = self.wait(self.log_end_offsets, 30, "the log end offsets")
+        assert self.registry is not None
+
+        def caught_up() -> bool:
+            offsets = self.registry.offsets(GROUP)
+            return all(offsets.get(tp, 0) >= end for tp, end in ends.items())
+
+        self.wait(caught_up, timeout, "every commit at the log's end")
+        return ends  # type: ignore[return-value]
+
+
+def _read_json(path: Path) -> dict | None:
+    try:
+        return json.loads(path.read_text())
+    except (FileNotFoundError, ValueError):
+        return None
