@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench soak clean
+.PHONY: setup demo test lint bench soak clean faults
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -13,6 +13,9 @@ demo: setup
 test: setup
 	$(BIN)/ruff check zkconsumer tests benchmarks
 	$(BIN)/python -m pytest -q
+
+faults: setup  # the whole fault matrix (make test runs part of it)
+	$(BIN)/python -m pytest -q -m "faults or faults_full" tests/test_faults.py
 
 lint: setup
 	$(BIN)/ruff check zkconsumer tests benchmarks

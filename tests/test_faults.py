@@ -38,8 +38,16 @@ def lab_events(out) -> list[dict]:
     return [json.loads(line) for line in (out / "traces" / "lab.jsonl").read_text().splitlines()]
 
 
-@pytest.mark.parametrize("name", ["zk-leader", "zk-follower", "zk-quorum", "zk-cut", "broker-kill",
-                                  "consumers-kill", "herd-30"])
+#: In ``make test``: the ZooKeeper leader's loss, the cut-off consumer and the broker's kill -9 (about a minute each
+#: on 2 cores). The rest of the matrix runs with ``make faults`` (``pytest -m faults_full``), and every fault with
+#: ``zkconsumer lab --faults``.
+FULL_ONLY = pytest.mark.faults_full
+
+
+@pytest.mark.parametrize("name", ["zk-leader", pytest.param("zk-follower", marks=FULL_ONLY),
+                                  pytest.param("zk-quorum", marks=FULL_ONLY), "zk-cut", "broker-kill",
+                                  pytest.param("consumers-kill", marks=FULL_ONLY),
+                                  pytest.param("herd-30", marks=FULL_ONLY)])
 def test_fault_keeps_the_invariants_in_the_default_profile(spark, tmp_path, name: str) -> None:
     run = run_fault(FAULTS[name], tmp_path / name, "default")
     assert run.error is None, run.error
