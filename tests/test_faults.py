@@ -27,7 +27,7 @@ def spark() -> Iterator:
     from zkconsumer.analysis.spark import build_session
 
     existing = SparkSession.getActiveSession()
-    session = existing or build_session("local[2]", "zkconsumer-tests", shuffle_partitions=2, driver_memory="1g",
+    session = existing or build_session("local[2]", "zkconsumer-tests", shuffle_partitions=2, driver_memory="2g",
                                         extra_conf={"spark.sql.adaptive.enabled": "false"})
     yield session
     if existing is None:

@@ -17,7 +17,7 @@ import pytest
 def spark() -> Iterator:
     from zkconsumer.analysis.spark import build_session
 
-    session = build_session("local[2]", "zkconsumer-tests", shuffle_partitions=2, driver_memory="1g",
+    session = build_session("local[2]", "zkconsumer-tests", shuffle_partitions=2, driver_memory="2g",
                             extra_conf={"spark.sql.adaptive.enabled": "false"})
     yield session
     session.stop()

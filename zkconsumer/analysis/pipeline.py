@@ -140,8 +140,7 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
         note.append(f"{len(res.tables)} tables → {out / 'tables'}")
     if not plots_and_report:
         res.seconds, res.stages = st.total, st.timings
-        if not keep_work:
-            shutil.rmtree(work, ignore_errors=True)
+        _release(spark, work, keep_work)
         return res
     with st.stage("plots") as note:
         img = out / "img"
@@ -163,9 +162,16 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
         note.append(f"{res.report_md.name}, {res.report_html.name}")
     res.seconds = st.total
     res.stages = st.timings
+    _release(spark, work, keep_work)
+    return res
+
+
+def _release(spark: SparkSession, work: Path, keep_work: bool) -> None:
+    """Drop this run's cached tables (a long-lived session — compare, the soak, the fault matrix, the tests —
+    analyses run after run, and the driver's heap must not keep every earlier one) and its staging files."""
+    spark.catalog.clearCache()
     if not keep_work:
         shutil.rmtree(work, ignore_errors=True)
-    return res
 
 
 def _ms_columns(df: pd.DataFrame) -> pd.DataFrame:
