@@ -37,6 +37,7 @@ def main() -> None:
     ap.add_argument("--compare", type=int, default=20_000, help="scenarios for the loop-vs-Spark comparison")
     ap.add_argument("--scenarios", type=int, default=1_000_000, help="largest sweep (0 to skip)")
     ap.add_argument("--events", type=int, default=10_000_000, help="synthetic trace lines for analyze (0 to skip)")
+    ap.add_argument("--tiny-events", type=int, default=3_000, help="a lab-sized trace for analyze's fixed cost")
     ap.add_argument("--changes", type=int, default=3)
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--tmp", default=None, help="where the trace and outputs go (default: a temp dir)")
@@ -64,25 +65,37 @@ def main() -> None:
             table.add_row(f"largest sweep → Parquet ({rows:,} rows)", f"{args.scenarios:,} scenarios",
                           f"{big_s:.1f}", f"{args.scenarios / big_s:,.0f} scenarios/s")
             console.print(table)
+        if args.tiny_events:  # the fixed cost: a lab run's traces are this small
+            analyze_row(table, spark, console, tmp / "tiny", args.tiny_events, "analyze, tiny trace (fixed cost)")
         if args.events:
-            trace = tmp / "trace"
-            t0 = time.perf_counter()
-            lines = generate(trace, args.events, consumers=8, topics=2, partitions=16, changes=6)
-            gen_s = time.perf_counter() - t0
-            table.add_row("synthetic trace generation", f"{lines:,} lines", f"{gen_s:.1f}",
-                          f"{lines / gen_s:,.0f} lines/s")
-            t0 = time.perf_counter()
-            res = run_analysis(spark, str(trace), tmp / "report", console)
-            an_s = time.perf_counter() - t0
-            table.add_row("analyze (all stages, tables + plots + report)", f"{lines:,} events", f"{an_s:.1f}",
-                          f"{lines / an_s:,.0f} events/s")
-            for name, took, _ in res.stages:
-                table.add_row(f"  {name}", "", f"{took:.1f}", "")
+            analyze_row(table, spark, console, tmp / "big", args.events, "analyze (all stages: tables, plots, report)",
+                        stages=True)
     finally:
         spark.stop()
         if not args.tmp:
             shutil.rmtree(tmp, ignore_errors=True)
     console.print(table)
+
+
+def analyze_row(table: Table, spark, console, where: Path, events: int, label: str,  # noqa: ANN001
+                stages: bool = False) -> None:
+    """Generate a synthetic trace, analyze it, and add its time, rate and Spark job count to ``table``."""
+    t0 = time.perf_counter()
+    lines = generate(where / "trace", events, consumers=8, topics=2, partitions=16, changes=6)
+    gen_s = time.perf_counter() - t0
+    table.add_row("synthetic trace generation", f"{lines:,} lines", f"{gen_s:.1f}", f"{lines / gen_s:,.0f} lines/s")
+    sc = spark.sparkContext
+    group = f"bench-analyze-{where.name}"
+    sc.setJobGroup(group, label)
+    t0 = time.perf_counter()
+    res = run_analysis(spark, str(where / "trace"), where / "report", console)
+    an_s = time.perf_counter() - t0
+    jobs = len(sc.statusTracker().getJobIdsForGroup(group))
+    sc.setJobGroup("bench", "benchmark")
+    table.add_row(f"{label}, {jobs} Spark jobs", f"{lines:,} events", f"{an_s:.1f}", f"{lines / an_s:,.0f} events/s")
+    if stages:
+        for name, took, _ in res.stages:
+            table.add_row(f"  {name}", "", f"{took:.1f}", "")
 
 
 def _timed(fn, *args, **kwargs):  # noqa: ANN001, ANN202

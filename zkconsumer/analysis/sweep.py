@@ -225,7 +225,11 @@ def run_spark(spark, cfg: SweepConfig, n: int, partitions: int | None = None, sc
     loop instead (the benchmark's "previous approach").
     """
     sc = spark.sparkContext
-    partitions = partitions or max(2, sc.defaultParallelism * 4)
+    if partitions is None:
+        # batched tasks want thousands of scenarios each (numpy's per-call cost is per shape and step)
+        per_task = OUTPUT_CHUNK if scalar else BATCH_CHUNK
+        partitions = max(2, min(sc.defaultParallelism * 4, -(-n // per_task)))
+        partitions = max(partitions, min(sc.defaultParallelism, -(-n // 500)))  # keep every core busy
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from .sweep_batch import batch_rows  # imports this module
