@@ -1,14 +1,14 @@
-"""Range, RoundRobin and RoundRobin-relaxed over whole batches of sweep scenarios, with numpy.
+"""Range, RoundRobin, RoundRobin-relaxed and sticky over whole batches of sweep scenarios, with numpy.
 
 The per-scenario Python loop (:func:`zkconsumer.analysis.sweep.run_scenario`, which calls the assignors in
 :mod:`zkconsumer.assignors`) is the sweep's oracle; this module computes the same rows for many scenarios at
-once, and the tests check it against that loop row for row (hypothesis included). Sticky needs the previous
-step's assignment and a balancing loop, so it still runs through the scalar code, one scenario at a time.
+once, and the tests check it against that loop row for row (hypothesis included). The scenarios of a batch
+are split by (topics, partitions), so each shape's arrays carry no padding.
 
 Layout: every (scenario, step) is a *row*. A scenario's threads (all members that ever appear, each with its
 ``streams`` threads) are numbered by their position ``k`` in Java's ``String`` order of the thread ids, so the
 order of any step's live threads is the order of their ``k``. Partition ``p`` of the ``t``-th topic (topics in
-name order) is the flat index ``t * P + p`` with ``P`` the batch's largest partition count; an owner array holds
+name order) is the flat index ``t * P + p`` with ``P`` the shape's partition count; an owner array holds
 ``k`` per partition, or -1 (not assigned: the topic has no subscriber, or the partition does not exist).
 
 * Range is arithmetic: with ``C`` subscribed threads (sorted) and ``P`` partitions, thread ``i`` takes
@@ -19,9 +19,11 @@ name order) is the flat index ``t * P + p`` with ``P`` the batch's largest parti
 * RoundRobin-relaxed is the same deal skipping threads that do not subscribe to the partition's topic: a scan
   with state (the position in the thread list), run over all rows at once, one partition position at a time,
   with a table "next subscribed thread at or after position u" per row and topic.
+* Sticky needs the previous step's result: steps run in order, every scenario of the batch at once
+  (:func:`sticky_owners`).
 
-Scenarios this layout does not cover (a member id drawn twice, a custom strategy list) fall back to the scalar
-loop, so the output is always the oracle's.
+Scenarios this layout does not cover (a member id drawn twice, a strategy it does not know) fall back to the
+scalar loop, so the output is always the oracle's.
 """
 
 from __future__ import annotations
