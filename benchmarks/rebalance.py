@@ -33,6 +33,7 @@ from zkconsumer.config import ConsumerConfig
 from zkconsumer.connector import ZookeeperConsumerConnector
 from zkconsumer.consoles import make_console
 from zkconsumer.groups import verify
+from zkconsumer.phases import PHASES
 from zkconsumer.registry import Registry, connect
 from zkconsumer.topics import create_topic
 from zkconsumer.zkserver import ZooKeeperServer
@@ -114,6 +115,11 @@ class Host:
             total.update(c.rebalancer.stats)
         return total
 
+    def phases(self) -> list[tuple[float, float | None, dict[str, int]]]:
+        """(monotonic start, trigger time, phases in ms) of every consumer's recent rebalances (phases.py)."""
+        return [(start, triggered, phases) for c in list(self.consumers.values()) + self.gone
+                for _, start, triggered, phases in c.rebalancer.phase_log]
+
     def close(self) -> None:
         for c in list(self.consumers.values()) + self.gone:
             with contextlib.suppress(Exception):
@@ -187,22 +193,27 @@ def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds:
             for host in hosts:
                 host.result()
         joins, crashes = [], []
+        actions: list[float] = []  # monotonic (system-wide on Linux, so comparable across host processes)
         for r in range(rounds):
             name = f"j{r:03d}"
             placement[name] = r % max(processes, 1)
             t0 = time.monotonic()
+            actions.append(t0)
             call(placement[name], "join", name)
             members.append(name)
             joins.append(time.monotonic() - t0 + wait_converged(expected_owners(members, partitions), reg))
             victim = sorted(members)[r % len(members)]
             members.remove(victim)
             t0 = time.monotonic()
+            actions.append(t0)
             call(placement[victim], "crash", victim)
             crashes.append(time.monotonic() - t0 + wait_converged(expected_owners(members, partitions), reg))
         counts: Counter = Counter()
+        logged: list[tuple[float, float | None, dict[str, int]]] = []
         for h in range(max(processes, 1)):
             counts.update(call(h, "stats"))
-        return {"profile": profile, "size": size, "cold_s": cold,
+            logged += call(h, "phases")
+        return {"phases": phase_summary(logged, actions),"profile": profile, "size": size, "cold_s": cold,
                 "join_p50_ms": statistics.median(joins) * 1000, "join_max_ms": max(joins) * 1000,
                 "crash_p50_ms": statistics.median(crashes) * 1000, "crash_max_ms": max(crashes) * 1000,
                 "claim_conflicts": counts["claim_conflicts"], "failed_attempts": counts["failed_attempts"],
@@ -215,6 +226,26 @@ def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds:
             host.proc.join(30)
         client.stop()
         client.close()
+
+
+def phase_summary(logged: list[tuple[float, float | None, dict[str, int]]], actions: list[float]
+                  ) -> dict[str, tuple[float, float]]:
+    """Phase → (p50, max) in ms over every consumer rebalance that followed a join or crash (not the cold start).
+
+    ``watch`` is watch delivery: from the benchmark's change (the join call, or ending the victim's session) to
+    the consumer's watch callback. For a join it includes the joiner's own start (connect, register).
+    """
+    values: dict[str, list[float]] = {}
+    first = actions[0] if actions else float("inf")
+    for start, triggered, phases in logged:
+        if start < first:
+            continue
+        if triggered is not None:
+            action = max(a for a in actions if a <= start)
+            values.setdefault("watch", []).append(max(0.0, (triggered - action) * 1000))
+        for name, ms in phases.items():
+            values.setdefault(name, []).append(ms)
+    return {name: (statistics.median(v), max(v)) for name, v in values.items() if v}
 
 
 def main() -> None:
@@ -248,6 +279,15 @@ def main() -> None:
                       f"{r['join_max_ms']:.0f}", f"{r['crash_p50_ms']:.0f}", f"{r['crash_max_ms']:.0f}",
                       str(r["claim_conflicts"]), str(r["failed_attempts"]), str(r["failed_rebalances"]))
     console.print(table)
+    phases = Table(title="where the time goes: ms per consumer rebalance after a join or crash, p50 / max "
+                         "(zkconsumer/phases.py; watch = from the change to the consumer's watch callback)")
+    names = ["watch", *PHASES]
+    for col in ("profile", "consumers", *names):
+        phases.add_column(col, justify="right")
+    for r in results:
+        cells = [f"{r['phases'][n][0]:.0f} / {r['phases'][n][1]:.0f}" if n in r["phases"] else "–" for n in names]
+        phases.add_row(r["profile"], str(r["size"]), *cells)
+    console.print(phases)
     by = {(r["profile"], r["size"]): r for r in results}
     for size in args.sizes:
         if ("kafka-0.8", size) in by and ("default", size) in by:

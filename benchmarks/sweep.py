@@ -1,9 +1,10 @@
 """Spark analysis throughput: sweep scenarios per second and analyze events per second.
 
-1. sweep, same scenarios three ways: the project's assignors in a plain Python loop (one core), the same loop
-   in two plain processes (what two cores of this machine give without Spark), and inside Spark tasks at
-   --master (local[2] by default, output discarded with the ``noop`` sink); prints the ratios.
-2. the largest sweep: --scenarios (default 1,000,000) scenarios to Parquet, timed end to end.
+1. sweep, per strategy on one core: the scalar loop (``run_scenario``: the project's assignors called per
+   scenario, the previous approach and the oracle) against the batched numpy computation (``sweep_batch``), and
+   the check that both give identical rows; then all four strategies: the scalar loop, the batched loop, and
+   both inside Spark tasks at --master (local[2] by default, output discarded with the ``noop`` sink); ratios.
+2. the largest sweep: --scenarios (default 1,000,000) scenarios to Parquet, batched, timed end to end.
 3. analyze: a synthetic trace of --events lines (default 10,000,000; zkconsumer.analysis.synthetic) is
    generated to a temp dir, then the whole ``analyze`` pipeline runs on it; prints events per second.
 
@@ -13,11 +14,11 @@ Run: .venv/bin/python benchmarks/sweep.py [--scenarios N] [--events N] [--compar
 from __future__ import annotations
 
 import argparse
-import multiprocessing
 import platform
 import shutil
 import tempfile
 import time
+from dataclasses import replace
 from pathlib import Path
 
 from rich.table import Table
@@ -25,6 +26,7 @@ from rich.table import Table
 from zkconsumer.analysis.pipeline import run_analysis
 from zkconsumer.analysis.spark import build_session
 from zkconsumer.analysis.sweep import GRID_FULL, SweepConfig, run_local, run_spark
+from zkconsumer.analysis.sweep_batch import run_batched
 from zkconsumer.analysis.synthetic import generate
 from zkconsumer.consoles import make_console
 
@@ -35,6 +37,7 @@ def main() -> None:
     ap.add_argument("--compare", type=int, default=20_000, help="scenarios for the loop-vs-Spark comparison")
     ap.add_argument("--scenarios", type=int, default=1_000_000, help="largest sweep (0 to skip)")
     ap.add_argument("--events", type=int, default=10_000_000, help="synthetic trace lines for analyze (0 to skip)")
+    ap.add_argument("--tiny-events", type=int, default=3_000, help="a lab-sized trace for analyze's fixed cost")
     ap.add_argument("--changes", type=int, default=3)
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--tmp", default=None, help="where the trace and outputs go (default: a temp dir)")
@@ -50,26 +53,9 @@ def main() -> None:
         table.add_column(col, justify="right" if col != "measure" else "left")
     try:
         n = args.compare
-        t0 = time.perf_counter()
-        run_local(cfg, n)
-        loop_s = time.perf_counter() - t0
-        table.add_row("sweep, plain Python loop (1 core)", f"{n:,} scenarios", f"{loop_s:.1f}",
-                      f"{n / loop_s:,.0f} scenarios/s")
-        with multiprocessing.get_context("spawn").Pool(2) as pool:
-            t0 = time.perf_counter()
-            pool.starmap(run_local, [(cfg, n // 2, 0), (cfg, n - n // 2, n // 2)])
-            two_s = time.perf_counter() - t0
-        table.add_row("sweep, same loop in 2 processes", f"{n:,} scenarios", f"{two_s:.1f}",
-                      f"{n / two_s:,.0f} scenarios/s")
-        run_spark(spark, cfg, 2_000).write.format("noop").mode("overwrite").save()  # warm the workers
-        t0 = time.perf_counter()
-        run_spark(spark, cfg, n).write.format("noop").mode("overwrite").save()
-        spark_s = time.perf_counter() - t0
-        table.add_row(f"sweep, Spark {args.master} (noop sink)", f"{n:,} scenarios", f"{spark_s:.1f}",
-                      f"{n / spark_s:,.0f} scenarios/s")
-        table.add_row("ratio Spark / loop", "", "", f"{loop_s / spark_s:.2f}x")
-        table.add_row("ratio Spark / 2 processes", "", "", f"{two_s / spark_s:.2f}x")
-        console.print(table)
+        if n:
+            sweep_comparison(table, spark, cfg, n, args.master)
+            console.print(table)
         if args.scenarios:
             out = tmp / "sweep.parquet"
             t0 = time.perf_counter()
@@ -79,25 +65,72 @@ def main() -> None:
             table.add_row(f"largest sweep → Parquet ({rows:,} rows)", f"{args.scenarios:,} scenarios",
                           f"{big_s:.1f}", f"{args.scenarios / big_s:,.0f} scenarios/s")
             console.print(table)
+        if args.tiny_events:  # the fixed cost: a lab run's traces are this small
+            analyze_row(table, spark, console, tmp / "tiny", args.tiny_events, "analyze, tiny trace (fixed cost)")
         if args.events:
-            trace = tmp / "trace"
-            t0 = time.perf_counter()
-            lines = generate(trace, args.events, consumers=8, topics=2, partitions=16, changes=6)
-            gen_s = time.perf_counter() - t0
-            table.add_row("synthetic trace generation", f"{lines:,} lines", f"{gen_s:.1f}",
-                          f"{lines / gen_s:,.0f} lines/s")
-            t0 = time.perf_counter()
-            res = run_analysis(spark, str(trace), tmp / "report", console)
-            an_s = time.perf_counter() - t0
-            table.add_row("analyze (all stages, tables + plots + report)", f"{lines:,} events", f"{an_s:.1f}",
-                          f"{lines / an_s:,.0f} events/s")
-            for name, took, _ in res.stages:
-                table.add_row(f"  {name}", "", f"{took:.1f}", "")
+            analyze_row(table, spark, console, tmp / "big", args.events, "analyze (all stages: tables, plots, report)",
+                        stages=True)
     finally:
         spark.stop()
         if not args.tmp:
             shutil.rmtree(tmp, ignore_errors=True)
     console.print(table)
+
+
+def analyze_row(table: Table, spark, console, where: Path, events: int, label: str,  # noqa: ANN001
+                stages: bool = False) -> None:
+    """Generate a synthetic trace, analyze it, and add its time, rate and Spark job count to ``table``."""
+    t0 = time.perf_counter()
+    lines = generate(where / "trace", events, consumers=8, topics=2, partitions=16, changes=6)
+    gen_s = time.perf_counter() - t0
+    table.add_row("synthetic trace generation", f"{lines:,} lines", f"{gen_s:.1f}", f"{lines / gen_s:,.0f} lines/s")
+    sc = spark.sparkContext
+    group = f"bench-analyze-{where.name}"
+    sc.setJobGroup(group, label)
+    t0 = time.perf_counter()
+    res = run_analysis(spark, str(where / "trace"), where / "report", console)
+    an_s = time.perf_counter() - t0
+    jobs = len(sc.statusTracker().getJobIdsForGroup(group))
+    sc.setJobGroup("bench", "benchmark")
+    table.add_row(f"{label}, {jobs} Spark jobs", f"{lines:,} events", f"{an_s:.1f}", f"{lines / an_s:,.0f} events/s")
+    if stages:
+        for name, took, _ in res.stages:
+            table.add_row(f"  {name}", "", f"{took:.1f}", "")
+
+
+def _timed(fn, *args, **kwargs):  # noqa: ANN001, ANN202
+    t0 = time.perf_counter()
+    out = fn(*args, **kwargs)
+    return out, time.perf_counter() - t0
+
+
+def sweep_comparison(table: Table, spark, cfg: SweepConfig, n: int, master: str) -> None:  # noqa: ANN001
+    """Scalar loop (the previous approach) against the batched computation, per strategy and for all four, on
+    one core and in Spark; every batched result is checked equal to the scalar one."""
+    for strategy in cfg.strategies:
+        one = replace(cfg, strategies=(strategy,))
+        ref, scalar_s = _timed(run_local, one, n)
+        got, batch_s = _timed(run_batched, one, n, chunk=5000)
+        same = "identical" if got.equals(ref) else "DIFFERENT"
+        table.add_row(f"sweep {strategy}, scalar loop (1 core)", f"{n:,} scenarios", f"{scalar_s:.1f}",
+                      f"{n / scalar_s:,.0f} scenarios/s")
+        table.add_row(f"sweep {strategy}, batched (1 core), rows {same}", f"{n:,} scenarios", f"{batch_s:.1f}",
+                      f"{n / batch_s:,.0f} scenarios/s  ({scalar_s / batch_s:.1f}x)")
+    ref, scalar_s = _timed(run_local, cfg, n)
+    got, batch_s = _timed(run_batched, cfg, n, chunk=5000)
+    same = "identical" if got.equals(ref) else "DIFFERENT"
+    table.add_row("sweep all 4, scalar loop (1 core)", f"{n:,} scenarios", f"{scalar_s:.1f}",
+                  f"{n / scalar_s:,.0f} scenarios/s")
+    table.add_row(f"sweep all 4, batched (1 core), rows {same}", f"{n:,} scenarios", f"{batch_s:.1f}",
+                  f"{n / batch_s:,.0f} scenarios/s  ({scalar_s / batch_s:.1f}x)")
+    run_spark(spark, cfg, 2_000).write.format("noop").mode("overwrite").save()  # warm the workers
+    _, spark_scalar_s = _timed(lambda: run_spark(spark, cfg, n, scalar=True).write.format("noop")
+                               .mode("overwrite").save())
+    table.add_row(f"sweep all 4, scalar loop in Spark {master} (noop sink)", f"{n:,} scenarios",
+                  f"{spark_scalar_s:.1f}", f"{n / spark_scalar_s:,.0f} scenarios/s")
+    _, spark_s = _timed(lambda: run_spark(spark, cfg, n).write.format("noop").mode("overwrite").save())
+    table.add_row(f"sweep all 4, batched in Spark {master} (noop sink)", f"{n:,} scenarios", f"{spark_s:.1f}",
+                  f"{n / spark_s:,.0f} scenarios/s  ({spark_scalar_s / spark_s:.1f}x)")
 
 
 if __name__ == "__main__":

@@ -19,7 +19,7 @@ import contextlib
 import logging
 import threading
 import time
-from collections import Counter
+from collections import Counter, deque
 from collections.abc import Mapping
 from enum import Enum
 from typing import Protocol
@@ -35,6 +35,7 @@ from .errors import ConsumerRebalanceFailed, NotAuthorized
 from .layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicFilter
 from .listener import RebalanceListener
 from .offsets import ZkOffsetStore
+from .phases import PhaseClock
 from .registry import Registry, partitions_of_topic_node
 from .trace import TraceWriter
 
@@ -117,6 +118,10 @@ class Rebalancer:
         self._broken_watched: set[str] = set()  # registrations left out as unreadable, watched until fixed
         self._owner_watches: dict[str, object] = {}  # our owner node → token of the watch guarding it
         self._unarmed: dict[str, object] = {}  # owner watches kazoo dropped with a lost connection
+        self._triggered_at: float | None = None  # monotonic time of the first unanswered trigger
+        self.clock = PhaseClock()  # the running rebalance's phases
+        #: (rebalance number, monotonic start, trigger time or None, phases in ms) of recent rebalances
+        self.phase_log: deque[tuple[int, float, float | None, dict[str, int]]] = deque(maxlen=64)
 
     # --------------------------------------------------------------------------------------------- watches
     def start(self) -> None:
@@ -200,6 +205,8 @@ class Rebalancer:
     def trigger(self, cause: str) -> None:
         """Flag a rebalance (watch callbacks run on kazoo's thread and must not block)."""
         with self._cond:
+            if self._triggered_at is None:
+                self._triggered_at = time.monotonic()
             self._triggered.append(cause)
             self._cond.notify_all()
         if cause != "session_expired":
@@ -255,6 +262,11 @@ class Rebalancer:
             self.rebalance_count += 1
             number = self.rebalance_count
             started = time.monotonic()
+            self.clock = clock = PhaseClock()
+            with self._cond:
+                triggered_at, self._triggered_at = self._triggered_at, None
+            if triggered_at is not None:
+                clock.add("trigger", started - triggered_at)
             last_error = ""
             stale_retries = 0
             attempt = 0
@@ -271,8 +283,10 @@ class Rebalancer:
                     outcome = Outcome.FAILED
                 if outcome is Outcome.DONE:
                     owned = sorted(_tp_str(tp) for tp in self.c.owned_partitions())
+                    self.phase_log.append((number, started, triggered_at, clock.as_ms()))
                     self.c.trace.emit("rebalance_done", rebalance=number, attempts=attempt,
-                                      duration_ms=int((time.monotonic() - started) * 1000), owned=owned)
+                                      duration_ms=int((time.monotonic() - started) * 1000), owned=owned,
+                                      phases_ms=clock.as_ms())
                     if isinstance(self.c.failure, ConsumerRebalanceFailed):
                         self.c.failure = None
                     return True
@@ -286,14 +300,17 @@ class Rebalancer:
                 if not self.c.profile.keep_unmoved:
                     self.c.stop_fetching(None)
                 if attempt < cfg.rebalance_max_retries or not self.c.profile.keep_unmoved:
-                    self._backoff(cfg.rebalance_backoff_ms / 1000.0)
+                    with clock.phase("backoff"):
+                        self._backoff(cfg.rebalance_backoff_ms / 1000.0)
                 if self._stopping.is_set() or self._session_expired_pending():
                     return False  # the executor thread re-registers and rebalances on the new session
             error = ConsumerRebalanceFailed(
                 f"{self.c.consumer_id} can't rebalance after {cfg.rebalance_max_retries} retries"
                 + (f" (last error: {last_error})" if last_error else ""))
             self.stats["failed_rebalances"] += 1
-            self.c.trace.emit("rebalance_failed", rebalance=number, attempts=attempt, error=str(error))
+            self.phase_log.append((number, started, triggered_at, clock.as_ms()))
+            self.c.trace.emit("rebalance_failed", rebalance=number, attempts=attempt, error=str(error),
+                              phases_ms=clock.as_ms())
             self.c.failure = error
             raise error
 
@@ -491,49 +508,60 @@ class Rebalancer:
     def _attempt(self, number: int, attempt: int) -> Outcome:
         c = self.c
         profile = c.profile
+        clock = self.clock
         if not profile.keep_unmoved:
             # Kafka's order: getCluster (brokers), our own registration (TopicCount), the brokers again; then
             # stop the world (fetchers, queues, commit, delete every owner node) and only then read the group.
-            c.registry.brokers()
-            own = self.paths.registration(c.consumer_id)
-            if c.registry.read(own) is None:
-                raise NoNodeError(f"{own}: our registration is gone")  # Kafka's attempt fails the same way
-            if not c.registry.brokers() and c.needs_registered_brokers:
+            with clock.phase("reads"):
+                c.registry.brokers()
+                own = self.paths.registration(c.consumer_id)
+                if c.registry.read(own) is None:
+                    raise NoNodeError(f"{own}: our registration is gone")  # Kafka's attempt fails the same way
+                brokers = c.registry.brokers()
+            if not brokers and c.needs_registered_brokers:
                 return self._no_brokers()
-            c.stop_fetching(None)
-            self._release(c.owned_partitions())
-            ctx, cversion = self._read_context()
+            with clock.phase("release"):
+                c.stop_fetching(None)
+                self._release(c.owned_partitions())
+            with clock.phase("reads"):
+                ctx, cversion = self._read_context()
             owned: dict[TopicPartition, str] = {}
         else:
-            if c.needs_registered_brokers and not c.registry.broker_ids():
+            with clock.phase("reads"):
+                no_brokers = c.needs_registered_brokers and not c.registry.broker_ids()
+            if no_brokers:
                 return self._no_brokers()
             if profile.recheck_membership:
                 self._drain_triggers()
-            ctx, cversion = self._read_context()
-            if c.consumer_id not in ctx.subscriptions:
-                # Our node vanished (an expired session's ghost was cleaned up, or someone deleted or overwrote
-                # it): Kafka's attempt fails on it until the session expires; we put it back (docs/profiles.md).
-                log.warning("%s: our registration %s is missing or unreadable: writing it again", c.consumer_id,
-                            self.paths.registration(c.consumer_id))
-                c.register()
+            with clock.phase("reads"):
                 ctx, cversion = self._read_context()
+                if c.consumer_id not in ctx.subscriptions:
+                    # Our node vanished (an expired session's ghost was cleaned up, or someone deleted or overwrote
+                    # it): Kafka's attempt fails on it until the session expires; we put it back (docs/profiles.md).
+                    log.warning("%s: our registration %s is missing or unreadable: writing it again",
+                                c.consumer_id, self.paths.registration(c.consumer_id))
+                    c.register()
+                    ctx, cversion = self._read_context()
             owned = c.owned_partitions()
         c.trace.emit("attempt_started", rebalance=number, attempt=attempt, ids_cversion=cversion)
-        whole = assign(c.config.strategy, ctx)
-        whole.warn_idle(c.consumer_id)
-        decision = whole.for_consumer(c.consumer_id)
+        with clock.phase("assign"):
+            whole = assign(c.config.strategy, ctx)
+            whole.warn_idle(c.consumer_id)
+            decision = whole.for_consumer(c.consumer_id)
         c.trace.emit("assigned", rebalance=number, attempt=attempt, strategy=c.config.strategy,
                      assignment={_tp_str(tp): tid for tp, tid in sorted(decision.items())})
 
         if profile.keep_unmoved:
             moving = {tp for tp, tid in owned.items() if decision.get(tp) != tid}
             if moving:
-                c.stop_fetching(moving)
-                self._release({tp: owned[tp] for tp in moving})
+                with clock.phase("release"):
+                    c.stop_fetching(moving)
+                    self._release({tp: owned[tp] for tp in moving})
             # A kept partition is only ours while its owner node says so (an operator or another tool may have
             # deleted it): re-claim any that is not.
             kept = {tp: self.paths.owner(tp.topic, tp.partition) for tp in owned if tp not in moving}
-            holders = c.registry.read_many(kept.values())
+            with clock.phase("reads"):
+                holders = c.registry.read_many(kept.values())
             lost = {tp for tp, path in kept.items() if holders[path] != layout.encode_owner(owned[tp])}
             if lost:
                 c.stop_fetching(lost)
@@ -543,15 +571,18 @@ class Rebalancer:
         if not profile.atomic_claims:
             # Kafka reads the start offsets before claiming: if the previous owner commits between this read
             # and our claim, we restart from a stale offset (duplicates). The default reads after the claim.
-            offsets = c.offsets.fetch(gained, pipelined=False)
+            with clock.phase("offsets"):
+                offsets = c.offsets.fetch(gained, pipelined=False)
         if c.closed or self._stopping.is_set():
             return Outcome.FAILED
         if profile.recheck_membership:
-            _, now = c.registry.consumer_ids_with_version(c.group)
+            with clock.phase("reads"):
+                _, now = c.registry.consumer_ids_with_version(c.group)
             if now != cversion:
                 return Outcome.STALE
-        ok = self._claim_atomic(gained, number, attempt) if profile.atomic_claims else \
-            self._claim_one_by_one(gained, number, attempt)
+        with clock.phase("claim"):
+            ok = self._claim_atomic(gained, number, attempt) if profile.atomic_claims else \
+                self._claim_one_by_one(gained, number, attempt)
         if not ok:
             return Outcome.STALE if profile.recheck_membership and self._pending_trigger() else Outcome.FAILED
         c.trace.emit("claimed", rebalance=number, attempt=attempt,
@@ -559,12 +590,14 @@ class Rebalancer:
         if profile.watch_own_nodes:
             self._watch_owned(gained)
         if profile.atomic_claims:
-            offsets = c.offsets.fetch(gained)  # we own them now: nobody else commits these any more
+            with clock.phase("offsets"):
+                offsets = c.offsets.fetch(gained)  # we own them now: nobody else commits these any more
         by_topic: dict[str, dict[int, str]] = {}
         for tp, tid in decision.items():
             by_topic.setdefault(tp.topic, {})[tp.partition] = tid
-        c.listener.before_starting_fetchers(c.consumer_id, by_topic)
-        c.start_fetching(gained, offsets)
+        with clock.phase("start"):
+            c.listener.before_starting_fetchers(c.consumer_id, by_topic)
+            c.start_fetching(gained, offsets)
         return Outcome.DONE
 
     # ----------------------------------------------------------------------------------- owner nodes
@@ -672,8 +705,10 @@ class Rebalancer:
                 waiting.append(path)
             if any(isinstance(r, NoNodeError) for r in results):
                 self._known_parents.clear()
-            if waiting and not self._wait_deleted(waiting, deadline):
-                return False
+            if waiting:
+                with self.clock.phase("owner_wait"):
+                    if not self._wait_deleted(waiting, deadline):
+                        return False
         return True
 
     def _wait_deleted(self, paths: list[str], deadline: float) -> bool:

@@ -3,8 +3,10 @@
 A *scenario* is a group shape (consumers, streams per consumer, topics, partitions per topic, subscription
 pattern) plus a sequence of membership changes. It is a pure function of (seed, scenario id), so Spark
 tasks build their own scenarios from ``spark.range`` ids (nothing big is shipped from the driver) and a
-plain Python loop can recompute any of them for comparison. Each task imports
-:func:`zkconsumer.assignors.assign` and runs it (``mapInArrow``): the assignors are not rewritten here.
+plain Python loop can recompute any of them for comparison. Here, the loop (:func:`run_scenario`) calls
+:func:`zkconsumer.assignors.assign` per step: it is the oracle. Spark tasks (``mapInArrow``) compute the same
+rows for thousands of scenarios at once with numpy (:mod:`zkconsumer.analysis.sweep_batch`), which the tests
+check against this loop row for row; ``run_spark(..., scalar=True)`` runs the loop in the tasks instead.
 
 Leave and crash both remove a member (the assignment cannot tell them apart); the kind is recorded.
 RoundRobin's precondition failure becomes a ``precondition_failed`` row, as Kafka's rebalance would fail.
@@ -189,6 +191,8 @@ def iter_rows(cfg: SweepConfig, ids: Iterator[int]) -> Iterator[tuple]:
 
 #: Scenarios per Arrow batch a Spark task yields (16 rows each with 4 strategies and 3 changes).
 OUTPUT_CHUNK = 1000
+#: Scenarios per batched computation (split by shape inside, so each numpy call covers hundreds of them).
+BATCH_CHUNK = 5000
 
 _INT_COLS = ("balance", "max_per_thread", "min_per_thread", "moved", "moved_forced", "moved_consumer")
 
@@ -221,7 +225,11 @@ def run_spark(spark, cfg: SweepConfig, n: int, partitions: int | None = None, sc
     loop instead (the benchmark's "previous approach").
     """
     sc = spark.sparkContext
-    partitions = partitions or max(2, sc.defaultParallelism * 4)
+    if partitions is None:
+        # batched tasks want thousands of scenarios each (numpy's per-call cost is per shape and step)
+        per_task = OUTPUT_CHUNK if scalar else BATCH_CHUNK
+        partitions = max(2, min(sc.defaultParallelism * 4, -(-n // per_task)))
+        partitions = max(partitions, min(sc.defaultParallelism, -(-n // 500)))  # keep every core busy
 
     def compute(batches: Iterator[pa.RecordBatch]) -> Iterator[pa.RecordBatch]:
         from .sweep_batch import batch_rows  # imports this module
@@ -229,11 +237,12 @@ def run_spark(spark, cfg: SweepConfig, n: int, partitions: int | None = None, sc
         cells = cfg.cells
         for batch in batches:
             ids = batch.column(0).to_pylist()
-            for i in range(0, len(ids), OUTPUT_CHUNK):  # small result batches keep the worker's heap small
+            chunk = OUTPUT_CHUNK if scalar else BATCH_CHUNK
+            for i in range(0, len(ids), chunk):  # bounded result batches keep the worker's heap small
                 if scalar:
-                    yield _batch(list(iter_rows(cfg, iter(ids[i:i + OUTPUT_CHUNK]))))
+                    yield _batch(list(iter_rows(cfg, iter(ids[i:i + chunk]))))
                 else:
-                    yield batch_rows([make_scenario(cfg, j, cells) for j in ids[i:i + OUTPUT_CHUNK]],
+                    yield batch_rows([make_scenario(cfg, j, cells) for j in ids[i:i + chunk]],
                                      cfg.strategies, cfg.seed)
 
     return spark.range(0, n, numPartitions=partitions).mapInArrow(compute, RESULT_SCHEMA)

@@ -1,14 +1,14 @@
-"""Range, RoundRobin and RoundRobin-relaxed over whole batches of sweep scenarios, with numpy.
+"""Range, RoundRobin, RoundRobin-relaxed and sticky over whole batches of sweep scenarios, with numpy.
 
 The per-scenario Python loop (:func:`zkconsumer.analysis.sweep.run_scenario`, which calls the assignors in
 :mod:`zkconsumer.assignors`) is the sweep's oracle; this module computes the same rows for many scenarios at
-once, and the tests check it against that loop row for row (hypothesis included). Sticky needs the previous
-step's assignment and a balancing loop, so it still runs through the scalar code, one scenario at a time.
+once, and the tests check it against that loop row for row (hypothesis included). The scenarios of a batch
+are split by (topics, partitions), so each shape's arrays carry no padding.
 
 Layout: every (scenario, step) is a *row*. A scenario's threads (all members that ever appear, each with its
 ``streams`` threads) are numbered by their position ``k`` in Java's ``String`` order of the thread ids, so the
 order of any step's live threads is the order of their ``k``. Partition ``p`` of the ``t``-th topic (topics in
-name order) is the flat index ``t * P + p`` with ``P`` the batch's largest partition count; an owner array holds
+name order) is the flat index ``t * P + p`` with ``P`` the shape's partition count; an owner array holds
 ``k`` per partition, or -1 (not assigned: the topic has no subscriber, or the partition does not exist).
 
 * Range is arithmetic: with ``C`` subscribed threads (sorted) and ``P`` partitions, thread ``i`` takes
@@ -19,9 +19,11 @@ name order) is the flat index ``t * P + p`` with ``P`` the batch's largest parti
 * RoundRobin-relaxed is the same deal skipping threads that do not subscribe to the partition's topic: a scan
   with state (the position in the thread list), run over all rows at once, one partition position at a time,
   with a table "next subscribed thread at or after position u" per row and topic.
+* Sticky needs the previous step's result: steps run in order, every scenario of the batch at once
+  (:func:`sticky_owners`).
 
-Scenarios this layout does not cover (a member id drawn twice, a custom strategy list) fall back to the scalar
-loop, so the output is always the oracle's.
+Scenarios this layout does not cover (a member id drawn twice, a strategy it does not know) fall back to the
+scalar loop, so the output is always the oracle's.
 """
 
 from __future__ import annotations
@@ -52,6 +54,13 @@ def _hash_order(topics: int, partitions: int, width: int) -> np.ndarray:
                        count=len(order))
 
 
+@lru_cache(maxsize=64)
+def _topic_bits(topics: int) -> dict[str, int]:
+    """Topic name → its bit: topics are numbered in name order (AssignmentContext's order)."""
+    names = sorted((f"t{i}" for i in range(topics)), key=java_order_key)
+    return {name: 1 << i for i, name in enumerate(names)}
+
+
 class _Plan:
     """A batch's scenarios flattened into rows (one per scenario step), built in one Python pass."""
 
@@ -63,21 +72,24 @@ class _Plan:
         self.threads = max((sc.streams * (len(sc.members) + len(sc.changes)) for sc in scenarios), default=1)
         row_scenario: list[int] = []  # position of the row's scenario in the batch
         row_step: list[int] = []
-        alive_rows: list[list[int]] = []  # members alive at the row's step (member indices)
-        n_rows = sum(len(sc.changes) + 1 for sc in scenarios)
-        self.kmem = np.full((len(scenarios), self.threads), -1, dtype=np.int64)  # thread position → member
-        self.bits = np.zeros((len(scenarios), members), dtype=np.int64)  # member → subscribed topics (bit t)
+        alive_at: list[int] = []  # (row, member) pairs, flattened: members alive at the row's step
+        kmem: list[int] = []  # thread position → member, per scenario, padded to self.threads
+        bits: list[int] = []  # member → subscribed topics (bit t), per scenario, padded to ``members``
+        row = 0
         for s, sc in enumerate(scenarios):
             ids = [*sc.members, *(cid for kind, cid, _ in sc.changes if kind == "join")]
             index = {cid: m for m, cid in enumerate(ids)}
-            topic_index = {name: i for i, name in enumerate(sorted((f"t{i}" for i in range(sc.topics)),
-                                                                   key=java_order_key))}
-            subs = [*sc.members.values(), *(sub for kind, _, sub in sc.changes if kind == "join")]
-            for m, sub in enumerate(subs):
-                self.bits[s, m] = sum(1 << topic_index[t] for t in sub)
-            names = sorted(((f"{cid}-{j}", m) for m, cid in enumerate(ids) for j in range(sc.streams)),
-                           key=lambda pair: java_order_key(pair[0]))
-            self.kmem[s, :len(names)] = [m for _, m in names]
+            topic_bit = _topic_bits(sc.topics)
+            bits += [sum(map(topic_bit.__getitem__, sub)) for sub in sc.members.values()]
+            bits += [sum(map(topic_bit.__getitem__, sub)) for kind, _, sub in sc.changes if kind == "join"]
+            bits += [0] * (members - len(ids))
+            names = [(f"{cid}-{j}", m) for m, cid in enumerate(ids) for j in range(sc.streams)]
+            if all(cid.isascii() for cid in ids):
+                names.sort()  # ids are distinct, so the names decide
+            else:
+                names.sort(key=lambda pair: java_order_key(pair[0]))
+            kmem += [m for _, m in names]
+            kmem += [-1] * (self.threads - len(names))
             alive = list(range(len(sc.members)))
             for step, (kind, cid, _) in enumerate([("initial", "", None), *sc.changes]):
                 if kind == "join":
@@ -86,16 +98,21 @@ class _Plan:
                     alive.remove(index[cid])
                 row_scenario.append(s)
                 row_step.append(step)
-                alive_rows.append(list(alive))
-        assert len(row_scenario) == n_rows
+                for m in alive:
+                    alive_at += (row, m)
+                row += 1
+        n_rows = row
+        self.kmem = np.asarray(kmem, dtype=np.int64).reshape(len(scenarios), self.threads)
+        self.bits = np.asarray(bits, dtype=np.int64).reshape(len(scenarios), members)
         self.row_scenario = np.asarray(row_scenario, dtype=np.int64)
         self.row_step = np.asarray(row_step, dtype=np.int64)
         alive = np.zeros((n_rows, members), dtype=bool)
-        for r, ms in enumerate(alive_rows):
-            alive[r, ms] = True
+        pairs = np.asarray(alive_at, dtype=np.int64).reshape(-1, 2)
+        alive[pairs[:, 0], pairs[:, 1]] = True
         self.alive_members = alive
-        self.partitions = np.asarray([scenarios[s].partitions for s in row_scenario], dtype=np.int64)
-        self.topic_count = np.asarray([scenarios[s].topics for s in row_scenario], dtype=np.int64)
+        per_scenario = np.asarray([(sc.partitions, sc.topics) for sc in scenarios], dtype=np.int64).reshape(-1, 2)
+        self.partitions = per_scenario[self.row_scenario, 0]
+        self.topic_count = per_scenario[self.row_scenario, 1]
         self._subscriptions()
 
     def _subscriptions(self) -> None:
@@ -232,18 +249,22 @@ def sticky_owners(plan: _Plan) -> np.ndarray:
             sub_t = sub[:, t, :]  # [n, K]
             free = exists[rows, t * width:(t + 1) * width] & (own[:, t * width:(t + 1) * width] < 0)
             free &= plan.active[rows, t][:, None]
-            if not free.any():
+            some = np.flatnonzero(free.any(axis=1))  # rows with free partitions (so with subscribers) only
+            if not len(some):
                 continue
-            floor = np.where(sub_t, load, np.iinfo(np.int64).max).min(axis=1)
-            floor = np.where(sub_t.any(axis=1), floor, 0)
-            levels = floor[:, None] + np.arange(width)[None, :]  # width levels always give width picks
-            eligible = (sub_t[:, None, :] & (load[:, None, :] <= levels[:, :, None])).reshape(n, -1)
-            picks = np.argsort(~eligible, axis=1, kind="stable")[:, :width] % k  # level-major, then thread order
+            free, sub_t, load_t = free[some], sub_t[some], load[some]
+            floor = np.where(sub_t, load_t, np.iinfo(np.int64).max).min(axis=1)
+            levels = floor[:, None] + np.arange(width)[None, :]  # width levels give at least width picks
+            eligible = (sub_t[:, None, :] & (load_t[:, None, :] <= levels[:, :, None])).reshape(len(some), -1)
+            # the first ``width`` eligible (level, thread) pairs of each row, level-major then thread order
+            _, cols = np.nonzero(eligible)
+            starts = np.concatenate(([0], np.cumsum(eligible.sum(axis=1))[:-1]))
+            picks = cols[starts[:, None] + np.arange(width)[None, :]] % k
             rank = np.cumsum(free, axis=1) - 1
-            chosen = np.take_along_axis(picks, np.maximum(rank, 0), axis=1)
-            block = own[:, t * width:(t + 1) * width]
-            own[:, t * width:(t + 1) * width] = np.where(free, chosen, block)
-            load += _loads(np.where(free, chosen, -1), k)
+            chosen = np.where(free, np.take_along_axis(picks, np.maximum(rank, 0), axis=1), -1)
+            block = own[some, t * width:(t + 1) * width]
+            own[some, t * width:(t + 1) * width] = np.where(free, chosen, block)
+            load[some] += _loads(chosen, k)
         _balance(own, load, sub, live, width)
         out[rows] = own
     return out
@@ -375,52 +396,59 @@ def _batched_table(plan: _Plan, batched: list[str], strategies: tuple[str, ...],
         else:
             results[s] = (roundrobin_relaxed_owners(plan, hord), everyone)
     scs = plan.scenarios
-    sc_of = plan.row_scenario
+    sc_of = pa.array(plan.row_scenario)
     step = plan.row_step
-    streams = np.asarray([scs[s].streams for s in sc_of], dtype=np.int64)
     members = plan.alive_members.sum(axis=1)
-    threads = members * streams
-    n_parts = plan.active.sum(axis=1) * plan.partitions
-    changes = [("initial", "")] * n_rows
-    for r in range(n_rows):
-        if step[r]:
-            kind, cid, _ = scs[sc_of[r]].changes[step[r] - 1]
-            changes[r] = (kind, cid)
+    streams = np.asarray([sc.streams for sc in scs], dtype=np.int64)[plan.row_scenario]
+    change: list[str] = []
+    member: list[str] = []
+    for sc in scs:
+        change.append("initial")
+        member.append("")
+        for kind, cid, _ in sc.changes:
+            change.append(kind)
+            member.append(cid)
+    common = {  # the same for every strategy
+        "scenario_id": pa.array([sc.scenario_id for sc in scs], pa.int64()).take(sc_of),
+        "seed": pa.array(np.full(n_rows, seed), pa.int64()),
+        "consumers": pa.array([sc.consumers for sc in scs], pa.int32()).take(sc_of),
+        "streams": pa.array(streams, pa.int32()),
+        "topics": pa.array(plan.topic_count, pa.int32()),
+        "partitions_per_topic": pa.array(plan.partitions, pa.int32()),
+        "pattern": pa.array([sc.pattern for sc in scs], pa.string()).take(sc_of),
+        "step": pa.array(step, pa.int32()),
+        "change": pa.array(change, pa.string()),
+        "member": pa.array(member, pa.string()),
+        "members": pa.array(members, pa.int32()),
+        "threads": pa.array(members * streams, pa.int32()),
+        "partitions": pa.array(plan.active.sum(axis=1) * plan.partitions, pa.int32()),
+    }
     strategy_pos = {s: i for i, s in enumerate(strategies)}
-    scenario_pos = np.asarray([position[id(sc)] for sc in scs], dtype=np.int64)[sc_of]
+    position_of = np.asarray([position[id(sc)] for sc in scs], dtype=np.int64)[plan.row_scenario]
+    status = pa.array(["ok", "precondition_failed"], pa.string())
+    error = pa.array([None, PRECONDITION_ERROR], pa.string())
     parts = []
     for s in batched:
         owners, ok = results[s]
         m = _metrics(plan, owners, ok)
+        failed = pa.array((~ok).astype(np.int8))
         null_metric = ~ok
         null_move = ~m["has_prev"]
         cols = {
-            "scenario_id": pa.array([scs[i].scenario_id for i in sc_of], pa.int64()),
-            "seed": pa.array(np.full(n_rows, seed), pa.int64()),
-            "consumers": pa.array([scs[i].consumers for i in sc_of], pa.int32()),
-            "streams": pa.array(streams, pa.int32()),
-            "topics": pa.array(plan.topic_count, pa.int32()),
-            "partitions_per_topic": pa.array(plan.partitions, pa.int32()),
-            "pattern": pa.array([scs[i].pattern for i in sc_of], pa.string()),
+            **common,
             "strategy": pa.array([s] * n_rows, pa.string()),
-            "step": pa.array(step, pa.int32()),
-            "change": pa.array([c[0] for c in changes], pa.string()),
-            "member": pa.array([c[1] for c in changes], pa.string()),
-            "members": pa.array(members, pa.int32()),
-            "threads": pa.array(threads, pa.int32()),
-            "partitions": pa.array(n_parts, pa.int32()),
             "assigned": pa.array(m["assigned"], pa.int32()),
-            "status": pa.array(np.where(ok, "ok", "precondition_failed").tolist(), pa.string()),
+            "status": status.take(failed),
             "balance": pa.array(m["balance"], pa.int32(), mask=null_metric),
             "max_per_thread": pa.array(m["max_per_thread"], pa.int32(), mask=null_metric),
             "min_per_thread": pa.array(m["min_per_thread"], pa.int32(), mask=null_metric),
             "moved": pa.array(m["moved"], pa.int32(), mask=null_move),
             "moved_forced": pa.array(m["moved_forced"], pa.int32(), mask=null_move),
             "moved_consumer": pa.array(m["moved_consumer"], pa.int32(), mask=null_move),
-            "error": pa.array(np.where(ok, None, PRECONDITION_ERROR).tolist(), pa.string()),
+            "error": error.take(failed),
         }
-        parts.append(pa.table(cols, schema=ARROW_SCHEMA))
-        keys.append(np.stack([scenario_pos, step, np.full(n_rows, strategy_pos[s])], axis=1))
+        parts.append(pa.table({f.name: cols[f.name] for f in ARROW_SCHEMA}, schema=ARROW_SCHEMA))
+        keys.append(np.stack([position_of, step, np.full(n_rows, strategy_pos[s])], axis=1))
     return pa.concat_tables(parts)
 
 

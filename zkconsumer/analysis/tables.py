@@ -12,6 +12,7 @@ import shutil
 from dataclasses import dataclass, field
 from pathlib import Path
 
+import pyarrow.parquet as parquet
 from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
@@ -37,7 +38,9 @@ class TableWriter:
         tables.mkdir(parents=True, exist_ok=True)
         pq = tables / f"{name}.parquet"
         df.write.mode("overwrite").parquet(str(pq))
-        rows = df.sparkSession.read.parquet(str(pq)).count()
+        rows = parquet_rows(pq)
+        if rows is None:
+            rows = df.sparkSession.read.parquet(str(pq)).count()
         csv_path = tables / f"{name}.csv"
         if self.csv:
             write_single_csv(df.sparkSession.read.parquet(str(pq)), csv_path)
@@ -45,6 +48,18 @@ class TableWriter:
                          str(csv_path.relative_to(self.out_dir)) if self.csv else "", description)
         self.written.append(t)
         return t
+
+
+def parquet_rows(directory: Path) -> int | None:
+    """Rows of a Parquet directory Spark wrote, summed from the part files' footers: no Spark job (a count
+    costs a job per table, a fixed cost that dominates analyzing a small trace). None when the directory is
+    not on a local disk the driver sees (then Spark counts)."""
+    if not directory.is_dir():
+        return None
+    parts = sorted(directory.glob("part-*.parquet"))
+    if not parts and not (directory / "_SUCCESS").exists():
+        return None
+    return sum(parquet.read_metadata(part).num_rows for part in parts)
 
 
 def flat_for_csv(df: DataFrame) -> DataFrame:

@@ -206,7 +206,9 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> Tr
     ).write.mode("overwrite").parquet(staged)
     rows = spark.read.parquet(staged)
 
-    blocks = rows.groupBy("_path", "_block").agg(F.count("*").alias("n"), F.min("_id").alias("first")).collect()
+    blocks = rows.groupBy("_path", "_block").agg(F.count("*").alias("n"), F.min("_id").alias("first"),
+                                                 F.sum(F.when(~F.col("_ok"), 1).otherwise(0)).alias("bad")
+                                                 ).collect()
     files = {b["_path"] for b in blocks}
     base, seen = [], {}
     for b in sorted(blocks, key=lambda r: (r["_path"], r["_block"])):
@@ -217,8 +219,8 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> Tr
     bad_rows = (rows.where(~F.col("_ok")).join(F.broadcast(base_df), ["_path", "_block"])
                 .select("file", (F.col("_id") - F.col("_first") + F.col("_base") + 1).alias("line"),
                         F.col("_text").alias("text")))
-    bad = _diagnosed(spark, bad_rows)
-    bad_count = bad.count()
+    bad_count = sum(b["bad"] for b in blocks)  # known here: a trace without bad lines costs no more jobs
+    bad = _diagnosed(spark, bad_rows) if bad_count else spark.createDataFrame([], BAD_SCHEMA)
     valid = rows.where(F.col("_ok")).drop("_path", "_block", "_id", "_ok", "_text")
     lab = F.col("event").isin(*sorted(LAB_EVENTS))
     return TraceSet(events=valid.where(~lab), bad=bad, files=len(files), lines=lines,
@@ -226,6 +228,7 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> Tr
 
 
 MAX_DIAGNOSED = 100_000
+BAD_SCHEMA = "file string, line long, reason string, text string"
 
 
 def _diagnosed(spark: SparkSession, bad_rows: DataFrame) -> DataFrame:
@@ -234,7 +237,7 @@ def _diagnosed(spark: SparkSession, bad_rows: DataFrame) -> DataFrame:
     head = bad_rows.orderBy("file", "line").limit(MAX_DIAGNOSED + 1).collect()
     rows = [(r["file"], r["line"], diagnose(r["text"] or ""), (r["text"] or "")[:BAD_TEXT_CHARS])
             for r in head[:MAX_DIAGNOSED]]
-    bad = spark.createDataFrame(rows, "file string, line long, reason string, text string")
+    bad = spark.createDataFrame(rows, BAD_SCHEMA)
     if len(head) > MAX_DIAGNOSED:
         last = (head[MAX_DIAGNOSED - 1]["file"], head[MAX_DIAGNOSED - 1]["line"])
         rest = bad_rows.where((F.col("file") > last[0]) | ((F.col("file") == last[0]) & (F.col("line") > last[1])))
