@@ -106,9 +106,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
             connector = ZookeeperConsumerConnector(config)
     except (ZkConnectError, RuntimeError, ConfigError) as e:
         raise CliError(str(e)) from None
-    count = [0]
-    lock = threading.Lock()
-    errors: list[BaseException] = []
+    printer = _Printer(args, stop)
     try:
         try:
             if args.topic:
@@ -121,42 +119,56 @@ def cmd_consume(args: argparse.Namespace) -> int:
             raise CliError(str(e)) from None
         err_console.print(f"consumer {connector.consumer_id} joined group {config.group_id}", highlight=False)
 
-        def run(stream) -> None:
-            try:
-                for record in stream:
-                    with lock:
-                        if args.max_messages and count[0] >= args.max_messages:
-                            stop.set()
-                            return
-                        count[0] += 1
-                        if args.output == "value":
-                            sys.stdout.write((record.value or b"").decode("utf-8", "replace") + "\n")
-                        elif args.output == "record":
-                            sys.stdout.write(f"{record.topic}\t{record.partition}\t{record.offset}\t"
-                                             f"{(record.value or b'').decode('utf-8', 'replace')}\n")
-                    if stop.is_set():
-                        return
-            except ConsumerTimeout:
-                stop.set()
-            except BaseException as e:  # noqa: BLE001 - reported and ends the process
-                errors.append(e)
-                stop.set()
-
-        threads = [threading.Thread(target=run, args=(s,), daemon=True) for s in streams]
+        threads = [threading.Thread(target=printer.consume, args=(s,), daemon=True) for s in streams]
         for t in threads:
             t.start()
         if args.output == "rate":
-            _live_rate(connector, count, stop)
+            _live_rate(connector, printer.count, stop)
         else:
             while not stop.wait(0.2):
                 pass
     finally:
         sys.stdout.flush()
         connector.shutdown()
-    if errors:
-        raise CliError(f"{type(errors[0]).__name__}: {errors[0]}")
-    err_console.print(f"Processed a total of {count[0]} messages", highlight=False)
-    return 0
+    return printer.finish()
+
+
+class _Printer:
+    """What every stream thread does with its records (``--output``, ``--max-messages``), and the end report."""
+
+    def __init__(self, args: argparse.Namespace, stop: threading.Event) -> None:
+        self.args = args
+        self.stop = stop
+        self.count = [0]  # a list: _live_rate reads it while the threads add to it
+        self.lock = threading.Lock()
+        self.errors: list[BaseException] = []
+
+    def consume(self, stream) -> None:
+        args, stop = self.args, self.stop
+        try:
+            for record in stream:
+                with self.lock:
+                    if args.max_messages and self.count[0] >= args.max_messages:
+                        stop.set()
+                        return
+                    self.count[0] += 1
+                    if args.output in ("value", "record"):
+                        value = (record.value or b"").decode("utf-8", "replace")
+                        sys.stdout.write(value + "\n" if args.output == "value" else
+                                         f"{record.topic}\t{record.partition}\t{record.offset}\t{value}\n")
+                if stop.is_set():
+                    return
+        except ConsumerTimeout:
+            stop.set()
+        except BaseException as e:  # noqa: BLE001 - reported and ends the process
+            self.errors.append(e)
+            stop.set()
+
+    def finish(self) -> int:
+        if self.errors:
+            raise CliError(f"{type(self.errors[0]).__name__}: {self.errors[0]}")
+        err_console.print(f"Processed a total of {self.count[0]} messages", highlight=False)
+        return 0
 
 
 def _consume_migratable(args: argparse.Namespace, config: ConsumerConfig, stop: threading.Event) -> int:
@@ -177,29 +189,7 @@ def _consume_migratable(args: argparse.Namespace, config: ConsumerConfig, stop: 
         member = MigratableConsumer(config, subscription)
     except (ZkConnectError, ConfigError) as e:
         raise CliError(str(e)) from None
-    count = [0]
-    lock = threading.Lock()
-    errors: list[BaseException] = []
-
-    def consume(stream) -> None:
-        try:
-            for record in stream:
-                with lock:
-                    if args.max_messages and count[0] >= args.max_messages:
-                        stop.set()
-                        return
-                    count[0] += 1
-                    if args.output in ("value", "record"):
-                        value = (record.value or b"").decode("utf-8", "replace")
-                        sys.stdout.write(value + "\n" if args.output == "value" else
-                                         f"{record.topic}\t{record.partition}\t{record.offset}\t{value}\n")
-                if stop.is_set():
-                    return
-        except ConsumerTimeout:
-            stop.set()
-        except BaseException as e:  # noqa: BLE001 - reported and ends the process
-            errors.append(e)
-            stop.set()
+    printer = _Printer(args, stop)
 
     def started(connector) -> None:
         err_console.print(f"consumer {member.consumer_id} runs in {member.mode} mode"
@@ -207,15 +197,12 @@ def _consume_migratable(args: argparse.Namespace, config: ConsumerConfig, stop: 
                           highlight=False)
 
     try:
-        member.run(consume, stop, on_start=started)
+        member.run(printer.consume, stop, on_start=started)
     except (ConsumerRebalanceFailed, LayoutError, ValueError, RuntimeError) as e:
         raise CliError(str(e)) from None
     finally:
         sys.stdout.flush()
-    if errors:
-        raise CliError(f"{type(errors[0]).__name__}: {errors[0]}")
-    err_console.print(f"Processed a total of {count[0]} messages", highlight=False)
-    return 0
+    return printer.finish()
 
 
 def _live_rate(connector: ZookeeperConsumerConnector | CoordinatorConsumerConnector, count: list[int],
