@@ -135,8 +135,10 @@ class Profile:
     """Behaviour switches that differ between Kafka 0.8 and zkconsumer's default (docs/profiles.md)."""
 
     name: str
-    #: claim all owner nodes in one ZooKeeper multi-op (all or nothing) instead of one create per partition
-    atomic_claims: bool
+    #: claim every owner node at once (pipelined creates, free partitions first, nothing left behind when the
+    #: attempt gives up), read the group pipelined and only what changed, and react to watch events directly
+    #: instead of one synchronous create and read per node after ZkClient's re-read
+    pipelined_claims: bool
     #: on a claim conflict, wait (with a watch) for the holder to delete its node instead of failing the attempt
     wait_for_release: bool
     #: keep partitions this consumer keeps after the rebalance (no release, no fetch stop) instead of
@@ -159,10 +161,10 @@ class Profile:
 
 
 PROFILE_SETTINGS = {
-    "kafka-0.8": Profile("kafka-0.8", atomic_claims=False, wait_for_release=False, keep_unmoved=False,
+    "kafka-0.8": Profile("kafka-0.8", pipelined_claims=False, wait_for_release=False, keep_unmoved=False,
                          commit_processed_only=False, recheck_membership=False, pause_when_suspended=False,
                          skip_broken_nodes=False, watch_own_nodes=False),
-    "default": Profile("default", atomic_claims=True, wait_for_release=True, keep_unmoved=True,
+    "default": Profile("default", pipelined_claims=True, wait_for_release=True, keep_unmoved=True,
                        commit_processed_only=True, recheck_membership=True),
 }
 

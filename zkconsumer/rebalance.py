@@ -42,6 +42,19 @@ from .trace import TraceWriter
 log = logging.getLogger(__name__)
 
 
+class _GiveUp(Exception):
+    """A pipelined claim stops waiting: the group changed, the consumer stops, or the wait took too long."""
+
+
+def _any_broker(listing) -> bool:
+    """Whether a pending listing of ``/brokers/ids`` names a broker (a missing path names none)."""
+    try:
+        children = listing.get()
+    except NoNodeError:
+        return False
+    return any(child.isdigit() for child in children)
+
+
 class Outcome(Enum):
     DONE = "done"
     FAILED = "failed"
@@ -119,6 +132,11 @@ class Rebalancer:
         self._owner_watches: dict[str, object] = {}  # our owner node → token of the watch guarding it
         self._unarmed: dict[str, object] = {}  # owner watches kazoo dropped with a lost connection
         self._triggered_at: float | None = None  # monotonic time of the first unanswered trigger
+        self._ids_unarmed = False  # the one-shot ids watch was dropped with the connection (pipelined profile)
+        self._ids_cversion_seen = -1  # the child version of ids our last rebalance read
+        self._strays: dict[str, str] = {}  # owner nodes a failed claim may have left behind: path → our thread id
+        self._claim_token: object | None = None  # the running claim; watches of an abandoned one do nothing
+        self._last_owners: dict[TopicPartition, str] = {}  # the whole group's last assignment we claimed under
         self.clock = PhaseClock()  # the running rebalance's phases
         #: (rebalance number, monotonic start, trigger time or None, phases in ms) of recent rebalances
         self.phase_log: deque[tuple[int, float, float | None, dict[str, int]]] = deque(maxlen=64)
@@ -128,9 +146,16 @@ class Rebalancer:
         """Set the watches and run the first rebalance on the caller's thread, as Kafka's connector does."""
         zk = self.c.zk
         zk.ensure_path(self.paths.ids)
-        ChildrenWatch(zk, self.paths.ids, self._on_ids_change)
+        if self.c.profile.pipelined_claims:
+            # A plain one-shot watch: its event starts the rebalance at once, and every read of ``ids`` sets it
+            # again. kazoo's ChildrenWatch (like ZkClient) first re-reads the children before telling us: one
+            # round trip more on every member's critical path, and the rebalance reads them anyway.
+            zk.get_children(self.paths.ids, watch=self._on_ids_event)
+        else:
+            ChildrenWatch(zk, self.paths.ids, self._on_ids_change)
         if self.c.profile.watch_own_nodes:
             DataWatch(zk, self.paths.registration(self.c.consumer_id), self._on_own_registration)
+        if self.c.profile.watch_own_nodes or self.c.profile.pipelined_claims:
             zk.add_listener(self._on_connection_state)
         if self.c.topic_filter is not None:
             ChildrenWatch(zk, layout.BROKER_TOPICS_PATH, self._on_topics_children)
@@ -169,6 +194,31 @@ class Rebalancer:
             self.trigger("ids_changed")
         self._ids_seen = True
         return None
+
+    def _on_ids_event(self, event) -> None:
+        """The one-shot ``ids`` watch fired (pipelined profile): flag a rebalance; its read sets the watch again."""
+        if self._stopping.is_set():
+            return
+        if event.type == "NONE":  # kazoo dropped the watch with the connection: set it again once back
+            self._ids_unarmed = True
+            if self.c.zk.connected:  # back already (the listener ran before this callback)
+                self.c.zk.handler.spawn(self._rearm_ids_watch)
+            return
+        self.trigger("ids_changed")
+
+    def _rearm_ids_watch(self) -> None:
+        """Set the ids watch again after a connection loss; rebalance only if the membership changed meanwhile
+        (a reconnect within the session is no reason to rebalance)."""
+        if not self._ids_unarmed or self._stopping.is_set():
+            return
+        self._ids_unarmed = False
+        try:
+            _, cversion = self.c.registry.consumer_ids_with_version(self.c.group, watch=self._on_ids_event)
+        except Exception:  # noqa: BLE001 - lost again: the next reconnect (or the expiry handling) retries
+            self._ids_unarmed = True
+            return
+        if cversion != self._ids_cversion_seen:
+            self.trigger("ids_changed")
 
     def _on_own_registration(self, data: bytes | None, stat, event=None) -> bool | None:
         """Someone overwrote our registration with something else: rebalance, which writes it back."""
@@ -350,8 +400,9 @@ class Rebalancer:
         data watches, which already deliver each change.
         """
         reg = self.c.registry
-        fast = self.c.profile.atomic_claims
-        ids, cversion = reg.consumer_ids_with_version(self.c.group)
+        fast = self.c.profile.pipelined_claims
+        ids, cversion = reg.consumer_ids_with_version(self.c.group, watch=self._on_ids_event if fast else None)
+        self._ids_cversion_seen = cversion
         paths = {cid: self.paths.registration(cid) for cid in ids}
         if not fast:
             raw = {p: reg.read(p) for p in paths.values()}
@@ -439,9 +490,19 @@ class Rebalancer:
             self._arm_owner_watch(path, token)
 
     def _on_connection_state(self, state: str) -> None:
-        """kazoo listener (must not block): owner watches dropped by a connection loss are set again."""
-        if state == "CONNECTED" and self._unarmed and not self._stopping.is_set():
+        """kazoo listener (must not block): watches dropped by a connection loss are set again. A lost ``ids``
+        watch is set again by a rebalance, which also answers any membership change missed meanwhile."""
+        if state != "CONNECTED" or self._stopping.is_set():
+            return
+        if self._unarmed:
             self.c.zk.handler.spawn(self._rearm_owner_watches)
+        if self._ids_unarmed:
+            self.c.zk.handler.spawn(self._rearm_ids_watch)
+
+    def _watch_armed(self, path: str) -> bool:
+        """Our exists-watch on this owner node of ours is set and has not fired: the node is still ours, as we
+        created it, with no read needed (someone else deleting or overwriting it fires the watch)."""
+        return self.c.profile.watch_own_nodes and path in self._owner_watches and path not in self._unarmed
 
     def _rearm_owner_watches(self) -> None:
         for path, token in list(self._unarmed.items()):
@@ -527,14 +588,15 @@ class Rebalancer:
                 ctx, cversion = self._read_context()
             owned: dict[TopicPartition, str] = {}
         else:
-            with clock.phase("reads"):
-                no_brokers = c.needs_registered_brokers and not c.registry.broker_ids()
-            if no_brokers:
-                return self._no_brokers()
             if profile.recheck_membership:
                 self._drain_triggers()
             with clock.phase("reads"):
+                # The broker listing travels with the group's reads (one round trip for both); the group is read
+                # even when no broker is registered, since that read sets the ids watch again.
+                brokers = c.zk.get_children_async(layout.BROKER_IDS_PATH) if c.needs_registered_brokers else None
                 ctx, cversion = self._read_context()
+                if brokers is not None and not _any_broker(brokers):
+                    return self._no_brokers()
                 if c.consumer_id not in ctx.subscriptions:
                     # Our node vanished (an expired session's ghost was cleaned up, or someone deleted or overwrote
                     # it): Kafka's attempt fails on it until the session expires; we put it back (docs/profiles.md).
@@ -558,8 +620,9 @@ class Rebalancer:
                     c.stop_fetching(moving)
                     self._release({tp: owned[tp] for tp in moving})
             # A kept partition is only ours while its owner node says so (an operator or another tool may have
-            # deleted it): re-claim any that is not.
+            # deleted it): re-claim any that is not. A node whose exists-watch is still set needs no read.
             kept = {tp: self.paths.owner(tp.topic, tp.partition) for tp in owned if tp not in moving}
+            kept = {tp: path for tp, path in kept.items() if not self._watch_armed(path)}
             with clock.phase("reads"):
                 holders = c.registry.read_many(kept.values())
             lost = {tp for tp, path in kept.items() if holders[path] != layout.encode_owner(owned[tp])}
@@ -568,7 +631,9 @@ class Rebalancer:
                 c.drop_ownership(lost)
                 owned = {tp: tid for tp, tid in owned.items() if tp not in lost}
         gained = {tp: tid for tp, tid in decision.items() if owned.get(tp) != tid}
-        if not profile.atomic_claims:
+        if self._strays:
+            self._release_strays(gained)
+        if not profile.pipelined_claims:
             # Kafka reads the start offsets before claiming: if the previous owner commits between this read
             # and our claim, we restart from a stale offset (duplicates). The default reads after the claim.
             with clock.phase("offsets"):
@@ -576,20 +641,30 @@ class Rebalancer:
         if c.closed or self._stopping.is_set():
             return Outcome.FAILED
         if profile.recheck_membership:
-            with clock.phase("reads"):
-                _, now = c.registry.consumer_ids_with_version(c.group)
-            if now != cversion:
+            if self._pending_trigger():  # a watch told us the group changed since we read it
                 return Outcome.STALE
+            if not profile.pipelined_claims:  # without the one-shot ids watch, ask ZooKeeper
+                with clock.phase("reads"):
+                    _, now = c.registry.consumer_ids_with_version(c.group)
+                if now != cversion:
+                    return Outcome.STALE
         with clock.phase("claim"):
-            ok = self._claim_atomic(gained, number, attempt) if profile.atomic_claims else \
-                self._claim_one_by_one(gained, number, attempt)
+            if profile.pipelined_claims:
+                # Held until their previous owner, still a member, releases them (from our last assignment).
+                members = ctx.thread_owner
+                held = frozenset(tp for tp in gained
+                                 if members.get(self._last_owners.get(tp, ""), c.consumer_id) != c.consumer_id)
+                ok = self._claim_pipelined(gained, number, attempt, held)
+            else:
+                ok = self._claim_one_by_one(gained, number, attempt)
         if not ok:
             return Outcome.STALE if profile.recheck_membership and self._pending_trigger() else Outcome.FAILED
         c.trace.emit("claimed", rebalance=number, attempt=attempt,
                      partitions={_tp_str(tp): tid for tp, tid in sorted(gained.items())})
+        self._last_owners = whole.owners
         if profile.watch_own_nodes:
             self._watch_owned(gained)
-        if profile.atomic_claims:
+        if profile.pipelined_claims:
             with clock.phase("offsets"):
                 offsets = c.offsets.fetch(gained)  # we own them now: nobody else commits these any more
         by_topic: dict[str, dict[int, str]] = {}
@@ -609,11 +684,16 @@ class Rebalancer:
             by_topic.setdefault(tp.topic, set()).add(tp.partition)
         self.c.listener.before_releasing_partitions(by_topic)
         paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in owned}
+        armed = {p for p in paths.values() if self._watch_armed(p)}
         for path in paths.values():
             self._owner_watches.pop(path, None)  # our own deletion is no news
-        if self.c.profile.atomic_claims:
-            holders = self.c.registry.read_many(paths.values())
-            self.c.registry.delete_many(p for tp, p in paths.items() if holders[p] == layout.encode_owner(owned[tp]))
+        if self.c.profile.pipelined_claims:
+            # Delete only nodes that hold our thread id. A node whose exists-watch has not fired is still the one
+            # we created; the others are read first. (Neither is atomic: ZooKeeper cannot delete on content.)
+            unsure = {tp: p for tp, p in paths.items() if p not in armed}
+            holders = self.c.registry.read_many(unsure.values())
+            self._delete_owned([*sorted(armed), *(p for tp, p in unsure.items()
+                                                  if holders[p] == layout.encode_owner(owned[tp]))])
         else:
             for tp in owned:  # Kafka deletes each owner node without looking at who holds it
                 with contextlib.suppress(NoNodeError):
@@ -621,6 +701,17 @@ class Rebalancer:
         self.c.drop_ownership(set(owned))
         self.c.trace.emit("released", rebalance=self.rebalance_count,
                           partitions=sorted(_tp_str(tp) for tp in owned))
+
+    def _delete_owned(self, paths: list[str]) -> None:
+        """Delete owner nodes of ours in one multi-op: one write for ZooKeeper instead of one per node, and
+        every waiting claimer's watch fires at once. If one was already gone, node by node (gone is fine)."""
+        if len(paths) > 1:
+            txn = self.c.zk.transaction()
+            for p in paths:
+                txn.delete(p)
+            if not any(isinstance(r, Exception) for r in txn.commit()):
+                return
+        self.c.registry.delete_many(paths)
 
     def release_all(self) -> None:
         """Shutdown: delete every owner node we hold."""
@@ -671,75 +762,135 @@ class Rebalancer:
             self.c.zk.ensure_path(parent)
             self._known_parents.add(parent)
 
-    def _claim_atomic(self, decision: Mapping[TopicPartition, str], number: int, attempt: int) -> bool:
-        """All owner nodes in one multi-op; on conflict wait (watch) for the holder to let go, then retry."""
-        zk = self.c.zk
+    def _claim_pipelined(self, decision: Mapping[TopicPartition, str], number: int, attempt: int,
+                         held: frozenset[TopicPartition] = frozenset()) -> bool:
+        """Claim every owner node at once, in as few ZooKeeper writes as possible.
+
+        ``held``: partitions whose previous owner is still a member, so still holding the node until its own
+        rebalance releases it. Those are not created but read with a data watch; the rest are created in one
+        multi-op, pipelined with those reads (one round trip). Each node is created the moment its holder
+        deletes it (the holder is normally releasing it right now, so waiting for the event is both faster
+        and certain, where Kafka fails the attempt and sleeps 2 s); nodes freed together are created together,
+        in one multi-op. A multi-op that fails (a node taken after all) is retried node by node, and a node
+        found held is watched the same way. Gives up, deleting what it created, when the group changes (the
+        assignment is stale) or ``rebalance.backoff.ms`` passes; the next attempt recomputes.
+        """
+        zk, cond = self.c.zk, self._cond
         todo = dict(decision)
+        created: list[TopicPartition] = []
+        ready = {tp for tp in todo if tp not in held}  # to create now (guarded by cond)
+        look = sorted(tp for tp in todo if tp in held)  # to read with a watch
+        tried: set[TopicPartition] = set()  # a create of ours failed on these
+        self._claim_token = token = object()
         deadline = time.monotonic() + max(self.c.config.rebalance_backoff_ms / 1000.0, 0.5)
-        while todo:
-            for topic in {tp.topic for tp in todo}:
-                self._ensure_parent(topic)
-            txn = zk.transaction()
-            for tp, tid in sorted(todo.items()):
-                txn.create(self.paths.owner(tp.topic, tp.partition), layout.encode_owner(tid), ephemeral=True)
-            results = txn.commit()
-            if not any(isinstance(r, Exception) for r in results):
-                return True
-            for (tp, _), result in zip(sorted(todo.items()), results, strict=True):
-                if isinstance(result, NoAuthError):  # an owners/<t> whose ACL excludes us: waiting cannot help
-                    raise NotAuthorized(self.paths.owner(tp.topic, tp.partition), "create")
-            # Nothing was created. Find every conflict (the multi-op names only the first).
-            waiting: list[str] = []
-            paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in todo}
-            holders = self.c.registry.read_many(paths.values())
-            for tp, tid in sorted(todo.items()):
-                path = paths[tp]
-                raw = holders[path]
-                holder = None if raw is None else raw.decode("utf-8", "replace")
-                if holder is None:
-                    continue
-                if holder == tid:
-                    del todo[tp]
-                    continue
-                self._conflict(number, attempt, tp, tid, holder)
-                waiting.append(path)
-            if any(isinstance(r, NoNodeError) for r in results):
-                self._known_parents.clear()
-            if waiting:
-                with self.clock.phase("owner_wait"):
-                    if not self._wait_deleted(waiting, deadline):
-                        return False
-        return True
 
-    def _wait_deleted(self, paths: list[str], deadline: float) -> bool:
-        """Wait until every path is gone (exists-watches), the deadline passes, or the membership changes."""
-        gone = threading.Event()
-        pending = set(paths)
-        lock = threading.Lock()
-
-        def make_watch(path: str):
-            def watch(event) -> None:
-                with lock:
-                    pending.discard(path)
-                    if not pending:
-                        gone.set()
-                with self._cond:
-                    self._cond.notify_all()
+        def freed(tp: TopicPartition):
+            def watch(event) -> None:  # deleted, overwritten, or the connection dropped: look again
+                if self._claim_token is token:
+                    with cond:
+                        ready.add(tp)
+                        cond.notify_all()
             return watch
 
-        for path in paths:
-            if self.c.zk.exists(path, watch=make_watch(path)) is None:
-                with lock:
-                    pending.discard(path)
-        with lock:
-            if not pending:
-                return True
-        with self._cond:
-            while not gone.is_set() and not self._stopping.is_set():
-                if self._triggered:
-                    return False  # the membership changed: this assignment is stale; recompute
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    return False
-                self._cond.wait(min(remaining, 0.5))
-        return gone.is_set()
+        def path(tp: TopicPartition) -> str:
+            return self.paths.owner(tp.topic, tp.partition)
+
+        def mark_ready(tp: TopicPartition) -> None:
+            with cond:
+                ready.add(tp)
+
+        try:
+            while todo:
+                with cond:
+                    batch = sorted(tp for tp in ready if tp in todo)
+                    ready.clear()
+                    while not batch and not look:
+                        remaining = deadline - time.monotonic()
+                        if self._triggered or self._stopping.is_set() or remaining <= 0:
+                            raise _GiveUp  # a changed group, a shutdown, or too long: recompute
+                        with self.clock.phase("owner_wait"):
+                            cond.wait(min(remaining, 0.5))
+                        batch = sorted(tp for tp in ready if tp in todo)
+                        ready.clear()
+                if time.monotonic() > deadline:
+                    raise _GiveUp
+                for topic in {tp.topic for tp in batch}:
+                    self._ensure_parent(topic)
+                multi = None
+                if len(batch) > 1:
+                    txn = zk.transaction()
+                    for tp in batch:
+                        txn.create(path(tp), layout.encode_owner(todo[tp]), ephemeral=True)
+                    multi = txn.commit_async()
+                singles = [] if multi is not None else [
+                    (tp, zk.create_async(path(tp), layout.encode_owner(todo[tp]), ephemeral=True)) for tp in batch]
+                reads = [(tp, zk.get_async(path(tp), watch=freed(tp))) for tp in look]
+                look = []
+                if multi is not None:
+                    results = multi.get()
+                    if not any(isinstance(r, Exception) for r in results):
+                        created += batch
+                        for tp in batch:
+                            del todo[tp]
+                    else:
+                        for tp, r in zip(batch, results, strict=True):
+                            if isinstance(r, NoAuthError):  # an owners/<t> whose ACL excludes us: waiting cannot help
+                                raise NotAuthorized(path(tp), "create")
+                        # Nothing was created: one node was taken after all. Node by node, to learn which.
+                        singles = [(tp, zk.create_async(path(tp), layout.encode_owner(todo[tp]), ephemeral=True))
+                                   for tp in batch]
+                for tp, result in singles:
+                    try:
+                        result.get()
+                    except NodeExistsError:
+                        look.append(tp)
+                        tried.add(tp)
+                        continue
+                    except NoNodeError:  # owners/<topic> was deleted under us: create it again, then retry
+                        self._known_parents.discard(self.paths.owners_topic(tp.topic))
+                        mark_ready(tp)
+                        continue
+                    except NoAuthError:
+                        raise NotAuthorized(path(tp), "create") from None
+                    created.append(tp)
+                    del todo[tp]
+                for tp, result in reads:
+                    try:
+                        holder = result.get()[0].decode("utf-8", "replace")
+                    except NoNodeError:  # free already (no watch was set): create it now
+                        mark_ready(tp)
+                        continue
+                    if holder == todo[tp]:  # our own node, from an earlier attempt cut short
+                        created.append(tp)
+                        del todo[tp]
+                    elif tp in tried:  # a create failed on it: a conflict (waiting for a predicted holder is none)
+                        self._conflict(number, attempt, tp, todo[tp], holder)
+            for tp in decision:
+                self._strays.pop(path(tp), None)
+            return True
+        except _GiveUp:
+            self._undo_claims({tp: decision[tp] for tp in created})
+            return False
+        except BaseException:
+            self._undo_claims({tp: decision[tp] for tp in created})
+            raise
+        finally:
+            self._claim_token = None
+
+    def _undo_claims(self, created: Mapping[TopicPartition, str]) -> None:
+        """Delete owner nodes an abandoned claim created; any left (the connection failed) are deleted by the
+        next attempt unless it assigns them to us again (:meth:`_release_strays`)."""
+        paths = {self.paths.owner(tp.topic, tp.partition): tid for tp, tid in created.items()}
+        self._strays.update(paths)
+        with contextlib.suppress(Exception):
+            self.c.registry.delete_many(paths)
+            for path in paths:
+                self._strays.pop(path, None)
+
+    def _release_strays(self, gained: Mapping[TopicPartition, str]) -> None:
+        """Owner nodes left by an abandoned claim: those this attempt does not claim go, if still ours."""
+        keep = {self.paths.owner(tp.topic, tp.partition) for tp in gained}
+        stray = {p: tid for p, tid in self._strays.items() if p not in keep}
+        holders = self.c.registry.read_many(stray)
+        self.c.registry.delete_many(p for p, tid in stray.items() if holders[p] == layout.encode_owner(tid))
+        self._strays = {p: tid for p, tid in self._strays.items() if p in keep}

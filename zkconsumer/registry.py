@@ -328,10 +328,10 @@ class Registry:
     def consumer_ids(self, group: str, watch=None) -> list[str]:
         return sorted(self.children(GroupPaths(group).ids, watch=watch))
 
-    def consumer_ids_with_version(self, group: str) -> tuple[list[str], int]:
+    def consumer_ids_with_version(self, group: str, watch=None) -> tuple[list[str], int]:
         """The members and the child version of ``ids``: equal versions mean the same membership was seen."""
         try:
-            children, stat = self.zk.get_children(GroupPaths(group).ids, include_data=True)
+            children, stat = self.zk.get_children(GroupPaths(group).ids, watch=watch, include_data=True)
         except NoNodeError:
             return [], -1
         return sorted(children), stat.cversion

@@ -125,12 +125,15 @@ def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 
 
 
 def server_command(java: str, classpath: str, config: str | os.PathLike, log_dir: str | os.PathLike,
-                   jaas_file: str | os.PathLike | None = None) -> list[str]:
+                   jaas_file: str | os.PathLike | None = None, quick_start: bool = True) -> list[str]:
     """The JVM command line of one ZooKeeper server (here, and inside a container by ``zkconsumer zk run``).
 
-    A small heap, the serial GC and C1 only: ZooKeeper for a lab starts in about a second that way.
+    ``quick_start``: a small heap, the serial GC and C1 only, so ZooKeeper for a lab or a test starts in about
+    a second. Without it, the JVM's defaults as a production ZooKeeper runs (C2 compiles the hot paths: each
+    request costs the server less CPU once warm); benchmarks measure against that.
     """
-    args = [java, "-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1", "-Djava.awt.headless=true",
+    tuning = ["-Xmx256m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"] if quick_start else ["-Xmx512m"]
+    args = [java, *tuning, "-Djava.awt.headless=true",
             f"-Dzookeeper.log.dir={log_dir}", "-Dzookeeper.root.logger=INFO,CONSOLE"]
     if jaas_file:
         args.append(f"-Djava.security.auth.login.config={jaas_file}")
@@ -162,10 +165,12 @@ class ZooKeeperServer:
 
     def __init__(self, servers: int = 1, port: int | None = None, data_dir: str | os.PathLike | None = None,
                  tick_time: int = 500, detach: bool = False, classpath: str | None = None,
-                 java: str | None = None, sasl_users: Mapping[str, str] | None = None) -> None:
+                 java: str | None = None, sasl_users: Mapping[str, str] | None = None,
+                 quick_start: bool = True) -> None:
         """``sasl_users`` (user → password) turns on SASL DIGEST-MD5: a JAAS ``Server`` section and ZooKeeper's
         SASLAuthenticationProvider, so clients can authenticate as ``sasl:<user>`` (unauthenticated clients are
-        still served; the ACLs decide what they may do)."""
+        still served; the ACLs decide what they may do). ``quick_start``: see :func:`server_command`."""
+        self.quick_start = quick_start
         if servers not in (1, 3, 5):
             raise ZooKeeperError(f"servers must be 1, 3 or 5 (an odd quorum), got {servers}")
         self.servers = servers
@@ -257,7 +262,8 @@ class ZooKeeperServer:
         logf = open(log_path, "ab")  # noqa: SIM115 - handed to the child
         if self.sasl_users:
             self._write_jaas()
-        args = server_command(java, cp, cfg, node.data_dir, self.jaas_file if self.sasl else None)
+        args = server_command(java, cp, cfg, node.data_dir, self.jaas_file if self.sasl else None,
+                              quick_start=self.quick_start)
         proc = subprocess.Popen(args, stdout=logf, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
                                 start_new_session=self.detach, cwd=node.data_dir)
         logf.close()
@@ -379,6 +385,7 @@ class ZooKeeperServer:
         server.data_dir = Path(data_dir).resolve()
         server._classpath = None
         server._java = None
+        server.quick_start = True
         server.sasl_users = {}  # the passwords stay in the JAAS file (a restarted node reads it), not in the state
         server.sasl = bool(state.get("sasl"))
         server.source = state.get("source", "")
