@@ -145,13 +145,17 @@ class Rebalancer:
     def start(self) -> None:
         """Set the watches and run the first rebalance on the caller's thread, as Kafka's connector does."""
         zk = self.c.zk
-        zk.ensure_path(self.paths.ids)
         if self.c.profile.pipelined_claims:
             # A plain one-shot watch: its event starts the rebalance at once, and every read of ``ids`` sets it
             # again. kazoo's ChildrenWatch (like ZkClient) first re-reads the children before telling us: one
             # round trip more on every member's critical path, and the rebalance reads them anyway.
-            zk.get_children(self.paths.ids, watch=self._on_ids_event)
+            try:
+                zk.get_children(self.paths.ids, watch=self._on_ids_event)
+            except NoNodeError:  # deleted since we registered under it (the rebalance writes it back)
+                zk.ensure_path(self.paths.ids)
+                zk.get_children(self.paths.ids, watch=self._on_ids_event)
         else:
+            zk.ensure_path(self.paths.ids)
             ChildrenWatch(zk, self.paths.ids, self._on_ids_change)
         if self.c.profile.watch_own_nodes:
             DataWatch(zk, self.paths.registration(self.c.consumer_id), self._on_own_registration)

@@ -205,9 +205,18 @@ class Registry:
             client.close()
 
     # ------------------------------------------------------------------------------------------ plumbing
-    def setup_common_paths(self) -> None:
-        for path in layout.COMMON_PATHS:
-            self.zk.ensure_path(path)
+    def setup_common_paths(self, *more: str) -> None:
+        """Kafka's ``setupCommonPaths`` (and ``more``): make sure the persistent paths exist."""
+        self.ensure_paths([*layout.COMMON_PATHS, *more])
+
+    def ensure_paths(self, paths: Iterable[str]) -> None:
+        """``ensure_path`` for many paths, their existence checked with pipelined requests: one round trip when
+        they all exist, as they do for every consumer but the first. A cold start of a hundred consumers would
+        otherwise queue a thousand synchronous requests at ZooKeeper before the first one registers."""
+        pending = [(p, self.zk.exists_async(p)) for p in paths]
+        for path, result in pending:
+            if result.get() is None:
+                self.zk.ensure_path(path)
 
     def children(self, path: str, watch=None) -> list[str]:
         """Children, or [] when the parent does not exist (``getChildrenParentMayNotExist``)."""
@@ -350,7 +359,7 @@ class Registry:
         path = GroupPaths(group).registration(consumer_id)
         data = registration.encode()
         try:
-            self.zk.ensure_path(GroupPaths(group).ids)
+            self.ensure_paths([GroupPaths(group).ids])
         except NoAuthError:
             raise NotAuthorized(GroupPaths(group).ids, "create") from None
         self._warn_if_unprotected(group)
