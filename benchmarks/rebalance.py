@@ -192,6 +192,7 @@ def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds:
     zk = f"{zk_root}/{profile.replace('.', '')}-{size}-{uuid.uuid4().hex[:6]}"
     client = connect(zk)
     reg = Registry(client)
+    reg.setup_common_paths(f"/consumers/{GROUP}/ids")  # as a running cluster and group have them
     create_topic(reg, TOPIC, partitions)
     names = [f"c{i:03d}" for i in range(size)]
     hosts = [RemoteHost(zk, profile) for _ in range(processes)] if processes > 1 else None

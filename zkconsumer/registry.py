@@ -214,9 +214,9 @@ class Registry:
         they all exist, as they do for every consumer but the first. A cold start of a hundred consumers would
         otherwise queue a thousand synchronous requests at ZooKeeper before the first one registers."""
         pending = [(p, self.zk.exists_async(p)) for p in paths]
-        for path, result in pending:
-            if result.get() is None:
-                self.zk.ensure_path(path)
+        missing = [self.zk.ensure_path_async(p) for p, result in pending if result.get() is None]
+        for result in missing:
+            result.get()
 
     def children(self, path: str, watch=None) -> list[str]:
         """Children, or [] when the parent does not exist (``getChildrenParentMayNotExist``)."""
