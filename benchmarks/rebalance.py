@@ -1,17 +1,20 @@
 """Rebalance speed: Kafka 0.8's timing (profile kafka-0.8) against zkconsumer's default, in the same run.
 
-One real ZooKeeper, one topic of 200 partitions, groups of 10 and 50 consumers spread over ``--processes``
-host processes (4 by default; 1 keeps them all in this process), fetching disabled: this measures coordination,
-not records. Convergence is read from ZooKeeper itself: the moment every owner node holds the thread the
-assignor names (then Kafka's verify must pass). For each profile and size it measures
+One real ZooKeeper (run as in production: the JVM's default JIT, not the quick-start flags tests use), one topic
+of 200 partitions, groups of 10 and 50 consumers spread over ``--processes`` host processes (4 by default; 1 keeps
+them all in this process), fetching disabled: this measures coordination, not records. Convergence is read from
+ZooKeeper itself: the creation time (``ctime``) of the last owner node of the new assignment, once every owner
+node holds the thread the assignor names (then Kafka's verify must pass); waiting for it costs one listing every
+10 ms. For each profile and size it measures
 
 * cold start: every consumer started at the same moment, until the group owns every partition as the
-  assignor says (read back from ZooKeeper);
+  assignor says;
 * join: one more consumer joins, until the new assignment is fully owned;
 * crash: one consumer's session ends without a shutdown (its ephemeral nodes vanish, as after kill -9 once
   the session timed out), until the survivors own everything;
 
-and counts failed claim attempts (claim conflicts), failed attempts and failed rebalances.
+and counts failed claim attempts (claim conflicts), failed attempts and failed rebalances, and prints where each
+consumer's rebalance spent its time (zkconsumer/phases.py) and the ZooKeeper round trip measured alone (--floor).
 Run: .venv/bin/python benchmarks/rebalance.py [--sizes 10 50] [--rounds 5]
 """
 
@@ -256,6 +259,51 @@ def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds:
         client.close()
 
 
+def measure_floor(zk_root: str, repeats: int = 50) -> dict[str, float]:
+    """ZooKeeper's own latencies on this machine, idle, from one client, p50 in ms: a synchronous get, a create
+    (ephemeral), a multi-op of 4 creates, and the shortest chain a rebalance can be: a change made by a second
+    session reaches our watch, then a listing, a multi-op delete of 4 owner nodes and a multi-op create of 4."""
+    zk = f"{zk_root}/floor-{uuid.uuid4().hex[:6]}"
+    a, b = connect(zk), connect(zk)
+    out: dict[str, list[float]] = {"get": [], "create": [], "multi of 4 creates": [], "rebalance chain": []}
+    try:
+        a.ensure_path("/ids")
+        a.ensure_path("/owners")
+        for i in range(repeats):
+            t0 = time.perf_counter()
+            a.get("/ids")
+            out["get"].append(time.perf_counter() - t0)
+            t0 = time.perf_counter()
+            a.create(f"/owners/x{i}", b"x", ephemeral=True)
+            out["create"].append(time.perf_counter() - t0)
+            txn = a.transaction()
+            for p in range(4):
+                txn.create(f"/owners/{i}-{p}", b"x", ephemeral=True)
+            t0 = time.perf_counter()
+            txn.commit()
+            out["multi of 4 creates"].append(time.perf_counter() - t0)
+            fired = threading.Event()
+            a.get_children("/ids", watch=lambda event, fired=fired: fired.set())
+            t0 = time.perf_counter()
+            b.create(f"/ids/m{i}", b"", ephemeral=True)
+            fired.wait(5)
+            a.get_children("/ids", include_data=True)
+            txn = a.transaction()
+            for p in range(4):
+                txn.delete(f"/owners/{i}-{p}")
+            txn.commit()
+            txn = a.transaction()
+            for p in range(4):
+                txn.create(f"/owners/{i}-{p}", b"y", ephemeral=True)
+            txn.commit()
+            out["rebalance chain"].append(time.perf_counter() - t0)
+    finally:
+        for c in (a, b):
+            c.stop()
+            c.close()
+    return {k: statistics.median(v) * 1000 for k, v in out.items()}
+
+
 def phase_summary(logged: list[tuple[float, float | None, dict[str, int]]], actions: list[float]
                   ) -> dict[str, tuple[float, float]]:
     """Phase → (p50, max) in ms over every consumer rebalance that followed a join or crash (not the cold start).
@@ -282,12 +330,17 @@ def main() -> None:
     ap.add_argument("--partitions", type=int, default=200)
     ap.add_argument("--rounds", type=int, default=5, help="joins and crashes per scenario")
     ap.add_argument("--profiles", nargs="+", default=["kafka-0.8", "default"])
+    ap.add_argument("--no-floor", dest="floor", action="store_false", help="skip measuring ZooKeeper's own latencies")
     ap.add_argument("--processes", type=int, default=4,
                     help="consumer host processes (1: all consumers in this process, sharing one GIL)")
     args = ap.parse_args()
     console = make_console()
     results = []
+    floor = None
     with ZooKeeperServer(quick_start=False) as server:
+        if args.floor:
+            measure_floor(server.connect_string, 20)  # warm the JIT first
+            floor = measure_floor(server.connect_string)
         for size in args.sizes:
             for profile in args.profiles:
                 with console.status(f"{profile}, {size} consumers..."):
@@ -316,6 +369,9 @@ def main() -> None:
         cells = [f"{r['phases'][n][0]:.0f} / {r['phases'][n][1]:.0f}" if n in r["phases"] else "–" for n in names]
         phases.add_row(r["profile"], str(r["size"]), *cells)
     console.print(phases)
+    if floor:
+        console.print("ZooKeeper alone (idle, one client, p50): "
+                      + ", ".join(f"{k} {v:.1f} ms" for k, v in floor.items()), highlight=False)
     by = {(r["profile"], r["size"]): r for r in results}
     for size in args.sizes:
         if ("kafka-0.8", size) in by and ("default", size) in by:
