@@ -20,7 +20,7 @@ import logging
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Protocol
 
@@ -29,7 +29,7 @@ from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from . import foreign, layout
-from .assignors import AssignmentContext, TopicPartition, assign
+from .assignors import Assignment, AssignmentContext, TopicPartition, assign
 from .config import ConsumerConfig, Profile
 from .errors import ConsumerRebalanceFailed, NotAuthorized
 from .layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicFilter
@@ -44,6 +44,10 @@ log = logging.getLogger(__name__)
 
 class _GiveUp(Exception):
     """A pipelined claim stops waiting: the group changed, the consumer stops, or the wait took too long."""
+
+
+def _nothing() -> None:
+    pass
 
 
 def _any_broker(listing) -> bool:
@@ -301,6 +305,7 @@ class Rebalancer:
         if self._stopping.is_set():
             return
         self.c.reset_after_expiry()
+        self._strays.clear()  # ephemeral: they died with the session
         self._owner_watches.clear()
         self._unarmed.clear()
         self.c.register()
@@ -570,6 +575,11 @@ class Rebalancer:
         with self._cond:
             return bool(self._triggered)
 
+    def _pending_change(self) -> bool:
+        """A change flagged since the last drain (a session expiry is not one: the attempt fails on it)."""
+        with self._cond:
+            return any(cause != "session_expired" for cause in self._triggered)
+
     def _attempt(self, number: int, attempt: int) -> Outcome:
         c = self.c
         profile = c.profile
@@ -617,14 +627,27 @@ class Rebalancer:
         c.trace.emit("assigned", rebalance=number, attempt=attempt, strategy=c.config.strategy,
                      assignment={_tp_str(tp): tid for tp, tid in sorted(decision.items())})
 
+        finish_release = _nothing
         if profile.keep_unmoved:
             moving = {tp for tp, tid in owned.items() if decision.get(tp) != tid}
             if moving:
                 with clock.phase("release"):
                     c.stop_fetching(moving)
-                    self._release({tp: owned[tp] for tp in moving})
+                    finish_release = self._release({tp: owned[tp] for tp in moving}, defer=profile.pipelined_claims)
+        try:
+            return self._claim_and_start(number, attempt, ctx, cversion, whole, decision, owned, finish_release)
+        finally:
+            finish_release()  # an attempt that returned early still completes its release
+
+    def _claim_and_start(self, number: int, attempt: int, ctx: AssignmentContext, cversion: int, whole: Assignment,
+                         decision: dict[TopicPartition, str], owned: dict[TopicPartition, str],
+                         finish_release: Callable[[], None]) -> Outcome:
+        """The second half of an attempt: check kept partitions, claim what we gain, read offsets, start."""
+        c, profile, clock = self.c, self.c.profile, self.clock
+        if profile.keep_unmoved:
             # A kept partition is only ours while its owner node says so (an operator or another tool may have
             # deleted it): re-claim any that is not. A node whose exists-watch is still set needs no read.
+            moving = {tp for tp, tid in owned.items() if decision.get(tp) != tid}
             kept = {tp: self.paths.owner(tp.topic, tp.partition) for tp in owned if tp not in moving}
             kept = {tp: path for tp, path in kept.items() if not self._watch_armed(path)}
             with clock.phase("reads"):
@@ -645,7 +668,7 @@ class Rebalancer:
         if c.closed or self._stopping.is_set():
             return Outcome.FAILED
         if profile.recheck_membership:
-            if self._pending_trigger():  # a watch told us the group changed since we read it
+            if self._pending_change():  # a watch told us the group changed since we read it
                 return Outcome.STALE
             if not profile.pipelined_claims:  # without the one-shot ids watch, ask ZooKeeper
                 with clock.phase("reads"):
@@ -658,9 +681,10 @@ class Rebalancer:
                 members = ctx.thread_owner
                 held = frozenset(tp for tp in gained
                                  if members.get(self._last_owners.get(tp, ""), c.consumer_id) != c.consumer_id)
-                ok = self._claim_pipelined(gained, number, attempt, held)
+                ok = self._claim_pipelined(gained, number, attempt, held, after_send=finish_release)
             else:
                 ok = self._claim_one_by_one(gained, number, attempt)
+        finish_release()  # (sent with the claim) before the trace says what was claimed
         if not ok:
             return Outcome.STALE if profile.recheck_membership and self._pending_trigger() else Outcome.FAILED
         c.trace.emit("claimed", rebalance=number, attempt=attempt,
@@ -680,9 +704,11 @@ class Rebalancer:
         return Outcome.DONE
 
     # ----------------------------------------------------------------------------------- owner nodes
-    def _release(self, owned: Mapping[TopicPartition, str]) -> None:
+    def _release(self, owned: Mapping[TopicPartition, str], defer: bool = False) -> Callable[[], None]:
+        """Delete our owner nodes of ``owned`` and forget them. ``defer`` (pipelined profile): send the deletion
+        and return the function that completes the release, so the claim's first requests travel with it."""
         if not owned:
-            return
+            return _nothing
         by_topic: dict[str, set[int]] = {}
         for tp in owned:
             by_topic.setdefault(tp.topic, set()).add(tp.partition)
@@ -696,26 +722,45 @@ class Rebalancer:
             # we created; the others are read first. (Neither is atomic: ZooKeeper cannot delete on content.)
             unsure = {tp: p for tp, p in paths.items() if p not in armed}
             holders = self.c.registry.read_many(unsure.values())
-            self._delete_owned([*sorted(armed), *(p for tp, p in unsure.items()
-                                                  if holders[p] == layout.encode_owner(owned[tp]))])
+            deleted = self._delete_owned([*sorted(armed), *(p for tp, p in unsure.items()
+                                                            if holders[p] == layout.encode_owner(owned[tp]))])
         else:
             for tp in owned:  # Kafka deletes each owner node without looking at who holds it
                 with contextlib.suppress(NoNodeError):
                     self.c.zk.delete(paths[tp])
-        self.c.drop_ownership(set(owned))
-        self.c.trace.emit("released", rebalance=self.rebalance_count,
-                          partitions=sorted(_tp_str(tp) for tp in owned))
+            deleted = _nothing
+        done = []
 
-    def _delete_owned(self, paths: list[str]) -> None:
-        """Delete owner nodes of ours in one multi-op: one write for ZooKeeper instead of one per node, and
-        every waiting claimer's watch fires at once. If one was already gone, node by node (gone is fine)."""
+        def finish() -> None:
+            if done:
+                return
+            done.append(True)
+            deleted()
+            self.c.drop_ownership(set(owned))
+            self.c.trace.emit("released", rebalance=self.rebalance_count,
+                              partitions=sorted(_tp_str(tp) for tp in owned))
+
+        if defer:
+            return finish
+        finish()
+        return _nothing
+
+    def _delete_owned(self, paths: list[str]) -> Callable[[], None]:
+        """Send the deletion of owner nodes of ours as one multi-op (one write for ZooKeeper instead of one per
+        node, and every waiting claimer's watch fires at once); returns the wait for it. If one was already
+        gone, node by node (gone is fine)."""
         if len(paths) > 1:
             txn = self.c.zk.transaction()
             for p in paths:
                 txn.delete(p)
-            if not any(isinstance(r, Exception) for r in txn.commit()):
-                return
+            pending = txn.commit_async()
+
+            def wait() -> None:
+                if any(isinstance(r, Exception) for r in pending.get()):
+                    self.c.registry.delete_many(paths)
+            return wait
         self.c.registry.delete_many(paths)
+        return _nothing
 
     def release_all(self) -> None:
         """Shutdown: delete every owner node we hold."""
@@ -767,7 +812,8 @@ class Rebalancer:
             self._known_parents.add(parent)
 
     def _claim_pipelined(self, decision: Mapping[TopicPartition, str], number: int, attempt: int,
-                         held: frozenset[TopicPartition] = frozenset()) -> bool:
+                         held: frozenset[TopicPartition] = frozenset(),
+                         after_send: Callable[[], None] = lambda: None) -> bool:
         """Claim every owner node at once, in as few ZooKeeper writes as possible.
 
         ``held``: partitions whose previous owner is still a member, so still holding the node until its own
@@ -830,6 +876,7 @@ class Rebalancer:
                     (tp, zk.create_async(path(tp), layout.encode_owner(todo[tp]), ephemeral=True)) for tp in batch]
                 reads = [(tp, zk.get_async(path(tp), watch=freed(tp))) for tp in look]
                 look = []
+                after_send()  # our own release, sent before these, completes meanwhile
                 if multi is not None:
                     results = multi.get()
                     if not any(isinstance(r, Exception) for r in results):
