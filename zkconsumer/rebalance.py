@@ -42,6 +42,10 @@ from .trace import TraceWriter
 log = logging.getLogger(__name__)
 
 
+#: how long after a claim the exists-watches on the new owner nodes are set
+OWNER_WATCH_DELAY_S = 0.3
+
+
 class _GiveUp(Exception):
     """A pipelined claim stops waiting: the group changed, the consumer stops, or the wait took too long."""
 
@@ -140,6 +144,7 @@ class Rebalancer:
         self._ids_cversion_seen = -1  # the child version of ids our last rebalance read
         self._strays: dict[str, str] = {}  # owner nodes a failed claim may have left behind: path → our thread id
         self._claim_token: object | None = None  # the running claim; watches of an abandoned one do nothing
+        self._arm_pending: set[str] = set()  # owner nodes whose exists-watch is not set yet (OWNER_WATCH_DELAY_S)
         self._last_owners: dict[TopicPartition, str] = {}  # the whole group's last assignment we claimed under
         self.clock = PhaseClock()  # the running rebalance's phases
         #: (rebalance number, monotonic start, trigger time or None, phases in ms) of recent rebalances
@@ -493,10 +498,24 @@ class Rebalancer:
         """Default profile: an exists-watch on each owner node we created. Someone deleting or overwriting one
         triggers a rebalance, which stops fetching it and claims it again; Kafka 0.8 notices nothing until the
         next rebalance, and meanwhile another consumer could claim the partition we are still fetching."""
+        tokens = {}
         for tp in claimed:
             path = self.paths.owner(tp.topic, tp.partition)
-            self._owner_watches[path] = token = object()
-            self._arm_owner_watch(path, token)
+            self._owner_watches[path] = tokens[path] = object()
+            self._arm_pending.add(path)
+        if not tokens:
+            return
+        # Set a moment later, off the rebalance's busiest window (one request per node, while other members are
+        # still claiming); whatever happened to a node meanwhile is seen when its watch is set (_arm_owner_watch).
+        timer = threading.Timer(OWNER_WATCH_DELAY_S, self._arm_owner_watches, args=(tokens,))
+        timer.daemon = True
+        timer.start()
+
+    def _arm_owner_watches(self, tokens: Mapping[str, object]) -> None:
+        for path, token in tokens.items():
+            if self._owner_watches.get(path) is token and not self._stopping.is_set():
+                self._arm_owner_watch(path, token)
+                self._arm_pending.discard(path)  # requests sent after this one find the watch set
 
     def _on_connection_state(self, state: str) -> None:
         """kazoo listener (must not block): watches dropped by a connection loss are set again. A lost ``ids``
@@ -511,7 +530,8 @@ class Rebalancer:
     def _watch_armed(self, path: str) -> bool:
         """Our exists-watch on this owner node of ours is set and has not fired: the node is still ours, as we
         created it, with no read needed (someone else deleting or overwriting it fires the watch)."""
-        return self.c.profile.watch_own_nodes and path in self._owner_watches and path not in self._unarmed
+        return (self.c.profile.watch_own_nodes and path in self._owner_watches and path not in self._unarmed
+                and path not in self._arm_pending)
 
     def _rearm_owner_watches(self) -> None:
         for path, token in list(self._unarmed.items()):
@@ -538,8 +558,11 @@ class Rebalancer:
 
         def armed(result) -> None:
             with contextlib.suppress(Exception):  # a lost session: the expiry handling takes over
-                if result.get() is None:
+                stat = result.get()
+                if stat is None:
                     lost("deleted")
+                elif stat.version != 0 or stat.ephemeralOwner != self.c.zk.client_id[0]:
+                    lost("overwritten")  # before the watch was set: written, or deleted and created by another
 
         self.c.zk.exists_async(path, watch=on_event).rawlink(armed)
 
