@@ -128,7 +128,7 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
         res.invariants = count_invariants(res.summary, inv)
         note.append("all hold" if res.invariants.ok else "; ".join(res.invariants.violations()))
     with st.stage("write tables") as note:
-        cons = consumers_mod.consumer_table(base, rb.consumer_rebalances, ts.bad)
+        cons = consumers_mod.consumer_table(base, rb.consumer_rebalances, ts.bad, pt.stints)
         for name, df in [("group_rebalances", rb.group_rebalances), ("consumer_rebalances", rb.consumer_rebalances),
                          ("unowned", rb.unowned), ("ownership", rb.ownership), ("partitions", pt.partitions),
                          ("duplicates", pt.duplicates), ("lost_offsets", pt.lost), ("overlaps", pt.overlaps),
