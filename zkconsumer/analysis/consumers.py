@@ -1,9 +1,9 @@
 """Per-consumer figures: records delivered, rebalances joined, time spent rebalancing.
 
-``basics`` is one aggregation over every event (sums, minima and maxima only: a distinct count over every
-line would cost a second shuffle of the whole trace; the partitions each consumer delivered come from the
-small stints table instead); its ``last_ts`` is also where the rebalance analysis ends a consumer's ownership
-or an unfinished rebalance when the consumer was killed (no ``shutdown`` line).
+``basics`` combines the stints (where the deliveries were aggregated) with the other events, so the trace's
+millions of deliveries are not read once more for it; its ``last_ts`` is also where the rebalance analysis
+ends a consumer's ownership or an unfinished rebalance when the consumer was killed (no ``shutdown`` line).
+A consumer's ``file`` is the smallest file name it wrote (one file per consumer in practice).
 """
 
 from __future__ import annotations
@@ -12,16 +12,28 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 
 
-def basics(events: DataFrame) -> DataFrame:
+def basics(rest: DataFrame, stints: DataFrame) -> DataFrame:
+    """Per consumer: file, lines, records, commits, session expirations, first/last time and seq, shutdown.
+
+    ``rest`` is every event but the deliveries; the deliveries are counted from their ``stints`` (which carry
+    ``_last_seq`` and ``_file``), so this adds no pass over the trace."""
     ev = F.col("event")
-    return events.groupBy("group", "consumer").agg(
-        F.first("file").alias("file"),
-        F.count("*").alias("lines"),
-        F.sum(F.when(ev == "record_delivered", 1).otherwise(0)).alias("records"),
-        F.sum(F.when(ev == "offset_committed", 1).otherwise(0)).alias("commits"),
-        F.sum(F.when(ev == "session_expired", 1).otherwise(0)).alias("session_expirations"),
-        F.min("ts").alias("first_ts"), F.max("ts").alias("last_ts"), F.max("seq").alias("last_seq"),
-        F.max(F.when(ev == "shutdown", True).otherwise(False)).alias("shutdown"))
+    zero = F.lit(0).cast("long")
+    from_deliveries = stints.select(
+        "group", "consumer", F.col("_file").alias("file"), F.col("records").alias("lines"), "records",
+        zero.alias("commits"), zero.alias("session_expirations"), F.col("from_ts").alias("first_ts"),
+        F.col("to_ts").alias("last_ts"), F.col("_last_seq").alias("last_seq"), F.lit(False).alias("shutdown"))
+    from_rest = rest.select(
+        "group", "consumer", "file", F.lit(1).cast("long").alias("lines"), zero.alias("records"),
+        F.when(ev == "offset_committed", 1).otherwise(0).cast("long").alias("commits"),
+        F.when(ev == "session_expired", 1).otherwise(0).cast("long").alias("session_expirations"),
+        F.col("ts").alias("first_ts"), F.col("ts").alias("last_ts"), F.col("seq").alias("last_seq"),
+        (ev == "shutdown").alias("shutdown"))
+    return from_deliveries.unionByName(from_rest).groupBy("group", "consumer").agg(
+        F.min("file").alias("file"), F.sum("lines").alias("lines"), F.sum("records").alias("records"),
+        F.sum("commits").alias("commits"), F.sum("session_expirations").alias("session_expirations"),
+        F.min("first_ts").alias("first_ts"), F.max("last_ts").alias("last_ts"), F.max("last_seq").alias("last_seq"),
+        F.max("shutdown").alias("shutdown"))
 
 
 def consumer_table(base: DataFrame, crb: DataFrame, bad: DataFrame, stints: DataFrame) -> DataFrame:

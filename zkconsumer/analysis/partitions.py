@@ -120,8 +120,12 @@ def lost_offsets(irregular: DataFrame, stats: DataFrame, commits: DataFrame, fro
     return out.withColumn("count", F.col("to_offset") - F.col("from_offset") + 1)
 
 
+STINT_COLUMNS = [*PKEY, "consumer", "stint", "from_ts", "to_ts", "records", "min_offset", "max_offset"]
+
+
 def stints(deliveries: DataFrame, dones: DataFrame) -> DataFrame:
-    """Per (partition, consumer, stint): first/last delivery time, records, offsets.
+    """Per (partition, consumer, stint): first/last delivery time, records, offsets (STINT_COLUMNS), plus the
+    consumer's ``_last_seq`` and ``_file`` there, so that the per-consumer figures need no pass of their own.
 
     A delivery's stint is the number of its consumer's ``rebalance_done`` lines before it (by ``seq``); the
     ``dones`` (group, consumer, seq) are few, so each consumer's list of them is broadcast and counted per
@@ -132,7 +136,8 @@ def stints(deliveries: DataFrame, dones: DataFrame) -> DataFrame:
         "stint", F.size(before).cast("long"))
     return (d.groupBy(*PKEY, "consumer", "stint")
             .agg(F.min("ts").alias("from_ts"), F.max("ts").alias("to_ts"), F.count("*").alias("records"),
-                 F.min("offset").alias("min_offset"), F.max("offset").alias("max_offset")))
+                 F.min("offset").alias("min_offset"), F.max("offset").alias("max_offset"),
+                 F.max("seq").alias("_last_seq"), F.min("file").alias("_file")))
 
 
 def partition_deliveries(st: DataFrame) -> DataFrame:
@@ -193,15 +198,12 @@ class PartitionTables:
     stints: DataFrame
 
 
-def analyze_partitions(events: DataFrame, group_rb: DataFrame, owners: DataFrame,
-                       from_zero: bool = False) -> PartitionTables:
-    """Three passes over the deliveries (the stints, the offset sort, nothing else); every table built from
-    them is small and checkpointed, so writing, counting and previewing it never re-reads the trace."""
-    deliveries = events.where(F.col("event") == "record_delivered").select(
-        "group", "consumer", "seq", "ts", "topic", "partition", "offset")
-    commits = events.where(F.col("event") == "offset_committed").select(*PKEY, "offset", "ts").localCheckpoint()
-    dones = events.where(F.col("event") == "rebalance_done").select("group", "consumer", "seq")
-    st = stints(deliveries, dones).localCheckpoint()
+def analyze_partitions(deliveries: DataFrame, rest: DataFrame, st: DataFrame, group_rb: DataFrame,
+                       owners: DataFrame, from_zero: bool = False) -> PartitionTables:
+    """``deliveries`` are read once more here (the offset sort); ``rest`` (every other event) and the stints
+    ``st`` are small. Every table built is small and checkpointed, so writing, counting and previewing it never
+    re-reads the trace."""
+    commits = rest.where(F.col("event") == "offset_committed").select(*PKEY, "offset", "ts")
     stats = partition_deliveries(st)
     irr = irregular_deliveries(deliveries).localCheckpoint()
     dups = committed_at(duplicates(irr, group_rb), commits).localCheckpoint()
@@ -210,4 +212,4 @@ def analyze_partitions(events: DataFrame, group_rb: DataFrame, owners: DataFrame
     summary = partition_summary(stats, commits, dups, lost, ovl, owners).localCheckpoint()
     return PartitionTables(summary, dups.orderBy(*PKEY, "offset", "duplicate_ts"),
                            lost.orderBy(*PKEY, "from_offset"), ovl.orderBy(*PKEY, "overlap_from"),
-                           st.orderBy(*PKEY, "from_ts"))
+                           st.select(*STINT_COLUMNS).orderBy(*PKEY, "from_ts"))

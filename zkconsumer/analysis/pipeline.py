@@ -18,7 +18,7 @@ from rich.console import Console
 from . import consumers as consumers_mod
 from . import plots
 from .invariants import InvariantCounts, compute_invariants, count_invariants
-from .partitions import analyze_partitions
+from .partitions import analyze_partitions, stints
 from .progress import Stages
 from .rebalances import analyze_rebalances
 from .report import PREVIEW_ROWS, Report
@@ -105,7 +105,9 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
     bad_preview = print_bad_lines(console, ts) if ts.bad_count else pd.DataFrame()
 
     with st.stage("consumers (events)") as note:
-        base = consumers_mod.basics(ts.events).localCheckpoint(eager=True)
+        dones = ts.control().where(F.col("event") == "rebalance_done").select("group", "consumer", "seq")
+        runs = stints(ts.deliveries(), dones).localCheckpoint(eager=True)
+        base = consumers_mod.basics(ts.rest(), runs).localCheckpoint(eager=True)
         n_consumers = base.count()
         note.append(f"{n_consumers} consumers")
     with st.stage("rebalances") as note:
@@ -113,18 +115,19 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
         n_rb = rb.group_rebalances.count()
         note.append(f"{n_rb} group rebalances")
     with st.stage("partitions") as note:
-        pt = analyze_partitions(ts.events, rb.group_rebalances, rb.ownership, from_zero=from_zero)
+        pt = analyze_partitions(ts.deliveries(), ts.rest(), runs, rb.group_rebalances, rb.ownership,
+                                from_zero=from_zero)
         sums = pt.partitions.agg(
             F.count("*").alias("partitions"), F.sum("duplicate_deliveries").alias("duplicates"),
             F.sum("lost_below_committed").alias("lost_below_committed"), F.sum("lost_gap").alias("lost_gap"),
             F.sum("overlaps").alias("overlaps"), F.sum("deliveries").alias("deliveries")).first()
         res.summary = {k: int(v or 0) for k, v in sums.asDict().items()}
-        resets = offset_resets(ts.events).cache()
+        resets = offset_resets(ts.rest()).cache()
         res.summary.update(consumers=n_consumers, group_rebalances=n_rb, offset_resets=resets.count(),
                            duplicates_of_committed=pt.duplicates.where(~F.col("inside_uncommitted")).count())
         note.append(", ".join(f"{k} {v:,}" for k, v in res.summary.items() if k != "consumers"))
     with st.stage("invariants") as note:
-        inv = compute_invariants(ts.events, ts.lab_events, rb.ownership, pt.duplicates, pt.partitions)
+        inv = compute_invariants(ts.rest(), ts.lab_events, rb.ownership, pt.duplicates, pt.partitions)
         res.invariants = count_invariants(res.summary, inv)
         note.append("all hold" if res.invariants.ok else "; ".join(res.invariants.violations()))
     with st.stage("write tables") as note:
