@@ -196,6 +196,7 @@ class PartitionTables:
     lost: DataFrame
     overlaps: DataFrame
     stints: DataFrame
+    lost_ranges: int = 0  # rows of ``lost`` (ranges, not offsets)
 
 
 def analyze_partitions(deliveries: DataFrame, rest: DataFrame, st: DataFrame, group_rb: DataFrame,
@@ -212,4 +213,4 @@ def analyze_partitions(deliveries: DataFrame, rest: DataFrame, st: DataFrame, gr
     summary = partition_summary(stats, commits, dups, lost, ovl, owners).localCheckpoint()
     return PartitionTables(summary, dups.orderBy(*PKEY, "offset", "duplicate_ts"),
                            lost.orderBy(*PKEY, "from_offset"), ovl.orderBy(*PKEY, "overlap_from"),
-                           st.select(*STINT_COLUMNS).orderBy(*PKEY, "from_ts"))
+                           st.select(*STINT_COLUMNS).orderBy(*PKEY, "from_ts"), lost.count())

@@ -77,6 +77,14 @@ def _pdf(df: DataFrame, limit: int | None = None) -> pd.DataFrame:
     return (df.limit(limit) if limit else df).toPandas()
 
 
+def _written(writer: TableWriter, name: str, df: DataFrame, limit: int | None = None) -> pd.DataFrame:
+    """The first rows of a written table: from the copy the writer collected, else from Spark."""
+    table = writer.tables.get(name)
+    if table is None:
+        return _pdf(df, limit)
+    return (table.slice(0, limit) if limit else table).to_pandas()
+
+
 def print_bad_lines(console: Console, ts: TraceSet) -> pd.DataFrame:
     shown = _pdf(ts.bad, BAD_LINES_SHOWN)
     for r in shown.itertuples(index=False):
@@ -95,7 +103,7 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
     out.mkdir(parents=True, exist_ok=True)
     st = Stages(console, spark)
     res = AnalysisResult(out)
-    writer = TableWriter(out, csv=csv)
+    writer = TableWriter(out, csv=csv, local=True)
 
     with st.stage("read traces") as note:
         work = out / "_work"
@@ -132,6 +140,10 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
         note.append("all hold" if res.invariants.ok else "; ".join(res.invariants.violations()))
     with st.stage("write tables") as note:
         cons = consumers_mod.consumer_table(base, rb.consumer_rebalances, ts.bad, pt.stints)
+        known = {"duplicates": res.summary["duplicates"], "overlaps": res.summary["overlaps"],
+                 "offset_resets": res.summary["offset_resets"], "bad_lines": ts.bad_count,
+                 "duplicates_committed": res.invariants.duplicates_committed,
+                 "commits_backwards": res.invariants.commits_backwards, "lost_offsets": pt.lost_ranges}
         for name, df in [("group_rebalances", rb.group_rebalances), ("consumer_rebalances", rb.consumer_rebalances),
                          ("unowned", rb.unowned), ("ownership", rb.ownership), ("partitions", pt.partitions),
                          ("duplicates", pt.duplicates), ("lost_offsets", pt.lost), ("overlaps", pt.overlaps),
@@ -139,7 +151,7 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
                          ("bad_lines", ts.bad), ("duplicates_committed", inv.duplicates_committed),
                          ("commits_backwards", inv.commits_backwards), ("reowned", inv.reowned),
                          ("faults", inv.faults)]:
-            res.tables[name] = writer.write(name, df, DESCRIPTIONS[name]).rows
+            res.tables[name] = writer.write(name, df, DESCRIPTIONS[name], rows=known.get(name)).rows
         note.append(f"{len(res.tables)} tables → {out / 'tables'}")
     if not plots_and_report:
         res.seconds, res.stages = st.total, st.timings
@@ -147,8 +159,8 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
         return res
     with st.stage("plots") as note:
         img = out / "img"
-        grb = _pdf(rb.group_rebalances)
-        owners = _pdf(rb.ownership)
+        grb = _written(writer, "group_rebalances", rb.group_rebalances)
+        owners = _written(writer, "ownership", rb.ownership)
         dup_counts = _pdf(pt.duplicates.groupBy("group", "rebalance_id").agg(F.count("*").alias("duplicates"))
                           .orderBy("group", F.col("rebalance_id").asc_nulls_first()))
         res.plots = [plots.ownership_timeline(owners, grb, img / "ownership.png", max_plot_partitions),
@@ -157,10 +169,12 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
         note.append(f"{len(res.plots)} PNG → {img}")
     with st.stage("report") as note:
         rep = build_report(trace_dir, ts, res, writer, st, bad_preview, grb, {
-            "partitions": _pdf(pt.partitions, PREVIEW_ROWS), "duplicates": _pdf(pt.duplicates, PREVIEW_ROWS),
-            "lost_offsets": _pdf(pt.lost, PREVIEW_ROWS), "overlaps": _pdf(pt.overlaps, PREVIEW_ROWS),
-            "offset_resets": _pdf(resets, PREVIEW_ROWS),
-            "consumers": _pdf(cons, 50)})
+            "partitions": _written(writer, "partitions", pt.partitions, PREVIEW_ROWS),
+            "duplicates": _written(writer, "duplicates", pt.duplicates, PREVIEW_ROWS),
+            "lost_offsets": _written(writer, "lost_offsets", pt.lost, PREVIEW_ROWS),
+            "overlaps": _written(writer, "overlaps", pt.overlaps, PREVIEW_ROWS),
+            "offset_resets": _written(writer, "offset_resets", resets, PREVIEW_ROWS),
+            "consumers": _written(writer, "consumers", cons, 50)})
         res.report_md, res.report_html = rep.write(out)
         note.append(f"{res.report_md.name}, {res.report_html.name}")
     res.seconds = st.total
