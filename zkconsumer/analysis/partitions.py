@@ -127,13 +127,21 @@ def stints(deliveries: DataFrame, dones: DataFrame) -> DataFrame:
     """Per (partition, consumer, stint): first/last delivery time, records, offsets (STINT_COLUMNS), plus the
     consumer's ``_last_seq`` and ``_file`` there, so that the per-consumer figures need no pass of their own.
 
-    A delivery's stint is the number of its consumer's ``rebalance_done`` lines before it (by ``seq``); the
-    ``dones`` (group, consumer, seq) are few, so each consumer's list of them is broadcast and counted per
-    delivery instead of sorting every delivery by consumer and seq."""
-    marks = dones.groupBy("group", "consumer").agg(F.collect_list("seq").alias("_dones"))
-    before = F.filter(F.coalesce(F.col("_dones"), F.array().cast("array<long>")), lambda s: s < F.col("seq"))
-    d = deliveries.join(F.broadcast(marks), ["group", "consumer"], "left").withColumn(
-        "stint", F.size(before).cast("long"))
+    A delivery's stint is the number of its consumer's ``rebalance_done`` lines before it (by ``seq``). The
+    ``dones`` (group, consumer, seq) are few, so they become a small table of seq ranges, one per stint, and each
+    delivery finds its range in a broadcast join (equal consumer, seq inside the range) instead of a sort of
+    every delivery by consumer and seq."""
+    w = Window.partitionBy("group", "consumer").orderBy("seq")
+    after = dones.select(F.col("group").alias("_g"), F.col("consumer").alias("_c"),
+                         F.row_number().over(w).cast("long").alias("stint"), F.col("seq").alias("_lo"),
+                         F.lead("seq").over(w).alias("_hi"))
+    first = dones.groupBy(F.col("group").alias("_g"), F.col("consumer").alias("_c")).agg(
+        F.lit(0).cast("long").alias("stint"), F.lit(None).cast("long").alias("_lo"), F.min("seq").alias("_hi"))
+    ranges = F.broadcast(after.unionByName(first))
+    inside = ((F.col("_g") == F.col("group")) & (F.col("_c") == F.col("consumer"))
+              & (F.col("_lo").isNull() | (F.col("seq") > F.col("_lo")))
+              & (F.col("_hi").isNull() | (F.col("seq") <= F.col("_hi"))))
+    d = deliveries.join(ranges, inside, "left").withColumn("stint", F.coalesce("stint", F.lit(0).cast("long")))
     return (d.groupBy(*PKEY, "consumer", "stint")
             .agg(F.min("ts").alias("from_ts"), F.max("ts").alias("to_ts"), F.count("*").alias("records"),
                  F.min("offset").alias("min_offset"), F.max("offset").alias("max_offset"),

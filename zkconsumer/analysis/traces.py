@@ -237,15 +237,13 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> Tr
     rebalance, commit and invariant analyses never re-scan the staged trace.
     """
     glob = trace_files(trace_dir)
-    raw = (spark.read.option("recursiveFileLookup", "false").text(glob)
-           .select(F.col("value"), F.col("_metadata.file_name").alias("file"),
-                   F.col("_metadata.file_block_start").alias("_block"),
-                   F.monotonically_increasing_id().alias("_id")))
-    parsed = _parse(raw).withColumn("_ok", _quick_ok(F.col("p")))
+    parsed = _parse(_raw_lines(spark, glob)).withColumn("_ok", _quick_ok(F.col("p")))
     staged = str(Path(work_dir) / "lines.parquet")
     counted = Observation("lines")
+    bad_only = ~F.col("_ok")
     parsed.select(
-        "file", "_block", "_id", "_ok", F.when(~F.col("_ok"), F.col("value")).alias("_text"),
+        "file", F.when(bad_only, F.col("_block")).alias("_block"), F.when(bad_only, F.col("_id")).alias("_id"),
+        "_ok", F.when(bad_only, F.col("value")).alias("_text"),
         *[F.col(f"p.{k}").alias(k) for k in STAGED], F.coalesce("p.mode", F.lit("zookeeper")).alias("mode"),
         F.col("p.error").alias("failure"), F.col("_parts").alias("parts"), F.col("_owned").alias("owned"),
     ).observe(counted, F.count(F.lit(1)).alias("lines"),
@@ -255,7 +253,7 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> Tr
 
     files = _local_files(glob)
     if bad_count or files is None:
-        files, bad_rows = _numbered_bad_rows(spark, rows)
+        files, bad_rows = _numbered_bad_rows(spark, glob, rows)
     bad = _diagnosed(spark, bad_rows) if bad_count else spark.createDataFrame([], BAD_SCHEMA)
     valid = rows.where(F.col("_ok")).drop("_block", "_id", "_ok", "_text")
     lab = F.col("event").isin(*sorted(LAB_EVENTS))
@@ -265,10 +263,21 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> Tr
                     _deliveries=valid.where(F.col("event") == "record_delivered"))
 
 
-def _numbered_bad_rows(spark: SparkSession, rows: DataFrame) -> tuple[int, DataFrame]:
+def _raw_lines(spark: SparkSession, glob: str) -> DataFrame:
+    """The lines with their file, split start and row id; reading the same files again gives the same ids."""
+    return (spark.read.option("recursiveFileLookup", "false").text(glob)
+            .select(F.col("value"), F.col("_metadata.file_name").alias("file"),
+                    F.col("_metadata.file_block_start").alias("_block"),
+                    F.monotonically_increasing_id().alias("_id")))
+
+
+def _numbered_bad_rows(spark: SparkSession, glob: str, rows: DataFrame) -> tuple[int, DataFrame]:
     """(files with lines, bad rows with their 1-based line numbers): counting the rows of every file split
-    gives each split's first line."""
-    blocks = rows.groupBy("file", "_block").agg(F.count("*").alias("n"), F.min("_id").alias("first")).collect()
+    gives each split's first line. Only bad rows keep their split and row id in the staged Parquet (two dense
+    columns fewer to write for every good line), so the splits are counted on the text itself, read again
+    without parsing: the same files in the same session give the same splits and ids."""
+    blocks = (_raw_lines(spark, glob).groupBy("file", "_block")
+              .agg(F.count("*").alias("n"), F.min("_id").alias("first")).collect())
     base, seen = [], {}
     for b in sorted(blocks, key=lambda r: (r["file"], r["_block"])):
         base.append((b["file"], b["_block"], b["first"], seen.get(b["file"], 0)))
