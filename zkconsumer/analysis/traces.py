@@ -15,7 +15,7 @@ from __future__ import annotations
 
 import json
 import os
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 
 from pyspark.sql import Column, DataFrame, Observation, SparkSession
@@ -82,6 +82,8 @@ class TraceSet:
     #: every consumer event but the deliveries, in memory: commits, resets and the rebalance lines
     small: DataFrame | None = None
     _deliveries: DataFrame | None = None
+    #: valid lines per event (lab events included), counted while staging: empty parts cost no Spark job
+    event_counts: dict[str, int] = field(default_factory=dict)
 
     def deliveries(self) -> DataFrame:
         """The ``record_delivered`` lines, read from the staged Parquet (too many to hold in memory)."""
@@ -246,10 +248,12 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> Tr
         "_ok", F.when(bad_only, F.col("value")).alias("_text"),
         *[F.col(f"p.{k}").alias(k) for k in STAGED], F.coalesce("p.mode", F.lit("zookeeper")).alias("mode"),
         F.col("p.error").alias("failure"), F.col("_parts").alias("parts"), F.col("_owned").alias("owned"),
-    ).observe(counted, F.count(F.lit(1)).alias("lines"),
-              F.sum(F.when(~F.col("_ok"), 1).otherwise(0)).alias("bad")).write.mode("overwrite").parquet(staged)
+    ).observe(counted, F.count(F.lit(1)).alias("lines"), F.sum(F.when(~F.col("_ok"), 1).otherwise(0)).alias("bad"),
+              *[F.sum(F.when(F.col("_ok") & (F.col("event") == e), 1).otherwise(0)).alias(e) for e in sorted(EVENTS)]
+              ).write.mode("overwrite").parquet(staged)
     rows = spark.read.parquet(staged)
     lines, bad_count = int(counted.get["lines"] or 0), int(counted.get["bad"] or 0)
+    counts = {e: int(counted.get[e] or 0) for e in sorted(EVENTS)}
 
     files = _local_files(glob)
     if bad_count or files is None:
@@ -259,7 +263,7 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> Tr
     lab = F.col("event").isin(*sorted(LAB_EVENTS))
     small = valid.where(F.col("event") != "record_delivered").localCheckpoint(eager=True)
     return TraceSet(events=valid.where(~lab), bad=bad, files=files, lines=lines, valid=lines - bad_count,
-                    bad_count=bad_count, lab_events=small.where(lab), small=small.where(~lab),
+                    bad_count=bad_count, lab_events=small.where(lab), small=small.where(~lab), event_counts=counts,
                     _deliveries=valid.where(F.col("event") == "record_delivered"))
 
 
