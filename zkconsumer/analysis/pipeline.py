@@ -103,20 +103,22 @@ SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 
 def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: Console,
                  from_zero: bool = False, max_plot_partitions: int = 48, csv: bool = True,
-                 keep_work: bool = False, plots_and_report: bool = True) -> AnalysisResult:
+                 keep_work: bool = False, plots_and_report: bool = True, narrow_small: bool = True) -> AnalysisResult:
     """The whole analysis; ``plots_and_report=False`` stops after the tables (the fault matrix's verdicts).
 
-    The session's shuffle width is restored afterwards (a small trace narrows it)."""
+    ``narrow_small``: a trace under SMALL_TRACE_LINES runs with one shuffle partition (False keeps the session's
+    width, e.g. one the user chose); the session's width is restored afterwards."""
     saved = spark.conf.get(SHUFFLE_PARTITIONS)
     try:
         return _analyse(spark, trace_dir, out_dir, console, from_zero, max_plot_partitions, csv, keep_work,
-                        plots_and_report)
+                        plots_and_report, narrow_small)
     finally:
         spark.conf.set(SHUFFLE_PARTITIONS, saved)
 
 
 def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: Console, from_zero: bool,
-             max_plot_partitions: int, csv: bool, keep_work: bool, plots_and_report: bool) -> AnalysisResult:
+             max_plot_partitions: int, csv: bool, keep_work: bool, plots_and_report: bool,
+             narrow_small: bool) -> AnalysisResult:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     st = Stages(console, spark)
@@ -128,7 +130,7 @@ def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: 
         ts = read_traces(spark, trace_dir, work)
         res.bad_lines, res.lines = ts.bad_count, ts.lines
         note.append(f"{ts.files} files, {ts.lines:,} lines, {ts.bad_count:,} bad")
-        if ts.lines < SMALL_TRACE_LINES:
+        if narrow_small and ts.lines < SMALL_TRACE_LINES:
             spark.conf.set(SHUFFLE_PARTITIONS, "1")
     bad_preview = print_bad_lines(console, ts) if ts.bad_count else pd.DataFrame()
 
