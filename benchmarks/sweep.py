@@ -6,21 +6,31 @@
    both inside Spark tasks at --master (local[2] by default, output discarded with the ``noop`` sink); ratios.
 2. the largest sweep: --scenarios (default 1,000,000) scenarios to Parquet, batched, timed end to end.
 3. analyze: a synthetic trace of --events lines (default 10,000,000; zkconsumer.analysis.synthetic) is
-   generated to a temp dir, then the whole ``analyze`` pipeline runs on it; prints events per second.
+   generated to a temp dir, then the whole ``analyze`` pipeline runs on it; prints events per second. A tiny,
+   lab-sized trace (--tiny-events) runs first: it warms the JVM and measures the fixed cost. With --baseline REF
+   the same traces are also analysed by the code of git ref REF (``git archive`` into a temp dir, run in its own
+   Python and JVM, warmed up the same way) right after, and the row says the ratio and whether every output
+   table (CSV) is byte-identical.
 
 Run: .venv/bin/python benchmarks/sweep.py [--scenarios N] [--events N] [--compare N] [--master local[2]]
+     .venv/bin/python benchmarks/sweep.py --compare 0 --scenarios 0 --baseline main   # analyze, old vs new
 """
 
 from __future__ import annotations
 
 import argparse
+import json
+import os
 import platform
 import shutil
+import subprocess
+import sys
 import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
 
+from rich.console import Console
 from rich.table import Table
 
 from zkconsumer.analysis.pipeline import run_analysis
@@ -41,6 +51,8 @@ def main() -> None:
     ap.add_argument("--changes", type=int, default=3)
     ap.add_argument("--driver-memory", default="4g")
     ap.add_argument("--tmp", default=None, help="where the trace and outputs go (default: a temp dir)")
+    ap.add_argument("--baseline", default=None, metavar="GIT_REF",
+                    help="also analyze with the code of this git ref (e.g. main) and print the ratio")
     args = ap.parse_args()
     console = make_console()
     tmp = Path(args.tmp or tempfile.mkdtemp(prefix="zkc-bench-"))
@@ -65,11 +77,14 @@ def main() -> None:
             table.add_row(f"largest sweep → Parquet ({rows:,} rows)", f"{args.scenarios:,} scenarios",
                           f"{big_s:.1f}", f"{args.scenarios / big_s:,.0f} scenarios/s")
             console.print(table)
+        base = baseline_code(args.baseline, tmp) if args.baseline else None
         if args.tiny_events:  # the fixed cost: a lab run's traces are this small
-            analyze_row(table, spark, console, tmp / "tiny", args.tiny_events, "analyze, tiny trace (fixed cost)")
+            analyze_row(table, spark, console, tmp / "tiny", args.tiny_events, "analyze, tiny trace (fixed cost)",
+                        baseline=base, args=args)
         if args.events:
             analyze_row(table, spark, console, tmp / "big", args.events, "analyze (all stages: tables, plots, report)",
-                        stages=True)
+                        stages=True, baseline=base, args=args,
+                        warm=tmp / "tiny" / "trace" if args.tiny_events else None)
     finally:
         spark.stop()
         if not args.tmp:
@@ -78,12 +93,16 @@ def main() -> None:
 
 
 def analyze_row(table: Table, spark, console, where: Path, events: int, label: str,  # noqa: ANN001
-                stages: bool = False) -> None:
-    """Generate a synthetic trace, analyze it, and add its time, rate and Spark job count to ``table``."""
+                stages: bool = False, baseline: Path | None = None, args=None,  # noqa: ANN001
+                warm: Path | None = None) -> None:
+    """Generate a synthetic trace, analyze it, and add its time, rate and Spark job count to ``table``; with
+    ``baseline`` (a directory holding an older ``zkconsumer``), the same for that code and the ratio."""
     t0 = time.perf_counter()
     lines = generate(where / "trace", events, consumers=8, topics=2, partitions=16, changes=6)
     gen_s = time.perf_counter() - t0
     table.add_row("synthetic trace generation", f"{lines:,} lines", f"{gen_s:.1f}", f"{lines / gen_s:,.0f} lines/s")
+    if warm is None:  # the first analysis of a JVM pays its JIT and class loading: not what is measured
+        run_analysis(spark, str(where / "trace"), where / "report-warm", Console(quiet=True))
     sc = spark.sparkContext
     group = f"bench-analyze-{where.name}"
     sc.setJobGroup(group, label)
@@ -96,6 +115,64 @@ def analyze_row(table: Table, spark, console, where: Path, events: int, label: s
     if stages:
         for name, took, _ in res.stages:
             table.add_row(f"  {name}", "", f"{took:.1f}", "")
+    if baseline is None:
+        return
+    old = run_baseline(baseline, where / "trace", where / "report-baseline", args, warm or where / "trace")
+    same = same_tables(where / "report", where / "report-baseline")
+    table.add_row(f"  same, previous code ({args.baseline}), {old['jobs']} Spark jobs; tables {same}",
+                  f"{lines:,} events", f"{old['seconds']:.1f}",
+                  f"{lines / old['seconds']:,.0f} events/s  (new {old['seconds'] / an_s:.2f}x faster)")
+    if stages:
+        for name, took in old["stages"]:
+            table.add_row(f"    previous: {name}", "", f"{took:.1f}", "")
+
+
+#: Runs in the baseline's own interpreter: warm up on one trace, then time ``analyze`` on another.
+_BASELINE = """
+import json, sys, time, zkconsumer
+from rich.console import Console
+from zkconsumer.analysis.pipeline import run_analysis
+from zkconsumer.analysis.spark import build_session
+trace, out, master, memory, warm = sys.argv[1:6]
+spark = build_session(master, "zkconsumer-bench-baseline", driver_memory=memory)
+quiet = Console(quiet=True)
+run_analysis(spark, warm, out + "-warm", quiet)
+sc = spark.sparkContext
+sc.setJobGroup("baseline", "baseline")
+t0 = time.perf_counter()
+res = run_analysis(spark, trace, out, quiet)
+took = time.perf_counter() - t0
+print(json.dumps({"seconds": took, "jobs": len(sc.statusTracker().getJobIdsForGroup("baseline")),
+                  "stages": [(n, t) for n, t, _ in res.stages], "code": zkconsumer.__file__}))
+spark.stop()
+"""
+
+
+def baseline_code(ref: str, tmp: Path) -> Path:
+    """``git archive`` the zkconsumer package of ``ref`` into a directory (the checkout itself is not touched)."""
+    dest = tmp / f"baseline-{ref.replace('/', '_')}"
+    dest.mkdir(parents=True, exist_ok=True)
+    repo = Path(__file__).resolve().parents[1]
+    archive = subprocess.run(["git", "-C", str(repo), "archive", ref, "zkconsumer"], check=True,
+                             capture_output=True).stdout
+    subprocess.run(["tar", "-x", "-C", str(dest)], input=archive, check=True)
+    return dest
+
+
+def run_baseline(code: Path, trace: Path, out: Path, args, warm: Path) -> dict:  # noqa: ANN001
+    env = {**os.environ, "PYTHONPATH": str(code)}
+    done = subprocess.run([sys.executable, "-c", _BASELINE, str(trace), str(out), args.master, args.driver_memory,
+                           str(warm)], env=env, cwd=code, check=True, capture_output=True, text=True)
+    result = json.loads(done.stdout.strip().splitlines()[-1])
+    assert result["code"].startswith(str(code)), f"baseline ran {result['code']}, not the archived code"
+    return result
+
+
+def same_tables(new: Path, old: Path) -> str:
+    """``identical`` when every CSV table of ``old`` is byte-identical in ``new``; else which differ."""
+    differ = [p.name for p in sorted((old / "tables").glob("*.csv"))
+              if not (new / "tables" / p.name).exists() or (new / "tables" / p.name).read_bytes() != p.read_bytes()]
+    return "identical" if not differ else "DIFFERENT: " + ", ".join(differ)
 
 
 def _timed(fn, *args, **kwargs):  # noqa: ANN001, ANN202

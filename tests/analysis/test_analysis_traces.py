@@ -67,3 +67,32 @@ def test_line_numbers_exact_when_files_are_split(spark, tmp_path):
     assert got == expected
     assert ts.lines == 800 and ts.bad_count == len(expected) and ts.valid == 800 - len(expected)
     assert ts.events.count() == ts.valid
+
+
+def test_per_record_lines_parse_like_the_rest(spark, tmp_path):
+    """Deliveries and commits take the narrow parse (compact JSON, as consumers write it) or the full one (any
+    other spacing); both give the same rows, and a bad per-record field still makes the line bad."""
+    d = tmp_path / "traces"
+    d.mkdir()
+    good = {"v": 1, "ts": 5, "event": "record_delivered", "group": "g", "consumer": "c", "seq": 1, "topic": "t-1",
+            "partition": 3, "offset": 7, "thread": "c-0"}
+    commit = {**good, "event": "offset_committed", "seq": 2, "offset": 8, "store": "kafka", "mode": "coordinator",
+              "generation": 4, "member_id": "m"}
+    compact = [json.dumps(r, separators=(",", ":")) for r in (good, commit)]
+    spaced = [json.dumps({**r, "seq": r["seq"] + 2}) for r in (good, commit)]
+    bad = [json.dumps({**good, "seq": 9, "offset": "x"}, separators=(",", ":")),  # wrong type: bad
+           json.dumps({**good, "seq": 10, "partition": None}, separators=(",", ":")),  # missing: bad
+           '{"v":1,"event":"record_delivered","nested":{"event":"record_delivered"}}']  # missing fields
+    unrelated = json.dumps({**good, "seq": 11, "rebalance": "x"}, separators=(",", ":"))  # ignored (docs)
+    (d / "c.jsonl").write_text("\n".join([*compact, *spaced, *bad, unrelated]) + "\n")
+    ts = read_traces(spark, str(d), tmp_path / "work")
+    rows = {r["seq"]: r.asDict() for r in ts.events.collect()}
+    assert sorted(rows) == [1, 2, 3, 4, 11]
+    keep = ("ts", "event", "group", "consumer", "topic", "partition", "offset", "store", "mode")
+    for a, b in ((1, 3), (2, 4)):
+        assert {k: rows[a][k] for k in keep} == {k: rows[b][k] for k in keep}
+    assert rows[2]["store"] == "kafka" and rows[1]["mode"] == "zookeeper"
+    got = {r["line"]: r["reason"] for r in ts.bad.collect()}
+    assert got == {5: "wrong type for field(s): offset", 6: "missing field(s) for record_delivered: partition",
+                   7: "missing field(s): ts, group, consumer, seq"}
+    assert ts.event_counts["record_delivered"] == 3 and ts.event_counts["offset_committed"] == 2

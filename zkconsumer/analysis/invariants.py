@@ -130,16 +130,24 @@ def fault_summary(lab: DataFrame, reowned: DataFrame) -> DataFrame:
 
 
 def compute_invariants(events: DataFrame, lab: DataFrame | None, owners: DataFrame, dups: DataFrame,
-                       partitions: DataFrame) -> InvariantTables:
+                       partitions: DataFrame, heals: bool = True, injected: bool = True,
+                       duplicates: bool = True) -> InvariantTables:
+    """``heals=False`` (no ``fault_healed`` line), ``injected=False`` (no ``fault_injected``) and
+    ``duplicates=False`` (no duplicate) leave those checks' tables empty without running them: a plan with
+    ``limit(0)`` is answered by the driver, no Spark job."""
     commits = events.where(F.col("event") == "offset_committed").select(
         *PKEY, "consumer", "seq", "ts", "offset", "store")
     resets = events.where(F.col("event") == "offset_reset").select(*PKEY)
     control = events.where(F.col("event") == "session_expired").select("group", "consumer", "ts", "event")
     if lab is None:
         lab = events.limit(0)
-    reowned = reowned_after_heal(lab, owners, control, partitions).cache()
-    return InvariantTables(duplicates_of_committed(dups, commits).cache(), commits_moving_back(commits, resets).cache(),
-                           reowned, fault_summary(lab, reowned).cache())
+    reowned = reowned_after_heal(lab, owners, control, partitions)
+    reowned = reowned.cache() if heals else reowned.limit(0)
+    faults = fault_summary(lab, reowned)
+    dup_committed = duplicates_of_committed(dups, commits)
+    return InvariantTables(dup_committed.cache() if duplicates else dup_committed.limit(0),
+                           commits_moving_back(commits, resets).cache(), reowned,
+                           faults.cache() if heals or injected else faults.limit(0))
 
 
 def count_invariants(summary: dict[str, int], tables: InvariantTables) -> InvariantCounts:

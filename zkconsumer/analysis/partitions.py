@@ -1,11 +1,16 @@
 """What each partition's records went through: duplicates, lost offsets, overlapping delivery.
 
-These read every ``record_delivered`` line, so they are the heavy part of ``analyze``. Duplicates and loss
-share one pass: deliveries sorted by offset within their (group, topic, partition); an offset equal to the
-previous one is an extra delivery, a jump of more than one is a gap. Overlap needs the deliveries of a
-consumer cut into *stints* (between two of its ``rebalance_done`` lines): the [first, last] delivery time of
-each stint is that consumer's ownership as its deliveries show it; stints of different consumers on the same
-partition that intersect are overlaps (inclusive: two deliveries in the same millisecond overlap).
+These read every ``record_delivered`` line, so they are the heavy part of ``analyze``; each pass over the
+deliveries is one Spark job and nothing trace-sized is cached. Duplicates and loss share one sort: deliveries
+in offset order within their (group, topic, partition); an offset equal to the previous one is an extra
+delivery, a jump of more than one is a gap. Only those *irregular* rows leave the sort (a few per rebalance),
+and everything else about them (how often the offset was delivered, its first delivery) is computed from them.
+Overlap needs the deliveries of a consumer cut into *stints* (between two of its ``rebalance_done`` lines): the
+[first, last] delivery time of each stint is that consumer's ownership as its deliveries show it; stints of
+different consumers on the same partition that intersect are overlaps (inclusive: two deliveries in the same
+millisecond overlap). A delivery's stint is looked up in its consumer's (few) ``rebalance_done`` positions, a
+broadcast join, so stints are a hash aggregation rather than a second sort of every delivery; per-partition
+counts come from the stints.
 """
 
 from __future__ import annotations
@@ -35,21 +40,27 @@ def attach_rebalance(df: DataFrame, ts_col: str, group_rb: DataFrame, name: str 
     return both.where(F.col("_k") == 1).select(*cols, name)
 
 
-def sorted_deliveries(deliveries: DataFrame) -> DataFrame:
-    """Deliveries with the previous delivery of the same partition in offset order (then time)."""
+def irregular_deliveries(deliveries: DataFrame) -> DataFrame:
+    """The deliveries that are not the next offset after the previous one (same partition, offset order, then
+    time): extra deliveries (``offset == prev_offset``) and the deliveries after a gap. One sort of every
+    delivery; the result is small (it grows with duplicates and gaps, not with the trace)."""
     w = Window.partitionBy(*PKEY).orderBy("offset", "ts", "consumer", "seq")
-    peers = Window.partitionBy(*PKEY).orderBy("offset").rangeBetween(0, 0)
-    return deliveries.select(
+    sd = deliveries.select(
         *PKEY, "offset", "ts", "consumer",
         F.lag("offset").over(w).alias("prev_offset"), F.lag("ts").over(w).alias("prev_ts"),
-        F.lag("consumer").over(w).alias("prev_consumer"),
-        F.count("*").over(peers).alias("deliveries"), F.min("ts").over(peers).alias("first_ts"))
+        F.lag("consumer").over(w).alias("prev_consumer"))
+    return sd.where((F.col("offset") == F.col("prev_offset")) | (F.col("offset") > F.col("prev_offset") + 1))
 
 
-def duplicates(sorted_d: DataFrame, group_rb: DataFrame) -> DataFrame:
-    """One row per extra delivery of an offset, with the group rebalance during/after which it happened."""
-    dups = sorted_d.where(F.col("offset") == F.col("prev_offset")).select(
-        *PKEY, "offset", "deliveries", "first_ts", F.col("prev_consumer").alias("previous_consumer"),
+def duplicates(irregular: DataFrame, group_rb: DataFrame) -> DataFrame:
+    """One row per extra delivery of an offset, with the group rebalance during/after which it happened.
+
+    An offset delivered k times has k - 1 extra-delivery rows, so ``deliveries`` is their count + 1 and its
+    first delivery time is their smallest ``prev_ts`` (the first row's ``prev_ts`` is the first delivery)."""
+    per_offset = Window.partitionBy(*PKEY, "offset")
+    dups = irregular.where(F.col("offset") == F.col("prev_offset")).select(
+        *PKEY, "offset", (F.count("*").over(per_offset) + 1).alias("deliveries"),
+        F.min("prev_ts").over(per_offset).alias("first_ts"), F.col("prev_consumer").alias("previous_consumer"),
         F.col("prev_ts").alias("previous_ts"), F.col("consumer").alias("duplicate_consumer"),
         F.col("ts").alias("duplicate_ts"))
     return attach_rebalance(dups, "duplicate_ts", group_rb)
@@ -75,17 +86,17 @@ def committed_at(dups: DataFrame, commits: DataFrame) -> DataFrame:
          ).alias("inside_uncommitted"))
 
 
-def lost_offsets(sorted_d: DataFrame, commits: DataFrame, from_zero: bool) -> DataFrame:
+def lost_offsets(irregular: DataFrame, stats: DataFrame, commits: DataFrame, from_zero: bool) -> DataFrame:
     """Offset ranges no line delivered: gaps between delivered offsets, and below the highest commit.
 
     The expected range of a partition starts at its first delivered offset (or 0 with ``from_zero``) and
     ends below max(highest committed offset, last delivered + 1). Ranges are split at the committed offset:
-    ``below_committed`` ranges were committed as consumed yet never delivered.
+    ``below_committed`` ranges were committed as consumed yet never delivered. ``stats`` has each partition's
+    ``lo`` and ``hi`` delivered offsets.
     """
-    inner = sorted_d.where(F.col("offset") > F.col("prev_offset") + 1).select(
+    inner = irregular.where(F.col("offset") > F.col("prev_offset") + 1).select(
         *PKEY, (F.col("prev_offset") + 1).alias("from_offset"), (F.col("offset") - 1).alias("to_offset"),
         F.col("ts").alias("next_delivery_ts"))
-    stats = sorted_d.groupBy(*PKEY).agg(F.min("offset").alias("lo"), F.max("offset").alias("hi"))
     hw = commits.groupBy(*PKEY).agg(F.max("offset").alias("committed"))
     s = stats.join(hw, PKEY, "full_outer")
     null_ts = F.lit(None).cast("long").alias("next_delivery_ts")
@@ -109,15 +120,39 @@ def lost_offsets(sorted_d: DataFrame, commits: DataFrame, from_zero: bool) -> Da
     return out.withColumn("count", F.col("to_offset") - F.col("from_offset") + 1)
 
 
-def stints(deliveries_with_done: DataFrame) -> DataFrame:
-    """Per (partition, consumer, stint): first/last delivery time, records, offsets."""
-    w = Window.partitionBy("group", "consumer").orderBy("seq").rowsBetween(Window.unboundedPreceding, 0)
-    d = deliveries_with_done.withColumn(
-        "stint", F.sum(F.when(F.col("event") == "rebalance_done", 1).otherwise(0)).over(w))
-    return (d.where(F.col("event") == "record_delivered")
-            .groupBy(*PKEY, "consumer", "stint")
+STINT_COLUMNS = [*PKEY, "consumer", "stint", "from_ts", "to_ts", "records", "min_offset", "max_offset"]
+
+
+def stints(deliveries: DataFrame, dones: DataFrame) -> DataFrame:
+    """Per (partition, consumer, stint): first/last delivery time, records, offsets (STINT_COLUMNS), plus the
+    consumer's ``_last_seq`` and ``_file`` there, so that the per-consumer figures need no pass of their own.
+
+    A delivery's stint is the number of its consumer's ``rebalance_done`` lines before it (by ``seq``). The
+    ``dones`` (group, consumer, seq) are few, so they become a small table of seq ranges, one per stint, and each
+    delivery finds its range in a broadcast join (equal consumer, seq inside the range) instead of a sort of
+    every delivery by consumer and seq."""
+    w = Window.partitionBy("group", "consumer").orderBy("seq")
+    after = dones.select(F.col("group").alias("_g"), F.col("consumer").alias("_c"),
+                         F.row_number().over(w).cast("long").alias("stint"), F.col("seq").alias("_lo"),
+                         F.lead("seq").over(w).alias("_hi"))
+    first = dones.groupBy(F.col("group").alias("_g"), F.col("consumer").alias("_c")).agg(
+        F.lit(0).cast("long").alias("stint"), F.lit(None).cast("long").alias("_lo"), F.min("seq").alias("_hi"))
+    ranges = F.broadcast(after.unionByName(first))
+    inside = ((F.col("_g") == F.col("group")) & (F.col("_c") == F.col("consumer"))
+              & (F.col("_lo").isNull() | (F.col("seq") > F.col("_lo")))
+              & (F.col("_hi").isNull() | (F.col("seq") <= F.col("_hi"))))
+    d = deliveries.join(ranges, inside, "left").withColumn("stint", F.coalesce("stint", F.lit(0).cast("long")))
+    return (d.groupBy(*PKEY, "consumer", "stint")
             .agg(F.min("ts").alias("from_ts"), F.max("ts").alias("to_ts"), F.count("*").alias("records"),
-                 F.min("offset").alias("min_offset"), F.max("offset").alias("max_offset")))
+                 F.min("offset").alias("min_offset"), F.max("offset").alias("max_offset"),
+                 F.max("seq").alias("_last_seq"), F.min("file").alias("_file")))
+
+
+def partition_deliveries(st: DataFrame) -> DataFrame:
+    """Per partition, from its stints: deliveries, lowest and highest offset, consumers that delivered it."""
+    return st.groupBy(*PKEY).agg(
+        F.sum("records").alias("deliveries"), F.min("min_offset").alias("lo"), F.max("max_offset").alias("hi"),
+        F.countDistinct("consumer").alias("delivering_consumers"))
 
 
 def overlaps(st: DataFrame, group_rb: DataFrame) -> DataFrame:
@@ -136,15 +171,17 @@ def overlaps(st: DataFrame, group_rb: DataFrame) -> DataFrame:
     return attach_rebalance(pairs, "overlap_from", group_rb)
 
 
-def partition_summary(sorted_d: DataFrame, commits: DataFrame, dups: DataFrame, lost: DataFrame,
+def partition_summary(stats: DataFrame, commits: DataFrame, dups: DataFrame, lost: DataFrame,
                       ovl: DataFrame, owners: DataFrame) -> DataFrame:
-    """One row per partition: deliveries, offsets, commit, duplicates, loss, overlaps, owners."""
-    d = sorted_d.groupBy(*PKEY).agg(
-        F.count("*").alias("deliveries"), F.countDistinct("offset").alias("distinct_offsets"),
-        F.min("offset").alias("min_offset"), F.max("offset").alias("max_offset"),
-        F.countDistinct("consumer").alias("delivering_consumers"))
-    c = commits.groupBy(*PKEY).agg(F.max("offset").alias("committed"))
+    """One row per partition: deliveries, offsets, commit, duplicates, loss, overlaps, owners.
+
+    Every extra delivery repeats an offset, so the distinct offsets are the deliveries minus the duplicates."""
     du = dups.groupBy(*PKEY).agg(F.count("*").alias("duplicate_deliveries"))
+    d = stats.join(du, PKEY, "left").select(
+        *PKEY, "deliveries",
+        (F.col("deliveries") - F.coalesce(F.col("duplicate_deliveries"), F.lit(0))).alias("distinct_offsets"),
+        F.col("lo").alias("min_offset"), F.col("hi").alias("max_offset"), "delivering_consumers")
+    c = commits.groupBy(*PKEY).agg(F.max("offset").alias("committed"))
     lo = lost.groupBy(*PKEY).agg(
         F.sum(F.when(F.col("kind") == "below_committed", F.col("count")).otherwise(0)).alias("lost_below_committed"),
         F.sum(F.when(F.col("kind") == "gap", F.col("count")).otherwise(0)).alias("lost_gap"))
@@ -167,20 +204,21 @@ class PartitionTables:
     lost: DataFrame
     overlaps: DataFrame
     stints: DataFrame
+    lost_ranges: int = 0  # rows of ``lost`` (ranges, not offsets)
 
 
-def analyze_partitions(events: DataFrame, group_rb: DataFrame, owners: DataFrame,
-                       from_zero: bool = False) -> PartitionTables:
-    deliveries = events.where(F.col("event") == "record_delivered").select(
-        "group", "consumer", "seq", "ts", "topic", "partition", "offset")
-    commits = events.where(F.col("event") == "offset_committed").select(*PKEY, "offset", "ts").cache()
-    sd = sorted_deliveries(deliveries).cache()
-    dups = committed_at(duplicates(sd, group_rb), commits).cache()
-    lost = lost_offsets(sd, commits, from_zero).cache()
-    st = stints(events.where(F.col("event").isin("record_delivered", "rebalance_done")).select(
-        "group", "consumer", "seq", "ts", "event", "topic", "partition", "offset")).cache()
-    ovl = overlaps(st, group_rb).cache()
-    summary = partition_summary(sd, commits, dups, lost, ovl, owners)
+def analyze_partitions(deliveries: DataFrame, rest: DataFrame, st: DataFrame, group_rb: DataFrame,
+                       owners: DataFrame, from_zero: bool = False) -> PartitionTables:
+    """``deliveries`` are read once more here (the offset sort); ``rest`` (every other event) and the stints
+    ``st`` are small. Every table built is small and checkpointed, so writing, counting and previewing it never
+    re-reads the trace."""
+    commits = rest.where(F.col("event") == "offset_committed").select(*PKEY, "offset", "ts")
+    stats = partition_deliveries(st)
+    irr = irregular_deliveries(deliveries).localCheckpoint()
+    dups = committed_at(duplicates(irr, group_rb), commits).localCheckpoint()
+    lost = lost_offsets(irr, stats, commits, from_zero).localCheckpoint()
+    ovl = overlaps(st, group_rb).localCheckpoint()
+    summary = partition_summary(stats, commits, dups, lost, ovl, owners).localCheckpoint()
     return PartitionTables(summary, dups.orderBy(*PKEY, "offset", "duplicate_ts"),
                            lost.orderBy(*PKEY, "from_offset"), ovl.orderBy(*PKEY, "overlap_from"),
-                           st.orderBy(*PKEY, "from_ts"))
+                           st.select(*STINT_COLUMNS).orderBy(*PKEY, "from_ts"), lost.count())

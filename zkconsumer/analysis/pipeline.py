@@ -18,7 +18,7 @@ from rich.console import Console
 from . import consumers as consumers_mod
 from . import plots
 from .invariants import InvariantCounts, compute_invariants, count_invariants
-from .partitions import analyze_partitions
+from .partitions import analyze_partitions, stints
 from .progress import Stages
 from .rebalances import analyze_rebalances
 from .report import PREVIEW_ROWS, Report
@@ -77,6 +77,14 @@ def _pdf(df: DataFrame, limit: int | None = None) -> pd.DataFrame:
     return (df.limit(limit) if limit else df).toPandas()
 
 
+def _written(writer: TableWriter, name: str, df: DataFrame, limit: int | None = None) -> pd.DataFrame:
+    """The first rows of a written table: from the copy the writer collected, else from Spark."""
+    table = writer.tables.get(name)
+    if table is None:
+        return _pdf(df, limit)
+    return (table.slice(0, limit) if limit else table).to_pandas()
+
+
 def print_bad_lines(console: Console, ts: TraceSet) -> pd.DataFrame:
     shown = _pdf(ts.bad, BAD_LINES_SHOWN)
     for r in shown.itertuples(index=False):
@@ -87,25 +95,49 @@ def print_bad_lines(console: Console, ts: TraceSet) -> pd.DataFrame:
     return shown
 
 
+#: A trace this short (a lab run's) is analysed with one shuffle partition: its per-task and per-stage costs,
+#: not its data, are what takes time.
+SMALL_TRACE_LINES = 200_000
+SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+
+
 def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: Console,
                  from_zero: bool = False, max_plot_partitions: int = 48, csv: bool = True,
-                 keep_work: bool = False, plots_and_report: bool = True) -> AnalysisResult:
-    """The whole analysis; ``plots_and_report=False`` stops after the tables (the fault matrix's verdicts)."""
+                 keep_work: bool = False, plots_and_report: bool = True, narrow_small: bool = True) -> AnalysisResult:
+    """The whole analysis; ``plots_and_report=False`` stops after the tables (the fault matrix's verdicts).
+
+    ``narrow_small``: a trace under SMALL_TRACE_LINES runs with one shuffle partition (False keeps the session's
+    width, e.g. one the user chose); the session's width is restored afterwards."""
+    saved = spark.conf.get(SHUFFLE_PARTITIONS)
+    try:
+        return _analyse(spark, trace_dir, out_dir, console, from_zero, max_plot_partitions, csv, keep_work,
+                        plots_and_report, narrow_small)
+    finally:
+        spark.conf.set(SHUFFLE_PARTITIONS, saved)
+
+
+def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: Console, from_zero: bool,
+             max_plot_partitions: int, csv: bool, keep_work: bool, plots_and_report: bool,
+             narrow_small: bool) -> AnalysisResult:
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     st = Stages(console, spark)
     res = AnalysisResult(out)
-    writer = TableWriter(out, csv=csv)
+    writer = TableWriter(out, csv=csv, local=True)
 
     with st.stage("read traces") as note:
         work = out / "_work"
         ts = read_traces(spark, trace_dir, work)
         res.bad_lines, res.lines = ts.bad_count, ts.lines
         note.append(f"{ts.files} files, {ts.lines:,} lines, {ts.bad_count:,} bad")
+        if narrow_small and ts.lines < SMALL_TRACE_LINES:
+            spark.conf.set(SHUFFLE_PARTITIONS, "1")
     bad_preview = print_bad_lines(console, ts) if ts.bad_count else pd.DataFrame()
 
     with st.stage("consumers (events)") as note:
-        base = consumers_mod.basics(ts.events).localCheckpoint(eager=True)
+        dones = ts.control().where(F.col("event") == "rebalance_done").select("group", "consumer", "seq")
+        runs = stints(ts.deliveries(), dones).localCheckpoint(eager=True)
+        base = consumers_mod.basics(ts.rest(), runs).localCheckpoint(eager=True)
         n_consumers = base.count()
         note.append(f"{n_consumers} consumers")
     with st.stage("rebalances") as note:
@@ -113,22 +145,32 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
         n_rb = rb.group_rebalances.count()
         note.append(f"{n_rb} group rebalances")
     with st.stage("partitions") as note:
-        pt = analyze_partitions(ts.events, rb.group_rebalances, rb.ownership, from_zero=from_zero)
+        pt = analyze_partitions(ts.deliveries(), ts.rest(), runs, rb.group_rebalances, rb.ownership,
+                                from_zero=from_zero)
         sums = pt.partitions.agg(
             F.count("*").alias("partitions"), F.sum("duplicate_deliveries").alias("duplicates"),
             F.sum("lost_below_committed").alias("lost_below_committed"), F.sum("lost_gap").alias("lost_gap"),
             F.sum("overlaps").alias("overlaps"), F.sum("deliveries").alias("deliveries")).first()
         res.summary = {k: int(v or 0) for k, v in sums.asDict().items()}
-        resets = offset_resets(ts.events).cache()
-        res.summary.update(consumers=n_consumers, group_rebalances=n_rb, offset_resets=resets.count(),
-                           duplicates_of_committed=pt.duplicates.where(~F.col("inside_uncommitted")).count())
+        n = ts.event_counts
+        resets = offset_resets(ts.rest())
+        resets = resets.cache() if n["offset_reset"] else resets.limit(0)
+        res.summary.update(consumers=n_consumers, group_rebalances=n_rb, offset_resets=n["offset_reset"],
+                           duplicates_of_committed=pt.duplicates.where(~F.col("inside_uncommitted")).count()
+                           if res.summary["duplicates"] else 0)
         note.append(", ".join(f"{k} {v:,}" for k, v in res.summary.items() if k != "consumers"))
     with st.stage("invariants") as note:
-        inv = compute_invariants(ts.events, ts.lab_events, rb.ownership, pt.duplicates, pt.partitions)
+        inv = compute_invariants(ts.rest(), ts.lab_events, rb.ownership, pt.duplicates, pt.partitions,
+                                 heals=n["fault_healed"] > 0, injected=n["fault_injected"] > 0,
+                                 duplicates=res.summary["duplicates"] > 0)
         res.invariants = count_invariants(res.summary, inv)
         note.append("all hold" if res.invariants.ok else "; ".join(res.invariants.violations()))
     with st.stage("write tables") as note:
-        cons = consumers_mod.consumer_table(base, rb.consumer_rebalances, ts.bad)
+        cons = consumers_mod.consumer_table(base, rb.consumer_rebalances, ts.bad, pt.stints)
+        known = {"duplicates": res.summary["duplicates"], "overlaps": res.summary["overlaps"],
+                 "offset_resets": res.summary["offset_resets"], "bad_lines": ts.bad_count,
+                 "duplicates_committed": res.invariants.duplicates_committed,
+                 "commits_backwards": res.invariants.commits_backwards, "lost_offsets": pt.lost_ranges}
         for name, df in [("group_rebalances", rb.group_rebalances), ("consumer_rebalances", rb.consumer_rebalances),
                          ("unowned", rb.unowned), ("ownership", rb.ownership), ("partitions", pt.partitions),
                          ("duplicates", pt.duplicates), ("lost_offsets", pt.lost), ("overlaps", pt.overlaps),
@@ -136,7 +178,7 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
                          ("bad_lines", ts.bad), ("duplicates_committed", inv.duplicates_committed),
                          ("commits_backwards", inv.commits_backwards), ("reowned", inv.reowned),
                          ("faults", inv.faults)]:
-            res.tables[name] = writer.write(name, df, DESCRIPTIONS[name]).rows
+            res.tables[name] = writer.write(name, df, DESCRIPTIONS[name], rows=known.get(name)).rows
         note.append(f"{len(res.tables)} tables → {out / 'tables'}")
     if not plots_and_report:
         res.seconds, res.stages = st.total, st.timings
@@ -144,8 +186,8 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
         return res
     with st.stage("plots") as note:
         img = out / "img"
-        grb = _pdf(rb.group_rebalances)
-        owners = _pdf(rb.ownership)
+        grb = _written(writer, "group_rebalances", rb.group_rebalances)
+        owners = _written(writer, "ownership", rb.ownership)
         dup_counts = _pdf(pt.duplicates.groupBy("group", "rebalance_id").agg(F.count("*").alias("duplicates"))
                           .orderBy("group", F.col("rebalance_id").asc_nulls_first()))
         res.plots = [plots.ownership_timeline(owners, grb, img / "ownership.png", max_plot_partitions),
@@ -154,10 +196,12 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
         note.append(f"{len(res.plots)} PNG → {img}")
     with st.stage("report") as note:
         rep = build_report(trace_dir, ts, res, writer, st, bad_preview, grb, {
-            "partitions": _pdf(pt.partitions, PREVIEW_ROWS), "duplicates": _pdf(pt.duplicates, PREVIEW_ROWS),
-            "lost_offsets": _pdf(pt.lost, PREVIEW_ROWS), "overlaps": _pdf(pt.overlaps, PREVIEW_ROWS),
-            "offset_resets": _pdf(resets, PREVIEW_ROWS),
-            "consumers": _pdf(cons, 50)})
+            "partitions": _written(writer, "partitions", pt.partitions, PREVIEW_ROWS),
+            "duplicates": _written(writer, "duplicates", pt.duplicates, PREVIEW_ROWS),
+            "lost_offsets": _written(writer, "lost_offsets", pt.lost, PREVIEW_ROWS),
+            "overlaps": _written(writer, "overlaps", pt.overlaps, PREVIEW_ROWS),
+            "offset_resets": _written(writer, "offset_resets", resets, PREVIEW_ROWS),
+            "consumers": _written(writer, "consumers", cons, 50)})
         res.report_md, res.report_html = rep.write(out)
         note.append(f"{res.report_md.name}, {res.report_html.name}")
     res.seconds = st.total

@@ -56,7 +56,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     owns, spark = start_spark(args, "zkconsumer-analyze")
     try:
         res = run_analysis(spark, args.trace_dir, args.out, console, from_zero=args.from_zero,
-                           max_plot_partitions=args.max_plot_partitions, csv=not args.no_csv)
+                           max_plot_partitions=args.max_plot_partitions, csv=not args.no_csv,
+                           narrow_small=args.shuffle_partitions is None)
     except TraceInputError as e:
         raise CliError(str(e), code=2) from None
     finally:
