@@ -11,11 +11,15 @@ from __future__ import annotations
 import logging
 import queue
 import threading
+import time
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from .assignors import TopicPartition
 from .offsets import INVALID_OFFSET
+
+#: how long one assign() may spend asking the broker where auto.offset.reset puts new partitions
+RESOLVE_BUDGET_S = 1.0
 
 log = logging.getLogger(__name__)
 
@@ -93,6 +97,10 @@ class Fetcher:
         Kafka's fetcher when it takes a partition, we ask the broker now, so the next commit can record it."""
         wanted = dict(positions)
         resolved: dict[TopicPartition, int] = {}
+        # The rebalance waits for this: with the broker down, asking it for each partition in turn (up to
+        # socket.timeout.ms each) would hold the group's next rebalance for as long. What is not resolved within
+        # the budget is resolved by the fetch itself, as Kafka's fetcher does.
+        deadline = time.monotonic() + min(RESOLVE_BUDGET_S, self._settings["request_timeout_ms"] / 1000.0)
 
         def apply(consumer) -> None:
             from kafka import TopicPartition as KTP
@@ -113,8 +121,11 @@ class Fetcher:
                     consumer.seek_to_beginning(ktp)
                 else:
                     consumer.seek_to_end(ktp)
+                remaining_ms = int((deadline - time.monotonic()) * 1000)
                 try:
-                    position = consumer.position(ktp, timeout_ms=self._settings["request_timeout_ms"])
+                    if remaining_ms <= 0:
+                        raise TimeoutError(f"no answer within {RESOLVE_BUDGET_S:.0f} s for the partitions before it")
+                    position = consumer.position(ktp, timeout_ms=remaining_ms)
                 except Exception as e:  # noqa: BLE001 - unknown for now: the first record tells
                     log.warning("could not resolve the start position of %s: %s", tp, e)
                     position = None
