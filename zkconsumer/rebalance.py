@@ -857,34 +857,39 @@ class Rebalancer:
         self._claim_token = token = object()
         deadline = time.monotonic() + max(self.c.config.rebalance_backoff_ms / 1000.0, 0.5)
 
-        def freed(tp: TopicPartition):
-            def watch(event) -> None:  # deleted, overwritten, or the connection dropped: look again
-                if self._claim_token is token:
-                    with cond:
-                        ready.add(tp)
-                        cond.notify_all()
-            return watch
-
         def path(tp: TopicPartition) -> str:
             return self.paths.owner(tp.topic, tp.partition)
 
         def mark_ready(tp: TopicPartition) -> None:
             with cond:
                 ready.add(tp)
+                cond.notify_all()
+
+        def freed(tp: TopicPartition):
+            def watch(event) -> None:  # deleted, overwritten, or the connection dropped: look again
+                if self._claim_token is token:
+                    mark_ready(tp)
+            return watch
+
+        def create(tp: TopicPartition):
+            return zk.create_async(path(tp), layout.encode_owner(todo[tp]), ephemeral=True)
+
+        def take_ready() -> list[TopicPartition]:  # with cond held
+            batch = sorted(tp for tp in ready if tp in todo)
+            ready.clear()
+            return batch
 
         try:
             while todo:
                 with cond:
-                    batch = sorted(tp for tp in ready if tp in todo)
-                    ready.clear()
+                    batch = take_ready()
                     while not batch and not look:
                         remaining = deadline - time.monotonic()
                         if self._triggered or self._stopping.is_set() or remaining <= 0:
                             raise _GiveUp  # a changed group, a shutdown, or too long: recompute
                         with self.clock.phase("owner_wait"):
                             cond.wait(min(remaining, 0.5))
-                        batch = sorted(tp for tp in ready if tp in todo)
-                        ready.clear()
+                        batch = take_ready()
                 if time.monotonic() > deadline:
                     raise _GiveUp
                 for topic in {tp.topic for tp in batch}:
@@ -895,8 +900,7 @@ class Rebalancer:
                     for tp in batch:
                         txn.create(path(tp), layout.encode_owner(todo[tp]), ephemeral=True)
                     multi = txn.commit_async()
-                singles = [] if multi is not None else [
-                    (tp, zk.create_async(path(tp), layout.encode_owner(todo[tp]), ephemeral=True)) for tp in batch]
+                singles = [] if multi is not None else [(tp, create(tp)) for tp in batch]
                 reads = [(tp, zk.get_async(path(tp), watch=freed(tp))) for tp in look]
                 look = []
                 after_send()  # our own release, sent before these, completes meanwhile
@@ -911,8 +915,7 @@ class Rebalancer:
                             if isinstance(r, NoAuthError):  # an owners/<t> whose ACL excludes us: waiting cannot help
                                 raise NotAuthorized(path(tp), "create")
                         # Nothing was created: one node was taken after all. Node by node, to learn which.
-                        singles = [(tp, zk.create_async(path(tp), layout.encode_owner(todo[tp]), ephemeral=True))
-                                   for tp in batch]
+                        singles = [(tp, create(tp)) for tp in batch]
                 for tp, result in singles:
                     try:
                         result.get()
@@ -942,11 +945,10 @@ class Rebalancer:
             for tp in decision:
                 self._strays.pop(path(tp), None)
             return True
-        except _GiveUp:
+        except BaseException as e:
             self._undo_claims({tp: decision[tp] for tp in created})
-            return False
-        except BaseException:
-            self._undo_claims({tp: decision[tp] for tp in created})
+            if isinstance(e, _GiveUp):
+                return False
             raise
         finally:
             self._claim_token = None
