@@ -7,9 +7,13 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from kazoo.client import KazooClient
+from kazoo.exceptions import KazooException
+from kazoo.handlers.threading import KazooTimeoutError
+
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.connector import ConsumerTimeout, ZookeeperConsumerConnector
-from zkconsumer.registry import connect
+from zkconsumer.registry import connect, split_connect
 
 
 def wait_until(condition: Callable[[], Any], timeout: float = 20.0, interval: float = 0.02,
@@ -36,6 +40,32 @@ def fresh_chroot(connect_string: str, test_name: str) -> str:
         client.stop()
         client.close()
     return connect_string + chroot
+
+
+def expire_session(zk_connect: str, client_id: tuple[int, bytes], expired: Callable[[], Any],
+                   attempts: int = 5) -> None:
+    """Expire the session ``client_id`` the way kazoo's docs do: open it from a second client and close it there.
+
+    Opening it moves the session's connection to the twin, which can make its owner reconnect and take it back
+    before the twin's close request goes out; so the twin connects without a chroot (no ``exists("/")`` round trip
+    to lose) and the whole move is retried until ``expired()`` holds.
+    """
+    hosts, _chroot = split_connect(zk_connect)
+    for _ in range(attempts):
+        twin = KazooClient(hosts=hosts, client_id=client_id)
+        try:
+            twin.start(10)
+        except (KazooException, KazooTimeoutError):
+            pass  # the owner took the session back first; try again
+        finally:
+            twin.stop()
+            twin.close()
+        try:
+            wait_until(expired, timeout=6.0, message="the session to expire")
+            return
+        except AssertionError:
+            continue
+    raise AssertionError(f"session 0x{client_id[0]:x} did not expire after {attempts} attempts")
 
 
 def consumer(zk_connect: str, group: str, consumer_id: str | None = None, fetch: bool = False,

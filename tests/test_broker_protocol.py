@@ -8,12 +8,12 @@ import time
 from collections.abc import Iterator
 
 import pytest
+from helpers import expire_session
 from kafka.protocol.admin import DescribeConfigsRequest
 from kafka.protocol.consumer import FetchRequest, ListOffsetsRequest
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
-from kazoo.client import KazooClient
 
 from zkconsumer import layout
 from zkconsumer.broker import Broker
@@ -98,13 +98,7 @@ def test_stop_removes_the_registration(zk_connect: str, registry: Registry) -> N
 
 def test_reregisters_after_session_expiry(broker: Broker, registry: Registry, zk_connect: str) -> None:
     old_session = broker.zk.client_id
-    hosts, chroot = split_connect(zk_connect)
-    # Kazoo's way to expire a session: open it from a second client and close it there.
-    intruder = KazooClient(hosts=hosts + chroot, client_id=old_session)
-    intruder.start()
-    intruder.stop()
-    intruder.close()
-    wait_until(lambda: (broker.zk.client_id or old_session)[0] != old_session[0], what="a new session")
+    expire_session(zk_connect, old_session, lambda: (broker.zk.client_id or old_session)[0] != old_session[0])
 
     def registered_by_new_session() -> bool:
         stat = registry.zk.exists("/brokers/ids/0")

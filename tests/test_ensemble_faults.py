@@ -31,9 +31,8 @@ from collections.abc import Callable, Iterator
 from typing import Any
 
 import pytest
-from helpers import consumer, fresh_chroot, wait_until
+from helpers import consumer, expire_session, fresh_chroot, wait_until
 from kafka import KafkaProducer
-from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 
 from zkconsumer.broker import Broker
@@ -429,10 +428,7 @@ def test_trace_tells_a_new_session_from_the_same_one(zk: ZooKeeperServer, zk_con
         a.create_message_streams({"t": 1})
         old_session = session_of(a)
         # Expire a's session on the ensemble: a second client on the same session id and password, closed.
-        twin = KazooClient(hosts=zk_connect, client_id=a.zk.client_id)
-        twin.start(10)
-        twin.stop()
-        twin.close()
+        expire_session(zk_connect, a.zk.client_id, lambda: session_of(a) not in (None, old_session))
         wait_until(lambda: session_of(a) not in (None, old_session) and a.connected.is_set()
                    and settled(registry, "g", {"t-0": "g_a-0"}, a), message="a re-registered on a new session")
         names = [e["event"] for e in trace_events(a)]

@@ -9,8 +9,7 @@ import threading
 import time
 
 import pytest
-from helpers import consumer, wait_until
-from kazoo.client import KazooClient
+from helpers import consumer, expire_session, wait_until
 
 from zkconsumer.connector import MessageStreamsExist
 from zkconsumer.layout import TopicAssignment
@@ -130,11 +129,7 @@ def test_server_side_session_expiry_reregisters(registry: Registry, zk_connect: 
         split = {"t-0": "g_a-0", "t-1": "g_b-0"}
         wait_until(lambda: owners(registry, "g") == split, message="split")
         old_session = a.zk.client_id[0]
-        session_id, password = a.zk.client_id
-        twin = KazooClient(hosts=zk_connect, client_id=(session_id, password))
-        twin.start(10)
-        twin.stop()
-        twin.close()
+        expire_session(zk_connect, a.zk.client_id, lambda: a.zk.client_id and a.zk.client_id[0] != old_session)
         wait_until(lambda: a.zk.client_id and a.zk.client_id[0] != old_session and
                    registry.zk.exists("/consumers/g/ids/g_a") is not None and
                    registry.zk.exists("/consumers/g/ids/g_a").ephemeralOwner == a.zk.client_id[0],
