@@ -220,3 +220,23 @@ def test_offset_resets_are_counted_and_listed(spark, tmp_path, trace_builder_cla
     assert resets[["consumer", "topic", "partition", "from_offset", "to_offset", "reset"]].values.tolist() == [
         ["A", "t", 0, 1000, 0, "smallest"]]
     assert "offset resets: 1 " in (out / "report.md").read_text()
+
+
+def test_small_trace_settings_change_no_table_and_are_restored(analyzed, spark, tmp_path) -> None:
+    """A lab-sized trace runs narrowed (one shuffle partition, no adaptive execution): the same tables as at the
+    session's own settings, which are back when the analysis returns."""
+    from zkconsumer.analysis.pipeline import ADAPTIVE, SHUFFLE_PARTITIONS, run_analysis
+
+    traces = analyzed[0].parent / "traces"
+    quiet = Console(file=io.StringIO())
+    before = {key: spark.conf.get(key) for key in (SHUFFLE_PARTITIONS, ADAPTIVE)}
+    assert before[ADAPTIVE] == "true" and before[SHUFFLE_PARTITIONS] != "1"
+    narrow = run_analysis(spark, str(traces), tmp_path / "narrow", quiet, plots_and_report=False)
+    assert {key: spark.conf.get(key) for key in before} == before
+    wide = run_analysis(spark, str(traces), tmp_path / "wide", quiet, plots_and_report=False, narrow_small=False)
+    names = sorted(p.name for p in (tmp_path / "wide" / "tables").glob("*.csv"))
+    assert len(names) >= 10 and names == sorted(p.name for p in (tmp_path / "narrow" / "tables").glob("*.csv"))
+    for name in names:
+        narrow_csv, wide_csv = (tmp_path / side / "tables" / name for side in ("narrow", "wide"))
+        assert narrow_csv.read_bytes() == wide_csv.read_bytes(), name
+    assert narrow.lines == wide.lines

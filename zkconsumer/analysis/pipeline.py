@@ -99,6 +99,9 @@ def print_bad_lines(console: Console, ts: TraceSet) -> pd.DataFrame:
 #: not its data, are what takes time.
 SMALL_TRACE_LINES = 200_000
 SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
+#: Adaptive execution runs every shuffle stage as a job of its own so it can re-plan from the stage's size; with
+#: one shuffle partition there is nothing to re-plan, and a lab-sized trace paid ~75 extra jobs for it.
+ADAPTIVE = "spark.sql.adaptive.enabled"
 
 
 def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: Console,
@@ -106,14 +109,16 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
                  keep_work: bool = False, plots_and_report: bool = True, narrow_small: bool = True) -> AnalysisResult:
     """The whole analysis; ``plots_and_report=False`` stops after the tables (the fault matrix's verdicts).
 
-    ``narrow_small``: a trace under SMALL_TRACE_LINES runs with one shuffle partition (False keeps the session's
-    width, e.g. one the user chose); the session's width is restored afterwards."""
-    saved = spark.conf.get(SHUFFLE_PARTITIONS)
+    ``narrow_small``: a trace under SMALL_TRACE_LINES runs with one shuffle partition and without adaptive
+    execution (False keeps the session's settings, e.g. ones the user chose); the session's settings are restored
+    afterwards."""
+    saved = {key: spark.conf.get(key) for key in (SHUFFLE_PARTITIONS, ADAPTIVE)}
     try:
         return _analyse(spark, trace_dir, out_dir, console, from_zero, max_plot_partitions, csv, keep_work,
                         plots_and_report, narrow_small)
     finally:
-        spark.conf.set(SHUFFLE_PARTITIONS, saved)
+        for key, value in saved.items():
+            spark.conf.set(key, value)
 
 
 def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: Console, from_zero: bool,
@@ -132,6 +137,7 @@ def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: 
         note.append(f"{ts.files} files, {ts.lines:,} lines, {ts.bad_count:,} bad")
         if narrow_small and ts.lines < SMALL_TRACE_LINES:
             spark.conf.set(SHUFFLE_PARTITIONS, "1")
+            spark.conf.set(ADAPTIVE, "false")
     bad_preview = print_bad_lines(console, ts) if ts.bad_count else pd.DataFrame()
 
     with st.stage("consumers (events)") as note:
