@@ -9,7 +9,9 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
+import signal
 import sys
+import threading
 
 from kazoo.exceptions import NoAuthError
 from rich.markup import escape
@@ -62,6 +64,15 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+class Terminated(KeyboardInterrupt):
+    """SIGTERM, raised where the main thread is, so a command cleans up as after Ctrl-C: without it Python dies on
+    the spot and the ZooKeeper, broker and consumer processes a lab or demo started outlive it."""
+
+
+def _terminate(signum: int, frame: object) -> None:
+    raise Terminated()
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
@@ -69,6 +80,9 @@ def main(argv: list[str] | None = None) -> int:
                         format="%(asctime)s %(levelname)s %(name)s: %(message)s")
     if args.verbose < 2:
         logging.getLogger("kazoo").setLevel(logging.ERROR)
+    # Commands with their own SIGTERM handling (consume, broker) install it over this one.
+    previous = (signal.signal(signal.SIGTERM, _terminate) if threading.current_thread() is threading.main_thread()
+                else None)
     try:
         return int(args.func(args) or 0)
     except CliError as e:
@@ -83,8 +97,13 @@ def main(argv: list[str] | None = None) -> int:
                              "zkconsumer.zookeeper.digest=user:password")
         err_console.print(f"[bold red]error:[/] {escape(message)}", highlight=False)
         return 1
+    except Terminated:
+        return 143  # 128 + SIGTERM, as the shell reports a process it terminated
     except KeyboardInterrupt:
         return 130
+    finally:
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
 
 
 if __name__ == "__main__":
