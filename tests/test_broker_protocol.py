@@ -102,7 +102,7 @@ def test_reregisters_after_session_expiry(broker: Broker, registry: Registry, zk
 
     def registered_by_new_session() -> bool:
         stat = registry.zk.exists("/brokers/ids/0")
-        return stat is not None and stat.ephemeralOwner == broker.zk.client_id[0]
+        return stat is not None and stat.ephemeralOwner == (broker.zk.client_id or (None,))[0]
 
     wait_until(registered_by_new_session, what="re-registration")
     with RawClient.to(broker.bootstrap) as c:
