@@ -144,7 +144,7 @@ class ZookeeperConsumerConnector:
         return max(1, self.config.get("queued.max.message.chunks")) * 500
 
     def _start(self) -> None:
-        self.registry.setup_common_paths(layout.GroupPaths(self.group).ids)
+        self.registry.setup_common_paths()  # the group's ids path: register() makes sure of it
         if self.config.fetch_enabled:
             self._start_fetcher()
         self.register()

@@ -36,7 +36,7 @@ from .layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicF
 from .listener import RebalanceListener
 from .offsets import ZkOffsetStore
 from .phases import PhaseClock
-from .registry import Registry, partitions_of_topic_node
+from .registry import Registry, broker_ids_of, partitions_of_topic_node
 from .trace import TraceWriter
 
 log = logging.getLogger(__name__)
@@ -57,10 +57,9 @@ def _nothing() -> None:
 def _any_broker(listing) -> bool:
     """Whether a pending listing of ``/brokers/ids`` names a broker (a missing path names none)."""
     try:
-        children = listing.get()
+        return bool(broker_ids_of(listing.get()))
     except NoNodeError:
         return False
-    return any(child.isdigit() for child in children)
 
 
 class Outcome(Enum):

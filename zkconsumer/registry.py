@@ -132,6 +132,15 @@ def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None,
     return KazooClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(), **kwargs)
 
 
+def broker_ids_of(children: Iterable[str]) -> list[int]:
+    """The broker ids among the children of ``/brokers/ids`` (anything else there is not a broker), sorted."""
+    out = []
+    for child in children:
+        with contextlib.suppress(ValueError):
+            out.append(int(child))
+    return sorted(out)
+
+
 def split_connect(zk_connect: str) -> tuple[str, str]:
     """``host:port,host:port/chroot`` → (hosts, chroot or "")."""
     zk_connect = zk_connect.strip()
@@ -252,11 +261,7 @@ class Registry:
 
     # ------------------------------------------------------------------------------------------- brokers
     def broker_ids(self) -> list[int]:
-        out = []
-        for child in self.children(layout.BROKER_IDS_PATH):
-            with contextlib.suppress(ValueError):
-                out.append(int(child))
-        return sorted(out)
+        return broker_ids_of(self.children(layout.BROKER_IDS_PATH))
 
     def broker(self, broker_id: int) -> BrokerInfo | None:
         path = layout.broker_path(broker_id)
