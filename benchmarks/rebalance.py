@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import contextlib
 import multiprocessing
+import os
 import statistics
 import threading
 import time
@@ -78,32 +79,73 @@ def wait_converged(expected: dict, reg: Registry, since: float, timeout: float =
     The moment is read from ZooKeeper itself: once every owner node holds the thread the assignor names, the
     latest owner node's creation time (``ctime``, stamped by the server on this same host) is when the
     assignment became complete. Waiting costs the consumers next to nothing: one listing of the owner nodes
-    every 10 ms, whose child version counts every create and delete; all 200 nodes are read only once it has
-    stayed still for 30 ms (reading them every few milliseconds would take the 2 cores the consumers run on).
+    every 10 ms, whose child version counts every create and delete; all nodes are read only once there is one
+    per partition, the listing has stayed still for 30 ms and it changed since the last full read. (Reading all
+    200 nodes in the lull before the consumers' first writes took CPU from them exactly when they needed it.)
     Kafka's verify must pass.
     """
     base = f"/consumers/{GROUP}/owners/{TOPIC}"
     t0 = time.monotonic()
-    last, still_since = None, time.monotonic()
+    last, still_since, read_at = None, time.monotonic(), None
     while True:
         if time.monotonic() - t0 > timeout:
             raise TimeoutError("the group did not converge")
         try:
-            _, stat = reg.zk.get_children(base, include_data=True)
+            children, stat = reg.zk.get_children(base, include_data=True)
             version = stat.cversion
         except NoNodeError:
-            version = None
+            children, version = [], None
         now = time.monotonic()
         if version != last:
             last, still_since = version, now
-        elif now - still_since >= 0.03:
+        elif now - still_since >= 0.03 and len(children) == len(expected) and version != read_at:
             owners, latest = zk_owners(reg)
             if owners == expected:
                 break
-            still_since = now
+            read_at = version
         time.sleep(0.01)
     assert verify(reg, GROUP).ok
     return max(0.0, latest / 1000.0 - since)
+
+
+def process_cpu_ms(pids: list[int]) -> float | None:
+    """CPU time (ms) these processes have used so far (Linux /proc; None elsewhere)."""
+    total = 0.0
+    for pid in pids:
+        try:
+            with open(f"/proc/{pid}/stat") as f:
+                fields = f.read().rsplit(")", 1)[1].split()
+        except OSError:
+            return None
+        total += (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
+    return total
+
+
+def zookeeper_cpu_ms(pid: int | None) -> tuple[float, float] | None:
+    """CPU time (ms) the ZooKeeper server process has used so far, and the part of it its JIT compiler threads
+    used (Linux /proc; None elsewhere). A production ZooKeeper has compiled its hot paths long ago; a fresh one
+    spends more CPU compiling than serving during its first thousands of rebalance requests."""
+    if pid is None:
+        return None
+    total = jit = 0.0
+    try:
+        tasks = os.listdir(f"/proc/{pid}/task")
+    except OSError:
+        return None
+    tick = os.sysconf("SC_CLK_TCK")
+    for task in tasks:
+        try:
+            with open(f"/proc/{pid}/task/{task}/stat") as f:
+                stat = f.read()
+        except OSError:
+            continue  # the thread ended
+        name = stat[stat.index("(") + 1:stat.rindex(")")]
+        fields = stat.rsplit(")", 1)[1].split()
+        ms = (int(fields[11]) + int(fields[12])) * 1000.0 / tick
+        total += ms
+        if "CompilerThre" in name:
+            jit += ms
+    return total, jit
 
 
 class Host:
@@ -191,7 +233,8 @@ class RemoteHost:
         return self.result()
 
 
-def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds: int, processes: int) -> dict:
+def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds: int, processes: int,
+                 zk_pid: int | None = None) -> dict:
     zk = f"{zk_root}/{profile.replace('.', '')}-{size}-{uuid.uuid4().hex[:6]}"
     client = connect(zk)
     reg = Registry(client)
@@ -225,6 +268,8 @@ def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds:
                 host.result()
         joins, crashes = [], []
         actions: list[float] = []  # monotonic (system-wide on Linux, so comparable across host processes)
+        cpu_before = zookeeper_cpu_ms(zk_pid)
+        hosts_before = process_cpu_ms([h.proc.pid for h in hosts] if hosts else [os.getpid()])
         for r in range(rounds):
             name = f"j{r:03d}"
             placement[name] = r % max(processes, 1)
@@ -239,6 +284,12 @@ def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds:
             actions.append(time.monotonic())
             call(placement[victim], "crash", victim)
             crashes.append(wait_converged(expected_owners(members, partitions), reg, since=t0))
+        cpu_after = zookeeper_cpu_ms(zk_pid)
+        hosts_after = process_cpu_ms([h.proc.pid for h in hosts] if hosts else [os.getpid()])
+        consumers_cpu = None if hosts_before is None or hosts_after is None else (
+            (hosts_after - hosts_before) / (2 * rounds))
+        zk_cpu = None if cpu_before is None or cpu_after is None else tuple(
+            (after - before) / (2 * rounds) for before, after in zip(cpu_before, cpu_after, strict=True))
         counts: Counter = Counter()
         logged: list[tuple[float, float | None, dict[str, int]]] = []
         for h in range(max(processes, 1)):
@@ -248,7 +299,8 @@ def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds:
                 "join_p50_ms": statistics.median(joins) * 1000, "join_max_ms": max(joins) * 1000,
                 "crash_p50_ms": statistics.median(crashes) * 1000, "crash_max_ms": max(crashes) * 1000,
                 "claim_conflicts": counts["claim_conflicts"], "failed_attempts": counts["failed_attempts"],
-                "failed_rebalances": counts["failed_rebalances"]}
+                "failed_rebalances": counts["failed_rebalances"], "zk_cpu_ms": zk_cpu,
+                "consumers_cpu_ms": consumers_cpu}
     finally:
         for h in range(max(processes, 1)):
             with contextlib.suppress(Exception):
@@ -324,6 +376,29 @@ def phase_summary(logged: list[tuple[float, float | None, dict[str, int]]], acti
     return {name: (statistics.median(v), max(v)) for name, v in values.items() if v}
 
 
+def warm_up(console, zk: str, zk_pid: int | None, args: argparse.Namespace) -> None:
+    """Unmeasured scenarios (every profile, the largest size) until ZooKeeper's JIT compiler threads use under
+    5 ms of CPU per rebalance, or ``--warmup`` scenarios have run.
+
+    A fresh JVM compiles ZooKeeper's request paths during its first thousands of requests: measured from a cold
+    start, its compiler threads took 100-230 ms of CPU per rebalance on these 2 cores, as much as the consumers
+    and ZooKeeper's own request processing together. A production ZooKeeper compiled them long ago.
+    """
+    size = max(args.sizes)
+    for n in range(args.warmup):
+        profile = args.profiles[n % len(args.profiles)]
+        with console.status(f"warming ZooKeeper up ({profile}, {size} consumers, scenario {n + 1})..."):
+            r = run_scenario(zk, profile, size, args.partitions, 3, args.processes, zk_pid)
+        cpu = r["zk_cpu_ms"]
+        if cpu is None:
+            console.print("warm-up: no /proc to read ZooKeeper's CPU from; one scenario only", highlight=False)
+            return
+        console.print(f"warm-up {n + 1}: ZooKeeper CPU {cpu[0]:.0f} ms per rebalance, {cpu[1]:.0f} ms of it "
+                      "compiling", highlight=False)
+        if cpu[1] < 5 and n + 1 >= len(args.profiles):
+            return
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 50])
@@ -331,6 +406,8 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=5, help="joins and crashes per scenario")
     ap.add_argument("--profiles", nargs="+", default=["kafka-0.8", "default"])
     ap.add_argument("--no-floor", dest="floor", action="store_false", help="skip measuring ZooKeeper's own latencies")
+    ap.add_argument("--warmup", type=int, default=8, metavar="N",
+                    help="at most N unmeasured scenarios first, until ZooKeeper's JIT compiler is quiet (0: none)")
     ap.add_argument("--processes", type=int, default=4,
                     help="consumer host processes (1: all consumers in this process, sharing one GIL)")
     args = ap.parse_args()
@@ -341,11 +418,13 @@ def main() -> None:
         if args.floor:
             measure_floor(server.connect_string, 20)  # warm the JIT first
             floor = measure_floor(server.connect_string)
+        zk_pid = server.nodes[0].pid
+        warm_up(console, server.connect_string, zk_pid, args)
         for size in args.sizes:
             for profile in args.profiles:
                 with console.status(f"{profile}, {size} consumers..."):
                     results.append(run_scenario(server.connect_string, profile, size, args.partitions, args.rounds,
-                                                args.processes))
+                                                args.processes, zk_pid))
                 r = results[-1]
                 console.print(f"{profile:9s} {size:3d}: cold {r['cold_s']:.2f}s, join p50 {r['join_p50_ms']:.0f} ms, "
                               f"crash p50 {r['crash_p50_ms']:.0f} ms, conflicts {r['claim_conflicts']}, "
@@ -353,12 +432,16 @@ def main() -> None:
                               highlight=False)
     table = Table(title=f"rebalance, {args.partitions} partitions, range, {args.rounds} joins + {args.rounds} crashes")
     for col in ("profile", "consumers", "cold start (s)", "join p50 (ms)", "join max (ms)", "crash p50 (ms)",
-                "crash max (ms)", "claim conflicts", "failed attempts", "failed rebalances"):
+                "crash max (ms)", "claim conflicts", "failed attempts", "failed rebalances",
+                "consumers' CPU / rebalance (ms)", "ZooKeeper CPU / rebalance (ms)", "of it JIT (ms)"):
         table.add_column(col, justify="right")
     for r in results:
+        cpu = r["zk_cpu_ms"]
         table.add_row(r["profile"], str(r["size"]), f"{r['cold_s']:.2f}", f"{r['join_p50_ms']:.0f}",
                       f"{r['join_max_ms']:.0f}", f"{r['crash_p50_ms']:.0f}", f"{r['crash_max_ms']:.0f}",
-                      str(r["claim_conflicts"]), str(r["failed_attempts"]), str(r["failed_rebalances"]))
+                      str(r["claim_conflicts"]), str(r["failed_attempts"]), str(r["failed_rebalances"]),
+                      "–" if r["consumers_cpu_ms"] is None else f"{r['consumers_cpu_ms']:.0f}",
+                      "–" if cpu is None else f"{cpu[0]:.0f}", "–" if cpu is None else f"{cpu[1]:.0f}")
     console.print(table)
     phases = Table(title="where the time goes: ms per consumer rebalance after a join or crash, p50 / max "
                          "(zkconsumer/phases.py; watch = from the change to the consumer's watch callback)")

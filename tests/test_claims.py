@@ -11,9 +11,10 @@ from helpers import consumer, wait_until
 from kazoo.client import KazooClient
 
 from zkconsumer.errors import ConsumerRebalanceFailed
-from zkconsumer.layout import GroupPaths, encode_owner
+from zkconsumer.layout import ConsumerRegistration, GroupPaths, encode_owner
 from zkconsumer.registry import Registry, connect
 from zkconsumer.topics import create_topic
+from zkconsumer.zkserver import ZooKeeperServer, four_letter_word
 
 
 def owners(reg: Registry, group: str = "g") -> dict[str, str]:
@@ -86,3 +87,60 @@ def test_a_moving_partition_goes_straight_from_releaser_to_claimer(registry: Reg
     finally:
         b.shutdown()
         a.shutdown()
+
+
+def watches_of(zk_server: ZooKeeperServer, session_id: int) -> set[str]:
+    """The paths ZooKeeper holds a watch on for this session (the ``wchc`` four-letter word), chroot included."""
+    out = four_letter_word("127.0.0.1", zk_server.nodes[0].client_port, "wchc")
+    paths: set[str] = set()
+    mine = False
+    for line in out.splitlines():
+        if line.startswith("0x"):
+            mine = int(line, 16) == session_id
+        elif mine and line.strip():
+            paths.add(line.strip())
+    return paths
+
+
+def test_one_watch_per_holding_member_and_a_holder_releasing_node_by_node(
+        registry: Registry, zk_connect: str, zk_server: ZooKeeperServer, holder: KazooClient) -> None:
+    """c gains t-6 and t-7 from member b, which still holds both: c watches only t-6 (a member releases what it
+    gives up in one multi-op). This b lets go of them one at a time: c takes t-6, finds t-7 still b's, watches it
+    on its own and takes it when b lets go; neither is a conflict, no attempt fails."""
+    create_topic(registry, "t", 12)
+    paths = GroupPaths("g")
+    chroot = "/" + zk_connect.split("/", 1)[1]
+    for member in ("a", "b"):  # two members whose nodes this test writes, in the session of `holder`
+        holder.create(paths.registration(f"g_{member}"), ConsumerRegistration.static({"t": 1}).encode(),
+                      ephemeral=True, makepath=True)
+    for p in range(8):  # Range over a, b, c: a 0-3, b 4-7, c 8-11
+        holder.create(paths.owner("t", p), encode_owner("g_a-0" if p < 4 else "g_b-0"), ephemeral=True,
+                      makepath=True)
+    c = consumer(zk_connect, "g", "c", rebalance_backoff_ms=20_000)
+    try:
+        c.create_message_streams({"t": 1})
+        wait_until(lambda: {k for k, v in owners(registry).items() if v == "g_c-0"} == {f"t-{p}" for p in range(8, 12)},
+                   message="c owns 8-11")
+        # a crashes: its registration and owner nodes vanish. Now b: 0-5, c: 6-11.
+        txn = holder.transaction()
+        txn.delete(paths.registration("g_a"))
+        for p in range(4):
+            txn.delete(paths.owner("t", p))
+        txn.commit()
+        session = c.zk.client_id[0]
+        wait_until(lambda: chroot + paths.owner("t", 6) in watches_of(zk_server, session),
+                   message="c to watch t-6, held by b")
+        assert chroot + paths.owner("t", 7) not in watches_of(zk_server, session)  # one watch for b's two nodes
+        holder.delete(paths.owner("t", 6))  # b releases node by node
+        wait_until(lambda: owners(registry).get("t-6") == "g_c-0", message="c to take t-6")
+        wait_until(lambda: chroot + paths.owner("t", 7) in watches_of(zk_server, session),
+                   message="c to watch t-7, still b's")
+        assert owners(registry)["t-7"] == "g_b-0"
+        holder.delete(paths.owner("t", 7))
+        wait_until(lambda: {k for k, v in owners(registry).items() if v == "g_c-0"} == {f"t-{p}" for p in range(6, 12)},
+                   message="c owns 6-11")
+        assert c.rebalancer.stats["claim_conflicts"] == 0  # waiting for the member predicted is no conflict
+        assert c.rebalancer.stats["failed_attempts"] == 0
+        assert c.failure is None
+    finally:
+        c.shutdown()

@@ -701,9 +701,9 @@ class Rebalancer:
             if profile.pipelined_claims:
                 # Held until their previous owner, still a member, releases them (from our last assignment).
                 members = ctx.thread_owner
-                held = frozenset(tp for tp in gained
-                                 if members.get(self._last_owners.get(tp, ""), c.consumer_id) != c.consumer_id)
-                ok = self._claim_pipelined(gained, number, attempt, held, after_send=finish_release)
+                held = {tp: self._last_owners[tp] for tp in gained
+                        if members.get(self._last_owners.get(tp, ""), c.consumer_id) != c.consumer_id}
+                ok = self._claim_pipelined(gained, number, attempt, held, members, after_send=finish_release)
             else:
                 ok = self._claim_one_by_one(gained, number, attempt)
         finish_release()  # (sent with the claim) before the trace says what was claimed
@@ -834,24 +834,33 @@ class Rebalancer:
             self._known_parents.add(parent)
 
     def _claim_pipelined(self, decision: Mapping[TopicPartition, str], number: int, attempt: int,
-                         held: frozenset[TopicPartition] = frozenset(),
+                         held: Mapping[TopicPartition, str] | None = None, members: Mapping[str, str] | None = None,
                          after_send: Callable[[], None] = lambda: None) -> bool:
         """Claim every owner node at once, in as few ZooKeeper writes as possible.
 
-        ``held``: partitions whose previous owner is still a member, so still holding the node until its own
-        rebalance releases it. Those are not created but read with a data watch; the rest are created in one
-        multi-op, pipelined with those reads (one round trip). Each node is created the moment its holder
-        deletes it (the holder is normally releasing it right now, so waiting for the event is both faster
-        and certain, where Kafka fails the attempt and sleeps 2 s); nodes freed together are created together,
-        in one multi-op. A multi-op that fails (a node taken after all) is retried node by node, and a node
-        found held is watched the same way. Gives up, deleting what it created, when the group changes (the
-        assignment is stale) or ``rebalance.backoff.ms`` passes; the next attempt recomputes.
+        ``held``: partitions whose previous owner (the thread named) is still a member (``members``: thread to
+        consumer), so still holding the node until its own rebalance releases it. Those are not created but
+        read with a data watch; the rest are created in one multi-op, pipelined with those reads (one round
+        trip). Each node is created the moment its holder deletes it (the holder is normally releasing it right
+        now, so waiting for the event is both faster and certain, where Kafka fails the attempt and sleeps
+        2 s); nodes freed together are created together, in one multi-op. A member releases everything it
+        gives up in one multi-op, so of the nodes one member holds for us only the first is read and watched;
+        when it is freed, all of them are tried. A multi-op that fails (a node taken after all, or a holder
+        that releases node by node) is retried node by node, and a node found held is watched on its own.
+        Gives up, deleting what it created, when the group changes (the assignment is stale) or
+        ``rebalance.backoff.ms`` passes; the next attempt recomputes.
         """
         zk, cond = self.c.zk, self._cond
+        held, members = held or {}, members or {}
         todo = dict(decision)
         created: list[TopicPartition] = []
         ready = {tp for tp in todo if tp not in held}  # to create now (guarded by cond)
-        look = sorted(tp for tp in todo if tp in held)  # to read with a watch
+        by_member: dict[str, list[TopicPartition]] = {}
+        for tp in sorted(tp for tp in todo if tp in held):
+            by_member.setdefault(members.get(held[tp], held[tp]), []).append(tp)
+        look = [tps[0] for tps in by_member.values()]  # to read with a watch: one node per holding member
+        followers = {tps[0]: tps[1:] for tps in by_member.values()}  # tried when that node is freed
+        hopeful: set[TopicPartition] = set()  # tried because another node of their holder was freed
         tried: set[TopicPartition] = set()  # a create of ours failed on these
         self._claim_token = token = object()
         deadline = time.monotonic() + max(self.c.config.rebalance_backoff_ms / 1000.0, 0.5)
@@ -859,9 +868,15 @@ class Rebalancer:
         def path(tp: TopicPartition) -> str:
             return self.paths.owner(tp.topic, tp.partition)
 
+        def wake_followers(tp: TopicPartition) -> None:  # with cond held
+            for other in followers.pop(tp, ()):
+                ready.add(other)
+                hopeful.add(other)
+
         def mark_ready(tp: TopicPartition) -> None:
             with cond:
                 ready.add(tp)
+                wake_followers(tp)
                 cond.notify_all()
 
         def freed(tp: TopicPartition):
@@ -939,8 +954,13 @@ class Rebalancer:
                     if holder == todo[tp]:  # our own node, from an earlier attempt cut short
                         created.append(tp)
                         del todo[tp]
-                    elif tp in tried:  # a create failed on it: a conflict (waiting for a predicted holder is none)
+                    elif tp in tried and not (tp in hopeful and holder == held.get(tp)):
+                        # a create failed on it: a conflict (waiting for a predicted holder is none)
                         self._conflict(number, attempt, tp, todo[tp], holder)
+                    with cond:
+                        if holder != held.get(tp):  # not held by the member predicted: the others may be free
+                            wake_followers(tp)
+                        hopeful.discard(tp)  # watched on its own from now on
             for tp in decision:
                 self._strays.pop(path(tp), None)
             return True

@@ -54,29 +54,38 @@ _WRITE_MASK = select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 
 class PollHandler(SequentialThreadingHandler):
-    """kazoo's threading handler with a ``poll()``-based select.
+    """kazoo's threading handler with a ``poll()``-based select that keeps its poll sets between calls.
 
     kazoo's own ``selector_select`` builds and closes an epoll selector for every wait of its connection loop;
     with dozens of clients in one process (the lab, the benchmarks) that dominated the CPU profile. ``poll``
-    needs no kernel object per call and, unlike ``select``, has no 1024-descriptor limit.
+    needs no kernel object per call and, unlike ``select``, has no 1024-descriptor limit. The connection loop
+    waits on the same few combinations of objects (socket and wake-up pipe; the socket to read; the socket to
+    write) a few dozen times per rebalance, so the poll sets built for them are kept, per thread (a poll object
+    serves one caller at a time). A new connection brings a new socket object, hence new sets; kazoo never
+    waits on a socket it has closed (it leaves the connection loop and opens another).
     """
+
+    _KEPT = 4  # poll sets kept per thread: kazoo's loop uses three
+
+    def __init__(self, *args, **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self._polls = threading.local()
 
     def select(self, rlist, wlist, xlist, timeout=None):  # noqa: D401 - kazoo's signature
         if timeout is not None and timeout < 0:
             raise ValueError("timeout must be non-negative")
-        poller = select.poll()
-        masks: dict[int, int] = {}
-        objs: dict[int, tuple[list, list]] = {}
-        for obj in rlist:
-            fd = fileobj_to_fd(obj)
-            masks[fd] = masks.get(fd, 0) | select.POLLIN | select.POLLPRI
-            objs.setdefault(fd, ([], []))[0].append(obj)
-        for obj in wlist:
-            fd = fileobj_to_fd(obj)
-            masks[fd] = masks.get(fd, 0) | select.POLLOUT
-            objs.setdefault(fd, ([], []))[1].append(obj)
-        for fd, mask in masks.items():
-            poller.register(fd, mask)
+        kept = getattr(self._polls, "sets", None)
+        if kept is None:
+            kept = self._polls.sets = []
+        for entry in kept:
+            if _same_objects(entry[0], rlist) and _same_objects(entry[1], wlist):
+                break
+        else:
+            # The objects themselves are kept (not their ids): an id is only unique while its object lives.
+            entry = (tuple(rlist), tuple(wlist), *_poll_set(rlist, wlist))
+            kept.insert(0, entry)
+            del kept[self._KEPT:]
+        poller, objs = entry[2], entry[3]
         while True:
             try:
                 ready = poller.poll(None if timeout is None else timeout * 1000.0)
@@ -90,6 +99,33 @@ class PollHandler(SequentialThreadingHandler):
             if events & _WRITE_MASK:
                 writable.extend(objs[fd][1])
         return readable, writable, []
+
+
+def _same_objects(kept: tuple, given) -> bool:
+    if len(kept) != len(given):
+        return False
+    for a, b in zip(kept, given):  # noqa: B905 - same length
+        if a is not b:
+            return False
+    return True
+
+
+def _poll_set(rlist, wlist) -> tuple[select.poll, dict[int, tuple[list, list]]]:
+    """A poll object registered for these objects, and which objects each descriptor stands for."""
+    poller = select.poll()
+    masks: dict[int, int] = {}
+    objs: dict[int, tuple[list, list]] = {}
+    for obj in rlist:
+        fd = fileobj_to_fd(obj)
+        masks[fd] = masks.get(fd, 0) | select.POLLIN | select.POLLPRI
+        objs.setdefault(fd, ([], []))[0].append(obj)
+    for obj in wlist:
+        fd = fileobj_to_fd(obj)
+        masks[fd] = masks.get(fd, 0) | select.POLLOUT
+        objs.setdefault(fd, ([], []))[1].append(obj)
+    for fd, mask in masks.items():
+        poller.register(fd, mask)
+    return poller, objs
 
 
 class AclClient(KazooClient):
