@@ -14,7 +14,9 @@ node holds the thread the assignor names (then Kafka's verify must pass); waitin
   the session timed out), until the survivors own everything;
 
 and counts failed claim attempts (claim conflicts), failed attempts and failed rebalances, and prints where each
-consumer's rebalance spent its time (zkconsumer/phases.py) and the ZooKeeper round trip measured alone (--floor).
+consumer's rebalance spent its time (zkconsumer/phases.py), the ZooKeeper round trip measured alone (--floor), and
+the CPU one rebalance costs the consumers' processes and ZooKeeper (with the part ZooKeeper's JIT compiler took).
+Unmeasured scenarios run first until that compiler is quiet (--warmup), as in a ZooKeeper that has been serving.
 Run: .venv/bin/python benchmarks/rebalance.py [--sizes 10 50] [--rounds 5]
 """
 

@@ -59,3 +59,16 @@ def test_each_thread_polls_with_its_own_sets() -> None:
     finally:
         a.close()
         b.close()
+
+
+def test_tuples_find_the_same_poll_set_as_lists() -> None:
+    h = PollHandler()
+    a, b = socket.socketpair()
+    try:
+        b.send(b"x")
+        assert h.select((a,), (), (), 1.0)[0] == [a]
+        assert h.select([a], [], [], 1.0)[0] == [a]
+        assert len(h._polls.sets) == 1
+    finally:
+        a.close()
+        b.close()

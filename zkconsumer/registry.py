@@ -74,15 +74,18 @@ class PollHandler(SequentialThreadingHandler):
     def select(self, rlist, wlist, xlist, timeout=None):  # noqa: D401 - kazoo's signature
         if timeout is not None and timeout < 0:
             raise ValueError("timeout must be non-negative")
+        if type(rlist) is not list or type(wlist) is not list:  # kazoo passes lists; compared as lists below
+            rlist, wlist = list(rlist), list(wlist)
         kept = getattr(self._polls, "sets", None)
         if kept is None:
             kept = self._polls.sets = []
         for entry in kept:
-            if _same_objects(entry[0], rlist) and _same_objects(entry[1], wlist):
+            # Sockets compare by identity; the objects themselves are kept, not their ids (an id is only unique
+            # while its object lives).
+            if entry[0] == rlist and entry[1] == wlist:
                 break
         else:
-            # The objects themselves are kept (not their ids): an id is only unique while its object lives.
-            entry = (tuple(rlist), tuple(wlist), *_poll_set(rlist, wlist))
+            entry = (rlist.copy(), wlist.copy(), *_poll_set(rlist, wlist))
             kept.insert(0, entry)
             del kept[self._KEPT:]
         poller, objs = entry[2], entry[3]
@@ -99,15 +102,6 @@ class PollHandler(SequentialThreadingHandler):
             if events & _WRITE_MASK:
                 writable.extend(objs[fd][1])
         return readable, writable, []
-
-
-def _same_objects(kept: tuple, given) -> bool:
-    if len(kept) != len(given):
-        return False
-    for a, b in zip(kept, given):  # noqa: B905 - same length
-        if a is not b:
-            return False
-    return True
 
 
 def _poll_set(rlist, wlist) -> tuple[select.poll, dict[int, tuple[list, list]]]:
