@@ -110,17 +110,21 @@ def wait_converged(expected: dict, reg: Registry, since: float, timeout: float =
     return max(0.0, latest / 1000.0 - since)
 
 
+def _cpu_ms(stat_path: str) -> tuple[str, float]:
+    """(name, CPU ms used so far: user + system) of a process or thread, from its ``/proc/.../stat``."""
+    with open(stat_path) as f:
+        stat = f.read()
+    fields = stat.rsplit(")", 1)[1].split()
+    return stat[stat.index("(") + 1:stat.rindex(")")], (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf(
+        "SC_CLK_TCK")
+
+
 def process_cpu_ms(pids: list[int]) -> float | None:
     """CPU time (ms) these processes have used so far (Linux /proc; None elsewhere)."""
-    total = 0.0
-    for pid in pids:
-        try:
-            with open(f"/proc/{pid}/stat") as f:
-                fields = f.read().rsplit(")", 1)[1].split()
-        except OSError:
-            return None
-        total += (int(fields[11]) + int(fields[12])) * 1000.0 / os.sysconf("SC_CLK_TCK")
-    return total
+    try:
+        return sum(_cpu_ms(f"/proc/{pid}/stat")[1] for pid in pids)
+    except OSError:
+        return None
 
 
 def zookeeper_cpu_ms(pid: int | None) -> tuple[float, float] | None:
@@ -129,23 +133,18 @@ def zookeeper_cpu_ms(pid: int | None) -> tuple[float, float] | None:
     spends more CPU compiling than serving during its first thousands of rebalance requests."""
     if pid is None:
         return None
-    total = jit = 0.0
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
-    tick = os.sysconf("SC_CLK_TCK")
+    total = jit = 0.0
     for task in tasks:
         try:
-            with open(f"/proc/{pid}/task/{task}/stat") as f:
-                stat = f.read()
+            name, ms = _cpu_ms(f"/proc/{pid}/task/{task}/stat")
         except OSError:
             continue  # the thread ended
-        name = stat[stat.index("(") + 1:stat.rindex(")")]
-        fields = stat.rsplit(")", 1)[1].split()
-        ms = (int(fields[11]) + int(fields[12])) * 1000.0 / tick
         total += ms
-        if "CompilerThre" in name:
+        if "CompilerThre" in name:  # "C2 CompilerThre", "C1 CompilerThre" (names are cut at 15 characters)
             jit += ms
     return total, jit
 
@@ -399,6 +398,9 @@ def warm_up(console, zk: str, zk_pid: int | None, args: argparse.Namespace) -> N
                       "compiling", highlight=False)
         if cpu[1] < 5 and n + 1 >= len(args.profiles):
             return
+    if args.warmup:
+        console.print(f"warm-up: ZooKeeper still compiling after {args.warmup} scenarios; the figures include it "
+                      "(see the JIT column)", highlight=False)
 
 
 def main() -> None:
