@@ -149,6 +149,12 @@ def zookeeper_cpu_ms(pid: int | None) -> tuple[float, float] | None:
     return total, jit
 
 
+def cpu_sample(host_pids: list[int], zk_pid: int | None) -> dict[str, float | None]:
+    """CPU ms used so far by the consumers' host processes, ZooKeeper, and ZooKeeper's JIT (None: no /proc)."""
+    zk = zookeeper_cpu_ms(zk_pid)
+    return {"consumers": process_cpu_ms(host_pids), "zookeeper": zk and zk[0], "jit": zk and zk[1]}
+
+
 class Host:
     """Consumers living in one process: commands arrive over a pipe (or are called directly in-process)."""
 
@@ -269,8 +275,8 @@ def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds:
                 host.result()
         joins, crashes = [], []
         actions: list[float] = []  # monotonic (system-wide on Linux, so comparable across host processes)
-        cpu_before = zookeeper_cpu_ms(zk_pid)
-        hosts_before = process_cpu_ms([h.proc.pid for h in hosts] if hosts else [os.getpid()])
+        host_pids = [h.proc.pid for h in hosts] if hosts else [os.getpid()]
+        cpu_before = cpu_sample(host_pids, zk_pid)
         for r in range(rounds):
             name = f"j{r:03d}"
             placement[name] = r % max(processes, 1)
@@ -285,12 +291,9 @@ def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds:
             actions.append(time.monotonic())
             call(placement[victim], "crash", victim)
             crashes.append(wait_converged(expected_owners(members, partitions), reg, since=t0))
-        cpu_after = zookeeper_cpu_ms(zk_pid)
-        hosts_after = process_cpu_ms([h.proc.pid for h in hosts] if hosts else [os.getpid()])
-        consumers_cpu = None if hosts_before is None or hosts_after is None else (
-            (hosts_after - hosts_before) / (2 * rounds))
-        zk_cpu = None if cpu_before is None or cpu_after is None else tuple(
-            (after - before) / (2 * rounds) for before, after in zip(cpu_before, cpu_after, strict=True))
+        cpu_after = cpu_sample(host_pids, zk_pid)
+        cpu = {name: None if cpu_before[name] is None or cpu_after[name] is None
+               else (cpu_after[name] - cpu_before[name]) / (2 * rounds) for name in cpu_before}
         counts: Counter = Counter()
         logged: list[tuple[float, float | None, dict[str, int]]] = []
         for h in range(max(processes, 1)):
@@ -300,8 +303,7 @@ def run_scenario(zk_root: str, profile: str, size: int, partitions: int, rounds:
                 "join_p50_ms": statistics.median(joins) * 1000, "join_max_ms": max(joins) * 1000,
                 "crash_p50_ms": statistics.median(crashes) * 1000, "crash_max_ms": max(crashes) * 1000,
                 "claim_conflicts": counts["claim_conflicts"], "failed_attempts": counts["failed_attempts"],
-                "failed_rebalances": counts["failed_rebalances"], "zk_cpu_ms": zk_cpu,
-                "consumers_cpu_ms": consumers_cpu}
+                "failed_rebalances": counts["failed_rebalances"], "cpu_ms": cpu}
     finally:
         for h in range(max(processes, 1)):
             with contextlib.suppress(Exception):
@@ -390,13 +392,13 @@ def warm_up(console, zk: str, zk_pid: int | None, args: argparse.Namespace) -> N
         profile = args.profiles[n % len(args.profiles)]
         with console.status(f"warming ZooKeeper up ({profile}, {size} consumers, scenario {n + 1})..."):
             r = run_scenario(zk, profile, size, args.partitions, 3, args.processes, zk_pid)
-        cpu = r["zk_cpu_ms"]
-        if cpu is None:
+        cpu = r["cpu_ms"]
+        if cpu["zookeeper"] is None:
             console.print("warm-up: no /proc to read ZooKeeper's CPU from; one scenario only", highlight=False)
             return
-        console.print(f"warm-up {n + 1}: ZooKeeper CPU {cpu[0]:.0f} ms per rebalance, {cpu[1]:.0f} ms of it "
-                      "compiling", highlight=False)
-        if cpu[1] < 5 and n + 1 >= len(args.profiles):
+        console.print(f"warm-up {n + 1}: ZooKeeper CPU {cpu['zookeeper']:.0f} ms per rebalance, "
+                      f"{cpu['jit']:.0f} ms of it compiling", highlight=False)
+        if cpu["jit"] < 5 and n + 1 >= len(args.profiles):
             return
     if args.warmup:
         console.print(f"warm-up: ZooKeeper still compiling after {args.warmup} scenarios; the figures include it "
@@ -440,12 +442,11 @@ def main() -> None:
                 "consumers' CPU / rebalance (ms)", "ZooKeeper CPU / rebalance (ms)", "of it JIT (ms)"):
         table.add_column(col, justify="right")
     for r in results:
-        cpu = r["zk_cpu_ms"]
         table.add_row(r["profile"], str(r["size"]), f"{r['cold_s']:.2f}", f"{r['join_p50_ms']:.0f}",
                       f"{r['join_max_ms']:.0f}", f"{r['crash_p50_ms']:.0f}", f"{r['crash_max_ms']:.0f}",
                       str(r["claim_conflicts"]), str(r["failed_attempts"]), str(r["failed_rebalances"]),
-                      "–" if r["consumers_cpu_ms"] is None else f"{r['consumers_cpu_ms']:.0f}",
-                      "–" if cpu is None else f"{cpu[0]:.0f}", "–" if cpu is None else f"{cpu[1]:.0f}")
+                      *("–" if r["cpu_ms"][k] is None else f"{r['cpu_ms'][k]:.0f}"
+                        for k in ("consumers", "zookeeper", "jit")))
     console.print(table)
     phases = Table(title="where the time goes: ms per consumer rebalance after a join or crash, p50 / max "
                          "(zkconsumer/phases.py; watch = from the change to the consumer's watch callback)")
