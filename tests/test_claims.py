@@ -146,3 +146,33 @@ def test_one_watch_per_holding_member_and_a_holder_releasing_node_by_node(
         assert c.failure is None
     finally:
         c.shutdown()
+
+
+def test_the_executor_thread_sets_the_owner_watches_after_the_claim(
+        registry: Registry, zk_connect: str, zk_server: ZooKeeperServer) -> None:
+    """Each owner node the consumer created gets its exists-watch a moment after the claim (OWNER_WATCH_DELAY_S),
+    set by the watcher-executor thread once idle; a node released before then never gets one."""
+    create_topic(registry, "t", 4)
+    chroot = "/" + zk_connect.split("/", 1)[1]
+    paths = GroupPaths("g")
+    a = consumer(zk_connect, "g", "a")
+    threads_before = threading.active_count()
+    try:
+        a.create_message_streams({"t": 1})
+        session = a.zk.client_id[0]
+        nodes = {chroot + paths.owner("t", p) for p in range(4)}
+        wait_until(lambda: nodes <= watches_of(zk_server, session), message="a watch on each of a's owner nodes")
+        assert not a.rebalancer._arm_due
+        assert threading.active_count() <= threads_before + 4  # kazoo: connection + 2 workers; the executor
+        b = consumer(zk_connect, "g", "b")
+        try:
+            b.create_message_streams({"t": 1})
+            wait_until(lambda: owned_by(registry, "g_b-0") == {"t-2", "t-3"}, message="b owns t-2 and t-3")
+            wait_until(lambda: not b.rebalancer._arm_due, message="b's owner watches set")
+            b_nodes = {chroot + paths.owner("t", p) for p in (2, 3)}
+            assert b_nodes <= watches_of(zk_server, b.zk.client_id[0])
+            assert not b_nodes & watches_of(zk_server, session)  # released by a: its watches fired and are gone
+        finally:
+            b.shutdown()
+    finally:
+        a.shutdown()

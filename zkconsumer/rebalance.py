@@ -144,6 +144,7 @@ class Rebalancer:
         self._strays: dict[str, str] = {}  # owner nodes a failed claim may have left behind: path → our thread id
         self._claim_token: object | None = None  # the running claim; watches of an abandoned one do nothing
         self._arm_pending: set[str] = set()  # owner nodes whose exists-watch is not set yet (OWNER_WATCH_DELAY_S)
+        self._arm_due: deque[tuple[float, dict[str, object]]] = deque()  # (monotonic deadline, tokens) to arm
         self._last_owners: dict[TopicPartition, str] = {}  # the whole group's last assignment we claimed under
         self.clock = PhaseClock()  # the running rebalance's phases
         #: (rebalance number, monotonic start, trigger time or None, phases in ms) of recent rebalances
@@ -286,8 +287,18 @@ class Rebalancer:
         while not self._stopping.is_set():
             with self._cond:
                 if not self._triggered:
-                    self._cond.wait(1.0)  # wake up periodically to check the shutdown flag
+                    # Wake up for the next owner watches due, and at least every second to check the shutdown flag.
+                    due = self._arm_due[0][0] - time.monotonic() if self._arm_due else 1.0
+                    if due > 0:
+                        self._cond.wait(min(due, 1.0))
                 causes, self._triggered = self._triggered, []
+                ready = []
+                if not causes:  # a rebalance first: it may release nodes still waiting for their watch
+                    now = time.monotonic()
+                    while self._arm_due and self._arm_due[0][0] <= now:
+                        ready.append(self._arm_due.popleft()[1])
+            for tokens in ready:
+                self._arm_owner_watches(tokens)
             if not causes or self._stopping.is_set():
                 continue
             try:
@@ -506,9 +517,10 @@ class Rebalancer:
             return
         # Set a moment later, off the rebalance's busiest window (one request per node, while other members are
         # still claiming); whatever happened to a node meanwhile is seen when its watch is set (_arm_owner_watch).
-        timer = threading.Timer(OWNER_WATCH_DELAY_S, self._arm_owner_watches, args=(tokens,))
-        timer.daemon = True
-        timer.start()
+        # The watcher-executor thread sets them when it is idle (no thread per claim, as a Timer would start).
+        with self._cond:
+            self._arm_due.append((time.monotonic() + OWNER_WATCH_DELAY_S, tokens))
+            self._cond.notify_all()
 
     def _arm_owner_watches(self, tokens: Mapping[str, object]) -> None:
         for path, token in tokens.items():

@@ -9,21 +9,20 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import select
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import AuthFailedError, NoAuthError, NodeExistsError, NoNodeError
-from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
-from kazoo.handlers.utils import fileobj_to_fd
+from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL
 
 from . import layout
 from .errors import ConsumerIdInUse, NotAuthorized
 from .layout import BrokerInfo, ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
+from .zkhandler import PollHandler
 from .zksecurity import NO_SECURITY, ZkSecurity
 
 log = logging.getLogger(__name__)
@@ -47,79 +46,6 @@ class TopicExistsError(RuntimeError):
 
 class UnknownTopicError(LookupError):
     pass
-
-
-_READ_MASK = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | select.POLLNVAL
-_WRITE_MASK = select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL
-
-
-class PollHandler(SequentialThreadingHandler):
-    """kazoo's threading handler with a ``poll()``-based select that keeps its poll sets between calls.
-
-    kazoo's own ``selector_select`` builds and closes an epoll selector for every wait of its connection loop;
-    with dozens of clients in one process (the lab, the benchmarks) that dominated the CPU profile. ``poll``
-    needs no kernel object per call and, unlike ``select``, has no 1024-descriptor limit. The connection loop
-    waits on the same few combinations of objects (socket and wake-up pipe; the socket to read; the socket to
-    write) a few dozen times per rebalance, so the poll sets built for them are kept, per thread (a poll object
-    serves one caller at a time). A new connection brings a new socket object, hence new sets; kazoo never
-    waits on a socket it has closed (it leaves the connection loop and opens another).
-    """
-
-    _KEPT = 4  # poll sets kept per thread: kazoo's loop uses three
-
-    def __init__(self, *args, **kwargs) -> None:
-        super().__init__(*args, **kwargs)
-        self._polls = threading.local()
-
-    def select(self, rlist, wlist, xlist, timeout=None):  # noqa: D401 - kazoo's signature
-        if timeout is not None and timeout < 0:
-            raise ValueError("timeout must be non-negative")
-        if type(rlist) is not list or type(wlist) is not list:  # kazoo passes lists; compared as lists below
-            rlist, wlist = list(rlist), list(wlist)
-        kept = getattr(self._polls, "sets", None)
-        if kept is None:
-            kept = self._polls.sets = []
-        for entry in kept:
-            # Sockets compare by identity; the objects themselves are kept, not their ids (an id is only unique
-            # while its object lives).
-            if entry[0] == rlist and entry[1] == wlist:
-                break
-        else:
-            entry = (rlist.copy(), wlist.copy(), *_poll_set(rlist, wlist))
-            kept.insert(0, entry)
-            del kept[self._KEPT:]
-        poller, objs = entry[2], entry[3]
-        while True:
-            try:
-                ready = poller.poll(None if timeout is None else timeout * 1000.0)
-                break
-            except InterruptedError:
-                continue
-        readable, writable = [], []
-        for fd, events in ready:
-            if events & _READ_MASK:
-                readable.extend(objs[fd][0])
-            if events & _WRITE_MASK:
-                writable.extend(objs[fd][1])
-        return readable, writable, []
-
-
-def _poll_set(rlist, wlist) -> tuple[select.poll, dict[int, tuple[list, list]]]:
-    """A poll object registered for these objects, and which objects each descriptor stands for."""
-    poller = select.poll()
-    masks: dict[int, int] = {}
-    objs: dict[int, tuple[list, list]] = {}
-    for obj in rlist:
-        fd = fileobj_to_fd(obj)
-        masks[fd] = masks.get(fd, 0) | select.POLLIN | select.POLLPRI
-        objs.setdefault(fd, ([], []))[0].append(obj)
-    for obj in wlist:
-        fd = fileobj_to_fd(obj)
-        masks[fd] = masks.get(fd, 0) | select.POLLOUT
-        objs.setdefault(fd, ([], []))[1].append(obj)
-    for fd, mask in masks.items():
-        poller.register(fd, mask)
-    return poller, objs
 
 
 class AclClient(KazooClient):

@@ -1,0 +1,154 @@
+"""zkhandler.PollHandler: the select() kazoo's connection loop waits in (right answers, poll sets kept between
+calls for the same objects: kazoo's loop alternates three combinations dozens of times per rebalance), and
+LatchResult, the answer of each request (kazoo's AsyncResult contract), alone and under a real client."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+
+from zkconsumer.registry import new_client
+from zkconsumer.zkhandler import LatchResult, PollHandler
+
+
+def test_readiness_is_reported_and_poll_sets_are_kept_per_combination() -> None:
+    h = PollHandler()
+    a, b = socket.socketpair()
+    try:
+        assert h.select([a, b], [], [], 0.01) == ([], [], [])
+        b.send(b"x")
+        assert h.select([a, b], [], [], 1.0)[0] == [a]
+        assert h.select([a], [], [], 1.0)[0] == [a]
+        assert h.select([], [a], [], 1.0)[1] == [a]
+        pollers = [entry[2] for entry in h._polls.sets]
+        for _ in range(5):  # the loop's pattern: the same three combinations again
+            assert h.select([a, b], [], [], 0)[0] == [a]
+            assert h.select([a], [], [], 0)[0] == [a]
+            assert h.select([], [a], [], 0)[1] == [a]
+        assert sorted(map(id, (e[2] for e in h._polls.sets))) == sorted(map(id, pollers))  # none built again
+        a.recv(1)
+        assert h.select([a], [], [], 0.01) == ([], [], [])
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_new_socket_gets_its_own_poll_set_and_old_ones_are_dropped() -> None:
+    h = PollHandler()
+    pairs = [socket.socketpair() for _ in range(6)]
+    try:
+        for a, b in pairs:
+            b.send(b"x")
+            assert h.select([a], [], [], 1.0)[0] == [a]  # never the answer for an earlier socket's set
+        assert len(h._polls.sets) == PollHandler._KEPT
+    finally:
+        for a, b in pairs:
+            a.close()
+            b.close()
+
+
+def test_each_thread_polls_with_its_own_sets() -> None:
+    h = PollHandler()
+    a, b = socket.socketpair()
+    seen: list = []
+    try:
+        t = threading.Thread(target=lambda: seen.append(h.select([a], [], [], 0.3)))
+        t.start()  # waits in poll() while this thread polls the same objects: separate poll objects
+        assert h.select([a], [], [], 0.05) == ([], [], [])
+        b.send(b"x")
+        t.join(5)
+        assert seen == [([a], [], [])]
+    finally:
+        a.close()
+        b.close()
+
+
+def test_tuples_find_the_same_poll_set_as_lists() -> None:
+    h = PollHandler()
+    a, b = socket.socketpair()
+    try:
+        b.send(b"x")
+        assert h.select((a,), (), (), 1.0)[0] == [a]
+        assert h.select([a], [], [], 1.0)[0] == [a]
+        assert len(h._polls.sets) == 1
+    finally:
+        a.close()
+        b.close()
+
+
+def test_a_pending_result_times_out_and_an_answer_wakes_every_waiter() -> None:
+    r = PollHandler().async_result()
+    assert isinstance(r, LatchResult) and not r.ready()
+    with pytest.raises(KazooTimeoutError):
+        r.get(block=False)
+    t0 = time.monotonic()
+    with pytest.raises(KazooTimeoutError):
+        r.get(timeout=0.05)
+    assert time.monotonic() - t0 >= 0.04
+    assert r.wait(0.01) is False
+    got: list = []
+    waiters = [threading.Thread(target=lambda: got.append(r.get(timeout=5))) for _ in range(3)]
+    for w in waiters:
+        w.start()
+    r.set("answer")
+    r.set("ignored")  # a second answer changes nothing
+    for w in waiters:
+        w.join(5)
+    assert got == ["answer"] * 3
+    assert r.ready() and r.successful() and r.wait(0) and r.get() == "answer" and r.exception is None
+
+
+def test_an_exception_is_raised_to_every_reader() -> None:
+    r = PollHandler().async_result()
+    error = NoNodeError("gone")
+    r.set_exception(error)
+    for _ in range(2):
+        with pytest.raises(NoNodeError):
+            r.get()
+    assert r.ready() and not r.successful() and r.exception is error
+
+
+def test_callbacks_run_on_the_handler_linked_before_or_after_the_answer_and_unlinked_ones_do_not() -> None:
+    h = PollHandler()
+    h.start()
+    try:
+        r = h.async_result()
+        seen: list = []
+        done = threading.Event()
+        first = lambda res: seen.append(("first", res.get()))  # noqa: E731
+        dropped = lambda res: seen.append(("dropped", res.get()))  # noqa: E731
+        r.rawlink(first)
+        r.rawlink(first)  # linked once
+        r.rawlink(dropped)
+        r.unlink(dropped)
+        r.set(7)
+        r.rawlink(lambda res: (seen.append(("late", res.get())), done.set()))
+        assert done.wait(5)
+        assert seen[0] == ("first", 7) and ("late", 7) in seen and ("dropped", 7) not in seen
+    finally:
+        h.stop()
+
+
+def test_a_real_client_answers_through_latch_results(zk_connect: str) -> None:
+    zk: KazooClient = new_client(zk_connect, timeout=10.0)
+    zk.start()
+    try:
+        zk.ensure_path("/latch/a")
+        pending = [zk.get_async("/latch/a") for _ in range(50)] + [zk.get_async("/latch/missing")]
+        assert all(isinstance(p, LatchResult) for p in pending)
+        assert [p.get(timeout=10)[0] for p in pending[:-1]] == [b""] * 50
+        with pytest.raises(NoNodeError):
+            pending[-1].get(timeout=10)
+        fired = threading.Event()
+        zk.exists("/latch/b", watch=lambda event: fired.set())
+        zk.create("/latch/b")
+        assert fired.wait(10)  # watches still reach their callbacks
+    finally:
+        zk.stop()
+        zk.close()
