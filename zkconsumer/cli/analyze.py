@@ -3,8 +3,12 @@
 from __future__ import annotations
 
 import argparse
+from typing import TYPE_CHECKING
 
 from . import CliError, console
+
+if TYPE_CHECKING:
+    from ..analysis.jvm import JvmPlan
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,16 +37,40 @@ def add_spark_args(p: argparse.ArgumentParser) -> None:
                    help="spark.sql.shuffle.partitions (default: 2 x local cores, 64 on a cluster)")
 
 
-def start_spark(args: argparse.Namespace, app: str):
+def start_spark(args: argparse.Namespace, app: str, java_options: str | None = None):
     """(whether we own it, session). A session already running in this process (tests, notebooks) is
-    reused and left running."""
+    reused and left running; ``java_options`` only reach a JVM started here."""
     from pyspark.sql import SparkSession
 
     from ..analysis.spark import build_session
 
     owns = SparkSession.getActiveSession() is None
     with console.status("[bold]starting Spark[/] " + (args.master or "")):
-        return owns, build_session(args.master, app, args.shuffle_partitions, args.driver_memory)
+        return owns, build_session(args.master, app, args.shuffle_partitions, args.driver_memory,
+                                   java_options=java_options if owns else None)
+
+
+def one_shot_jvm(args: argparse.Namespace) -> JvmPlan | None:
+    """The one-shot JVM options (``analysis/jvm.py``) when this command will start a local JVM for a small
+    trace on a local disk; None otherwise (a running session, a cluster, spark-submit, a large trace)."""
+    from pyspark.sql import SparkSession
+
+    from ..analysis.jvm import SMALL_TRACE_BYTES, plan_one_shot, trace_bytes
+    from ..analysis.spark import is_local, under_spark_submit
+
+    if SparkSession.getActiveSession() is not None or under_spark_submit():
+        return None
+    if args.master is not None and not is_local(args.master):
+        return None
+    size = trace_bytes(args.trace_dir)
+    if size is None or size >= SMALL_TRACE_BYTES:
+        return None
+    plan = plan_one_shot()
+    if plan.partial is not None:
+        console.print(f"[dim]first small run with this Java and Spark: the JVM saves its classes to {plan.archive} "
+                      "when it exits (~190 MB, once; later runs start faster; ZKCONSUMER_CDS=0 turns this off)[/]",
+                      highlight=False)
+    return plan
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
@@ -53,7 +81,8 @@ def cmd_analyze(args: argparse.Namespace) -> int:
         trace_files(args.trace_dir)  # fail fast, before a JVM starts
     except TraceInputError as e:
         raise CliError(str(e), code=2) from None
-    owns, spark = start_spark(args, "zkconsumer-analyze")
+    plan = one_shot_jvm(args)
+    owns, spark = start_spark(args, "zkconsumer-analyze", plan.java_options if plan else None)
     try:
         res = run_analysis(spark, args.trace_dir, args.out, console, from_zero=args.from_zero,
                            max_plot_partitions=args.max_plot_partitions, csv=not args.no_csv,
