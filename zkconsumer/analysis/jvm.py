@@ -1,4 +1,4 @@
-"""JVM start options for a one-shot ``zkconsumer analyze`` of a small trace (a lab run's).
+"""JVM start options for a one-shot ``zkconsumer analyze`` of a small trace (a lab run's: ``traces.SMALL_TRACE_BYTES``).
 
 A cold driver JVM spends most of a small analysis loading classes and JIT-compiling Spark, not analysing: the
 C2 compiler alone burnt ~25 s of CPU on a 3,000-line trace. For a JVM that lives for one small analysis:
@@ -25,9 +25,6 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from pathlib import Path
 
-#: A trace this small (bytes of ``*.jsonl``; about SMALL_TRACE_LINES lines at ~160 bytes a line) gets the
-#: one-shot options; a larger one is worth C2's time.
-SMALL_TRACE_BYTES = 32 * 2**20
 ONE_SHOT_OPTIONS = ("-XX:TieredStopAtLevel=1", "-XX:+UseSerialGC")
 #: CDS says nothing on success; a mismatched or unreadable archive would print warnings (the run goes on).
 QUIET_CDS = ("-Xlog:cds=off", "-Xlog:class+path=off")
@@ -51,14 +48,6 @@ class JvmPlan:
     @property
     def java_options(self) -> str:
         return " ".join(self.options)
-
-
-def trace_bytes(trace_dir: str) -> int | None:
-    """Bytes of the ``*.jsonl`` files of a local trace directory; None when it is not on a local disk."""
-    if "://" in trace_dir and not trace_dir.startswith("file://"):
-        return None
-    path = Path(trace_dir.removeprefix("file://"))
-    return sum(p.stat().st_size for p in path.glob("*.jsonl") if p.is_file())
 
 
 def cache_dir() -> Path:

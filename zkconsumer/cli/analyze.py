@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import threading
 from typing import TYPE_CHECKING
 
 from . import CliError, console
@@ -55,16 +57,16 @@ def one_shot_jvm(args: argparse.Namespace) -> JvmPlan | None:
     trace on a local disk; None otherwise (a running session, a cluster, spark-submit, a large trace)."""
     from pyspark.sql import SparkSession
 
-    from ..analysis.jvm import SMALL_TRACE_BYTES, plan_one_shot, trace_bytes
+    from ..analysis.jvm import plan_one_shot
     from ..analysis.spark import is_local, under_spark_submit
+    from ..analysis.traces import is_small
 
     if SparkSession.getActiveSession() is not None or under_spark_submit():
         return None
     if args.master is not None and not is_local(args.master):
         return None
-    size = trace_bytes(args.trace_dir)
-    if size is None or size >= SMALL_TRACE_BYTES:
-        return None
+    if not is_small(args.trace_dir):
+        return None  # a large trace is worth C2's time; a remote one's size is not known here
     plan = plan_one_shot()
     if plan.partial is not None:
         console.print(f"[dim]first small run with this Java and Spark: the JVM saves its classes to {plan.archive} "
@@ -74,15 +76,21 @@ def one_shot_jvm(args: argparse.Namespace) -> JvmPlan | None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from ..analysis.pipeline import run_analysis
     from ..analysis.traces import TraceInputError, trace_files
 
     try:
         trace_files(args.trace_dir)  # fail fast, before a JVM starts
     except TraceInputError as e:
         raise CliError(str(e), code=2) from None
+    # pandas, pyarrow and matplotlib (~0.7 s) load while the JVM starts: Python only polls for it meanwhile
+    loading = threading.Thread(target=importlib.import_module, args=("zkconsumer.analysis.pipeline",),
+                               name="import-pipeline", daemon=True)
+    loading.start()
     plan = one_shot_jvm(args)
     owns, spark = start_spark(args, "zkconsumer-analyze", plan.java_options if plan else None)
+    loading.join()
+    from ..analysis.pipeline import run_analysis
+
     try:
         res = run_analysis(spark, args.trace_dir, args.out, console, from_zero=args.from_zero,
                            max_plot_partitions=args.max_plot_partitions, csv=not args.no_csv,
