@@ -223,14 +223,14 @@ def test_offset_resets_are_counted_and_listed(spark, tmp_path, trace_builder_cla
 
 
 def test_small_trace_settings_change_no_table_and_are_restored(analyzed, spark, tmp_path) -> None:
-    """A lab-sized trace runs narrowed (one shuffle partition, no adaptive execution): the same tables as at the
-    session's own settings, which are back when the analysis returns."""
-    from zkconsumer.analysis.pipeline import ADAPTIVE, SHUFFLE_PARTITIONS, run_analysis
+    """A lab-sized trace runs narrowed (one shuffle partition, no adaptive execution, interpreted expressions):
+    the same tables as at the session's own settings, which are back when the analysis returns."""
+    from zkconsumer.analysis.pipeline import ADAPTIVE, CODEGEN_FACTORY, SHUFFLE_PARTITIONS, run_analysis
 
     traces = analyzed[0].parent / "traces"
     quiet = Console(file=io.StringIO())
-    before = {key: spark.conf.get(key) for key in (SHUFFLE_PARTITIONS, ADAPTIVE)}
-    assert before[ADAPTIVE] == "true" and before[SHUFFLE_PARTITIONS] != "1"
+    before = {key: spark.conf.get(key) for key in (SHUFFLE_PARTITIONS, ADAPTIVE, CODEGEN_FACTORY)}
+    assert before[ADAPTIVE] == "true" and before[SHUFFLE_PARTITIONS] != "1" and before[CODEGEN_FACTORY] != "NO_CODEGEN"
     narrow = run_analysis(spark, str(traces), tmp_path / "narrow", quiet, plots_and_report=False)
     assert {key: spark.conf.get(key) for key in before} == before
     wide = run_analysis(spark, str(traces), tmp_path / "wide", quiet, plots_and_report=False, narrow_small=False)

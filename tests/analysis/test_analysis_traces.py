@@ -39,8 +39,11 @@ def test_diagnose(text, reason):
     assert diagnose(text).startswith(reason)
 
 
-def test_line_numbers_exact_when_files_are_split(spark, tmp_path):
-    """Force many Spark splits per file: line numbers must still be the file's own."""
+@pytest.mark.parametrize("in_memory", [True, False], ids=["in-memory", "staged"])
+def test_line_numbers_exact_when_files_are_split(spark, tmp_path, in_memory):
+    """Force many Spark splits per file: line numbers must still be the file's own, whether the parsed lines are
+    held in memory (coalesced into one partition: the row ids are computed per split, below the coalesce) or
+    staged as Parquet."""
     d = tmp_path / "traces"
     d.mkdir()
     expected = set()
@@ -58,7 +61,7 @@ def test_line_numbers_exact_when_files_are_split(spark, tmp_path):
     saved = spark.conf.get("spark.sql.files.maxPartitionBytes")
     spark.conf.set("spark.sql.files.maxPartitionBytes", "2048")
     try:
-        ts = read_traces(spark, str(d), tmp_path / "work")
+        ts = read_traces(spark, str(d), tmp_path / "work", in_memory=in_memory)
         got = {(r["file"], r["line"]) for r in ts.bad.collect()}
         n_splits = spark.read.text(str(d / "*.jsonl")).rdd.getNumPartitions()
     finally:
@@ -67,6 +70,7 @@ def test_line_numbers_exact_when_files_are_split(spark, tmp_path):
     assert got == expected
     assert ts.lines == 800 and ts.bad_count == len(expected) and ts.valid == 800 - len(expected)
     assert ts.events.count() == ts.valid
+    assert (tmp_path / "work" / "lines.parquet").exists() is not in_memory
 
 
 def test_per_record_lines_parse_like_the_rest(spark, tmp_path):

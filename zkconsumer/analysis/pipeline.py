@@ -23,7 +23,7 @@ from .progress import Stages
 from .rebalances import analyze_rebalances
 from .report import PREVIEW_ROWS, Report
 from .tables import TableWriter
-from .traces import TraceSet, read_traces
+from .traces import TraceSet, is_small, read_traces
 
 BAD_LINES_SHOWN = 20
 
@@ -102,6 +102,10 @@ SHUFFLE_PARTITIONS = "spark.sql.shuffle.partitions"
 #: Adaptive execution runs every shuffle stage as a job of its own so it can re-plan from the stage's size; with
 #: one shuffle partition there is nothing to re-plan, and a lab-sized trace paid ~75 extra jobs for it.
 ADAPTIVE = "spark.sql.adaptive.enabled"
+#: Expressions evaluated by their interpreted form: compiling generated Java code (Janino) for every projection,
+#: filter and ordering cost a cold JVM ~2.5 s of a small trace's analysis, for a few thousand rows (tables
+#: unchanged: Spark's interpreted and generated forms of an expression agree).
+CODEGEN_FACTORY = "spark.sql.codegen.factoryMode"
 
 
 def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: Console,
@@ -110,9 +114,9 @@ def run_analysis(spark: SparkSession, trace_dir: str, out_dir: str | Path, conso
     """The whole analysis; ``plots_and_report=False`` stops after the tables (the fault matrix's verdicts).
 
     ``narrow_small``: a trace under SMALL_TRACE_LINES runs with one shuffle partition and without adaptive
-    execution (False keeps the session's settings, e.g. ones the user chose); the session's settings are restored
-    afterwards."""
-    saved = {key: spark.conf.get(key) for key in (SHUFFLE_PARTITIONS, ADAPTIVE)}
+    execution, and one under SMALL_TRACE_BYTES on a local disk with interpreted expressions (False keeps the
+    session's settings, e.g. ones the user chose); the session's settings are restored afterwards."""
+    saved = {key: spark.conf.get(key) for key in (SHUFFLE_PARTITIONS, ADAPTIVE, CODEGEN_FACTORY)}
     try:
         return _analyse(spark, trace_dir, out_dir, console, from_zero, max_plot_partitions, csv, keep_work,
                         plots_and_report, narrow_small)
@@ -130,6 +134,8 @@ def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: 
     res = AnalysisResult(out)
     writer = TableWriter(out, csv=csv, local=True)
 
+    if narrow_small and is_small(trace_dir):
+        spark.conf.set(CODEGEN_FACTORY, "NO_CODEGEN")
     with st.stage("read traces") as note:
         work = out / "_work"
         ts = read_traces(spark, trace_dir, work)

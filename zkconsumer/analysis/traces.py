@@ -230,7 +230,25 @@ def _local_files(glob: str) -> int | None:
                if p.is_file() and p.stat().st_size and not p.name.startswith(("_", ".")))
 
 
-def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> TraceSet:
+#: A trace this small (bytes of its ``*.jsonl``: about 200,000 lines at ~160 bytes a line) is held in memory
+#: rather than staged, and a one-shot CLI run gives its JVM quick-start options (``jvm.py``).
+SMALL_TRACE_BYTES = 32 * 2**20
+
+
+def trace_bytes(trace_dir: str) -> int | None:
+    """Bytes of the ``*.jsonl`` files of a local trace directory; None when it is not on a local disk."""
+    if "://" in trace_dir and not trace_dir.startswith("file://"):
+        return None
+    path = Path(trace_dir.removeprefix("file://"))
+    return sum(p.stat().st_size for p in path.glob("*.jsonl") if p.is_file())
+
+
+def is_small(trace_dir: str) -> bool:
+    size = trace_bytes(trace_dir)
+    return size is not None and size < SMALL_TRACE_BYTES
+
+
+def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path, in_memory: bool | None = None) -> TraceSet:
     """Parse every ``*.jsonl`` of ``trace_dir``; keep valid events; bad lines carry file and line number.
 
     Parsed lines are staged as Parquet in ``work_dir``: every later query then scans a few typed columns
@@ -239,21 +257,30 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> Tr
     turn row ids into line numbers are only gathered when there are bad lines to number. Everything but the
     deliveries (a few percent of a long trace) is then held in memory once, so the many small queries of the
     rebalance, commit and invariant analyses never re-scan the staged trace.
+
+    ``in_memory`` (default: a local trace under SMALL_TRACE_BYTES) holds the parsed lines in memory, in one
+    partition, instead: writing and re-reading Parquet, the small part's own copy and a task per file split cost
+    a small trace more than they save (about 2 s of a cold 3,000-line run).
     """
     glob = trace_files(trace_dir)
+    if in_memory is None:
+        in_memory = is_small(trace_dir)
     parsed = _parse(_raw_lines(spark, glob)).withColumn("_ok", _quick_ok(F.col("p")))
     staged = str(Path(work_dir) / "lines.parquet")
     counted = Observation("lines")
     bad_only = ~F.col("_ok")
-    parsed.select(
+    lines_df = parsed.select(
         "file", F.when(bad_only, F.col("_block")).alias("_block"), F.when(bad_only, F.col("_id")).alias("_id"),
         "_ok", F.when(bad_only, F.col("value")).alias("_text"),
         *[F.col(f"p.{k}").alias(k) for k in STAGED], F.coalesce("p.mode", F.lit("zookeeper")).alias("mode"),
         F.col("p.error").alias("failure"), F.col("_parts").alias("parts"), F.col("_owned").alias("owned"),
     ).observe(counted, F.count(F.lit(1)).alias("lines"), F.sum(F.when(~F.col("_ok"), 1).otherwise(0)).alias("bad"),
-              *[F.sum(F.when(F.col("_ok") & (F.col("event") == e), 1).otherwise(0)).alias(e) for e in sorted(EVENTS)]
-              ).write.mode("overwrite").parquet(staged)
-    rows = spark.read.parquet(staged)
+              *[F.sum(F.when(F.col("_ok") & (F.col("event") == e), 1).otherwise(0)).alias(e) for e in sorted(EVENTS)])
+    if in_memory:  # coalesce keeps each split's row ids: they are computed below it, per split
+        rows = lines_df.coalesce(1).localCheckpoint(eager=True)
+    else:
+        lines_df.write.mode("overwrite").parquet(staged)
+        rows = spark.read.parquet(staged)
     lines, bad_count = int(counted.get["lines"] or 0), int(counted.get["bad"] or 0)
     counts = {e: int(counted.get[e] or 0) for e in sorted(EVENTS)}
 
@@ -263,7 +290,9 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path) -> Tr
     bad = _diagnosed(spark, bad_rows) if bad_count else spark.createDataFrame([], BAD_SCHEMA)
     valid = rows.where(F.col("_ok")).drop("_block", "_id", "_ok", "_text")
     lab = F.col("event").isin(*sorted(LAB_EVENTS))
-    small = valid.where(F.col("event") != "record_delivered").localCheckpoint(eager=True)
+    small = valid.where(F.col("event") != "record_delivered")
+    if not in_memory:
+        small = small.localCheckpoint(eager=True)
     return TraceSet(events=valid.where(~lab), bad=bad, files=files, lines=lines, valid=lines - bad_count,
                     bad_count=bad_count, lab_events=small.where(lab), small=small.where(~lab), event_counts=counts,
                     _deliveries=valid.where(F.col("event") == "record_delivered"))

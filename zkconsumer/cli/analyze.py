@@ -3,8 +3,14 @@
 from __future__ import annotations
 
 import argparse
+import importlib
+import threading
+from typing import TYPE_CHECKING
 
 from . import CliError, console
+
+if TYPE_CHECKING:
+    from ..analysis.jvm import JvmPlan
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,27 +39,58 @@ def add_spark_args(p: argparse.ArgumentParser) -> None:
                    help="spark.sql.shuffle.partitions (default: 2 x local cores, 64 on a cluster)")
 
 
-def start_spark(args: argparse.Namespace, app: str):
+def start_spark(args: argparse.Namespace, app: str, java_options: str | None = None):
     """(whether we own it, session). A session already running in this process (tests, notebooks) is
-    reused and left running."""
+    reused and left running; ``java_options`` only reach a JVM started here."""
     from pyspark.sql import SparkSession
 
     from ..analysis.spark import build_session
 
     owns = SparkSession.getActiveSession() is None
     with console.status("[bold]starting Spark[/] " + (args.master or "")):
-        return owns, build_session(args.master, app, args.shuffle_partitions, args.driver_memory)
+        return owns, build_session(args.master, app, args.shuffle_partitions, args.driver_memory,
+                                   java_options=java_options if owns else None)
+
+
+def one_shot_jvm(args: argparse.Namespace) -> JvmPlan | None:
+    """The one-shot JVM options (``analysis/jvm.py``) when this command will start a local JVM for a small
+    trace on a local disk; None otherwise (a running session, a cluster, spark-submit, a large trace)."""
+    from pyspark.sql import SparkSession
+
+    from ..analysis.jvm import plan_one_shot
+    from ..analysis.spark import is_local, under_spark_submit
+    from ..analysis.traces import is_small
+
+    if SparkSession.getActiveSession() is not None or under_spark_submit():
+        return None
+    if args.master is not None and not is_local(args.master):
+        return None
+    if not is_small(args.trace_dir):
+        return None  # a large trace is worth C2's time; a remote one's size is not known here
+    plan = plan_one_shot()
+    if plan.partial is not None:
+        console.print(f"[dim]first small run with this Java and Spark: the JVM saves its classes to {plan.archive} "
+                      "when it exits (~190 MB, once; later runs start faster; ZKCONSUMER_CDS=0 turns this off)[/]",
+                      highlight=False)
+    return plan
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from ..analysis.pipeline import run_analysis
     from ..analysis.traces import TraceInputError, trace_files
 
     try:
         trace_files(args.trace_dir)  # fail fast, before a JVM starts
     except TraceInputError as e:
         raise CliError(str(e), code=2) from None
-    owns, spark = start_spark(args, "zkconsumer-analyze")
+    # pandas, pyarrow and matplotlib (~0.7 s) load while the JVM starts: Python only polls for it meanwhile
+    loading = threading.Thread(target=importlib.import_module, args=("zkconsumer.analysis.pipeline",),
+                               name="import-pipeline", daemon=True)
+    loading.start()
+    plan = one_shot_jvm(args)
+    owns, spark = start_spark(args, "zkconsumer-analyze", plan.java_options if plan else None)
+    loading.join()
+    from ..analysis.pipeline import run_analysis
+
     try:
         res = run_analysis(spark, args.trace_dir, args.out, console, from_zero=args.from_zero,
                            max_plot_partitions=args.max_plot_partitions, csv=not args.no_csv,
