@@ -56,13 +56,13 @@ def test_no_second_writer_while_a_jvm_is_writing(tmp_path):
     cache.mkdir(parents=True, exist_ok=True)
     plan.partial.write_bytes(b"")
     # a process whose command line names the partial file, as the writing JVM's does
-    writer = subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)",
-                               f"-XX:ArchiveClassesAtExit={plan.partial}"])
-    try:
+    writer = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()",
+                               f"-XX:ArchiveClassesAtExit={plan.partial}"], stdin=subprocess.PIPE)
+    try:  # it lives until its stdin closes (Popen returns once it runs: its command line is in /proc)
         busy = jvm.plan_one_shot(cache, cds=True)
     finally:
-        writer.kill()
-        writer.wait()
+        writer.stdin.close()
+        writer.wait(30)
     assert busy.options == list(jvm.ONE_SHOT_OPTIONS) and busy.partial is None
     assert plan.partial.exists()  # left to its writer
 

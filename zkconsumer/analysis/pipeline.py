@@ -134,11 +134,12 @@ def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: 
     res = AnalysisResult(out)
     writer = TableWriter(out, csv=csv, local=True)
 
-    if narrow_small and is_small(trace_dir):
+    small = is_small(trace_dir)  # one look at the trace's files for both uses
+    if narrow_small and small:
         spark.conf.set(CODEGEN_FACTORY, "NO_CODEGEN")
     with st.stage("read traces") as note:
         work = out / "_work"
-        ts = read_traces(spark, trace_dir, work)
+        ts = read_traces(spark, trace_dir, work, in_memory=small)
         res.bad_lines, res.lines = ts.bad_count, ts.lines
         note.append(f"{ts.files} files, {ts.lines:,} lines, {ts.bad_count:,} bad")
         if narrow_small and ts.lines < SMALL_TRACE_LINES:
