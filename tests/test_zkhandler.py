@@ -1,6 +1,7 @@
 """zkhandler.PollHandler: the select() kazoo's connection loop waits in (right answers, poll sets kept between
 calls for the same objects: kazoo's loop alternates three combinations dozens of times per rebalance), and
-LatchResult, the answer of each request (kazoo's AsyncResult contract), alone and under a real client."""
+LatchResult, the answer of each request (kazoo's AsyncResult contract), alone and under a real client, and the
+callbacks marked runs_inline, which skip kazoo's worker threads."""
 
 from __future__ import annotations
 
@@ -14,7 +15,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer.registry import new_client
-from zkconsumer.zkhandler import LatchResult, PollHandler
+from zkconsumer.zkhandler import LatchResult, PollHandler, runs_inline
 
 
 def test_readiness_is_reported_and_poll_sets_are_kept_per_combination() -> None:
@@ -149,6 +150,42 @@ def test_a_real_client_answers_through_latch_results(zk_connect: str) -> None:
         zk.exists("/latch/b", watch=lambda event: fired.set())
         zk.create("/latch/b")
         assert fired.wait(10)  # watches still reach their callbacks
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def test_marked_callbacks_run_on_the_connection_thread_and_the_others_on_kazoos_workers(zk_connect: str) -> None:
+    zk: KazooClient = new_client(zk_connect, timeout=10.0)
+    zk.start()
+    try:
+        connection_thread = zk._connection._connection_routine
+        ran: dict[str, threading.Thread] = {}
+        done = {name: threading.Event() for name in ("watch", "inline watch", "link", "inline link")}
+
+        def note(name: str) -> None:
+            ran[name] = threading.current_thread()
+            done[name].set()
+
+        @runs_inline
+        def broken(event) -> None:
+            raise RuntimeError("a bug in an inline callback")
+
+        zk.ensure_path("/inline")
+        zk.exists("/inline/a", watch=lambda event: note("watch"))
+        zk.exists("/inline/a", watch=runs_inline(lambda event: note("inline watch")))
+        zk.exists("/inline/a", watch=broken)
+        zk.get_async("/inline").rawlink(lambda result: note("link"))
+        zk.get_async("/inline").rawlink(runs_inline(lambda result: note("inline link")))
+        zk.create("/inline/a")
+        assert all(event.wait(10) for event in done.values())
+        assert ran["inline watch"] is connection_thread and ran["inline link"] is connection_thread
+        assert ran["watch"] is not connection_thread and ran["link"] is not connection_thread
+        # The exception was logged, not raised into kazoo's loop: the connection still answers and delivers.
+        fired = threading.Event()
+        zk.exists("/inline/b", watch=runs_inline(lambda event: fired.set()))
+        zk.create("/inline/b")
+        assert fired.wait(10) and zk.connected
     finally:
         zk.stop()
         zk.close()

@@ -38,6 +38,7 @@ from .offsets import ZkOffsetStore
 from .phases import PhaseClock
 from .registry import Registry, broker_ids_of, partitions_of_topic_node
 from .trace import TraceWriter
+from .zkhandler import runs_inline
 
 log = logging.getLogger(__name__)
 
@@ -208,8 +209,10 @@ class Rebalancer:
         self._ids_seen = True
         return None
 
+    @runs_inline
     def _on_ids_event(self, event) -> None:
-        """The one-shot ``ids`` watch fired (pipelined profile): flag a rebalance; its read sets the watch again."""
+        """The one-shot ``ids`` watch fired (pipelined profile): flag a rebalance; its read sets the watch again.
+        Runs on kazoo's connection thread (no hand-off on the way to the executor thread): it must not block."""
         if self._stopping.is_set():
             return
         if event.type == "NONE":  # kazoo dropped the watch with the connection: set it again once back
@@ -496,6 +499,7 @@ class Rebalancer:
             return
         self._broken_watched.add(path)
 
+        @runs_inline
         def on_change(event) -> None:
             self._broken_watched.discard(path)
             if not self._stopping.is_set():
@@ -558,6 +562,9 @@ class Rebalancer:
                         self.c.consumer_id, path, what)
             self.trigger("owner_changed")
 
+        # Both callbacks run on kazoo's connection thread (runs_inline): most of these watches fire on our own
+        # deletes at the next release, the rebalance's busiest moment, and need nothing more than a look at a dict.
+        @runs_inline
         def on_event(event) -> None:
             if event.type == "NONE":  # kazoo drops every watch when the connection is lost: re-arm once back
                 if self._owner_watches.get(path) is token and not self._stopping.is_set():
@@ -567,6 +574,7 @@ class Rebalancer:
                 return
             lost("deleted" if event.type == "DELETED" else "overwritten")
 
+        @runs_inline
         def armed(result) -> None:
             with contextlib.suppress(Exception):  # a lost session: the expiry handling takes over
                 stat = result.get()

@@ -4,15 +4,24 @@ Every ZooKeeper request and response passes through two pieces of the handler: t
 connection loop waits in, and the ``AsyncResult`` each request is answered through. kazoo's versions of both
 allocate per call what can be allocated once (an epoll selector per wait) or more cheaply (a ``Condition``
 with its re-entrant lock and waiter deque per request); in a rebalance of 50 consumers on two cores that was
-CPU taken from the rebalance itself. :class:`PollHandler` keeps kazoo's behaviour and threading model; only
-those two allocations change.
+CPU taken from the rebalance itself. :class:`PollHandler` keeps kazoo's behaviour and threading model for
+every callback but those marked with :func:`runs_inline`.
+
+kazoo hands every watch event and every ``rawlink`` completion to a worker thread through a queue, so that a
+callback may block (read ZooKeeper again, as its ``ChildrenWatch`` recipe does) without stalling the connection.
+Most of ours only flag the rebalancer and return; for them the hand-off is a thread wake-up per event on the
+rebalance's busiest moment (about 150 events per crash of one consumer among 50, most of them our own owner
+watches firing on our own deletes). A callback marked :func:`runs_inline` runs on the connection thread itself.
 """
 
 from __future__ import annotations
 
+import functools
+import logging
 import select
 import threading
 from _thread import allocate_lock
+from collections.abc import Callable
 
 from kazoo.handlers import utils
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
@@ -22,6 +31,27 @@ _READ_MASK = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | 
 _WRITE_MASK = select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL
 
 _PENDING = utils._NONE  # kazoo's "no value or exception yet" marker (its ready() and exception read it)
+
+log = logging.getLogger(__name__)
+
+_INLINE = "_zkconsumer_runs_inline"
+
+
+def runs_inline(func: Callable) -> Callable:
+    """Mark a watch or ``rawlink`` callback to be run on kazoo's connection thread, without the hand-off to its
+    worker thread. Only for callbacks that never block and never wait for ZooKeeper (a synchronous request from
+    the connection thread would wait for an answer only that thread can read): flag something, send an
+    asynchronous request, return. Such a callback may run before other callbacks of the same client still
+    queued for the worker thread (kazoo otherwise runs them one at a time, in order)."""
+    setattr(func, _INLINE, True)
+    return func
+
+
+def _run_inline(func: Callable, *args) -> None:
+    try:
+        func(*args)
+    except Exception:  # noqa: BLE001 - as kazoo's worker thread does: the connection thread must go on
+        log.exception("exception in a callback run on the connection thread")
 
 
 class LatchResult(utils.AsyncResult):
@@ -88,6 +118,18 @@ class LatchResult(utils.AsyncResult):
             if self._exception is _PENDING and callback in self._callbacks:
                 self._callbacks.remove(callback)
 
+    def _do_callbacks(self) -> None:
+        """kazoo's dispatch of the linked callbacks (to its completion thread while the handler runs, at once
+        otherwise), except that those marked :func:`runs_inline` run at once on the answering thread."""
+        running = self._handler.running
+        for callback in self._callbacks:
+            if running and not getattr(callback, _INLINE, False):
+                self._handler.completion_queue.put(functools.partial(callback, self))
+            elif running:
+                _run_inline(callback, self)
+            else:
+                callback(self)
+
 
 class PollHandler(SequentialThreadingHandler):
     """kazoo's threading handler with a ``poll()``-based select that keeps its poll sets between calls, and
@@ -110,6 +152,14 @@ class PollHandler(SequentialThreadingHandler):
 
     def async_result(self) -> LatchResult:
         return LatchResult(self)
+
+    def dispatch_callback(self, callback) -> None:  # noqa: ANN001 - kazoo's Callback
+        """A watch event: to kazoo's callback thread, or run here (the connection thread) if marked
+        :func:`runs_inline`."""
+        if getattr(callback.func, _INLINE, False):
+            _run_inline(callback.func, *callback.args)
+        else:
+            super().dispatch_callback(callback)
 
     def select(self, rlist, wlist, xlist, timeout=None):  # noqa: D401 - kazoo's signature
         if timeout is not None and timeout < 0:
