@@ -1,7 +1,8 @@
 """zkhandler.PollHandler: the select() kazoo's connection loop waits in (right answers, poll sets kept between
 calls for the same objects: kazoo's loop alternates three combinations dozens of times per rebalance), and
 LatchResult, the answer of each request (kazoo's AsyncResult contract), alone and under a real client, and the
-callbacks marked runs_inline, which skip kazoo's worker threads."""
+callbacks marked runs_inline, which skip kazoo's worker threads; EagerConnection, which reads and writes before
+it polls."""
 
 from __future__ import annotations
 
@@ -13,9 +14,10 @@ import pytest
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.protocol.connection import ConnectionDropped
 
 from zkconsumer.registry import new_client
-from zkconsumer.zkhandler import LatchResult, PollHandler, runs_inline
+from zkconsumer.zkhandler import EagerConnection, LatchResult, PollHandler, runs_inline
 
 
 def test_readiness_is_reported_and_poll_sets_are_kept_per_combination() -> None:
@@ -186,6 +188,74 @@ def test_marked_callbacks_run_on_the_connection_thread_and_the_others_on_kazoos_
         zk.exists("/inline/b", watch=runs_inline(lambda event: fired.set()))
         zk.create("/inline/b")
         assert fired.wait(10) and zk.connected
+    finally:
+        zk.stop()
+        zk.close()
+
+
+def _eager_over(sock: socket.socket) -> EagerConnection:
+    """An EagerConnection over one end of a socket pair (its _read and _write need only the socket and handler)."""
+    conn = EagerConnection.__new__(EagerConnection)
+    sock.setblocking(False)  # as kazoo sets its socket
+    conn._socket, conn.handler = sock, PollHandler()
+    return conn
+
+
+def test_a_read_waits_for_the_bytes_still_missing_and_a_closed_peer_is_a_dropped_connection() -> None:
+    ours, peer = socket.socketpair()
+    conn = _eager_over(ours)
+    with peer:
+        peer.sendall(b"abcd")
+        assert conn._read(4, 5.0) == b"abcd"  # all there: no wait
+        peer.sendall(b"xyz")
+        got: list = []
+        reader = threading.Thread(target=lambda: got.append(conn._read(10, 5.0)))
+        reader.start()  # 3 of 10 bytes there: the rest is waited for
+        peer.sendall(b"0123456")
+        reader.join(10)
+        assert got == [b"xyz0123456"]
+        with pytest.raises(KazooTimeoutError):  # nothing arrives: kazoo's timeout, as before
+            conn._read(1, 0.05)
+    with pytest.raises(ConnectionDropped):
+        conn._read(4, 5.0)
+    ours.close()
+
+
+def test_a_write_larger_than_the_socket_buffer_arrives_whole() -> None:
+    ours, peer = socket.socketpair()
+    conn = _eager_over(ours)
+    message = bytes(range(256)) * 40_000  # ~10 MB: the first send takes part of it, kazoo's loop the rest
+    received = bytearray()
+
+    def drain() -> None:
+        while len(received) < len(message):
+            chunk = peer.recv(1 << 16)
+            if not chunk:
+                return
+            received.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    conn._write(message, 10.0)
+    reader.join(30)
+    assert bytes(received) == message
+    peer.close()
+    with pytest.raises(ConnectionDropped):
+        conn._write(b"x" * (1 << 20), 5.0)  # the peer is gone
+    ours.close()
+
+
+def test_a_real_client_uses_the_eager_connection_for_large_and_pipelined_requests(zk_connect: str) -> None:
+    zk: KazooClient = new_client(zk_connect, timeout=10.0)
+    assert type(zk._connection) is EagerConnection
+    zk.start()
+    try:
+        big = bytes(range(256)) * 3_500  # ~900 KB, under ZooKeeper's 1 MB jute.maxbuffer: many reads per reply
+        zk.create("/eager/big", big, makepath=True)
+        assert zk.get("/eager/big")[0] == big
+        pending = [zk.get_async("/eager/big") for _ in range(5)] + [zk.exists_async(f"/eager/n{i}") for i in range(200)]
+        assert all(p.get(timeout=10)[0] == big for p in pending[:5])
+        assert [p.get(timeout=10) for p in pending[5:]] == [None] * 200
     finally:
         zk.stop()
         zk.close()

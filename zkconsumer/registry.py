@@ -22,7 +22,7 @@ from kazoo.security import ACL
 from . import layout
 from .errors import ConsumerIdInUse, NotAuthorized
 from .layout import BrokerInfo, ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
-from .zkhandler import PollHandler
+from .zkhandler import PollHandler, use_eager_connection
 from .zksecurity import NO_SECURITY, ZkSecurity
 
 log = logging.getLogger(__name__)
@@ -73,8 +73,8 @@ class _AclTransaction(TransactionRequest):
 
 def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None,
                security: ZkSecurity = NO_SECURITY, **kwargs) -> KazooClient:
-    """A KazooClient with :class:`PollHandler` and a reconnect delay bounded by a third of the session timeout,
-    authenticated and creating nodes with ACLs as ``security`` says.
+    """A KazooClient with :class:`PollHandler`, an :class:`EagerConnection` (zkhandler.py) and a reconnect delay
+    bounded by a third of the session timeout, authenticated and creating nodes with ACLs as ``security`` says.
 
     kazoo's default reconnect backoff doubles up to an hour: after a 30 s outage a client could wait longer than
     its session timeout once the servers are back, and lose a session ZooKeeper had kept for it.
@@ -83,9 +83,12 @@ def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None,
                                                      max_delay=max(timeout / 3.0, 0.2)))
     kwargs.update(security.client_kwargs())
     if security.set_acl:
-        return AclClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(),
-                         acl_for=security.acl_for, **kwargs)
-    return KazooClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(), **kwargs)
+        client = AclClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(),
+                           acl_for=security.acl_for, **kwargs)
+    else:
+        client = KazooClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(), **kwargs)
+    use_eager_connection(client)
+    return client
 
 
 def broker_ids_of(children: Iterable[str]) -> list[int]:

