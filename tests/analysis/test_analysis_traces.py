@@ -6,7 +6,7 @@ import json
 
 import pytest
 
-from zkconsumer.analysis.traces import TraceInputError, diagnose, read_traces, trace_files
+from zkconsumer.analysis.traces import BAD_SCHEMA, TraceInputError, diagnose, local_frame, read_traces, trace_files
 from zkconsumer.cli import main
 
 
@@ -100,3 +100,16 @@ def test_per_record_lines_parse_like_the_rest(spark, tmp_path):
     assert got == {5: "wrong type for field(s): offset", 6: "missing field(s) for record_delivered: partition",
                    7: "missing field(s): ts, group, consumer, seq"}
     assert ts.event_counts["record_delivered"] == 3 and ts.event_counts["offset_committed"] == 2
+
+
+def test_rows_held_by_the_driver_become_a_local_relation_not_a_python_rdd(spark):
+    """A Python RDD's first job starts Spark's Python workers (~1 s of a lab run's analysis, for rows the driver
+    already has): the bad lines and the split table are local relations the JVM evaluates alone."""
+    rows = [("a.jsonl", 3, "not JSON", "{"), ("b.jsonl", 1, "unknown event 'x'", None)]
+    for given in (rows, []):
+        df = local_frame(spark, given, BAD_SCHEMA)
+        plan = df._jdf.queryExecution().analyzed().toString()
+        assert "LocalRelation" in plan and "LogicalRDD" not in plan
+        assert df.schema == BAD_SCHEMA
+        assert [tuple(r) for r in df.collect()] == given
+    assert local_frame(spark, [], BAD_SCHEMA).groupBy("file").count().collect() == []

@@ -287,7 +287,7 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path, in_me
     files = _local_files(glob)
     if bad_count or files is None:
         files, bad_rows = _numbered_bad_rows(spark, glob, rows)
-    bad = _diagnosed(spark, bad_rows) if bad_count else spark.createDataFrame([], BAD_SCHEMA)
+    bad = _diagnosed(spark, bad_rows) if bad_count else local_frame(spark, [], BAD_SCHEMA)
     valid = rows.where(F.col("_ok")).drop("_block", "_id", "_ok", "_text")
     lab = F.col("event").isin(*sorted(LAB_EVENTS))
     small = valid.where(F.col("event") != "record_delivered")
@@ -317,14 +317,32 @@ def _numbered_bad_rows(spark: SparkSession, glob: str, rows: DataFrame) -> tuple
     for b in sorted(blocks, key=lambda r: (r["file"], r["_block"])):
         base.append((b["file"], b["_block"], b["first"], seen.get(b["file"], 0)))
         seen[b["file"]] = seen.get(b["file"], 0) + b["n"]
-    base_df = spark.createDataFrame(base, "file string, _block long, _first long, _base long")
+    base_df = local_frame(spark, base, _SPLITS_SCHEMA)
     return len(seen), (rows.where(~F.col("_ok")).join(F.broadcast(base_df), ["file", "_block"])
                        .select("file", (F.col("_id") - F.col("_first") + F.col("_base") + 1).alias("line"),
                                F.col("_text").alias("text")))
 
 
 MAX_DIAGNOSED = 100_000
-BAD_SCHEMA = "file string, line long, reason string, text string"
+BAD_SCHEMA = T.StructType([T.StructField("file", T.StringType()), T.StructField("line", T.LongType()),
+                           T.StructField("reason", T.StringType()), T.StructField("text", T.StringType())])
+_SPLITS_SCHEMA = T.StructType([T.StructField(name, T.StringType() if name == "file" else T.LongType())
+                               for name in ("file", "_block", "_first", "_base")])
+
+
+def local_frame(spark: SparkSession, rows: list[tuple], schema: T.StructType) -> DataFrame:
+    """A DataFrame of rows the driver holds, made from an Arrow table: pyspark makes one from a list of rows as
+    a Python RDD, whose first job starts Spark's Python workers (~1 s of a lab-sized trace's analysis in a fresh
+    JVM, for rows that are already here); from Arrow it is a local relation the JVM evaluates on its own.
+    pyspark < 4 (no Arrow tables in ``createDataFrame``): the list, as before."""
+    if int(spark.version.split(".")[0]) < 4:
+        return spark.createDataFrame(rows, schema)
+    import pyarrow as pa
+    from pyspark.sql.pandas.types import to_arrow_schema
+
+    arrow = to_arrow_schema(schema)
+    columns = [pa.array([row[i] for row in rows], type=f.type) for i, f in enumerate(arrow)]
+    return spark.createDataFrame(pa.Table.from_arrays(columns, schema=arrow))
 
 
 def _diagnosed(spark: SparkSession, bad_rows: DataFrame) -> DataFrame:
@@ -333,7 +351,7 @@ def _diagnosed(spark: SparkSession, bad_rows: DataFrame) -> DataFrame:
     head = bad_rows.orderBy("file", "line").limit(MAX_DIAGNOSED + 1).collect()
     rows = [(r["file"], r["line"], diagnose(r["text"] or ""), (r["text"] or "")[:BAD_TEXT_CHARS])
             for r in head[:MAX_DIAGNOSED]]
-    bad = spark.createDataFrame(rows, BAD_SCHEMA)
+    bad = local_frame(spark, rows, BAD_SCHEMA)
     if len(head) > MAX_DIAGNOSED:
         last = (head[MAX_DIAGNOSED - 1]["file"], head[MAX_DIAGNOSED - 1]["line"])
         rest = bad_rows.where((F.col("file") > last[0]) | ((F.col("file") == last[0]) & (F.col("line") > last[1])))
