@@ -229,12 +229,13 @@ class EagerConnection(ConnectionHandler):
         sock = self._socket
         if isinstance(sock, ssl.SSLSocket):
             return super()._read(length, timeout)
-        try:
-            chunk = sock.recv(length)
-        except BlockingIOError:
+        with self._socket_error_handling():  # kazoo's: a socket error is a dropped connection
+            try:
+                chunk = sock.recv(length)
+            except BlockingIOError:
+                chunk = None
+        if chunk is None:
             return super()._read(length, timeout)
-        except OSError as e:  # as kazoo's _socket_error_handling reports it
-            raise ConnectionDropped(f"socket connection error: {e.strerror or e}") from e
         if len(chunk) == length:
             return chunk
         if not chunk:
@@ -246,12 +247,11 @@ class EagerConnection(ConnectionHandler):
         if isinstance(sock, ssl.SSLSocket):
             super()._write(msg, timeout)
             return
-        try:
-            sent = sock.send(msg)
-        except BlockingIOError:
-            sent = 0
-        except OSError as e:
-            raise ConnectionDropped(f"socket connection error: {e.strerror or e}") from e
+        with self._socket_error_handling():
+            try:
+                sent = sock.send(msg)
+            except BlockingIOError:
+                sent = 0
         if sent < len(msg):
             super()._write(memoryview(msg)[sent:], timeout)
 

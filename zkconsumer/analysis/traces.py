@@ -221,13 +221,19 @@ STAGED = ("ts", "event", "group", "consumer", "seq", "cause", "rebalance", "atte
           "session_timeout_ms")
 
 
-def _local_files(glob: str) -> int | None:
-    """Non-empty files the glob names (the files that have lines), or None when they are not on a local disk.
-    Like Spark's file listing, names starting with ``_`` or ``.`` are not data."""
-    if "://" in glob and not glob.startswith("file://"):
+def _local_jsonl(trace_dir: str) -> list[Path] | None:
+    """The ``*.jsonl`` files Spark reads in a trace directory (like Spark's file listing, names starting with
+    ``_`` or ``.`` are not data), or None when the directory is not on a local disk."""
+    if "://" in trace_dir and not trace_dir.startswith("file://"):
         return None
-    return sum(1 for p in Path(glob.removeprefix("file://")).parent.glob("*.jsonl")
-               if p.is_file() and p.stat().st_size and not p.name.startswith(("_", ".")))
+    return [p for p in Path(trace_dir.removeprefix("file://")).glob("*.jsonl")
+            if p.is_file() and not p.name.startswith(("_", "."))]
+
+
+def _local_files(glob: str) -> int | None:
+    """Non-empty files the glob (``<dir>/*.jsonl``) names: the files that have lines; None when not local."""
+    files = _local_jsonl(glob.rsplit("/", 1)[0])
+    return None if files is None else sum(1 for p in files if p.stat().st_size)
 
 
 #: A trace this small (bytes of its ``*.jsonl``: about 200,000 lines at ~160 bytes a line) is held in memory
@@ -237,10 +243,8 @@ SMALL_TRACE_BYTES = 32 * 2**20
 
 def trace_bytes(trace_dir: str) -> int | None:
     """Bytes of the ``*.jsonl`` files of a local trace directory; None when it is not on a local disk."""
-    if "://" in trace_dir and not trace_dir.startswith("file://"):
-        return None
-    path = Path(trace_dir.removeprefix("file://"))
-    return sum(p.stat().st_size for p in path.glob("*.jsonl") if p.is_file())
+    files = _local_jsonl(trace_dir)
+    return None if files is None else sum(p.stat().st_size for p in files)
 
 
 def is_small(trace_dir: str) -> bool:
