@@ -20,6 +20,16 @@ apt_install() {
 if ! command -v java >/dev/null 2>&1 && [ -z "${JAVA_HOME:-}" ]; then
   apt_install default-jre-headless
 fi
+# Apache Kafka's own jars (the judge in tests/test_kafka_*.py) are fetched by Maven, and a few lines of Java
+# around Kafka's high-level consumer are compiled against them: Maven and a JDK's javac are needed, unless
+# ZKCONSUMER_KAFKA_HOME points at an unpacked Kafka release (javac is needed either way).
+if [ -z "${ZKCONSUMER_KAFKA_HOME:-}" ] && ! command -v mvn >/dev/null 2>&1; then
+  apt_install maven
+fi
+JAVAC_DIR="$(dirname "$(readlink -f "$( [ -n "${JAVA_HOME:-}" ] && echo "$JAVA_HOME/bin/java" || command -v java)")")"
+if [ ! -x "$JAVAC_DIR/javac" ] && ! command -v javac >/dev/null 2>&1; then
+  apt_install default-jdk-headless
+fi
 PY="${PYTHON:-python3}"
 if ! "$PY" -c 'import sys; assert sys.version_info >= (3, 11)' 2>/dev/null; then
   echo "bootstrap: zkconsumer needs Python >= 3.11 (found: $("$PY" --version 2>&1))" >&2; exit 1
@@ -45,3 +55,6 @@ if [ ! -f "$PYKAFKA_VENV/.installed-2.8.0" ]; then
   "$PYKAFKA_VENV/bin/python" -m pip install -q 'pykafka==2.8.0'
   touch "$PYKAFKA_VENV/.installed-2.8.0"
 fi
+# Kafka 0.8.2.2's jars into ~/.cache/zkconsumer/kafka (kept between runs) and the consumer harness compiled
+# against them; a no-op once both are there.
+"$VENV/bin/python" -m zkconsumer kafka fetch >/dev/null

@@ -33,6 +33,7 @@ COMMAND_MODULES = [
     "zkconsumer.cli.lab",
     "zkconsumer.cli.analyze",
     "zkconsumer.cli.sweep",
+    "zkconsumer.cli.kafka",
 ]
 
 console = make_console()

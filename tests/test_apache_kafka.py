@@ -1,0 +1,75 @@
+"""Apache Kafka's own jars: fetched by Maven into a cache, or taken from your own installation; the harness."""
+
+from __future__ import annotations
+
+import os
+import socket
+from pathlib import Path
+
+import pytest
+
+from zkconsumer.apache_kafka import jars
+from zkconsumer.apache_kafka.processes import KafkaBroker, KafkaProcessError, run_tool
+from zkconsumer.cli import main
+
+
+@pytest.fixture(scope="module")
+def dist() -> jars.KafkaDist:
+    return jars.fetch()  # make setup fetched it; on a machine without it, this is the fetch
+
+
+def test_the_cache_holds_kafka_0822_and_its_runtime_dependencies(dist: jars.KafkaDist) -> None:
+    names = {os.path.basename(j) for j in dist.jars}
+    assert {"kafka_2.10-0.8.2.2.jar", "scala-library-2.10.4.jar", "zkclient-0.3.jar", "metrics-core-2.2.0.jar",
+            "zookeeper-3.4.6.jar", "jopt-simple-3.2.jar", "log4j-1.2.16.jar"} <= names
+    assert not any(n.startswith("junit") for n in names)  # excluded in the descriptor: not a runtime dependency
+    assert dist.version == "0.8.2.2"
+
+
+def test_a_fetch_into_an_empty_cache_goes_through_maven(tmp_path: Path, monkeypatch, dist: jars.KafkaDist) -> None:
+    monkeypatch.setenv("ZKCONSUMER_KAFKA_CACHE", str(tmp_path))
+    monkeypatch.delenv("ZKCONSUMER_KAFKA_HOME", raising=False)
+    assert jars.cached() is None
+    fresh = jars.fetch()
+    assert fresh.source.startswith("cache") and fresh.libs == tmp_path / "0.8.2.2" / "libs"
+    assert sorted(map(os.path.basename, fresh.jars)) == sorted(map(os.path.basename, dist.jars))
+    assert [p.name for p in tmp_path.iterdir()] == ["0.8.2.2"]  # no staging directory left behind
+    assert jars.cached() == fresh
+
+
+def test_your_own_kafka_installation_wins(tmp_path: Path, monkeypatch, dist: jars.KafkaDist) -> None:
+    libs = tmp_path / "kafka_2.10-0.8.2.2" / "libs"
+    libs.mkdir(parents=True)
+    for jar in dist.jars:
+        (libs / os.path.basename(jar)).symlink_to(jar)
+    monkeypatch.setenv("ZKCONSUMER_KAFKA_HOME", str(libs.parent))
+    mine = jars.fetch()
+    assert mine.source.startswith("ZKCONSUMER_KAFKA_HOME") and mine.libs == libs.resolve()
+    done = run_tool("VerifyConsumerRebalance", ["--help"], mine)
+    assert "--zookeeper.connect" in done.stdout + done.stderr
+
+
+def test_a_home_without_kafka_jars_is_a_clear_error(tmp_path: Path, monkeypatch) -> None:
+    monkeypatch.setenv("ZKCONSUMER_KAFKA_HOME", str(tmp_path))
+    with pytest.raises(jars.KafkaDistError, match="holds no libs/kafka_"):
+        jars.cached()
+    assert main(["kafka", "info"]) == 1
+
+
+def test_an_unknown_version_is_refused() -> None:
+    with pytest.raises(jars.KafkaDistError, match="no descriptor for Kafka 0.7.2"):
+        jars.descriptor("0.7.2")
+
+
+def test_the_harness_is_compiled_once_per_source(dist: jars.KafkaDist) -> None:
+    first = dist.harness_classes()
+    assert (first / "HighLevelConsumers.class").exists()
+    assert dist.harness_classes() == first
+
+
+def test_a_broker_on_a_taken_port_says_so(zk_connect: str, dist: jars.KafkaDist) -> None:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        s.listen()
+        with pytest.raises(KafkaProcessError, match="already in use"):
+            KafkaBroker(zk_connect, port=s.getsockname()[1]).start()
