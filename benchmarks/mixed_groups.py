@@ -1,0 +1,135 @@
+"""Mixed groups timed: Kafka 0.8.2.2's own consumers beside zkconsumer members, against groups of one kind.
+
+The churn of tests/test_kafka_mixed_groups.py (six members with two streams each join one by one, two leave
+gracefully, two are killed with kill -9) with Kafka's own timing settings (``rebalance.backoff.ms`` 2000, the 0.8.2
+default; sessions of 6 s), over one real ZooKeeper and zkconsumer's broker, records flowing. Groups compared in the
+same run: all Kafka (the baseline), mixed with each zkconsumer profile, all zkconsumer with each profile. For each
+membership change: from the moment the registrations show it (for a kill, the session's expiry) until the owner
+nodes are the computed assignment, and the failed rebalance attempts of each kind (Kafka's "Rebalancing attempt
+failed" log lines; zkconsumer's traces). Printed: one table per measure and each group's ratio to all-Kafka.
+Run: .venv/bin/python benchmarks/mixed_groups.py [--rounds 1] [--partitions 10]
+"""
+
+from __future__ import annotations
+
+import argparse
+import statistics
+import tempfile
+import threading
+import time
+from pathlib import Path
+
+from kafka import KafkaProducer
+from rich.table import Table
+
+from zkconsumer.apache_kafka.mixed import MixedGroup, Subscription
+from zkconsumer.broker import Broker
+from zkconsumer.consoles import make_console
+from zkconsumer.records import encode_value
+from zkconsumer.registry import Registry
+from zkconsumer.topics import create_topic
+from zkconsumer.zkserver import running_zookeeper
+
+KAFKA_TIMING = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 2000, "rebalance.max.retries": 10,
+                "auto.commit.enable": "true", "auto.commit.interval.ms": 1000, "auto.offset.reset": "smallest"}
+#: (group name, zkconsumer profile, kinds of m1..m6): the mixed groups alternate kinds, as the test does
+GROUPS = [
+    ("all Kafka 0.8.2.2", None, "kkkkkk"),
+    ("mixed, kafka-0.8", "kafka-0.8", "kzkzkz"),
+    ("mixed, default", "default", "kzkzkz"),
+    ("all zkconsumer, kafka-0.8", "kafka-0.8", "zzzzzz"),
+    ("all zkconsumer, default", "default", "zzzzzz"),
+]
+#: the churn: (action, member index); in the mixed groups m1 m3 m5 are Kafka's and m2 m4 m6 ours
+CHURN = [("start", 0), ("start", 1), ("start", 2), ("start", 3), ("start", 4), ("start", 5),
+         ("leave", 1), ("leave", 0), ("kill", 2), ("kill", 3)]
+
+
+def producer_loop(bootstrap: str, topic: str, partitions: int, stop: threading.Event, rate: float = 200.0) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=5)
+    seq = 0
+    while not stop.wait(1.0 / rate):
+        p = seq % partitions
+        producer.send(topic, value=encode_value(topic, p, seq), partition=p)
+        seq += 1
+    producer.flush()
+    producer.close()
+
+
+def run_group(zk_root: str, name: str, profile: str | None, kinds: str, partitions: int, work: Path) -> list:
+    zk = f"{zk_root}/{name.replace(' ', '_').replace(',', '').replace('.', '')}-{int(time.time() * 1000)}"
+    with Registry.open(zk_root) as reg:
+        reg.zk.ensure_path(zk[len(zk_root):])
+    broker = Broker(zk, data_dir=work / "broker").start()
+    stop = threading.Event()
+    try:
+        with Registry.open(zk) as reg:
+            create_topic(reg, "t", partitions)
+        feeder = threading.Thread(target=producer_loop, args=(broker.bootstrap, "t", partitions, stop), daemon=True)
+        feeder.start()
+        sub = Subscription({"t": partitions}, streams=2)
+        with MixedGroup(zk, "g", sub, "range", profile or "default", work, KAFKA_TIMING) as group:
+            names = []
+            for i, kind in enumerate(kinds):
+                n = f"{kind}{i + 1}"
+                (group.kafka if kind == "k" else group.zkconsumer)(n)
+                names.append(n)
+            for action, i in CHURN:
+                group.step(action, names[i], timeout=120)
+            failed = group.failed_attempts()
+            if group.offsets.backwards:
+                raise AssertionError(f"{name}: committed offsets went backwards: {group.offsets.backwards}")
+            return [(s, failed) for s in group.steps]
+    finally:
+        stop.set()
+        broker.stop()
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("--rounds", type=int, default=1, help="churns per group (figures are medians over rounds)")
+    ap.add_argument("--partitions", type=int, default=10)
+    args = ap.parse_args()
+    console = make_console()
+    results: dict[str, list[list]] = {}
+    with running_zookeeper(quick_start=False) as zk:
+        for r in range(args.rounds):
+            for name, profile, kinds in GROUPS:
+                with console.status(f"round {r + 1}/{args.rounds}: {name}..."):
+                    t0 = time.monotonic()
+                    steps = run_group(zk.connect_string, name, profile, kinds, args.partitions,
+                                      Path(tempfile.mkdtemp(prefix="zkconsumer-mixed-")))
+                results.setdefault(name, []).append(steps)
+                failed = steps[-1][1]
+                console.print(f"{name}: churn in {time.monotonic() - t0:.1f} s, failed attempts "
+                              f"Kafka {failed['kafka']}, zkconsumer {failed['zkconsumer']}", highlight=False)
+
+    table = Table(title=f"ms from the registrations showing a change to the computed assignment fully owned "
+                        f"(range, {args.partitions} partitions, 2 streams, rebalance.backoff.ms 2000; median of "
+                        f"{args.rounds} round(s))")
+    table.add_column("step")
+    for name, _, _ in GROUPS:
+        table.add_column(name, justify="right")
+    base = GROUPS[0][0]
+    for k, (action, i) in enumerate(CHURN):
+        cells = []
+        for name, _, kinds in GROUPS:
+            ms = statistics.median(run[k][0].converged_s * 1000 for run in results[name])
+            cells.append(f"{ms:.0f} ({kinds[i]})")
+        table.add_row(f"{action} m{i + 1}", *cells)
+    totals = {name: sum(statistics.median(run[k][0].converged_s for run in results[name]) for k in range(len(CHURN)))
+              for name, _, _ in GROUPS}
+    table.add_row("total (s)", *(f"{totals[name]:.2f}" for name, _, _ in GROUPS))
+    table.add_row(f"ratio to {base}", *("1.00x" if name == base else
+                                       (f"{totals[name] / totals[base]:.2f}x" if totals[base] else "n/a")
+                                       for name, _, _ in GROUPS))
+    table.add_row("failed attempts: Kafka / zkconsumer",
+                  *(f"{statistics.median(run[-1][1]['kafka'] for run in results[name]):.0f} / "
+                    f"{statistics.median(run[-1][1]['zkconsumer'] for run in results[name]):.0f}"
+                    for name, _, _ in GROUPS))
+    console.print(table)
+    console.print("(k) / (z): the member that changed is Kafka's / zkconsumer's")
+
+
+if __name__ == "__main__":
+    main()
