@@ -13,7 +13,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import zksecurity
+from . import broker_version, zksecurity
 from .assignors import STRATEGIES
 from .zksecurity import Credentials, ZkSecurity
 
@@ -88,6 +88,9 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
                                              "matching a wildcard, a topic unknown at the first join)"),
     # Not Kafka 0.8's: how zkconsumer finds brokers when they are not registered in ZooKeeper.
     Prop("bootstrap.servers", str, None, "host:port list of a Kafka cluster; default: brokers from ZooKeeper"),
+    Prop(broker_version.PROPERTY, str, broker_version.AUTO,
+         "auto | a broker version (0.8.2, 0.9, 0.10.2 ...): the protocol kafka-python speaks to the brokers; auto "
+         "probes them (a broker older than 0.10 gets no ApiVersions request; docs/broker.md)"),
     Prop("zkconsumer.profile", str, "default", "default | kafka-0.8 (see docs/profiles.md)"),
     Prop("zkconsumer.trace.dir", str, None, "directory for JSON-lines traces (docs/trace.md)"),
     Prop("zkconsumer.fetch.enable", bool, True, "false: take part in rebalances and own partitions without "
@@ -253,6 +256,10 @@ class ConsumerConfig:
             raise ConfigError(f"consumer.id {cid!r} cannot be used in a ZooKeeper path: ZooKeeper refuses "
                               f"character U+{ord(bad.group()):04X}")
         zk_security_from_properties(self.props)
+        try:
+            broker_version.parse_setting(self.get(broker_version.PROPERTY))
+        except ValueError as e:
+            raise ConfigError(str(e)) from None
 
     def check_mode(self, mode: str) -> None:
         """Refuse settings the chosen mode (``zookeeper`` or ``coordinator``) cannot honour."""
@@ -385,6 +392,11 @@ class ConsumerConfig:
     @property
     def bootstrap_servers(self) -> str | None:
         return self.get("bootstrap.servers")
+
+    @property
+    def broker_api_version(self) -> str:
+        """``zkconsumer.broker.api.version`` as written (``auto``, or a version): :mod:`.broker_version` reads it."""
+        return self.get(broker_version.PROPERTY)
 
     @property
     def zk_security(self) -> ZkSecurity:

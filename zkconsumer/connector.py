@@ -171,7 +171,9 @@ class ZookeeperConsumerConnector:
                                fetch_max_wait_ms=self.config.get("fetch.wait.max.ms"),
                                fetch_min_bytes=self.config.get("fetch.min.bytes"),
                                max_partition_fetch_bytes=self.config.get("fetch.message.max.bytes"),
-                               request_timeout_ms=self.config.get("socket.timeout.ms"), on_reset=self._on_reset)
+                               request_timeout_ms=self.config.get("socket.timeout.ms"), on_reset=self._on_reset,
+                               api_version=self.config.broker_api_version,
+                               registrations=() if self.config.bootstrap_servers else self.registry.brokers().values())
         self.fetcher.start()
 
     def register(self) -> None:

@@ -36,7 +36,7 @@ from typing import Protocol
 
 from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 
-from . import layout
+from . import broker_version, layout
 from .assignors import TopicPartition
 from .config import ConfigError, ConsumerConfig
 from .connector import KafkaStream, MessageStreamsExist, RebalanceListener
@@ -131,6 +131,9 @@ class CoordinatorConsumerConnector:
         self.strategy = config.strategy
         self._assignors = tuple(assignors) if assignors else (assignor_class(self.strategy),)
         self.bootstrap = config.bootstrap_servers or self._brokers_from_zookeeper()
+        # Kafka 0.8 has no group coordinator (JoinGroup came in 0.9): a clear error now, not a join that never ends
+        broker_version.require(self.bootstrap, (0, 9), "coordinator mode (the broker's group coordinator)",
+                               config.broker_api_version)
         self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id, mode=self.mode)
         self.state_lock = threading.RLock()
         self.owned: dict[TopicPartition, PartitionProgress] = {}
@@ -249,7 +252,8 @@ class CoordinatorConsumerConnector:
                     fetch_max_wait_ms=c.get("fetch.wait.max.ms"), fetch_min_bytes=c.get("fetch.min.bytes"),
                     max_partition_fetch_bytes=c.get("fetch.message.max.bytes"),
                     request_timeout_ms=max(c.get("socket.timeout.ms"), c.get("fetch.wait.max.ms") + 1000),
-                    exclude_internal_topics=c.exclude_internal_topics)
+                    exclude_internal_topics=c.exclude_internal_topics,
+                    **broker_version.client_settings(self.bootstrap, c.broker_api_version))
 
     def _run(self, subscribe: Callable) -> None:
         from kafka import KafkaConsumer

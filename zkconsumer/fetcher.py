@@ -12,9 +12,10 @@ import logging
 import queue
 import threading
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 
+from . import broker_version
 from .assignors import TopicPartition
 from .offsets import INVALID_OFFSET
 
@@ -52,8 +53,11 @@ class Fetcher:
     def __init__(self, bootstrap_servers: str | list[str], client_id: str, auto_offset_reset: str,
                  deliver: Callable[[list[FetchedRecord]], None], fetch_max_wait_ms: int = 100,
                  fetch_min_bytes: int = 1, max_partition_fetch_bytes: int = 1024 * 1024,
-                 request_timeout_ms: int = 30000, on_reset: ResetCallback | None = None) -> None:
+                 request_timeout_ms: int = 30000, on_reset: ResetCallback | None = None,
+                 api_version: str | tuple[int, ...] | None = "auto", registrations: Sequence[object] = ()) -> None:
         self._bootstrap = bootstrap_servers
+        #: ``zkconsumer.broker.api.version`` and the brokers' registrations (a hint): broker_version decides
+        self._api_version, self._registrations = api_version, tuple(registrations)
         self._settings = dict(client_id=client_id, group_id=None, enable_auto_commit=False,
                               auto_offset_reset="earliest" if auto_offset_reset == "smallest" else "latest",
                               fetch_max_wait_ms=fetch_max_wait_ms, fetch_min_bytes=fetch_min_bytes,
@@ -150,7 +154,8 @@ class Fetcher:
         from kafka import KafkaConsumer
 
         try:
-            consumer = KafkaConsumer(bootstrap_servers=self._bootstrap, **self._settings)
+            version = broker_version.client_settings(self._bootstrap, self._api_version, self._registrations)
+            consumer = KafkaConsumer(bootstrap_servers=self._bootstrap, **self._settings, **version)
         except Exception as e:  # noqa: BLE001 - reported to start()
             self._error = e
             self._started.set()

@@ -19,6 +19,7 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
+from . import broker_version
 from .assignors import TopicPartition
 from .config import ConsumerConfig
 from .offsets import INVALID_OFFSET, ZkOffsetStore
@@ -49,8 +50,9 @@ class KafkaOffsetStore:
 
     def __init__(self, bootstrap: str | Callable[[], str], group: str, client_id: str,
                  trace: TraceWriter | None = None, retries: int = 5, backoff_ms: int = 1000,
-                 request_timeout_ms: int = 30000) -> None:
+                 request_timeout_ms: int = 30000, api_version: str = "auto") -> None:
         self._bootstrap = bootstrap
+        self._api_version = api_version  # zkconsumer.broker.api.version (Kafka 0.8.2 answers no ApiVersions)
         self.group = group
         self.client_id = client_id
         self.trace = trace
@@ -67,7 +69,8 @@ class KafkaOffsetStore:
 
             bootstrap = self._bootstrap() if callable(self._bootstrap) else self._bootstrap
             self._admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=self.client_id,
-                                           request_timeout_ms=max(1000, self.request_timeout_ms))
+                                           request_timeout_ms=max(1000, self.request_timeout_ms),
+                                           **broker_version.client_settings(bootstrap, self._api_version))
         return self._admin
 
     def _with_retries(self, what: str, call: Callable[[], object]) -> object:
@@ -213,5 +216,6 @@ def offset_store(config: ConsumerConfig, zookeeper: ZkOffsetStore, trace: TraceW
     kafka = KafkaOffsetStore(bootstrap, zookeeper.group, config.client_id, trace,
                              retries=config.get("offsets.commit.max.retries"),
                              backoff_ms=config.get("offsets.channel.backoff.ms"),
-                             request_timeout_ms=config.get("socket.timeout.ms"))
+                             request_timeout_ms=config.get("socket.timeout.ms"),
+                             api_version=config.broker_api_version)
     return DualOffsetStore(kafka, zookeeper) if config.dual_commit else kafka

@@ -30,6 +30,7 @@ from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
 
+from . import broker_version
 from .consoles import make_console
 from .groups import verify
 from .lab_backends import LabBackend, ProcessBackend
@@ -157,6 +158,9 @@ class Lab:
             self.zk_connect = self.backend.start_zookeeper(self.out / "zookeeper") + "/lab"
         if not self._bootstrap_given:
             self.bootstrap = self.backend.start_broker(self.zk_connect, self.out / "broker", self.plan)
+        elif self.plan.mode != "zookeeper":  # a Kafka 0.8 cluster has no group coordinator: say so, do not hang
+            broker_version.require(self.bootstrap, (0, 9), f"lab --mode {self.plan.mode} (the broker's group "
+                                                           "coordinator)")
         with Registry.open(self.zk_connect) as reg:
             existing = set(reg.topics())
             for topic, n in self.plan.topics.items():
@@ -168,7 +172,8 @@ class Lab:
 
         from .records import encode_value
 
-        producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks=1, linger_ms=5)
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks=1, linger_ms=5,
+                                 **broker_version.client_settings(self.bootstrap))
         parts = [(t, p) for t, n in self.plan.topics.items() for p in range(n)]
 
         def send(t: str, p: int) -> None:

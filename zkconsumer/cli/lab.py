@@ -81,6 +81,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
+    from ..broker_version import BrokerTooOld
     from ..lab import Lab, LabPlan
 
     if args.consumers < 1 or args.duration <= 0:
@@ -104,8 +105,11 @@ def cmd_lab(args: argparse.Namespace) -> int:
                            strategy=args.strategy, rate=args.rate, mode=mode)
             out = base / profile if args.compare else base
             console.rule(f"[bold]lab: {profile} profile ({args.backend} backend)")
-            summaries.append(Lab(plan, out, args.zookeeper, args.bootstrap_server, console,
-                                 backend=new_backend()).run(args.analyze, args.master))
+            try:
+                summaries.append(Lab(plan, out, args.zookeeper, args.bootstrap_server, console,
+                                     backend=new_backend()).run(args.analyze, args.master))
+            except BrokerTooOld as e:  # --mode coordinator | migrate against a Kafka 0.8 cluster
+                raise CliError(str(e)) from None
     if args.compare:
         table = Table(title="kafka-0.8 vs default, same workload")
         table.add_column("measure")

@@ -6,6 +6,7 @@ import argparse
 
 from rich.table import Table
 
+from .. import broker_version
 from ..layout import LayoutError
 from ..migration.driver import MigrationDriver, MigrationError
 from . import CliError, console, err_console
@@ -30,6 +31,10 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         driver = MigrationDriver(reg, args.group, args.bootstrap_server, args.step_timeout,
                                  progress=lambda msg: err_console.print(f"• {msg}", highlight=False))
         try:
+            if not args.status and not args.rollback:  # Kafka 0.8 has no group coordinator to move to
+                bootstrap = args.bootstrap_server or reg.bootstrap_servers()
+                if bootstrap:
+                    broker_version.require(bootstrap, (0, 9), "moving a group to coordinator mode")
             if not args.status:
                 (driver.to_zookeeper if args.rollback else driver.to_coordinator)()
             plan = driver.plan()
@@ -40,6 +45,6 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                 table.add_row(m.consumer_id, plan.mode_of(m.consumer_id), m.mode or "(not migratable)",
                               "yes" if m.bridged else "no", "yes" if m.registered else "no")
             console.print(table)
-        except (MigrationError, LayoutError) as e:
+        except (MigrationError, LayoutError, broker_version.BrokerTooOld) as e:
             raise CliError(str(e)) from None
     return 0

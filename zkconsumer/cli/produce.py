@@ -13,6 +13,7 @@ import time
 
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
+from .. import broker_version
 from ..records import encode_value
 from . import CliError, console, err_console
 
@@ -54,10 +55,13 @@ def cmd_produce(args: argparse.Namespace) -> int:
     if args.count < 0:
         raise CliError("--count must be >= 0")
     acks = -1 if args.acks == "all" else int(args.acks)
+    version = broker_version.client_settings(args.bootstrap_server)  # a 0.8/0.9 broker refuses ApiVersions
     try:
         producer = KafkaProducer(bootstrap_servers=args.bootstrap_server, acks=acks, linger_ms=args.linger_ms,
-                                 enable_idempotence=acks == -1, client_id="zkconsumer-produce",
-                                 bootstrap_timeout_ms=int(args.timeout * 1000))
+                                 enable_idempotence=acks == -1 and broker_version.supports(
+                                     version.get("api_version"), (0, 11)),
+                                 client_id="zkconsumer-produce", bootstrap_timeout_ms=int(args.timeout * 1000),
+                                 **version)
     except KafkaError as e:
         raise CliError(f"cannot connect to {args.bootstrap_server}: {e}") from None
     acked = failed = 0

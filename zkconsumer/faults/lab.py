@@ -20,6 +20,7 @@ from pathlib import Path
 
 from rich.console import Console
 
+from .. import broker_version
 from ..groups import verify
 from ..lab import GROUP, Lab, LabPlan
 from ..registry import Registry
@@ -169,7 +170,8 @@ class FaultLab(Lab):
         from ..records import encode_value
 
         producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks=1, linger_ms=5, max_block_ms=2000,
-                                 retries=0, request_timeout_ms=3000, reconnect_backoff_max_ms=500)
+                                 retries=0, request_timeout_ms=3000, reconnect_backoff_max_ms=500,
+                                 **broker_version.client_settings(self.bootstrap))
         parts = sorted(self.produced)
         interval = 1.0 / self.plan.rate
         i = 0
@@ -197,7 +199,8 @@ class FaultLab(Lab):
     def log_end_offsets(self) -> dict[tuple[str, int], int]:
         from kafka import KafkaConsumer, TopicPartition
 
-        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, request_timeout_ms=10000)
+        consumer = KafkaConsumer(bootstrap_servers=self.bootstrap, request_timeout_ms=10000,
+                                 **broker_version.client_settings(self.bootstrap))
         try:
             tps = [TopicPartition(t, p) for (t, p) in self.produced]
             return {(tp.topic, tp.partition): off for tp, off in consumer.end_offsets(tps).items()}
