@@ -11,16 +11,20 @@ processes, two streams each, through joins, graceful leaves and ``kill -9`` of e
 * every registration is the subscription both kinds were given, in the same format;
 
 and throughout, committed offsets never went backwards; at the end every record produced (before and during the
-churn) was consumed by someone, and the survivors committed the log end.
+churn) was consumed by someone, and the survivors committed the log end. Records come from zkconsumer's broker,
+and in one case from Kafka 0.8.2.2's own broker (then only the zkconsumer members are not Kafka's code).
 """
 
 from __future__ import annotations
+
+import contextlib
 
 import pytest
 from helpers import wait_until
 from kafka import KafkaProducer
 
 from zkconsumer.apache_kafka.mixed import MixedGroup, Subscription
+from zkconsumer.apache_kafka.processes import KafkaBroker
 from zkconsumer.records import encode_value
 from zkconsumer.registry import Registry
 from zkconsumer.topics import create_topic
@@ -32,8 +36,8 @@ STATIC = Subscription({"t": 10}, streams=2)  # 12 threads at most over 10 partit
 WILDCARD = Subscription({"t": 10, "u": 4}, streams=2, whitelist="[tu]")
 
 
-def produce(bootstrap: str, topics: dict[str, int], start: int, count: int) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=2)
+def produce(bootstrap: str, topics: dict[str, int], start: int, count: int, api_version=None) -> None:
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=2, api_version=api_version)
     for seq in range(start, start + count):
         for topic, partitions in topics.items():
             for p in range(partitions):
@@ -42,17 +46,39 @@ def produce(bootstrap: str, topics: dict[str, int], start: int, count: int) -> N
     producer.close()
 
 
-@pytest.mark.parametrize(("strategy", "profile", "sub"), [
-    ("range", "default", STATIC), ("range", "kafka-0.8", STATIC),
-    ("roundrobin", "default", STATIC), ("roundrobin", "kafka-0.8", STATIC),
-    ("roundrobin", "default", WILDCARD),  # a whitelist over two topics: the registration format both must read
-], ids=["range-default", "range-kafka08", "roundrobin-default", "roundrobin-kafka08", "whitelist-default"])
-def test_kafka_and_zkconsumer_members_share_a_group(zk_connect: str, registry: Registry, broker, tmp_path,
-                                                    strategy: str, profile: str, sub: Subscription) -> None:
-    topics = dict(sub.topics)
+@contextlib.contextmanager
+def records_from(kind: str, zk_connect: str, registry: Registry, topics: dict[str, int], request, tmp_path):
+    """zkconsumer's broker (the conftest fixture) or Kafka 0.8.2.2's own, with the topics created through
+    ZooKeeper and served; yields (bootstrap, api_version for our producer)."""
     for t, n in topics.items():
         create_topic(registry, t, n)
-    produce(broker.bootstrap, topics, 0, 20)
+    if kind == "zkconsumer":
+        yield request.getfixturevalue("broker").bootstrap, None
+        return
+    with KafkaBroker(zk_connect, data_dir=tmp_path / "kafka-broker") as kafka:
+        for t, n in topics.items():
+            kafka.wait_topic(t, n)
+        yield kafka.bootstrap, (0, 8, 2)
+
+
+@pytest.mark.parametrize(("strategy", "profile", "sub", "records"), [
+    ("range", "default", STATIC, "zkconsumer"), ("range", "kafka-0.8", STATIC, "zkconsumer"),
+    ("roundrobin", "default", STATIC, "zkconsumer"), ("roundrobin", "kafka-0.8", STATIC, "zkconsumer"),
+    ("roundrobin", "default", WILDCARD, "zkconsumer"),  # a whitelist over two topics: the format both must read
+    ("range", "default", STATIC, "kafka"),  # everything Kafka's but the zkconsumer members: its broker too
+], ids=["range-default", "range-kafka08", "roundrobin-default", "roundrobin-kafka08", "whitelist-default",
+        "range-default-on-kafka-broker"])
+def test_kafka_and_zkconsumer_members_share_a_group(zk_connect: str, registry: Registry, request, tmp_path,
+                                                    strategy: str, profile: str, sub: Subscription,
+                                                    records: str) -> None:
+    topics = dict(sub.topics)
+    with records_from(records, zk_connect, registry, topics, request, tmp_path) as (bootstrap, api_version):
+        run_churn(zk_connect, bootstrap, api_version, topics, strategy, profile, sub, tmp_path)
+
+
+def run_churn(zk_connect: str, bootstrap: str, api_version, topics: dict[str, int], strategy: str, profile: str,
+              sub: Subscription, tmp_path) -> None:
+    produce(bootstrap, topics, 0, 20, api_version)
     with MixedGroup(zk_connect, GROUP, sub, strategy, profile, tmp_path) as group:
         for n in ("k1", "k2", "k3"):
             group.kafka(n)
@@ -62,15 +88,15 @@ def test_kafka_and_zkconsumer_members_share_a_group(zk_connect: str, registry: R
         group.step("start", "z1")
         group.step("start", "k2")
         group.step("start", "z2")
-        produce(broker.bootstrap, topics, 20, 20)
+        produce(bootstrap, topics, 20, 20, api_version)
         group.step("start", "k3")
         group.step("start", "z3")
         group.step("leave", "z1")   # graceful, ours
         group.step("leave", "k1")   # graceful, Kafka's
-        produce(broker.bootstrap, topics, 40, 20)
+        produce(bootstrap, topics, 40, 20, api_version)
         group.step("kill", "k2")    # kill -9 of Kafka's JVM: its session expires
         group.step("kill", "z2")    # kill -9 of ours
-        produce(broker.bootstrap, topics, 60, 20)
+        produce(bootstrap, topics, 60, 20, api_version)
 
         end = {(t, p): 80 for t, n in topics.items() for p in range(n)}
         every = {(t, p, o) for (t, p), n in end.items() for o in range(n)}
