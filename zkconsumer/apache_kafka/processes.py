@@ -69,6 +69,15 @@ def tail(path: Path, lines: int = 30) -> str:
         return "(no log)"
 
 
+def wait_or_kill(proc: subprocess.Popen, timeout: float) -> None:
+    """Wait for a process asked to stop; SIGKILL it after ``timeout``."""
+    try:
+        proc.wait(timeout)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+
+
 def run_tool(tool: str, args: Iterable[str], dist: KafkaDist | None = None, timeout: float = 120.0,
              input: str | None = None) -> subprocess.CompletedProcess:
     """Run one of Kafka's command-line tools (``kafka.tools.ConsumerOffsetChecker`` …) to completion.
@@ -176,11 +185,7 @@ class KafkaBroker:
         proc, self.proc = self.proc, None
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            wait_or_kill(proc, timeout)
         if self._owns_dir:
             shutil.rmtree(self.data_dir, ignore_errors=True)
 
@@ -298,9 +303,12 @@ class HighLevelConsumers:
         self._send(f"{command} {member}")
         return self.wait_event(done, member, timeout, after=mark) if wait else None
 
-    def start_member(self, member: str, wait: bool = True, timeout: float = 120.0) -> dict | None:
-        """A member with ``consumer.id=member``; returns once ``createMessageStreams`` did (with ``wait``)."""
-        return self._do("start", member, "started", wait, timeout)
+    def start_member(self, member: str, wait: bool = True, timeout: float = 120.0,
+                     concurrently: bool = False) -> dict | None:
+        """A member with ``consumer.id=member``; returns once ``createMessageStreams`` did (with ``wait``).
+        ``concurrently``: the JVM starts it on a thread of its own and reads its next command at once, so members
+        started one after the other without ``wait`` start together, as separate processes would."""
+        return self._do("spawn" if concurrently else "start", member, "started", wait, timeout)
 
     def stop_member(self, member: str, wait: bool = True, timeout: float = 60.0) -> dict | None:
         """A graceful leave: ``shutdown()`` (commits with auto.commit.enable, deletes its registration)."""
@@ -326,11 +334,7 @@ class HighLevelConsumers:
         if proc is not None and proc.poll() is None:
             with contextlib.suppress(OSError, ValueError):
                 self._send("exit")
-            try:
-                proc.wait(timeout)
-            except subprocess.TimeoutExpired:
-                proc.kill()
-                proc.wait()
+            wait_or_kill(proc, timeout)
         if self._reader is not None:
             self._reader.join(5)
         if proc is not None and proc.stdin is not None:

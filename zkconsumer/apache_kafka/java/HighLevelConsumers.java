@@ -6,6 +6,7 @@
 //            [--property key=value ...] [--no-fetch] [--records] [--start ID ...]
 // Commands on stdin, one per line:
 //   start ID    a member with consumer.id=ID: createMessageStreams, one thread per stream
+//   spawn ID    the same on a thread of its own: the next command is read at once (members starting together)
 //   stop ID     a graceful leave: ConsumerConnector.shutdown() (commits when auto.commit.enable, deregisters)
 //   crash ID    the member's ZooKeeper session is closed without a shutdown (its ephemeral nodes vanish at once,
 //               as after kill -9 once the session timed out); its threads are left as they are
@@ -89,6 +90,7 @@ public final class HighLevelConsumers {
         try {
             switch (parts[0]) {
                 case "start": start(id); break;
+                case "spawn": new Thread(() -> command("start " + id), "start-" + id).start(); break;
                 case "stop": stop(id); break;
                 case "crash": crash(id); break;
                 case "commit": member(id).commitOffsets(); emit("committed", id, null); break;
