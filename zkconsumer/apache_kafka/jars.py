@@ -31,7 +31,7 @@ from pathlib import Path
 from ..zkserver import find_java
 
 #: The Kafka versions a descriptor is kept for.
-KNOWN_VERSIONS = ("0.8.2.2",)
+KNOWN_VERSIONS = ("0.8.2.2", "3.9.1")
 DEFAULT_VERSION = "0.8.2.2"
 HERE = Path(__file__).resolve().parent
 HARNESS_SOURCE = HERE / "java" / "HighLevelConsumers.java"

@@ -118,16 +118,27 @@ class KafkaBroker:
         return self.data_dir / "server.log"
 
     def server_properties(self) -> dict[str, object]:
-        """What the broker runs with: loopback, one log dir, short intervals for a test or a lab."""
+        """What the broker runs with: loopback, one log dir, one replica, short intervals for a test or a lab.
+
+        0.8.x names its address ``host.name``/``port``; later versions ``listeners``. 3.x (ZooKeeper mode) also
+        gets the single-broker settings of its coordinators (offsets and transaction topics with one replica, no
+        initial rebalance delay, as Kafka's own quick-start config has)."""
         props: dict[str, object] = {
-            "broker.id": self.broker_id, "host.name": "127.0.0.1", "port": self.port,
-            "advertised.host.name": "127.0.0.1", "log.dirs": self.data_dir / "logs",
+            "broker.id": self.broker_id, "log.dirs": self.data_dir / "logs",
             "zookeeper.connect": self.zk_connect, "zookeeper.connection.timeout.ms": 15000,
             "zookeeper.session.timeout.ms": 6000, "num.partitions": 1, "auto.create.topics.enable": "false",
             "delete.topic.enable": "true", "controlled.shutdown.enable": "true",
-            "log.flush.interval.messages": 10000, "offsets.topic.replication.factor": 1,
-            "offsets.topic.num.partitions": 4, "num.network.threads": 2, "num.io.threads": 2,
+            "offsets.topic.replication.factor": 1, "offsets.topic.num.partitions": 4,
+            "num.network.threads": 2, "num.io.threads": 2,
         }
+        if self.version.startswith("0."):
+            props.update({"host.name": "127.0.0.1", "port": self.port, "advertised.host.name": "127.0.0.1",
+                          "log.flush.interval.messages": 10000})
+        else:
+            props.update({"listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+                          "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
+                          "transaction.state.log.replication.factor": 1, "transaction.state.log.min.isr": 1,
+                          "transaction.state.log.num.partitions": 4, "group.initial.rebalance.delay.ms": 0})
         props.update(self.properties)
         return props
 
