@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from kazoo.exceptions import NotEmptyError
 
-from . import layout
+from . import broker_version, layout
 from .assignors import TopicPartition
 from .layout import GroupPaths
 from .registry import Registry
@@ -62,9 +62,21 @@ class LogEnds:
     leaders: dict[TopicPartition, int]
 
 
-def read_log_ends(bootstrap: str | None, tps: Iterable[TopicPartition], timeout_ms: int = 5000) -> LogEnds:
+def broker_api_version(reg: Registry) -> tuple[int, ...] | None:
+    """The protocol version to talk to the registered brokers with, when one of them predates ApiVersions.
+
+    kafka-python 3 opens every connection with an ApiVersions request; a 0.8 or 0.9 broker answers it by closing
+    the socket, so without being told the version the client never bootstraps (every logSize ``No broker``).
+    The registrations say which brokers are that old; None (ask the broker) when none is.
+    """
+    return broker_version.registration_hint(reg.brokers().values())
+
+
+def read_log_ends(bootstrap: str | None, tps: Iterable[TopicPartition], timeout_ms: int = 5000,
+                  api_version: tuple[int, ...] | None = None) -> LogEnds:
     """Latest offsets from the brokers, as ``ConsumerOffsetChecker`` asked each leader for ``LatestTime``.
 
+    ``api_version``: the brokers' protocol when they predate ApiVersions (:func:`broker_api_version`).
     Best effort: with no broker reachable the result is empty and the caller shows the offsets alone, after one
     warning naming the cause (kafka-python 3 rejects unknown settings, so a wrong keyword would land here too).
     """
@@ -75,25 +87,35 @@ def read_log_ends(bootstrap: str | None, tps: Iterable[TopicPartition], timeout_
         from kafka import KafkaConsumer
         from kafka import TopicPartition as KTP
 
+        # none known from the registrations: the probe decides (zkconsumer.broker_version)
+        version = {"api_version": api_version} if api_version is not None else broker_version.client_settings(
+            bootstrap)
         consumer = KafkaConsumer(bootstrap_servers=bootstrap, group_id=None, enable_auto_commit=False,
-                                 request_timeout_ms=max(timeout_ms, 1000), bootstrap_timeout_ms=timeout_ms)
+                                 request_timeout_ms=max(timeout_ms, 1000), bootstrap_timeout_ms=timeout_ms,
+                                 **version)
         try:
-            ends = consumer.end_offsets([KTP(tp.topic, tp.partition) for tp in tps], timeout_ms=timeout_ms)
-            cluster = consumer._client.cluster  # kafka-python keeps leaders only here; it is what end_offsets used
-            leaders = {TopicPartition(k.topic, k.partition): cluster.leader_for_partition(k) for k in ends}
+            for topic in sorted({tp.topic for tp in tps}):
+                consumer.partitions_for_topic(topic)  # the metadata: which partitions have a leader
+            cluster = consumer._client.cluster  # kafka-python keeps leaders only here; it is what end_offsets uses
+            leaders = {tp: cluster.leader_for_partition(KTP(tp.topic, tp.partition)) for tp in tps}
+            # only partitions with a leader: kafka-python's end_offsets fails as a whole for a leaderless one (its
+            # replica on a broker that never registered), which must show as that partition's "No broker" alone
+            led = [tp for tp, leader in leaders.items() if leader is not None and leader >= 0]
+            ends = consumer.end_offsets([KTP(tp.topic, tp.partition) for tp in led], timeout_ms=timeout_ms
+                                        ) if led else {}
         finally:
             consumer.close()
-        return LogEnds({TopicPartition(k.topic, k.partition): v for k, v in ends.items()},
-                       {tp: leader for tp, leader in leaders.items() if leader is not None and leader >= 0})
+        offsets = {TopicPartition(k.topic, k.partition): v for k, v in ends.items()}
+        return LogEnds(offsets, {tp: leaders[tp] for tp in offsets})
     except Exception as e:  # noqa: BLE001 - lag is best effort; offsets still show
         log.warning("could not read log-end offsets from %s: %s", bootstrap, e)
         return LogEnds({}, {})
 
 
-def log_end_offsets(bootstrap: str | None, tps: Iterable[TopicPartition], timeout_ms: int = 5000
-                    ) -> dict[TopicPartition, int]:
+def log_end_offsets(bootstrap: str | None, tps: Iterable[TopicPartition], timeout_ms: int = 5000,
+                    api_version: tuple[int, ...] | None = None) -> dict[TopicPartition, int]:
     """Latest offsets from the brokers; empty when none is reachable (the caller shows '-')."""
-    return read_log_ends(bootstrap, tps, timeout_ms).offsets
+    return read_log_ends(bootstrap, tps, timeout_ms, api_version).offsets
 
 
 def describe(reg: Registry, group: str, bootstrap: str | None = None) -> list[PartitionRow]:
@@ -113,7 +135,7 @@ def describe(reg: Registry, group: str, bootstrap: str | None = None) -> list[Pa
     for (t, p) in list(offsets) + list(owners):
         if TopicPartition(t, p) not in tps:
             tps.append(TopicPartition(t, p))
-    ends = log_end_offsets(bootstrap or reg.bootstrap_servers(), tps)
+    ends = log_end_offsets(bootstrap or reg.bootstrap_servers(), tps, api_version=broker_api_version(reg))
     return [PartitionRow(tp.topic, tp.partition, offsets.get(tp), ends.get(tp), owners.get(tp))
             for tp in sorted(tps)]
 
@@ -136,11 +158,19 @@ def delete_group(reg: Registry, group: str) -> None:
 def export_offsets(reg: Registry, groups: Iterable[str] | None = None) -> list[str]:
     """``ExportZkOffsets`` lines: ``/consumers/<g>/offsets/<t>/<p>:<offset>``; every group when ``groups`` is None,
     as the Kafka tool did without ``--group``. (Kafka aborted on a group without an ``offsets`` node; such a group
-    simply has no lines here.)"""
+    simply has no lines here.)
+
+    Groups, topics and partitions come in the order ZooKeeper lists the children, unsorted, as Kafka wrote them:
+    the same server gives both tools the same order, so the files are byte-identical (partition 11 of a
+    12-partition topic comes right after 0, in the order of the server's hash set)."""
     lines = []
-    for group in reg.groups() if groups is None else groups:
-        for (t, p), off in sorted(reg.offsets(group).items()):
-            lines.append(f"{GroupPaths(group).offset(t, p)}:{off}")
+    for group in reg.children(layout.CONSUMERS_PATH) if groups is None else groups:
+        g = GroupPaths(group)
+        paths = [g.offset(topic, int(child)) for topic in reg.children(g.offsets)
+                 for child in reg.children(g.offsets_topic(topic)) if child.isdecimal()]
+        for path, data in reg.read_many(paths).items():
+            if data is not None:  # deleted meanwhile
+                lines.append(f"{path}:{layout.decode_offset(path, data)}")
     return lines
 
 

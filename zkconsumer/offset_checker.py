@@ -11,10 +11,12 @@ What the Scala tool did, and we do:
   prints ``No broker for partition <t> - <p>`` instead of a row; ``--broker-info`` lists the leaders used.
 
 Where we differ on purpose (docs/profiles.md "Tools"): Kafka asked the offset manager first (offsets stored
-in Kafka win); offsets live in ZooKeeper only here, so ZooKeeper answers. Kafka aborted the whole report
-(``Exiting due to: ...``) when a topic had no offsets directory or a leader did not answer; we print
-``unknown`` or the ``No broker`` line and go on. A group that does not exist is an error (Kafka printed the
-header, or aborted).
+in Kafka win); offsets live in ZooKeeper only here, so ZooKeeper answers (and the line Kafka printed before the
+header for a partition without a leader, ``Could not fetch offset for [t,0] due to
+kafka.common.UnknownTopicOrPartitionException.``, the offset manager's answer, has no counterpart). Kafka
+aborted the whole report (``Exiting due to: ...``) when a topic had no offsets directory or a leader did not
+answer; we print ``unknown`` or the ``No broker`` line and go on. A group that does not exist is an error
+(Kafka printed the header, or aborted).
 """
 
 from __future__ import annotations
@@ -23,7 +25,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 
 from .assignors import TopicPartition
-from .groups import GroupError, read_log_ends
+from .groups import GroupError, broker_api_version, read_log_ends
 from .layout import GroupPaths
 from .registry import Registry
 
@@ -88,7 +90,7 @@ def check(reg: Registry, group: str, topics: Sequence[str] | None = None, bootst
     offsets = reg.offsets(group)
     with_offsets = set(reg.children(g.offsets))
     owners = reg.owners(group)
-    ends = read_log_ends(bootstrap or reg.bootstrap_servers(), tps, timeout_ms)
+    ends = read_log_ends(bootstrap or reg.bootstrap_servers(), tps, timeout_ms, broker_api_version(reg))
     rows = []
     for tp in tps:
         offset = offsets.get(tp)
