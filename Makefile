@@ -23,6 +23,7 @@ lint: setup
 bench: setup
 	$(BIN)/python benchmarks/assignors.py
 	$(BIN)/python benchmarks/rebalance.py
+	$(BIN)/python benchmarks/mixed_groups.py
 	$(BIN)/python benchmarks/broker.py
 	$(BIN)/python benchmarks/offsets_load.py
 	$(BIN)/python benchmarks/sweep.py --scenarios 100000 --events 1000000
