@@ -1,0 +1,97 @@
+"""The checks ``zkconsumer migrate`` makes on the coordinator before it calls a step done (migration/verify.py)."""
+
+from __future__ import annotations
+
+import time
+
+from helpers import wait_until
+from kafka import KafkaConsumer, KafkaProducer
+
+from zkconsumer.migration.verify import (
+    DescribedGroup,
+    DescribedMember,
+    committed,
+    describe,
+    judge,
+    stalled_partitions,
+)
+from zkconsumer.registry import Registry
+from zkconsumer.topics import create_topic
+
+
+def member(name: str, *tps: tuple[str, int], bridged: bool = True) -> DescribedMember:
+    return DescribedMember(f"{name}-uuid", "client", name if bridged else None, tuple(tps))
+
+
+def test_a_stable_group_with_every_member_and_partition_holds() -> None:
+    group = DescribedGroup("Stable", "zkconsumer-bridge", (member("g_a", ("t", 0), ("t", 1)), member("g_b", ("t", 2))))
+    check = judge(group, ["g_a", "g_b"], {"t": range(3)})
+    assert check.ok, check.problems
+    assert check.members == {"g_a": ["t-0", "t-1"], "g_b": ["t-2"]}
+    assert check.summary() == "coordinator: Stable, 2 members, every check holds"
+
+
+def test_each_broken_promise_is_named() -> None:
+    group = DescribedGroup("PreparingRebalance", "range",
+                           (member("g_a", ("t", 0), ("t", 1)), member("g_c", ("t", 1))))
+    check = judge(group, ["g_a", "g_b"], {"t": range(4)})
+    assert not check.ok
+    assert check.problems == [
+        "the group is PreparingRebalance, not Stable",
+        "g_b is not a member of the coordinator group",
+        "t-1 is assigned to 2 members (g_a, g_c)",
+        "2 partitions are assigned to nobody: t-2, t-3",
+    ]
+
+
+def test_the_mixed_phase_does_not_ask_for_coverage() -> None:
+    """While the group is mixed, ZooKeeper-mode members own the rest; the coordinator half holds only its share."""
+    group = DescribedGroup("Stable", "zkconsumer-bridge", (member("g_a", ("t", 0)),))
+    assert judge(group, ["g_a"], None).ok
+
+
+def test_a_member_without_bridge_data_is_known_by_its_client_id() -> None:
+    group = DescribedGroup("Stable", "range", (DescribedMember("m-1", "g_a", None, (("t", 0),)),))
+    assert judge(group, ["g_a"], {"t": [0]}).ok
+
+
+def test_an_unreachable_coordinator_is_a_problem_not_a_crash() -> None:
+    check = judge(DescribedGroup("unknown", error="cannot reach 127.0.0.1:1"), ["g_a"], None)
+    assert check.problems[0] == "DescribeGroups failed: cannot reach 127.0.0.1:1"
+    assert describe("127.0.0.1:1", "g").error  # nothing listens on port 1
+
+
+def test_stalled_partitions_are_those_with_records_waiting_and_no_progress() -> None:
+    before = {("t", 0): 5, ("t", 1): 7, ("t", 2): 3}
+    after = {("t", 0): 9, ("t", 1): 7, ("t", 2): 3}
+    ends = {("t", 0): 9, ("t", 1): 7, ("t", 2): 8, ("t", 3): 4, ("t", 4): 0}
+    # t-0 moved; t-1 has nothing waiting; t-2 waits and did not move; t-3 was never committed and waits
+    assert stalled_partitions(before, after, ends) == [("t", 2), ("t", 3)]
+
+
+def test_describe_and_committed_against_a_real_coordinator(registry: Registry, broker) -> None:
+    create_topic(registry, "t", 3)
+    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
+    for i in range(30):
+        producer.send("t", b"x", partition=i % 3)
+    producer.flush()
+    producer.close()
+    consumer = KafkaConsumer("t", bootstrap_servers=broker.bootstrap, group_id="g", client_id="g_me",
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        deadline = time.monotonic() + 20
+        while (not consumer.assignment() or sum(consumer.position(tp) for tp in consumer.assignment()) < 30) \
+                and time.monotonic() < deadline:
+            consumer.poll(200)
+        consumer.commit()
+        group = describe(broker.bootstrap, "g")
+        check = judge(group, ["g_me"], {"t": range(3)})
+        assert check.ok, check.problems
+        assert check.members == {"g_me": ["t-0", "t-1", "t-2"]}
+        assert committed(broker.bootstrap, "g") == {("t", 0): 10, ("t", 1): 10, ("t", 2): 10}
+    finally:
+        consumer.close()
+    # the member left: the group rebalances to Empty, and the check names the member that is missing
+    gone = wait_until(lambda: (c := judge(describe(broker.bootstrap, "g"), ["g_me"], None)).state == "Empty" and c,
+                      message="the group to be Empty")
+    assert gone.problems == ["the group is Empty, not Stable", "g_me is not a member of the coordinator group"]
