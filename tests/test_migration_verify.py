@@ -2,14 +2,21 @@
 
 from __future__ import annotations
 
+import signal
+import subprocess
+import sys
 import time
 
+import pytest
 from helpers import wait_until
 from kafka import KafkaConsumer, KafkaProducer
 
+from zkconsumer.migration.driver import MigrationDriver, MigrationError
+from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER
 from zkconsumer.migration.verify import (
     DescribedGroup,
     DescribedMember,
+    GroupCheck,
     committed,
     describe,
     judge,
@@ -95,3 +102,47 @@ def test_describe_and_committed_against_a_real_coordinator(registry: Registry, b
     gone = wait_until(lambda: (c := judge(describe(broker.bootstrap, "g"), ["g_me"], None)).state == "Empty" and c,
                       message="the group to be Empty")
     assert gone.problems == ["the group is Empty, not Stable", "g_me is not a member of the coordinator group"]
+
+
+# ------------------------------------------------------------------------------ the driver acts on the checks
+@pytest.mark.slow
+def test_a_step_that_does_not_hold_is_rolled_back_and_named(zk_connect: str, registry: Registry, broker,
+                                                            tmp_path) -> None:
+    """Real members, ZooKeeper and coordinator; the coordinator's verdict on the second member is made to fail (as
+    when a coordinator never gives it a partition): that member goes back to ZooKeeper mode, every partition is
+    owned, the error names it, and the first member's step, which held, stays."""
+    create_topic(registry, "t", 4)
+    members = {}
+    for name in ("z1", "z2"):
+        args = [sys.executable, "-m", "zkconsumer", "consume", "--migratable", "--zookeeper", zk_connect,
+                "--group", "g", "--consumer-id", name, "--topic", "t", "--output", "none",
+                "--bootstrap-server", broker.bootstrap, "--property", "zookeeper.session.timeout.ms=4000",
+                "--property", "rebalance.backoff.ms=300"]
+        with open(tmp_path / f"{name}.err", "wb") as err:
+            members[name] = subprocess.Popen(args, stdout=subprocess.DEVNULL, stderr=err, stdin=subprocess.DEVNULL)
+
+    class CoordinatorRefusingZ2(MigrationDriver):
+        def check(self, expected, partitions):
+            real = super().check(expected, partitions)
+            if "g_z2" in expected:
+                return GroupCheck(real.state, real.members, ["g_z2 got no partition (the verdict is injected)"])
+            return real
+
+    try:
+        driver = CoordinatorRefusingZ2(registry, "g", broker.bootstrap, step_timeout_s=8.0)
+        wait_until(lambda: {m.consumer_id: m.mode for m in driver.members()} == {"g_z1": "zookeeper",
+                                                                               "g_z2": "zookeeper"}
+                   and not driver.unowned(), timeout=60, message="both members running in ZooKeeper mode")
+        with pytest.raises(MigrationError, match=r"moving g_z2 to coordinator mode did not hold: .*g_z2 got no "
+                                                 r"partition.*rolled back: g_z2 runs in ZooKeeper mode again"):
+            driver.to_coordinator()
+        plan = driver.plan()
+        assert (plan.phase, plan.mode_of("g_z1"), plan.mode_of("g_z2")) == ("mixed", COORDINATOR, ZOOKEEPER)
+        assert {m.consumer_id: (m.mode, m.bridged) for m in driver.members()} == {
+            "g_z1": (COORDINATOR, True), "g_z2": (ZOOKEEPER, False)}
+        assert driver.unowned() == []
+    finally:
+        for p in members.values():
+            p.send_signal(signal.SIGTERM)
+        for p in members.values():
+            p.wait(30)

@@ -22,14 +22,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--rollback", action="store_true", help="move every member back to ZooKeeper mode")
     p.add_argument("--status", action="store_true", help="only show the plan and each member's mode")
     p.add_argument("--step-timeout", type=float, default=60.0, metavar="SECONDS",
-                   help="longest wait for one member to switch and for the group to own every partition again")
+                   help="longest wait for one member to switch, for the group to own every partition again and for "
+                        "the coordinator's view of the group to hold; a step that does not is rolled back")
+    p.add_argument("--no-rollback", action="store_true",
+                   help="leave a step that did not hold as it is (default: undo it, back to the last state that held)")
+    p.add_argument("--no-verify", action="store_true",
+                   help="do not check the group on the coordinator (DescribeGroups, offsets moving) before a step "
+                        "is called done")
     p.set_defaults(func=cmd_migrate)
 
 
 def cmd_migrate(args: argparse.Namespace) -> int:
     with open_registry(args) as reg:
         driver = MigrationDriver(reg, args.group, args.bootstrap_server, args.step_timeout,
-                                 progress=lambda msg: err_console.print(f"• {msg}", highlight=False))
+                                 progress=lambda msg: err_console.print(f"• {msg}", highlight=False),
+                                 verify_steps=not args.no_verify, rollback_on_failure=not args.no_rollback)
         try:
             if not args.status and not args.rollback:  # Kafka 0.8 has no group coordinator to move to
                 bootstrap = args.bootstrap_server or reg.bootstrap_servers()
@@ -45,6 +52,30 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                 table.add_row(m.consumer_id, plan.mode_of(m.consumer_id), m.mode or "(not migratable)",
                               "yes" if m.bridged else "no", "yes" if m.registered else "no")
             console.print(table)
+            if args.status:
+                _show_checks(driver, plan)
         except (MigrationError, LayoutError, broker_version.BrokerTooOld) as e:
             raise CliError(str(e)) from None
     return 0
+
+
+def _show_checks(driver: MigrationDriver, plan) -> None:
+    """``--status``: the checks a step must pass, on the group as it is now."""
+    from ..migration.plan import COORDINATOR
+
+    members = driver.members()
+    expected = [m.consumer_id for m in members if plan.mode_of(m.consumer_id) == COORDINATOR]
+    unowned = driver.unowned() if plan.bridged else []
+    console.print(f"ZooKeeper: {'every partition owned' if not unowned else 'unowned: ' + ', '.join(unowned)}",
+                  highlight=False)
+    if not expected:
+        console.print("coordinator: no member is planned in coordinator mode", highlight=False)
+        return
+    check = driver.check(expected, None if plan.bridged else driver.subscribed_partitions() or None)
+    console.print(check.summary(), highlight=False)
+    table = Table(title="the coordinator's view (DescribeGroups)")
+    table.add_column("member")
+    table.add_column("partitions")
+    for name, tps in sorted(check.members.items()):
+        table.add_row(name, ", ".join(tps) or "-")
+    console.print(table)

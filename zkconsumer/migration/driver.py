@@ -16,13 +16,25 @@ from dataclasses import dataclass
 
 from kazoo.exceptions import NoNodeError
 
+from .. import broker_version
+from ..assignors import TopicPartition
+from ..groups import read_log_ends
 from ..layout import ConsumerRegistration, GroupPaths
 from ..registry import Registry
+from . import verify
 from .plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
 
 
 class MigrationError(RuntimeError):
     """A step did not complete: the plan in ZooKeeper says how far it got."""
+
+
+class StepDidNotHold(MigrationError):
+    """A step's checks on the coordinator did not hold within the step timeout (``check`` says which failed)."""
+
+    def __init__(self, message: str, check: verify.GroupCheck | None = None) -> None:
+        super().__init__(message)
+        self.check = check
 
 
 @dataclass(frozen=True)
@@ -35,13 +47,22 @@ class MemberState:
 
 class MigrationDriver:
     def __init__(self, registry: Registry, group: str, bootstrap: str | None = None, step_timeout_s: float = 60.0,
-                 progress: Callable[[str], None] | None = None) -> None:
+                 progress: Callable[[str], None] | None = None, verify_steps: bool = True,
+                 rollback_on_failure: bool = True, progress_bound_s: float | None = None) -> None:
+        """``verify_steps``: check each step on the coordinator before calling it done (:mod:`.verify`);
+        ``rollback_on_failure``: undo a step that does not hold within ``step_timeout_s``, back to the last state
+        that held; ``progress_bound_s``: how long committed offsets may stand still where records wait
+        (default: half the step timeout, at least 10 s)."""
         self.registry = registry
         self.group = group
         self.bootstrap = bootstrap
         self.step_timeout_s = step_timeout_s
         self.progress = progress or (lambda message: None)
         self.paths = GroupPaths(group)
+        self.verify_steps = verify_steps
+        self.rollback_on_failure = rollback_on_failure
+        self.progress_bound_s = progress_bound_s or max(10.0, step_timeout_s / 2)
+        self.last_check: verify.GroupCheck | None = None
 
     # ----------------------------------------------------------------------------------------- reading
     def plan(self) -> MigrationPlan:
@@ -92,6 +113,64 @@ class MigrationDriver:
     def _settled(self) -> bool:
         return not self.unowned()
 
+    # ------------------------------------------------------------------------------------ coordinator checks
+    def _bootstrap(self) -> str | None:
+        return self.bootstrap or self.plan().bootstrap or self.registry.bootstrap_servers()
+
+    def subscribed_partitions(self) -> dict[str, list[int]]:
+        """Topic → partitions of every topic a registered member subscribes to (read while members still register
+        in ZooKeeper: before ``done``)."""
+        topics: set[str] = set()
+        for cid in self.registry.children(self.paths.ids):
+            data = self.registry.read(self.paths.registration(cid))
+            if data:
+                reg = ConsumerRegistration.decode(self.paths.registration(cid), data)
+                topics |= set(reg.topic_streams(self.registry.topics() if reg.is_wildcard else []))
+        return {t: list(ps) for t, ps in self.registry.partitions_for_topics(sorted(topics)).items()}
+
+    def check(self, expected: list[str], partitions: dict[str, list[int]] | None) -> verify.GroupCheck:
+        """One look at the coordinator: DescribeGroups judged against the plan (see :mod:`.verify`)."""
+        bootstrap = self._bootstrap()
+        if not bootstrap:
+            return verify.GroupCheck("unknown", {}, ["no bootstrap server: give --bootstrap-server"])
+        self.last_check = verify.judge(verify.describe(bootstrap, self.group, broker_version.api_version(bootstrap)),
+                                       expected, partitions)
+        return self.last_check
+
+    def _hold(self, what: str, expected: list[str], partitions: dict[str, list[int]] | None,
+              offsets_must_move: bool) -> None:
+        """Wait until the coordinator's view holds (within the step timeout), then, with ``offsets_must_move``,
+        until every partition with records waiting has its committed offset move (within the progress bound)."""
+        if not self.verify_steps:
+            return
+        deadline = time.monotonic() + self.step_timeout_s
+        while not (check := self.check(expected, partitions)).ok:
+            if time.monotonic() > deadline:
+                raise StepDidNotHold(f"{what} did not hold within {self.step_timeout_s:.0f}s: {check.summary()}",
+                                     check)
+            time.sleep(0.5)
+        self.last_check = check
+        self.progress(f"{what}: {check.summary()}")
+        if not offsets_must_move or not partitions:
+            return
+        bootstrap = self._bootstrap()
+        assert bootstrap is not None
+        tps = [TopicPartition(t, p) for t, ps in partitions.items() for p in ps]
+        before = verify.committed(bootstrap, self.group)
+        ends = {(tp.topic, tp.partition): off for tp, off in read_log_ends(bootstrap, tps).offsets.items()}
+        deadline = time.monotonic() + self.progress_bound_s
+        while True:
+            stalled = verify.stalled_partitions(before, verify.committed(bootstrap, self.group), ends)
+            if not stalled:
+                break
+            if time.monotonic() > deadline:
+                names = ", ".join(f"{t}-{p}" for t, p in stalled[:8])
+                raise StepDidNotHold(f"{what}: committed offsets did not move within {self.progress_bound_s:.0f}s "
+                                     f"for {len(stalled)} partitions with records waiting ({names}); members "
+                                     f"{self.last_check.members if self.last_check else {}}", self.last_check)
+            time.sleep(0.5)
+        self.progress(f"{what}: committed offsets move")
+
     def to_coordinator(self) -> MigrationPlan:
         # members that registered a moment ago acknowledge the plan right after: give them the step timeout
         deadline = time.monotonic() + self.step_timeout_s
@@ -108,24 +187,65 @@ class MigrationDriver:
             raise MigrationError(f"group {self.group} has no running members")
         plan = self.plan()
         plan = MigrationPlan(plan.members, "mixed", self.bootstrap or plan.bootstrap)
+        partitions = self.subscribed_partitions()  # read now: after done, members leave ZooKeeper
+        moved: list[str] = [m.consumer_id for m in members if plan.mode_of(m.consumer_id) == COORDINATOR]
         for m in members:
             if plan.mode_of(m.consumer_id) == COORDINATOR and m.mode == COORDINATOR and m.bridged:
                 continue
+            held = plan
             plan = plan.with_member(m.consumer_id, COORDINATOR)
             self._write(plan)
             self.progress(f"{m.consumer_id}: to coordinator mode")
-            self._await(f"{m.consumer_id} to run in coordinator mode",
-                        lambda cid=m.consumer_id: self._acked(cid, COORDINATOR, True))
-            self._await("every partition to be owned again", self._settled)
+            try:
+                self._await(f"{m.consumer_id} to run in coordinator mode",
+                            lambda cid=m.consumer_id: self._acked(cid, COORDINATOR, True))
+                self._await("every partition to be owned again", self._settled)
+                self._hold(f"{m.consumer_id} in coordinator mode", [*moved, m.consumer_id], None, False)
+            except MigrationError as e:
+                self._undo_member(held, m.consumer_id, e)
+            moved.append(m.consumer_id)
             self.progress(f"{m.consumer_id}: in coordinator mode, every partition owned")
+        mixed = plan
         plan = MigrationPlan(plan.members, "done", plan.bootstrap)
         self._write(plan)
         self.progress("every member in coordinator mode: dropping the ZooKeeper bridge")
-        for m in members:
-            self._await(f"{m.consumer_id} to leave ZooKeeper",
-                        lambda cid=m.consumer_id: self._acked(cid, COORDINATOR, False))
+        try:
+            for m in members:
+                self._await(f"{m.consumer_id} to leave ZooKeeper",
+                            lambda cid=m.consumer_id: self._acked(cid, COORDINATOR, False))
+            self._hold("the coordinator group", [m.consumer_id for m in members], partitions, True)
+        except MigrationError as e:
+            self._undo_done(mixed, members, e)
         self.progress("migration done: the group is managed by the broker's coordinator")
         return plan
+
+    def _undo_member(self, held: MigrationPlan, consumer_id: str, error: MigrationError) -> None:
+        """A member's step did not hold: put that member back in ZooKeeper mode (the plan that held), then raise."""
+        if not self.rollback_on_failure:
+            raise MigrationError(f"{error}; {consumer_id} left in coordinator mode (--no-rollback): run again, or "
+                                 "--rollback") from error
+        self.progress(f"{consumer_id}: the step did not hold ({error}); back to ZooKeeper mode")
+        self._write(held)
+        self._await(f"{consumer_id} to run in ZooKeeper mode again",
+                    lambda: self._acked(consumer_id, held.mode_of(consumer_id), False))
+        self._await("every partition to be owned again", self._settled)
+        raise MigrationError(f"moving {consumer_id} to coordinator mode did not hold: {error}; rolled back: "
+                             f"{consumer_id} runs in ZooKeeper mode again and every partition is owned") from error
+
+    def _undo_done(self, mixed: MigrationPlan, members: list[MemberState], error: MigrationError) -> None:
+        """The group did not hold without the bridge: bridge every member again (the mixed phase held), then raise."""
+        if not self.rollback_on_failure:
+            raise MigrationError(f"{error}; the plan stays done (--no-rollback): run --rollback to bridge the "
+                                 "members again") from error
+        self.progress(f"the coordinator group did not hold ({error}); bridging every member to ZooKeeper again")
+        self._write(mixed)
+        for m in members:
+            self._await(f"{m.consumer_id} to register in ZooKeeper again",
+                        lambda cid=m.consumer_id: self._acked(cid, COORDINATOR, True))
+        self._await("every partition to be owned again", self._settled)
+        raise MigrationError(f"the coordinator group did not hold after the bridge was dropped: {error}; rolled "
+                             "back to the mixed phase (every member bridged, every partition owned): run migrate "
+                             "again, or --rollback") from error
 
     def to_zookeeper(self) -> MigrationPlan:
         """The rollback: bridge every coordinator-mode member again, then move members back one by one."""
