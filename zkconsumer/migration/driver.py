@@ -88,14 +88,8 @@ class MigrationDriver:
 
     def unowned(self) -> list[str]:
         """Partitions of the group's subscribed topics without an owner node (mixed phase and ZooKeeper mode)."""
-        topics: set[str] = set()
-        for cid in self.registry.children(self.paths.ids):
-            data = self.registry.read(self.paths.registration(cid))
-            if data:
-                reg = ConsumerRegistration.decode(self.paths.registration(cid), data)
-                topics |= set(reg.topic_streams(self.registry.topics() if reg.is_wildcard else []))
         owners = self.registry.owners(self.group)
-        return [f"{t}-{p}" for t, parts in sorted(self.registry.partitions_for_topics(sorted(topics)).items())
+        return [f"{t}-{p}" for t, parts in sorted(self.subscribed_partitions().items())
                 for p in parts if (t, p) not in owners]
 
     # ---------------------------------------------------------------------------------------- stepping
