@@ -347,3 +347,39 @@ def test_a_partition_that_comes_back_to_its_member_resumes_at_the_commit_not_at_
         assert set(first) | set(rest) == set(range(200))
     finally:
         c.shutdown()
+
+
+@needs_coordinator
+def test_a_join_that_cannot_complete_is_reported_not_waited_out_silently(cbroker, registry, tmp_path, caplog) -> None:
+    """Issue 20: a member whose join does not complete within its rebalance timeout logs a WARNING (the
+    coordinator's answers, the group's state from DescribeGroups), writes ``join_stalled``, and keeps trying.
+    Forced with an assignor the group does not use (INCONSISTENT_GROUP_PROTOCOL on every JoinGroup); the same
+    against Kafka 3.9.1's coordinator: tests/test_kafka_coordinator.py."""
+    import logging
+
+    create_topic(registry, "t", 2)
+    traces = tmp_path / "traces"
+    first = Reader(member(cbroker.bootstrap, "g", "a"), "t")
+    second = None
+    try:
+        wait_until(lambda: len(first.owned()) == 2, message="the range member owns both")
+        caplog.set_level(logging.WARNING, logger="zkconsumer.coordinated")
+        second = member(cbroker.bootstrap, "g", "b", traces, partition_assignment_strategy="roundrobin",
+                        max_poll_interval_ms=2000)
+        second.create_message_streams({"t": 1})
+        path = traces / "g_b.jsonl"
+
+        def stalled() -> list[dict]:
+            return [e for e in map(json.loads, path.read_text().splitlines()) if e["event"] == "join_stalled"] \
+                if path.exists() else []
+
+        [report, *_] = wait_until(stalled, timeout=10, message="join_stalled")
+        assert report["join_errors"]["JoinGroup"] == "INCONSISTENT_GROUP_PROTOCOL(23)" and report["waited_ms"] >= 2000
+        assert report["group_state"] == "Stable" and len(report["group_members"]) == 1, report
+        assert any("g_b: join not complete" in r.getMessage() and "INCONSISTENT_GROUP_PROTOCOL(23)" in r.getMessage()
+                   for r in caplog.records)
+        assert second.stall is not None and not second.owned_partitions()
+    finally:
+        first.connector.shutdown()
+        if second is not None:
+            second.shutdown()

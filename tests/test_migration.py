@@ -156,6 +156,41 @@ def test_the_bridge_never_takes_a_node_another_session_holds_even_with_its_own_t
         other.close()
 
 
+# ------------------------------------------------------------------------------------------- the driver
+def test_the_driver_does_not_wait_for_a_member_that_is_gone(zk_connect: str, registry: Registry) -> None:
+    """A member killed before it acknowledged the step (its ack node and registration vanish with its session) is
+    named and not waited for; a member that answers is waited for as before (issue 20: a ``kill -9`` right at
+    ``done`` left the driver waiting its whole step timeout for a member that could not answer)."""
+    import threading
+    import time
+
+    from zkconsumer.migration.driver import MigrationDriver
+    from zkconsumer.migration.member import ack_path
+
+    registry.zk.ensure_path(plan_path("g"))
+    doomed, alive = connect(zk_connect), connect(zk_connect)
+    try:
+        for client, cid in ((doomed, "g_a"), (alive, "g_b")):
+            client.create(ack_path("g", cid), json.dumps({"mode": COORDINATOR, "bridged": True}).encode(),
+                          ephemeral=True)
+        said: list[str] = []
+        driver = MigrationDriver(registry, "g", step_timeout_s=10.0, progress=said.append, verify_steps=False)
+        threading.Timer(0.5, doomed.stop).start()  # the session ends: what a kill -9 leads to
+        started = time.monotonic()
+        assert driver._await_member("g_a", "g_a to leave ZooKeeper", COORDINATOR, False) is False
+        assert time.monotonic() - started < 5.0 and driver.gone == ["g_a"]
+        assert any("g_a is gone" in line for line in said), said
+        assert driver._present(["g_a", "g_b"]) == ["g_b"]
+        threading.Timer(0.3, lambda: alive.set(ack_path("g", "g_b"), json.dumps(
+            {"mode": COORDINATOR, "bridged": False}).encode())).start()
+        assert driver._await_member("g_b", "g_b to leave ZooKeeper", COORDINATOR, False) is True
+        assert driver.gone == ["g_a"]
+    finally:
+        for client in (doomed, alive):
+            client.stop()
+            client.close()
+
+
 # ----------------------------------------------------------------------------------- whole runs (processes)
 @pytest.mark.slow
 @pytest.mark.skipif(not HAS_COORDINATOR, reason="the broker has no group coordinator yet")

@@ -83,7 +83,12 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
     # Coordinator mode (Kafka 0.9+'s consumer, zkconsumer.coordinated): its own names and 0.9/0.10.1 defaults.
     Prop("session.timeout.ms", int, 30000, "coordinator mode: the group coordinator's session timeout"),
     Prop("heartbeat.interval.ms", int, 3000, "coordinator mode: heartbeat period"),
-    Prop("max.poll.interval.ms", int, 300000, "coordinator mode: longest gap between polls (0.10.1+)"),
+    # The rebalance timeout kafka-python sends in JoinGroup, and the longest gap between polls. Kafka's 300000 (0.10.1)
+    # leaves room for processing between polls; the poller never processes (records go through the streams' queues)
+    # and polls every 100 ms, so 5 minutes only lets one member that stops polling, or a member a coordinator keeps
+    # waiting for, hold every rebalance of the group that long, silently. 30000: Kafka 0.9's bound (its session
+    # timeout); a join that takes longer is reported (coordinated.JoinWatch).
+    Prop("max.poll.interval.ms", int, 30000, "coordinator mode: rebalance timeout, longest gap between polls"),
     Prop("metadata.max.age.ms", int, 300000, "coordinator mode: metadata refresh period (new partitions, topics "
                                              "matching a wildcard, a topic unknown at the first join)"),
     # Not Kafka 0.8's: how zkconsumer finds brokers when they are not registered in ZooKeeper.

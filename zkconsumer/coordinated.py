@@ -25,6 +25,7 @@ the coordinator's member id and generation are extra fields (docs/trace.md).
 
 from __future__ import annotations
 
+import inspect
 import logging
 import queue
 import threading
@@ -165,11 +166,31 @@ class CoordinatorConsumerConnector:
         self._start_error: BaseException | None = None
         self._thread: threading.Thread | None = None
         self._consumer = None
+        #: Joins that take longer than the rebalance timeout are reported (log, trace, :attr:`stall`).
+        self.join_watch = JoinWatch(self)
 
     @property
     def consumer_timeout_ms(self) -> int:
         """What a KafkaStream waits for a record before raising ConsumerTimeout."""
         return self.config.consumer_timeout_ms
+
+    @property
+    def rebalance_timeout_ms(self) -> int:
+        """The rebalance timeout this member sends in JoinGroup (kafka-python sends ``max.poll.interval.ms``): how
+        long the coordinator may wait for members to rejoin and sync, and after which a join that has not completed
+        is reported as stalled (:class:`JoinWatch`)."""
+        return self.config.get("max.poll.interval.ms")
+
+    @property
+    def stall(self) -> JoinStall | None:
+        """The last report of a join that has not completed within the rebalance timeout; None once joined."""
+        return self.join_watch.current
+
+    @property
+    def _call_timeout_ms(self) -> int:
+        """Bound of one blocking client call on the poller (committed offsets, a commit): the poller must keep
+        polling, or kafka-python's heartbeats keep an idle member in the group while it never rejoins."""
+        return max(1000, min(self.config.get("socket.timeout.ms"), self.rebalance_timeout_ms // 4))
 
     def _brokers_from_zookeeper(self) -> str:
         if not self.config.zookeeper_connect:
@@ -267,9 +288,11 @@ class CoordinatorConsumerConnector:
             self._started.set()
             return
         self._consumer = consumer
+        self.join_watch.attach(consumer)
         self._started.set()
         interval = self.config.auto_commit_interval_ms / 1000.0
         next_commit = time.monotonic() + interval
+        failures = 0
         try:
             while not self._stop.is_set():
                 self._run_commands(consumer)
@@ -282,10 +305,15 @@ class CoordinatorConsumerConnector:
                 except Exception as e:  # noqa: BLE001 - a coordinator or broker error: log, back off, retry
                     if self._stop.is_set():
                         break
-                    log.warning("%s: poll failed: %r", self.consumer_id, e)
-                    self._stop.wait(0.2)
+                    failures += 1
+                    self.join_watch.poll_failed(e)
+                    self.join_watch.check(consumer)
+                    # e.g. INCONSISTENT_GROUP_PROTOCOL: kafka-python gives up the join; we keep asking, backing off
+                    self._stop.wait(min(0.2 * 2 ** min(failures - 1, 4), 2.0))
                     continue
+                failures = 0
                 self._unstick_join(consumer)
+                self.join_watch.check(consumer)
                 self._buffer(batches)
         finally:
             self._run_commands(consumer)
@@ -369,15 +397,19 @@ class CoordinatorConsumerConnector:
 
         with self.state_lock:
             to_seek = set(self._needs_seek)
-        for tp in to_seek:
+        # each call is bounded; all of them together too: what is left is done on the next loop
+        budget = time.monotonic() + self._call_timeout_ms / 1000.0
+        for tp in sorted(to_seek):
+            if time.monotonic() > budget:
+                break
             self._seek_to_committed(consumer, tp)
         if self.hold is not None or self.handover is not None:
             with self.state_lock:
                 held = set(self._held)
             freed = {tp for tp in held if not self._ask_hold(tp)}
             if self.handover is not None:
-                for tp in freed:
-                    self._resume_from_handover(consumer, tp)
+                freed = {tp for tp in sorted(freed)
+                         if time.monotonic() <= budget and self._resume_from_handover(consumer, tp)}
             with self.state_lock:
                 self._held -= freed
         self._drain_backlog()
@@ -398,7 +430,7 @@ class CoordinatorConsumerConnector:
 
         ktp = KTP(tp.topic, tp.partition)
         try:
-            committed = consumer.committed(ktp)
+            committed = consumer.committed(ktp, timeout_ms=self._call_timeout_ms)
             with self.state_lock:
                 dropped = self._dropped_from.get(tp)
             # nothing committed (None, or -1 from the broker): auto.offset.reset placed the position; rewind only
@@ -414,21 +446,23 @@ class CoordinatorConsumerConnector:
             self._dropped_from.pop(tp, None)
             self._backlog.pop(tp, None)
 
-    def _resume_from_handover(self, consumer, tp: TopicPartition) -> None:
+    def _resume_from_handover(self, consumer, tp: TopicPartition) -> bool:
         """Poller: a partition the handover just freed is consumed from its start offset (the larger of both
-        stores'), which becomes committable at once so the broker store catches up with ZooKeeper's."""
+        stores'), which becomes committable at once so the broker store catches up with ZooKeeper's. False: the
+        broker's committed offset could not be read in time; the partition stays held and is tried again."""
         from kafka import TopicPartition as KTP
 
         ktp = KTP(tp.topic, tp.partition)
         try:
-            kafka = consumer.committed(ktp)
-        except Exception:  # noqa: BLE001 - unknown here: ZooKeeper's value decides
-            kafka = None
+            kafka = consumer.committed(ktp, timeout_ms=self._call_timeout_ms)
+        except Exception as e:  # noqa: BLE001 - tried again on the next loop; nothing is delivered meanwhile
+            log.warning("%s: could not read the committed offset of %s: %r", self.consumer_id, tp, e)
+            return False
         if kafka is not None and kafka < 0:
             kafka = None
         start = self.handover.start_offset(tp, kafka)
         if start is None or start < 0:
-            return
+            return True
         consumer.seek(ktp, start)
         with self.state_lock:
             self._backlog.pop(tp, None)  # fetched before the hand-off, from an older position
@@ -437,6 +471,7 @@ class CoordinatorConsumerConnector:
                 progress.start = start
                 if kafka is None or start > kafka:
                     progress.processed = start
+        return True
 
     def _ask_hold(self, tp: TopicPartition) -> bool:
         try:
@@ -625,7 +660,8 @@ class CoordinatorConsumerConnector:
         if not values:
             return {}
         try:
-            consumer.commit({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1) for tp, v in values.items()})
+            consumer.commit({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1) for tp, v in values.items()},
+                            timeout_ms=self._call_timeout_ms)
         except Exception as e:  # noqa: BLE001 - e.g. a rebalance in progress: the revocation commits instead
             log.warning("%s: offset commit failed: %r", self.consumer_id, e)
             return {}
@@ -664,7 +700,11 @@ class CoordinatorConsumerConnector:
             return
         self._stop.set()
         if self._thread is not None:
-            self._thread.join(max(10.0, self.config.get("socket.timeout.ms") / 1000.0))
+            wait = max(10.0, self.config.get("socket.timeout.ms") / 1000.0)
+            self._thread.join(wait)
+            if self._thread.is_alive():  # its client may still heartbeat: the group waits for it to rejoin or leave
+                log.warning("%s: the poller did not stop within %.0fs; the coordinator keeps this member until it "
+                            "leaves or its session times out", self.consumer_id, wait)
         self.closed = True  # streams end once their queue is empty
         for stream in self.all_streams():
             stream.clear()
@@ -680,6 +720,215 @@ class CoordinatorConsumerConnector:
     def owned_partitions(self) -> dict[TopicPartition, str]:
         with self.state_lock:
             return {tp: p.thread_id for tp, p in self.owned.items() if p.generation > 0}
+
+
+@dataclass(frozen=True)
+class JoinStall:
+    """A join (JoinGroup, then SyncGroup) of this member that has not completed within the rebalance timeout: what
+    the member saw of it and what the coordinator says of the group (DescribeGroups)."""
+
+    consumer_id: str
+    waited_ms: int
+    rebalance_timeout_ms: int
+    state: str  # kafka-python's member state: UNJOINED (no join in flight, or rejected) | REBALANCING (in flight)
+    waiting_for: str | None  # "coordinator" | "JoinGroup" | "SyncGroup": the step in flight; None: between tries
+    errors: Mapping[str, str | None]  # JoinGroup / SyncGroup → the coordinator's last answer ("NAME(code)")
+    error: str | None  # the last error the client raised (poll failed), if any
+    group_state: str | None  # DescribeGroups: Empty | PreparingRebalance | CompletingRebalance | Stable | Dead
+    protocol: str | None  # DescribeGroups: the group's assignor (protocol) when it has one
+    members: Sequence[Mapping[str, object]]  # DescribeGroups: member_id, client_id, client_host
+    describe_error: str | None = None
+
+    def summary(self) -> str:
+        answers = ", ".join(f"{api} {code}" for api, code in self.errors.items() if code) or "no answer yet"
+        group = (f"{self.group_state} with {len(self.members)} member(s)"
+                 + (f", protocol {self.protocol}" if self.protocol else "")) if self.group_state else \
+            f"not described ({self.describe_error or 'no answer'})"
+        step = f"waiting for {self.waiting_for}" if self.waiting_for else self.state
+        return (f"join not complete after {self.waited_ms / 1000:.0f}s (rebalance timeout "
+                f"{self.rebalance_timeout_ms / 1000:.0f}s): {step}; coordinator answered {answers}"
+                + (f"; client error {self.error}" if self.error else "") + f"; group {group}")
+
+
+def _code(error_code: int) -> str:
+    import kafka.errors as errors
+
+    return f"{getattr(errors.for_code(error_code), 'message', 'UNKNOWN')}({error_code})"
+
+
+class JoinWatch:
+    """Says so when this member's join does not complete within the rebalance timeout, instead of waiting silently.
+
+    kafka-python retries JoinGroup and SyncGroup on its own and logs their errors at INFO at most (a JoinGroup the
+    coordinator parks while it waits for other members logs nothing at all), so a member can sit for minutes
+    without an assignment and without a word. The watch records the coordinator's answer to every JoinGroup and
+    SyncGroup this member sends (by wrapping the client's response handlers: ``KafkaConsumer._coordinator``, as
+    :meth:`CoordinatorConsumerConnector._unstick_join` uses it), and the poller calls :meth:`check` after every
+    ``poll()``: once the member has been out of the STABLE state for a rebalance timeout, the group is described
+    (DescribeGroups) on a thread of its own, and the report is logged at WARNING, written to the trace
+    (``join_stalled``) and kept in :attr:`current` (``zkconsumer consume --output rate`` shows it), once per
+    rebalance timeout while it lasts. The member keeps trying meanwhile."""
+
+    def __init__(self, connector: CoordinatorConsumerConnector) -> None:
+        self.c = connector
+        self.current: JoinStall | None = None
+        self.reports = 0
+        #: Called with each report (from the reporting thread); ``consume`` prints it.
+        self.listeners: list[Callable[[JoinStall], None]] = []
+        self._lock = threading.Lock()
+        self._since: float | None = None
+        self._next_report = 0.0
+        self._reporting = False
+        self._answers: dict[str, str | None] = {"JoinGroup": None, "SyncGroup": None}
+        self._in_flight: str | None = None
+        self._error: str | None = None
+        self._error_logged: tuple[str, float] | None = None
+
+    # ----------------------------------------------------------------------------- hooks into the client
+    def attach(self, consumer) -> None:
+        """Record the coordinator's answers to JoinGroup and SyncGroup (kafka-python's handlers, wrapped)."""
+        import kafka.errors as errors
+
+        coordinator = getattr(consumer, "_coordinator", None)
+        if coordinator is None:
+            return
+        for api, name in (("JoinGroup", "_process_join_group_response"),
+                          ("SyncGroup", "_process_sync_group_response")):
+            handler = getattr(coordinator, name, None)
+            if callable(handler):
+                setattr(coordinator, name, self._recording(api, handler))
+        attempt = getattr(coordinator, "_do_join_and_sync_async", None)
+        if attempt is not None and inspect.iscoroutinefunction(attempt):
+            watch = self
+
+            async def join_and_sync(*args, **kwargs):
+                watch._in_flight = "JoinGroup"
+                try:
+                    return await attempt(*args, **kwargs)
+                except BaseException as e:  # noqa: BLE001 - recorded, re-raised to kafka-python's retry loop
+                    if not isinstance(e, errors.BrokerResponseError):  # those are the answers recorded above
+                        watch._error = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+                    raise
+                finally:
+                    watch._in_flight = None
+
+            coordinator._do_join_and_sync_async = join_and_sync
+
+    def _recording(self, api: str, handler: Callable) -> Callable:
+        def record(response, *args, **kwargs):
+            code = getattr(response, "error_code", None)
+            if code is not None:
+                with self._lock:
+                    self._answers[api] = _code(code)
+                if api == "JoinGroup" and code == 0:
+                    self._in_flight = "SyncGroup"
+            return handler(response, *args, **kwargs)
+
+        return record
+
+    def poll_failed(self, e: BaseException) -> None:
+        """The poller's ``poll()`` raised (kafka-python gave up a join on a fatal answer, or a broker error): logged
+        once, then again at most once per rebalance timeout while it repeats (the stall report names it too)."""
+        import kafka.errors as errors
+
+        text = f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        with self._lock:
+            answered = isinstance(e, errors.BrokerResponseError) and _code(e.errno) in self._answers.values()
+        if not answered:  # an answer to JoinGroup/SyncGroup is in the report already
+            self._error = text
+        now = time.monotonic()
+        last = self._error_logged
+        if last is None or last[0] != text or now - last[1] >= self.c.rebalance_timeout_ms / 1000.0:
+            self._error_logged = (text, now)
+            log.warning("%s: poll failed: %s (retrying)", self.c.consumer_id, text)
+        else:
+            log.debug("%s: poll failed again: %s", self.c.consumer_id, text)
+
+    # ------------------------------------------------------------------------------------------ watching
+    def check(self, consumer) -> None:
+        """Poller, after every ``poll()``: start the clock when the member leaves STABLE, report past the timeout."""
+        from kafka.structs import MemberState
+
+        try:
+            state = consumer.group_metadata().state
+        except Exception:  # noqa: BLE001 - no metadata: nothing to judge
+            return
+        now = time.monotonic()
+        timeout = self.c.rebalance_timeout_ms / 1000.0
+        if state == MemberState.STABLE:
+            if self._since is not None and self.reports:
+                log.warning("%s: joined group %s (generation %s) after %.0fs", self.c.consumer_id, self.c.group,
+                            self.c.group_generation, now - self._since)
+            self._since, self.current, self.reports, self._error, self._error_logged = None, None, 0, None, None
+            with self._lock:
+                self._answers = dict.fromkeys(self._answers)
+            return
+        if self._since is None:
+            self._since, self._next_report = now, now + timeout
+            return
+        if now < self._next_report or self._reporting or self.c._stop.is_set():
+            return
+        self._next_report = now + timeout
+        self._reporting = True
+        coordinator_known = getattr(getattr(consumer, "_coordinator", None), "coordinator_id", 0) is not None
+        with self._lock:
+            answers = dict(self._answers)
+        snapshot = dict(waited_ms=int((now - self._since) * 1000), state=str(state).strip("<>").upper(),
+                        waiting_for=self._in_flight or (None if coordinator_known else "coordinator"),
+                        errors=answers, error=self._error)
+        threading.Thread(target=self._report, args=(snapshot,), daemon=True,
+                         name=f"{self.c.consumer_id}-join-watch").start()
+
+    def _report(self, snapshot: dict) -> None:
+        try:
+            group_state, protocol, members, describe_error = self._describe()
+            stall = JoinStall(self.c.consumer_id, rebalance_timeout_ms=self.c.rebalance_timeout_ms,
+                              group_state=group_state, protocol=protocol, members=members,
+                              describe_error=describe_error, **snapshot)
+            self.current = stall
+            self.reports += 1
+            log.warning("%s: %s", self.c.consumer_id, stall.summary())
+            self.c.trace.emit("join_stalled", waited_ms=stall.waited_ms,
+                              rebalance_timeout_ms=stall.rebalance_timeout_ms, member_state=stall.state,
+                              waiting_for=stall.waiting_for, join_errors=dict(stall.errors), error=stall.error,
+                              group_state=stall.group_state, group_protocol=stall.protocol,
+                              group_members=[dict(m) for m in stall.members], describe_error=stall.describe_error,
+                              generation=self.c.group_generation, member_id=self.c.member_id)
+            for listener in list(self.listeners):
+                try:
+                    listener(stall)
+                except Exception:  # noqa: BLE001 - a display must not stop the watch
+                    log.debug("a join-stall listener failed", exc_info=True)
+        except Exception:  # noqa: BLE001 - the watch must never take the member down
+            log.warning("%s: reporting a stalled join failed", self.c.consumer_id, exc_info=True)
+        finally:
+            self._reporting = False
+
+    def _describe(self) -> tuple[str | None, str | None, list[dict], str | None]:
+        """DescribeGroups through a short-lived admin client (not the member's own client: its poller must not
+        wait): the group's state, protocol and members as the coordinator sees them."""
+        from kafka import KafkaAdminClient
+
+        c = self.c
+        admin = None
+        try:
+            admin = KafkaAdminClient(bootstrap_servers=c.bootstrap, client_id=f"{c.config.client_id}-join-watch",
+                                     request_timeout_ms=max(1000, min(10000, c.rebalance_timeout_ms // 2)),
+                                     **broker_version.client_settings(c.bootstrap, c.config.broker_api_version))
+            described = admin.describe_groups([c.group]).get(c.group) or {}
+        except Exception as e:  # noqa: BLE001 - the report goes out without the coordinator's view
+            return None, None, [], f"{type(e).__name__}: {e}" if str(e) else type(e).__name__
+        finally:
+            if admin is not None:
+                try:
+                    admin.close()
+                except Exception:  # noqa: BLE001
+                    log.debug("closing the admin client failed", exc_info=True)
+        if described.get("error"):
+            return None, None, [], str(described["error"])
+        members = [{"member_id": m.get("member_id"), "client_id": m.get("client_id"),
+                    "client_host": m.get("client_host")} for m in described.get("members") or ()]
+        return described.get("group_state"), described.get("protocol_data") or None, members, None
 
 
 class _Listener(AsyncConsumerRebalanceListener):

@@ -64,6 +64,10 @@ class LabPlan:
     commit_interval_ms: int = 1000
     #: The local broker's group.initial.rebalance.delay.ms (Kafka's default; coordinator mode and migrations).
     initial_rebalance_delay_ms: int = 3000
+    #: Coordinator-mode members' max.poll.interval.ms, the rebalance timeout they send in JoinGroup: how long a
+    #: coordinator may hold a rebalance for a member that does not rejoin or sync, and after how long a member whose
+    #: join has not completed says so (``join_stalled``). Kafka's 5-minute default is longer than a lab run.
+    rebalance_timeout_ms: int = 20000
     steps: list[Step] | None = None
 
     def schedule(self) -> list[Step]:
@@ -88,6 +92,7 @@ class TraceTail:
         self.per_consumer: Counter = Counter()
         self.rebalances: list[dict] = []
         self.failed: list[dict] = []
+        self.stalls: list[dict] = []  # join_stalled: coordinator-mode joins not complete within the rebalance timeout
         self.conflicts = 0
         self.bad_lines = 0
         self.owned: dict[str, set[str]] = {}  # consumer → "topic-partition" it last reported owning
@@ -124,6 +129,8 @@ class TraceTail:
             self.owned.pop(e["consumer"], None)
         elif kind == "rebalance_failed":
             self.failed.append(e)
+        elif kind == "join_stalled":
+            self.stalls.append(e)
         elif kind == "claim_conflict":
             self.conflicts += 1
 
@@ -151,6 +158,7 @@ class Lab:
         self._migration: threading.Thread | None = None
         self.migration_result: str | None = None
         self.requests: dict[str, dict[str, int]] = {}
+        self._stalls_shown = 0
 
     # ---------------------------------------------------------------------------------------- setup
     def _start_infrastructure(self) -> None:
@@ -208,12 +216,13 @@ class Lab:
                 "--bootstrap-server", self.bootstrap,
                 "--property", f"auto.commit.interval.ms={self.plan.commit_interval_ms}",
                 "--property", f"zookeeper.session.timeout.ms={self.plan.session_timeout_ms}"]
+        group_session = ["--property", f"session.timeout.ms={self.plan.session_timeout_ms}",
+                         "--property", f"heartbeat.interval.ms={max(100, self.plan.session_timeout_ms // 6)}",
+                         "--property", f"max.poll.interval.ms={self.plan.rebalance_timeout_ms}"]
         if self.plan.mode == "coordinator":
-            args += ["--mode", "coordinator", "--property", f"session.timeout.ms={self.plan.session_timeout_ms}",
-                     "--property", f"heartbeat.interval.ms={max(100, self.plan.session_timeout_ms // 6)}"]
+            args += ["--mode", "coordinator", *group_session]
         elif self.plan.mode == "migrate":
-            args += ["--migratable", "--property", f"session.timeout.ms={self.plan.session_timeout_ms}",
-                     "--property", f"heartbeat.interval.ms={max(100, self.plan.session_timeout_ms // 6)}"]
+            args += ["--migratable", *group_session]
         if self.plan.strategy.startswith("roundrobin"):
             args += ["--streams", "1"]
         for topic in self.plan.topics:
@@ -322,6 +331,11 @@ class Lab:
     def _view(self, reg: Registry, elapsed: float) -> Group:
         self.tail.poll()
         self._reap()
+        for e in self.tail.stalls[self._stalls_shown:]:
+            errors = ", ".join(f"{api} {code}" for api, code in (e.get("join_errors") or {}).items() if code)
+            self._event(f"{e['consumer']}: join not complete after {e['waited_ms'] / 1000:.0f}s "
+                        f"({errors or 'no answer yet'}; group {e.get('group_state') or 'not described'})")
+        self._stalls_shown = len(self.tail.stalls)
         owners = self.owners(reg)
         offsets = self.committed(reg)
         table = Table(title=f"group {GROUP} — {self.plan.mode} mode, {self.plan.profile} profile, "
@@ -498,6 +512,7 @@ class Lab:
             "delivered": sum(delivered.values()), "unique_delivered": unique, "duplicates": duplicates,
             "lost": produced - unique, "consumer_rebalances": len(durations),
             "failed_rebalances": len(self.tail.failed), "claim_conflicts": self.tail.conflicts,
+            "join_stalls": len(self.tail.stalls),
             "rebalance_ms_p50": statistics.median(durations) if durations else None,
             "rebalance_ms_max": max(durations) if durations else None,
             "malformed_trace_lines": self.tail.bad_lines, "trace_dir": str(self.traces),
@@ -508,7 +523,7 @@ class Lab:
         table.add_column("measure")
         table.add_column("value", justify="right")
         for key in ("mode", "profile", "strategy", "produced", "delivered", "unique_delivered", "duplicates", "lost",
-                    "consumer_rebalances", "failed_rebalances", "claim_conflicts", "rebalance_ms_p50",
+                    "consumer_rebalances", "failed_rebalances", "claim_conflicts", "join_stalls", "rebalance_ms_p50",
                     "rebalance_ms_max", "zookeeper_requests", "broker_requests", "migration", "verify_ok"):
             if key in s:
                 table.add_row(key.replace("_", " "), str(s.get(key)))

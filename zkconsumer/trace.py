@@ -19,6 +19,7 @@ EVENTS = frozenset({
     "registered", "rebalance_triggered", "attempt_started", "released", "assigned", "claim_conflict",
     "claimed", "rebalance_done", "rebalance_failed", "session_expired", "connection_suspended", "reconnected",
     "offset_committed", "offset_reset", "record_delivered", "shutdown",
+    "join_stalled",  # coordinator mode: a join that has not completed within the rebalance timeout
     "fault_injected", "fault_healed",  # written by the lab's fault matrix (zkconsumer.faults), not by consumers
 })
 #: The lab's own events: they describe the run, not a consumer (the analysis keeps them apart).

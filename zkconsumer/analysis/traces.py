@@ -39,6 +39,8 @@ FIELDS: dict[str, T.DataType] = {
     "same_session": B, "committed": B, "offset": L, "from_offset": L, "to_offset": L, "reset": S,
     "generation": L, "member_id": S, "store": S,  # coordinator mode; the broker-side offset store
     "fault": S, "target": S, "session_timeout_ms": L,  # the lab's fault events
+    "waited_ms": L, "rebalance_timeout_ms": L, "member_state": S, "waiting_for": S, "join_errors": S,  # join_stalled
+    "group_state": S, "group_protocol": S, "group_members": S, "describe_error": S,
 }
 COMMON = ("v", "ts", "event", "group", "consumer", "seq")
 #: Fields the analysis needs beyond COMMON, per event; others are optional.
@@ -57,6 +59,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "offset_reset": ("topic", "partition", "from_offset", "to_offset"),
     "record_delivered": ("topic", "partition", "offset", "thread"),
     "fault_injected": ("fault",), "fault_healed": ("fault", "session_timeout_ms"),
+    "join_stalled": ("waited_ms",),
 }
 assert set(REQUIRED) == EVENTS, "REQUIRED must cover every trace event"
 

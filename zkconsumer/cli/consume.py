@@ -6,6 +6,8 @@ runs the same streams on Kafka 0.9+'s broker-side group coordinator (zkconsumer.
 from __future__ import annotations
 
 import argparse
+import contextlib
+import logging
 import signal
 import sys
 import threading
@@ -14,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from ..config import ConfigError, ConsumerConfig, read_properties
@@ -217,11 +220,32 @@ def _live_rate(connector: ZookeeperConsumerConnector | CoordinatorConsumerConnec
         table.add_column("owned partitions")
         owned = connector.owned_partitions()
         table.add_row(str(count[0]), f"{rate:,.0f}", " ".join(sorted(f"{t}-{p}" for t, p in owned)) or "-")
+        stall = getattr(connector, "stall", None)  # coordinator mode: a join not complete within the rebalance timeout
+        if stall is not None:
+            table.caption = f"[yellow]{escape(stall.summary())}[/]"
         return table
 
-    with Live(render(), console=console, refresh_per_second=4) as live:
+    with Live(render(), console=console, refresh_per_second=4) as live, _log_above(live):
         while not stop.wait(0.5):
             now = time.monotonic()
             rate = (count[0] - last) / (now - last_t)
             last, last_t = count[0], now
             live.update(render())
+
+
+@contextlib.contextmanager
+def _log_above(live: Live):
+    """While the live table is drawn, warnings (a stalled join, a failed commit) go to stderr above it rather than
+    through it: the log handlers writing to the real stderr write to the live display's stderr proxy instead."""
+    moved = [h for h in logging.getLogger().handlers
+             if isinstance(h, logging.StreamHandler) and getattr(h, "stream", None) is sys.__stderr__]
+    if not live.is_started or sys.stderr is sys.__stderr__:
+        yield
+        return
+    for h in moved:
+        h.setStream(sys.stderr)
+    try:
+        yield
+    finally:
+        for h in moved:
+            h.setStream(sys.__stderr__)

@@ -63,6 +63,8 @@ class MigrationDriver:
         self.rollback_on_failure = rollback_on_failure
         self.progress_bound_s = progress_bound_s or max(10.0, step_timeout_s / 2)
         self.last_check: verify.GroupCheck | None = None
+        #: Members that vanished while the driver was waiting for them: not waited for, nor expected, any longer.
+        self.gone: list[str] = []
 
     # ----------------------------------------------------------------------------------------- reading
     def plan(self) -> MigrationPlan:
@@ -104,6 +106,26 @@ class MigrationDriver:
     def _acked(self, cid: str, mode: str, bridged: bool) -> bool:
         return any(m.consumer_id == cid and m.mode == mode and m.bridged == bridged for m in self.members())
 
+    def _present(self, consumer_ids: list[str]) -> list[str]:
+        """``consumer_ids`` but the members that are gone: neither an acknowledgement nor a registration is left
+        (both are ephemeral: the process ended, or its ZooKeeper session expired; a ``kill -9`` of a member). A gone
+        member cannot switch, and waiting for it would hold the migration of every other member until the step
+        timeout; if it comes back, it reads the plan and starts in the mode the plan gives it."""
+        here = {m.consumer_id for m in self.members()}
+        for cid in consumer_ids:
+            if cid not in here and cid not in self.gone:
+                self.gone.append(cid)
+                self.progress(f"{cid} is gone (its acknowledgement and registration went with its session): not "
+                              "waited for")
+        return [cid for cid in consumer_ids if cid not in self.gone]
+
+    def _await_member(self, cid: str, what: str, mode: str, bridged: bool) -> bool:
+        """Wait for ``cid`` to acknowledge ``mode``; False if it is gone (:meth:`_present`) instead."""
+        if cid in self.gone:
+            return False
+        self._await(what, lambda: self._acked(cid, mode, bridged) or not self._present([cid]))
+        return cid not in self.gone
+
     def _settled(self) -> bool:
         return not self.unowned()
 
@@ -138,7 +160,7 @@ class MigrationDriver:
         if not self.verify_steps:
             return
         deadline = time.monotonic() + self.step_timeout_s
-        while not (check := self.check(expected, partitions)).ok:
+        while not (check := self.check(self._present(expected), partitions)).ok:
             if time.monotonic() > deadline:
                 raise StepDidNotHold(f"{what} did not hold within {self.step_timeout_s:.0f}s: {check.summary()}",
                                      check)
@@ -191,8 +213,7 @@ class MigrationDriver:
             self._write(plan)
             self.progress(f"{m.consumer_id}: to coordinator mode")
             try:
-                self._await(f"{m.consumer_id} to run in coordinator mode",
-                            lambda cid=m.consumer_id: self._acked(cid, COORDINATOR, True))
+                self._await_member(m.consumer_id, f"{m.consumer_id} to run in coordinator mode", COORDINATOR, True)
                 self._await("every partition to be owned again", self._settled)
                 self._hold(f"{m.consumer_id} in coordinator mode", [*moved, m.consumer_id], None, False)
             except MigrationError as e:
@@ -205,12 +226,12 @@ class MigrationDriver:
         self.progress("every member in coordinator mode: dropping the ZooKeeper bridge")
         try:
             for m in members:
-                self._await(f"{m.consumer_id} to leave ZooKeeper",
-                            lambda cid=m.consumer_id: self._acked(cid, COORDINATOR, False))
+                self._await_member(m.consumer_id, f"{m.consumer_id} to leave ZooKeeper", COORDINATOR, False)
             self._hold("the coordinator group", [m.consumer_id for m in members], partitions, True)
         except MigrationError as e:
             self._undo_done(mixed, members, e)
-        self.progress("migration done: the group is managed by the broker's coordinator")
+        gone = f" ({', '.join(self.gone)} gone meanwhile)" if self.gone else ""
+        self.progress(f"migration done: the group is managed by the broker's coordinator{gone}")
         return plan
 
     def _undo_member(self, held: MigrationPlan, consumer_id: str, error: MigrationError) -> None:
@@ -220,8 +241,8 @@ class MigrationDriver:
                                  "--rollback") from error
         self.progress(f"{consumer_id}: the step did not hold ({error}); back to ZooKeeper mode")
         self._write(held)
-        self._await(f"{consumer_id} to run in ZooKeeper mode again",
-                    lambda: self._acked(consumer_id, held.mode_of(consumer_id), False))
+        self._await_member(consumer_id, f"{consumer_id} to run in ZooKeeper mode again", held.mode_of(consumer_id),
+                           False)
         self._await("every partition to be owned again", self._settled)
         raise MigrationError(f"moving {consumer_id} to coordinator mode did not hold: {error}; rolled back: "
                              f"{consumer_id} runs in ZooKeeper mode again and every partition is owned") from error
@@ -234,8 +255,7 @@ class MigrationDriver:
         self.progress(f"the coordinator group did not hold ({error}); bridging every member to ZooKeeper again")
         self._write(mixed)
         for m in members:
-            self._await(f"{m.consumer_id} to register in ZooKeeper again",
-                        lambda cid=m.consumer_id: self._acked(cid, COORDINATOR, True))
+            self._await_member(m.consumer_id, f"{m.consumer_id} to register in ZooKeeper again", COORDINATOR, True)
         self._await("every partition to be owned again", self._settled)
         raise MigrationError(f"the coordinator group did not hold after the bridge was dropped: {error}; rolled "
                              "back to the mixed phase (every member bridged, every partition owned): run migrate "
@@ -251,14 +271,12 @@ class MigrationDriver:
             self._write(plan)
             self.progress("bridging coordinator-mode members to ZooKeeper again")
             for m in coordinator_members:
-                self._await(f"{m.consumer_id} to register in ZooKeeper",
-                            lambda cid=m.consumer_id: self._acked(cid, COORDINATOR, True))
+                self._await_member(m.consumer_id, f"{m.consumer_id} to register in ZooKeeper", COORDINATOR, True)
         for m in coordinator_members:
             plan = plan.with_member(m.consumer_id, ZOOKEEPER)
             self._write(plan)
             self.progress(f"{m.consumer_id}: back to ZooKeeper mode")
-            self._await(f"{m.consumer_id} to run in ZooKeeper mode",
-                        lambda cid=m.consumer_id: self._acked(cid, ZOOKEEPER, False))
+            self._await_member(m.consumer_id, f"{m.consumer_id} to run in ZooKeeper mode", ZOOKEEPER, False)
             self._await("every partition to be owned again", self._settled)
         self.progress("rollback done: the group is a ZooKeeper (0.8) group")
         return plan

@@ -1,0 +1,142 @@
+"""zkconsumer's coordinator-mode members against a group coordinator zkconsumer did not write: Apache Kafka 3.9.1's
+own broker (ZooKeeper mode, its real GroupCoordinator), fetched by Maven like Kafka 0.8.2.2 (docs/kafka-oracle.md).
+
+* the lab's live migration (four ``--migratable`` members, a join, the migration, a ``kill -9`` after it) passes its
+  verify with Kafka's coordinator managing the group;
+* a member whose join cannot complete says so: a member offering an assignor the group does not use gets
+  INCONSISTENT_GROUP_PROTOCOL from Kafka's coordinator on every JoinGroup; within its rebalance timeout it logs a
+  WARNING naming the coordinator's answer and the group's state (DescribeGroups), writes ``join_stalled`` to its
+  trace, and keeps trying (it joins once the group can take it).
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import logging
+import time
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+from helpers import fresh_chroot, wait_until
+
+from zkconsumer.apache_kafka.processes import KafkaBroker
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.coordinated import CoordinatorConsumerConnector
+from zkconsumer.registry import Registry
+from zkconsumer.topics import create_topic
+
+pytestmark = pytest.mark.slow
+
+VERSION = "3.9.1"
+
+
+@pytest.fixture(scope="module")
+def kafka(zk_server, tmp_path_factory) -> Iterator[KafkaBroker]:
+    """Kafka 3.9.1's broker with Kafka's default initial rebalance delay (3 s), as an independent cluster has it."""
+    zk_connect = fresh_chroot(zk_server.connect_string, "kafka391")
+    with KafkaBroker(zk_connect, version=VERSION, data_dir=tmp_path_factory.mktemp("kafka391"),
+                     properties={"group.initial.rebalance.delay.ms": 3000}) as broker:
+        yield broker
+
+
+def _member(kafka: KafkaBroker, name: str, strategy: str, trace_dir: Path, **props) -> CoordinatorConsumerConnector:
+    settings = {"group.id": "stall", "bootstrap.servers": kafka.bootstrap, "consumer.id": name,
+                "partition.assignment.strategy": strategy, "auto.offset.reset": "smallest",
+                "session.timeout.ms": 6000, "heartbeat.interval.ms": 500, "zkconsumer.trace.dir": str(trace_dir)}
+    settings.update(props)
+    return CoordinatorConsumerConnector(ConsumerConfig.from_properties(settings))
+
+
+def _events(path: Path, event: str) -> list[dict]:
+    if not path.exists():
+        return []
+    return [e for e in map(json.loads, path.read_text().splitlines()) if e["event"] == event]
+
+
+def test_a_join_kafkas_coordinator_refuses_is_reported_within_the_rebalance_timeout(kafka: KafkaBroker,
+                                                                                   tmp_path: Path, caplog) -> None:
+    with Registry.open(kafka.zk_connect) as reg:
+        create_topic(reg, "s", 4)
+    kafka.wait_topic("s", 4)
+    traces = tmp_path / "traces"
+    first = _member(kafka, "first", "range", traces)
+    second = None
+    try:
+        first.create_message_streams({"s": 1})
+        wait_until(lambda: len(first.owned_partitions()) == 4, timeout=30, message="the first member owns all")
+        caplog.set_level(logging.WARNING, logger="zkconsumer.coordinated")
+        # roundrobin only, in a group whose members all use range: Kafka answers INCONSISTENT_GROUP_PROTOCOL
+        second = _member(kafka, "second", "roundrobin", traces, **{"max.poll.interval.ms": 4000})
+        started = time.monotonic()
+        second.create_message_streams({"s": 1})
+        trace = traces / "stall_second.jsonl"
+        [stalled, *_] = wait_until(lambda: _events(trace, "join_stalled"), timeout=20,
+                                   message="join_stalled in the second member's trace")
+        took = time.monotonic() - started
+        assert 4.0 <= took < 12.0, took  # one rebalance timeout, plus the describe
+        assert stalled["rebalance_timeout_ms"] == 4000 and stalled["waited_ms"] >= 4000
+        assert stalled["join_errors"]["JoinGroup"] == "INCONSISTENT_GROUP_PROTOCOL(23)", stalled
+        assert stalled["group_state"] == "Stable" and stalled["group_protocol"] == "range", stalled
+        assert [m["member_id"] for m in stalled["group_members"]] == [first.member_id], stalled
+        assert stalled["mode"] == "coordinator" and stalled["generation"] == -1
+        warnings = [r.getMessage() for r in caplog.records if "join not complete" in r.getMessage()]
+        assert warnings and "stall_second" in warnings[0] and "INCONSISTENT_GROUP_PROTOCOL(23)" in warnings[0]
+        assert "group Stable with 1 member(s), protocol range" in warnings[0], warnings
+        assert second.stall is not None and second.stall.group_state == "Stable"
+        # it keeps trying, and says so again once per rebalance timeout at most
+        wait_until(lambda: len(_events(trace, "join_stalled")) >= 2, timeout=15, message="a second report")
+        again = _events(trace, "join_stalled")
+        assert again[1]["ts"] - again[0]["ts"] >= 3500
+        # once the group can take it (the range member left, the group is empty), it joins: the report clears
+        first.shutdown()
+        wait_until(lambda: len(second.owned_partitions()) == 4, timeout=30, message="the second member joined")
+        wait_until(lambda: second.stall is None, timeout=5, message="the stall cleared")
+        assert not _events(traces / "stall_first.jsonl", "join_stalled")
+    finally:
+        first.shutdown()
+        if second is not None:
+            second.shutdown()
+
+
+def test_the_lab_migration_passes_with_kafkas_coordinator(kafka: KafkaBroker, tmp_path: Path) -> None:
+    """The issue's run, shortened: four members (three, and one joining), the migration while records flow, and a
+    ``kill -9`` of one of them a few seconds after ``done``, when the four have just restarted their coordinator
+    consumers without the bridge (new member ids, the bridge assignor) and Kafka's coordinator forms the group."""
+    import threading
+
+    from rich.console import Console
+
+    from zkconsumer.lab import Lab, LabPlan, Step
+
+    plan = LabPlan(consumers=3, duration=30.0, mode="migrate", rate=100.0, initial_records=100,
+                   steps=[Step(2.0, "join", "c4"), Step(4.0, "migrate", "")])
+    out = io.StringIO()
+    lab = Lab(plan, tmp_path / "run", zookeeper=kafka.zk_connect, bootstrap=kafka.bootstrap,
+              console=Console(file=out, width=200))
+    killed: list[float] = []
+
+    def kill_after_done() -> None:
+        deadline = time.monotonic() + 60
+        while lab.migration_result is None and time.monotonic() < deadline:
+            time.sleep(0.1)
+        if lab.migration_result == "done":
+            time.sleep(4.0)
+            killed.append(time.monotonic())
+            lab.stop("c1", kill=True)
+
+    killer = threading.Thread(target=kill_after_done, daemon=True)
+    killer.start()
+    summary = lab.run()
+    killer.join(5)
+    assert summary["migration"] == "done", (summary, out.getvalue()[-3000:])
+    assert killed, "c1 was killed after the migration was done"
+    assert summary["verify_ok"] and summary["lost"] == 0, (summary, out.getvalue()[-3000:])
+    assert summary["join_stalls"] == 0, summary
+    traces = tmp_path / "run" / "traces"
+    for path in traces.glob("lab_c*.jsonl"):
+        events = [json.loads(line) for line in path.read_text().splitlines()]
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+        assert any(e.get("mode") == "coordinator" and e["event"] == "rebalance_done" and e["owned"]
+                   for e in events), path.name  # every member consumed from Kafka's coordinator group
