@@ -122,6 +122,8 @@ def test_the_lab_migration_passes_with_kafkas_coordinator(kafka: KafkaBroker, tm
         while lab.migration_result is None and time.monotonic() < deadline:
             time.sleep(0.1)
         if lab.migration_result == "done":
+            # the fault's moment, not a synchronisation: the scenario kills a member a few seconds after
+            # done, while Kafka's coordinator forms the group of restarted consumers
             time.sleep(4.0)
             killed.append(time.monotonic())
             lab.stop("c1", kill=True)
