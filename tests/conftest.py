@@ -57,3 +57,19 @@ def broker(zk_connect: str, tmp_path):
         yield b
     finally:
         b.stop()
+
+
+@pytest.fixture(scope="module")
+def spark() -> Iterator:
+    """Spark for the fault matrices' verdicts: the run's session when the analysis tests started one already (their
+    own fixture, tests/analysis/conftest.py, takes precedence there), else one for this module."""
+    from pyspark.sql import SparkSession  # heavy: imported only by the tests that judge with Spark
+
+    from zkconsumer.analysis.spark import build_session
+
+    existing = SparkSession.getActiveSession()
+    session = existing or build_session("local[2]", "zkconsumer-tests", shuffle_partitions=2, driver_memory="2g",
+                                        extra_conf={"spark.sql.adaptive.enabled": "false"})
+    yield session
+    if existing is None:
+        session.stop()

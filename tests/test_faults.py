@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import csv
 import json
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -19,21 +18,6 @@ from zkconsumer.faults.matrix import FAULTS, run_fault
 from zkconsumer.faults.verdict import judge
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
-
-
-@pytest.fixture(scope="module")
-def spark() -> Iterator:
-    """The run's Spark session when the analysis tests started one already, else one for this module."""
-    from pyspark.sql import SparkSession
-
-    from zkconsumer.analysis.spark import build_session
-
-    existing = SparkSession.getActiveSession()
-    session = existing or build_session("local[2]", "zkconsumer-tests", shuffle_partitions=2, driver_memory="2g",
-                                        extra_conf={"spark.sql.adaptive.enabled": "false"})
-    yield session
-    if existing is None:
-        session.stop()
 
 
 def lab_events(out) -> list[dict]:

@@ -403,13 +403,14 @@ class CoordinatorConsumerConnector:
             if time.monotonic() > budget:
                 break
             self._seek_to_committed(consumer, tp)
-        if self.hold is not None or self.handover is not None:
+        handover = self.handover  # once: drop_handover() may clear it meanwhile
+        if self.hold is not None or handover is not None:
             with self.state_lock:
                 held = set(self._held)
-            freed = {tp for tp in held if not self._ask_hold(tp)}
-            if self.handover is not None:
+            freed = {tp for tp in held if not self._ask_hold(tp, handover)}
+            if handover is not None:
                 freed = {tp for tp in sorted(freed)
-                         if time.monotonic() <= budget and self._resume_from_handover(consumer, tp)}
+                         if time.monotonic() <= budget and self._resume_from_handover(consumer, tp, handover)}
             with self.state_lock:
                 self._held -= freed
         self._drain_backlog()
@@ -446,7 +447,7 @@ class CoordinatorConsumerConnector:
             self._dropped_from.pop(tp, None)
             self._backlog.pop(tp, None)
 
-    def _resume_from_handover(self, consumer, tp: TopicPartition) -> bool:
+    def _resume_from_handover(self, consumer, tp: TopicPartition, handover: Handover) -> bool:
         """Poller: a partition the handover just freed is consumed from its start offset (the larger of both
         stores'), which becomes committable at once so the broker store catches up with ZooKeeper's. False: the
         broker's committed offset could not be read in time; the partition stays held and is tried again."""
@@ -460,7 +461,7 @@ class CoordinatorConsumerConnector:
             return False
         if kafka is not None and kafka < 0:
             kafka = None
-        start = self.handover.start_offset(tp, kafka)
+        start = handover.start_offset(tp, kafka)
         if start is None or start < 0:
             return True
         consumer.seek(ktp, start)
@@ -473,12 +474,12 @@ class CoordinatorConsumerConnector:
                     progress.processed = start
         return True
 
-    def _ask_hold(self, tp: TopicPartition) -> bool:
+    def _ask_hold(self, tp: TopicPartition, handover: Handover | None = None) -> bool:
         try:
-            if self.handover is not None:
+            if handover is not None:
                 with self.state_lock:
                     progress = self.owned.get(tp)
-                return progress is None or bool(self.handover.hold(tp, progress.thread_id))
+                return progress is None or bool(handover.hold(tp, progress.thread_id))
             return bool(self.hold(tp)) if self.hold is not None else False
         except Exception:  # noqa: BLE001 - a failing hook holds the partition (safe side) and is logged
             log.warning("%s: hold hook failed for %s", self.consumer_id, tp, exc_info=True)
@@ -593,9 +594,10 @@ class CoordinatorConsumerConnector:
                 self.listener.before_releasing_partitions(by_topic)
             except Exception:  # noqa: BLE001 - a listener's failure must not stop the rebalance
                 log.warning("%s: before_releasing_partitions failed", self.consumer_id, exc_info=True)
-        if self.handover is not None:
+        handover = self.handover
+        if handover is not None:
             try:  # after the commit, before forgetting: the next owner must find the final offset
-                self.handover.released(tps, {} if lost else committed)
+                handover.released(tps, {} if lost else committed)
             except Exception:  # noqa: BLE001 - owner nodes are ephemeral: they go with the session at worst
                 log.warning("%s: handing partitions back failed", self.consumer_id, exc_info=True)
         with self.state_lock:
@@ -622,14 +624,13 @@ class CoordinatorConsumerConnector:
             self._generation += 1
             for tp, tid in threads.items():
                 self.owned[tp] = PartitionProgress(tp, tid, self._generation, -1)
-        if self.handover is not None:
-            held = set(tps)  # the poller claims them through the handover and seeks before any delivery
-        else:
-            held = {tp for tp in tps if self._ask_hold(tp)} if self.hold is not None else set()
-            with self.state_lock:
+        asked = {tp for tp in tps if self._ask_hold(tp)} if self.hold is not None else set()
+        with self.state_lock:  # one look at the handover, under the lock drop_handover() takes
+            if self.handover is not None:
+                self._held |= set(tps)  # the poller claims them through the handover and seeks before any delivery
+            else:
+                self._held |= asked
                 self._needs_seek |= set(tps)
-        with self.state_lock:
-            self._held |= held
             started = self._rebalance_started
             self._rebalance_started = None
         share = {f"{tp.topic}-{tp.partition}": tid for tp, tid in sorted(threads.items())}
@@ -670,12 +671,50 @@ class CoordinatorConsumerConnector:
         for tp, value in values.items():
             self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
                             generation=self.group_generation, member_id=self.member_id)
-        if self.handover is not None:
+        handover = self.handover
+        if handover is not None:
             try:
-                self.handover.committed(values)
+                handover.committed(values)
             except Exception:  # noqa: BLE001 - the broker has them; ZooKeeper catches up at the next commit
                 log.warning("%s: mirroring a commit failed", self.consumer_id, exc_info=True)
         return values
+
+    # ------------------------------------------------------------------- the handover's ZooKeeper session
+    def drop_handover(self) -> None:
+        """The migration is done: ZooKeeper takes no part any more, and this member stays in its group (same member
+        id, same partitions: no rebalance). A partition still held for its owner node is consumed from the
+        broker's committed offset: its previous owner was a coordinator-mode member, which commits there."""
+        with self.state_lock:
+            self.handover = None
+            self._needs_seek |= self._held
+            self._held.clear()
+        self.deliverable.set()
+
+    def handover_suspended(self) -> None:
+        """The handover's ZooKeeper connection is suspended: its owner nodes may expire any moment and others may
+        claim them, so the streams hand out nothing until the session is confirmed or known lost (as a ZooKeeper
+        member's streams do, zkconsumer/streams.py). Called from kazoo's event thread: it only flags."""
+        self.deliverable.clear()
+        self.trace.emit("connection_suspended", member_id=self.member_id)
+
+    def handover_confirmed(self) -> None:
+        """The same session again: every owner node is still ours, deliveries go on."""
+        self.deliverable.set()
+
+    def handover_lost(self) -> None:
+        """The handover's session expired: its owner nodes are gone and others may own the partitions already.
+        Every owned partition is held again (the poller pauses it and claims it anew through the handover, then
+        seeks to the larger committed offset); records queued for it are stale (a new generation); nothing
+        processed under the lost session is committed (the next owner may be further on)."""
+        with self.state_lock:
+            self._generation += 1
+            for progress in self.owned.values():
+                progress.generation = self._generation
+                progress.handed = progress.processed = None
+            self._held |= set(self.owned)
+            self._backlog.clear()
+        self.deliverable.set()
+        self.trace.emit("session_expired", member_id=self.member_id)
 
     def request_rejoin(self) -> None:
         """Ask the coordinator for a new generation (from any thread; the poller does it)."""

@@ -31,11 +31,43 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
+def _last_seq_in(path: Path, tail: int = 65536) -> int:
+    """The last ``seq`` written to ``path`` by an earlier process (0: none). A member restarted under its consumer
+    id appends to its file; its events must sort after the earlier life's, or the analysis would put the new life's
+    deliveries inside the old life's stints (found by the migration fault matrix: a member killed and started
+    again showed as two owners at once)."""
+    try:
+        with open(path, "rb") as f:
+            f.seek(0, os.SEEK_END)
+            f.seek(max(0, f.tell() - tail))
+            lines = f.read().splitlines()
+    except FileNotFoundError:
+        return 0
+    for line in reversed(lines):
+        try:
+            seq = json.loads(line).get("seq")
+        except (ValueError, AttributeError):
+            continue
+        if isinstance(seq, int):
+            return seq
+    return 0
+
+
+def _ends_with_newline(path: Path) -> bool:
+    with open(path, "rb") as f:
+        f.seek(0, os.SEEK_END)
+        if f.tell() == 0:
+            return True
+        f.seek(-1, os.SEEK_END)
+        return f.read(1) == b"\n"
+
+
 class TraceWriter:
     """Appends events for one consumer to ``<dir>/<consumer id>.jsonl``; a no-op when ``directory`` is None.
 
-    A later writer for the same file in the same process (a member that switched mode during a migration keeps
-    its consumer id) continues the sequence numbers, which the analysis orders a consumer's events by."""
+    A later writer for the same file (a member that switched mode during a migration keeps its consumer id; a
+    process started again under its consumer id) continues the sequence numbers, which the analysis orders a
+    consumer's events by."""
 
     _last_seq: dict[Path, int] = {}
     _last_seq_lock = threading.Lock()
@@ -54,8 +86,10 @@ class TraceWriter:
             Path(directory).mkdir(parents=True, exist_ok=True)
             self.path = Path(directory) / f"{consumer}.jsonl"
             with TraceWriter._last_seq_lock:
-                self._seq = TraceWriter._last_seq.get(self.path.resolve(), 0)
+                self._seq = TraceWriter._last_seq.get(self.path.resolve(), 0) or _last_seq_in(self.path)
             self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives with us
+            if self._seq and not _ends_with_newline(self.path):
+                self._file.write("\n")  # a killed writer's torn last line stays one bad line, not two
 
     @property
     def enabled(self) -> bool:

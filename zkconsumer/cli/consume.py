@@ -22,8 +22,9 @@ from rich.table import Table
 from ..config import ConfigError, ConsumerConfig, read_properties
 from ..connector import ConsumerRebalanceFailed, ConsumerTimeout, ZookeeperConsumerConnector
 from ..coordinated import CoordinatorConsumerConnector
-from ..layout import LayoutError, blacklist, whitelist
-from ..registry import ZkConnectError
+from ..layout import LayoutError, MalformedNodeError, blacklist, whitelist
+from ..migration.plan import MigrationPlan, plan_path, refusal
+from ..registry import Registry, ZkConnectError
 from . import CliError, console, err_console
 
 
@@ -102,6 +103,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
     signal.signal(signal.SIGINT, on_signal)
     if args.migratable:
         return _consume_migratable(args, config, stop)
+    _refuse_during_migration(config, args.mode)
     try:
         if args.mode == "coordinator":
             connector = CoordinatorConsumerConnector(config)
@@ -172,6 +174,24 @@ class _Printer:
             raise CliError(f"{type(self.errors[0]).__name__}: {self.errors[0]}")
         err_console.print(f"Processed a total of {self.count[0]} messages", highlight=False)
         return 0
+
+
+def _refuse_during_migration(config: ConsumerConfig, mode: str) -> None:
+    """A member without --migratable does not join a group in the middle of a migration (docs/migration.md)."""
+    if not config.zookeeper_connect:
+        return  # coordinator mode on bootstrap servers alone: no plan to read
+    try:
+        with Registry.open(config.zookeeper_connect, session_timeout_ms=config.session_timeout_ms) as reg:
+            data = reg.read(plan_path(config.group_id))
+    except ZkConnectError as e:
+        raise CliError(str(e)) from None
+    try:
+        plan = MigrationPlan.decode(plan_path(config.group_id), data) if data else None
+    except MalformedNodeError as e:
+        raise CliError(f"cannot tell whether group {config.group_id} is being migrated: {e}") from None
+    reason = refusal(plan, config.group_id, mode) if plan is not None else None
+    if reason:
+        raise CliError(reason)
 
 
 def _consume_migratable(args: argparse.Namespace, config: ConsumerConfig, stop: threading.Event) -> int:

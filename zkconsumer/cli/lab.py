@@ -43,8 +43,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                          "system engine; without one, a private dockerd is started as root)")
     p.add_argument("--faults", nargs="*", metavar="FAULT",
                    help="run the fault matrix instead (all faults, or the ones named: "
-                        "zk-leader zk-follower zk-quorum zk-cut broker-kill consumers-kill herd-30) and print one "
-                        "verdict per fault; --profile / --compare choose the profiles")
+                        "zk-leader zk-follower zk-quorum zk-cut broker-kill consumers-kill herd-30; with --mode "
+                        "migrate: migrate-kill member-kill-switching bridge-zk-expiry broker-restart rollback-mid "
+                        "stranger-joins) and print one verdict per fault; --profile / --compare choose the profiles")
     p.set_defaults(func=cmd_lab)
 
     c = sub.add_parser("compare", help="the same workload and churn in ZooKeeper mode (default, kafka-0.8) and "
@@ -145,11 +146,13 @@ def _backends(args: argparse.Namespace) -> Iterator[Callable[[], LabBackend]]:
         raise CliError(str(e)) from None
 def _faults(args: argparse.Namespace, base: Path, profiles: list[str]) -> int:
     from ..faults.cli import run_matrix
-    from ..faults.matrix import FAULTS
+    from ..faults.matrix import faults_of
 
-    names = args.faults or list(FAULTS)
-    unknown = [n for n in names if n not in FAULTS]
+    mode = "migrate" if args.mode == "migrate" else "zookeeper"
+    known = faults_of(mode)
+    names = args.faults or known
+    unknown = [n for n in names if n not in known]
     if unknown:
-        raise CliError(f"unknown fault(s) {', '.join(unknown)}; known: {', '.join(FAULTS)}")
+        raise CliError(f"unknown fault(s) for --mode {mode}: {', '.join(unknown)}; known: {', '.join(known)}")
     verdicts = run_matrix(names, profiles, base, console, args.master)
     return 0 if all(v.ok for v in verdicts) else 1

@@ -9,6 +9,8 @@ from rich.table import Table
 from .. import broker_version
 from ..layout import LayoutError
 from ..migration.driver import MigrationDriver, MigrationError
+from ..migration.lease import DriverLease, LeaseError
+from ..migration.plan import COORDINATOR
 from . import CliError, console, err_console
 from .topics import add_zookeeper_arg, open_registry
 
@@ -54,15 +56,17 @@ def cmd_migrate(args: argparse.Namespace) -> int:
             console.print(table)
             if args.status:
                 _show_checks(driver, plan)
-        except (MigrationError, LayoutError, broker_version.BrokerTooOld) as e:
+        except (MigrationError, LeaseError, LayoutError, broker_version.BrokerTooOld) as e:
             raise CliError(str(e)) from None
     return 0
 
 
 def _show_checks(driver: MigrationDriver, plan) -> None:
     """``--status``: the checks a step must pass, on the group as it is now."""
-    from ..migration.plan import COORDINATOR
-
+    holder = DriverLease(driver.registry, driver.group, COORDINATOR).holder()
+    console.print("driver: none running" if holder is None else
+                  f"driver: {'rollback' if holder.get('direction') == 'zookeeper' else 'migration'} running (pid "
+                  f"{holder.get('pid')} on {holder.get('host')})", highlight=False)
     members = driver.members()
     expected = [m.consumer_id for m in members if plan.mode_of(m.consumer_id) == COORDINATOR]
     unowned = driver.unowned() if plan.bridged else []

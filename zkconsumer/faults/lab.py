@@ -23,6 +23,7 @@ from rich.console import Console
 from .. import broker_version
 from ..groups import verify
 from ..lab import GROUP, Lab, LabPlan
+from ..migration.driver import MigrationDriver
 from ..registry import Registry
 from ..topics import create_topic
 from ..trace import TraceWriter
@@ -78,7 +79,7 @@ class FaultLab(Lab):
         else:
             from ..broker import Broker
 
-            self._broker = Broker(self.zk_connect, data_dir=self.out / "broker").start()
+            self._broker = Broker(self.zk_connect, data_dir=self.out / "broker", **self._group_settings()).start()
             self.bootstrap = self._broker.bootstrap
         existing = set(self.registry.topics())  # a run directory used again keeps its ZooKeeper data
         for topic, n in self.plan.topics.items():
@@ -124,12 +125,21 @@ class FaultLab(Lab):
             state.unlink()
         cmd = [sys.executable, "-m", "zkconsumer", "broker", "start", "--zookeeper", self.zk_connect,
                "--data-dir", str(data), "--port", str(self.broker_port)]
+        settings = self._group_settings()
+        cmd += ["--property", f"group.initial.rebalance.delay.ms={settings['group_initial_rebalance_delay_ms']}",
+                "--property", f"group.min.session.timeout.ms={settings['group_min_session_timeout_ms']}"]
         self.logs.mkdir(parents=True, exist_ok=True)
         with open(self.logs / "broker.log", "ab") as log:
             self.broker_proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
         info = self.wait(lambda: _read_json(state), timeout, "the broker's state file")
         self.broker_port = int(info["port"])
         self.bootstrap = info["bootstrap"]
+
+    def _group_settings(self) -> dict[str, int]:
+        """The coordinator's settings the lab's members need (the fault matrix's 4 s sessions are under Kafka's
+        6 s minimum), as the lab's own broker has them."""
+        return {"group_initial_rebalance_delay_ms": self.plan.initial_rebalance_delay_ms,
+                "group_min_session_timeout_ms": min(6000, self.plan.session_timeout_ms)}
 
     def kill_broker(self, hard: bool = True) -> None:
         assert self.broker_proc is not None
@@ -238,10 +248,76 @@ class FaultLab(Lab):
     def live_members(self) -> list[str]:
         return [n for n, p in self.procs.items() if p.poll() is None and self.status.get(n) == "running"]
 
+    # ---------------------------------------------------------------------------------------- migrations
+    def migration(self) -> MigrationDriver:
+        """A read-only view of the group's migration (plan, acknowledgements, the coordinator's view); nothing is
+        written through it."""
+        assert self.registry is not None
+        return MigrationDriver(self.registry, GROUP, self.bootstrap, step_timeout_s=30.0)
+
+    def acked(self, name: str) -> tuple[str | None, bool] | None:
+        """``name``'s acknowledged (mode, bridged), None when it has no acknowledgement."""
+        return next(((m.mode, m.bridged) for m in self.migration().members() if m.consumer_id == f"{GROUP}_{name}"
+                     and m.mode is not None), None)
+
+    def run_migrate(self, *extra: str, step_timeout_s: float = 30.0) -> subprocess.Popen:
+        """``zkconsumer migrate`` as its own process (so that ``kill -9`` is real), its output in logs/."""
+        self.logs.mkdir(parents=True, exist_ok=True)
+        n = len(list(self.logs.glob("migrate-*.log"))) + 1
+        cmd = [sys.executable, "-m", "zkconsumer", "migrate", "--zookeeper", self.zk_connect, "--group", GROUP,
+               "--bootstrap-server", self.bootstrap, "--step-timeout", str(step_timeout_s), *extra]
+        log = open(self.logs / f"migrate-{n}.log", "wb")  # noqa: SIM115 - the child writes it; closed with the file
+        proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        log.close()
+        proc.log = self.logs / f"migrate-{n}.log"  # type: ignore[attr-defined]
+        self._event(f"migrate{' ' + ' '.join(extra) if extra else ''} started (pid {proc.pid})")
+        return proc
+
+    def finish_migrate(self, proc: subprocess.Popen, timeout: float, expect: str) -> str:
+        """Wait for a ``migrate`` process; its output when it exited 0, else :class:`FaultTimeout` with its tail."""
+        try:
+            code = proc.wait(timeout)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()
+            code = None
+        text = proc.log.read_text(errors="replace")  # type: ignore[attr-defined]
+        if code != 0:
+            tail = " | ".join(line.strip() for line in text.strip().splitlines()[-4:])
+            raise FaultTimeout(f"migrate exited {'(timed out)' if code is None else code}: {tail}")
+        if expect not in text:
+            raise FaultTimeout(f"migrate exited 0 without saying {expect!r}")
+        self._event(f"migrate: {expect}")
+        return text
+
+    def join_plain(self, name: str) -> int | None:
+        """Start ``name`` without ``--migratable`` (as a member started by someone who did not know of the
+        migration) and return its exit code if it ended within 30 s."""
+        args = self._consumer_args(name)
+        args.remove("--migratable")
+        self.logs.mkdir(parents=True, exist_ok=True)
+        with open(self.logs / f"{name}.log", "ab") as log:
+            proc = subprocess.Popen(args, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
+        try:
+            return proc.wait(30)
+        except subprocess.TimeoutExpired:
+            self.backend.procs[name] = proc
+            self.status[name] = "running"
+            return None
+
+    def coordinator_settled(self, members: list[str]) -> bool:
+        """After ``done``: DescribeGroups shows every given member and every partition assigned exactly once."""
+        check = self.migration().check([f"{GROUP}_{m}" for m in members],
+                                       {t: list(range(n)) for t, n in self.plan.topics.items()})
+        return check.ok
+
     def settled(self, members: list[str] | None = None) -> bool:
-        """Every partition owned by a live member's thread, the group verifies, every given member registered."""
+        """Every partition owned by a live member's thread, the group verifies, every given member registered;
+        in a group whose migration is done, the coordinator's view instead (no owner nodes any more)."""
         assert self.registry is not None
         members = self.live_members() if members is None else members
+        if self.plan.mode == "migrate" and self.migration().plan().phase == "done":
+            return self.coordinator_settled(members)
         owners = self.registry.owners(GROUP)
         ids = set(self.registry.consumer_ids(GROUP))
         if not {f"{GROUP}_{m}" for m in members} <= ids or set(owners) != self.partitions():
@@ -260,7 +336,8 @@ class FaultLab(Lab):
         assert self.registry is not None
 
         def caught_up() -> bool:
-            offsets = self.registry.offsets(GROUP)
+            # a migrating group commits to ZooKeeper, to the broker or both: the larger of the two counts
+            offsets = self.committed(self.registry) if self.plan.mode == "migrate" else self.registry.offsets(GROUP)
             return all(offsets.get(tp, 0) >= end for tp, end in ends.items())
 
         self.wait(caught_up, timeout, "every commit at the log's end")

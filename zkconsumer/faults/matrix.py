@@ -21,6 +21,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from ..lab import GROUP, LabPlan
+from . import migration
 from .lab import FaultLab
 
 
@@ -35,6 +36,8 @@ class Fault:
     proxied: tuple[str, ...] = ()
     #: under the kafka-0.8 profile this fault shows Kafka 0.8's own behaviour (two owners, duplicates)
     kafka08_known: bool = False
+    #: the lab's mode: ``migrate`` faults strike a live migration (zkconsumer/faults/migration.py)
+    mode: str = "zookeeper"
 
 
 def _modes(lab: FaultLab) -> dict[int, str | None]:
@@ -122,7 +125,24 @@ FAULTS: dict[str, Fault] = {f.name: f for f in [
     Fault("broker-kill", "broker kill -9 and restart under a live group", _broker_kill, broker_process=True),
     Fault("consumers-kill", "kill -9 of two of four consumers at once", _consumers_kill, consumers=4),
     Fault("herd-30", "30 consumers started together", _herd, consumers=30),
+    Fault("migrate-kill", "the migrate process kill -9 mid-step, then run again", migration.migrate_kill,
+          mode="migrate"),
+    Fault("member-kill-switching", "a member kill -9 while it switches mode", migration.member_kill_switching,
+          mode="migrate"),
+    Fault("bridge-zk-expiry", "a bridged member's ZooKeeper session expiring (proxy cut)", migration.bridge_zk_expiry,
+          proxied=("c1",), mode="migrate"),
+    Fault("broker-restart", "the broker kill -9 and restart mid-migration", migration.broker_restart,
+          broker_process=True, mode="migrate"),
+    Fault("rollback-mid", "migrate --rollback started while the migration runs", migration.rollback_mid,
+          mode="migrate"),
+    Fault("stranger-joins", "a member without --migratable joining mid-way", migration.stranger_joins,
+          mode="migrate"),
 ]}
+
+
+def faults_of(mode: str) -> list[str]:
+    """The faults of one lab mode: ``migrate`` strikes migrations, every other mode a running group."""
+    return [n for n, f in FAULTS.items() if (f.mode == "migrate") == (mode == "migrate")]
 
 
 @dataclass
@@ -139,9 +159,10 @@ class FaultRun:
 
 def fault_plan(fault: Fault, profile: str, session_timeout_ms: int = 4000, herd: int | None = None) -> LabPlan:
     consumers = herd if (herd and fault.name == "herd-30") else fault.consumers
+    # migrations: Kafka's initial rebalance delay scaled down with the sessions (3 s against 10 s sessions)
     return LabPlan(consumers=consumers, profile=profile, topics={"orders": 12 if fault.name == "herd-30" else 6},
                    rate=40.0, initial_records=20, session_timeout_ms=session_timeout_ms, commit_interval_ms=500,
-                   steps=[])
+                   steps=[], mode=fault.mode, initial_rebalance_delay_ms=1000 if fault.mode == "migrate" else 3000)
 
 
 def run_fault(fault: Fault, out, profile: str = "default", session_timeout_ms: int = 4000,

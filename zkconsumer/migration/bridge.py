@@ -21,10 +21,12 @@ import json
 import logging
 import threading
 from collections.abc import Callable, Iterable, Mapping
+from typing import Protocol
 
 from kafka.coordinator.assignors.abstract import AbstractPartitionAssignor
 from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch
 
 from .. import layout
@@ -129,6 +131,17 @@ class BridgeAssignor(AbstractPartitionAssignor):
         return None if not data else MigrationPlan.decode(path, data)
 
 
+class SessionGate(Protocol):
+    """What the member's connector does when the bridge's ZooKeeper session wavers
+    (:class:`~zkconsumer.coordinated.CoordinatorConsumerConnector` implements it)."""
+
+    def handover_suspended(self) -> None: ...
+
+    def handover_confirmed(self) -> None: ...
+
+    def handover_lost(self) -> None: ...
+
+
 class ZkBridge:
     """The :class:`~zkconsumer.coordinated.Handover` of a coordinator-mode member during a mixed migration."""
 
@@ -145,14 +158,54 @@ class ZkBridge:
         self._owner_nodes: dict[TopicPartition, str] = {}
         self._stopped = False
         self._on_change: Callable[[int], None] | None = None
+        self._gate: SessionGate | None = None
+        self._session: int | None = None
 
     # ------------------------------------------------------------------------------------------ membership
-    def start(self, on_ids_change: Callable[[int], None]) -> None:
+    def start(self, on_ids_change: Callable[[int], None], gate: SessionGate | None = None) -> None:
         """Register under ``ids`` (a 0.8 member for the ZooKeeper half) and report ``ids`` changes with their
-        children version."""
+        children version; ``gate`` (the member's connector) hears about this session: see :meth:`_on_state`."""
         self._on_change = on_ids_change
+        self._gate = gate
+        self._session = self.registry.zk.client_id[0] if self.registry.zk.client_id else None
         self.registry.register_consumer(self.group, self.consumer_id, self.registration, self.stale_wait_s)
+        self.registry.zk.add_listener(self._on_state)
         ChildrenWatch(self.registry.zk, self.paths.ids, self._ids_changed, send_event=True)
+
+    def _on_state(self, state: str) -> None:
+        """kazoo's connection listener (its event thread: flags and spawns only).
+
+        The owner nodes are ephemeral: the bridge's claim on its partitions lasts as long as its session. Found by
+        the migration fault matrix (``bridge-zk-expiry``): a bridged member cut off from ZooKeeper kept fetching
+        after its session expired and ZooKeeper-mode members had claimed its partitions — two owners across
+        modes. Now, SUSPENDED: deliver nothing until the session is confirmed (it may be expiring); CONNECTED on
+        the same session: go on; LOST: every partition is held again (claimed anew, from the larger committed
+        offset), and on the new session the registration is created again so both halves count this member."""
+        if self._stopped:
+            return
+        if state == KazooState.SUSPENDED:
+            if self._gate is not None:
+                self._gate.handover_suspended()
+        elif state == KazooState.LOST:
+            with self._lock:
+                self._owner_nodes.clear()
+            log.warning("%s: ZooKeeper session expired: every partition held until claimed again", self.consumer_id)
+            if self._gate is not None:
+                self._gate.handover_lost()
+        elif state == KazooState.CONNECTED:
+            session = self.registry.zk.client_id[0] if self.registry.zk.client_id else None
+            if session != self._session:
+                self._session = session
+                self.registry.zk.handler.spawn(self._register_again)
+            if self._gate is not None:
+                self._gate.handover_confirmed()
+
+    def _register_again(self) -> None:
+        try:
+            self.registry.register_consumer(self.group, self.consumer_id, self.registration, self.stale_wait_s)
+            log.info("%s: registered again on the new ZooKeeper session", self.consumer_id)
+        except Exception:  # noqa: BLE001 - said loudly; the member is then a coordinator member ZooKeeper does not count
+            log.error("%s: could not register again after the session expired", self.consumer_id, exc_info=True)
 
     def _ids_changed(self, children, event) -> bool | None:
         if self._stopped:
@@ -168,6 +221,7 @@ class ZkBridge:
     def stop(self) -> None:
         """Give up every owner node and the registration (a member leaving, or the migration done)."""
         self._stopped = True
+        self.registry.zk.remove_listener(self._on_state)
         with self._lock:
             owned = dict(self._owner_nodes)
             self._owner_nodes.clear()

@@ -9,10 +9,11 @@ is run again and resumes from the plan in ZooKeeper.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import time
-from collections.abc import Callable
-from dataclasses import dataclass
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, replace
 
 from kazoo.exceptions import NoNodeError
 
@@ -22,6 +23,7 @@ from ..groups import read_log_ends
 from ..layout import ConsumerRegistration, GroupPaths
 from ..registry import Registry
 from . import verify
+from .lease import DriverLease
 from .plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
 
 
@@ -43,6 +45,7 @@ class MemberState:
     mode: str | None      # as acknowledged; None: not migratable (no acknowledgement)
     bridged: bool
     registered: bool      # has a node under ids
+    plan_version: int | None = None  # the plan version the acknowledgement answers (None: not said)
 
 
 class MigrationDriver:
@@ -65,6 +68,10 @@ class MigrationDriver:
         self.last_check: verify.GroupCheck | None = None
         #: Members that vanished while the driver was waiting for them: not waited for, nor expected, any longer.
         self.gone: list[str] = []
+        #: Held while to_coordinator / to_zookeeper run (:mod:`.lease`): one driver per group at a time.
+        self.lease: DriverLease | None = None
+        self._written_version = -1  # the plan node's version after this driver's last write
+        self._lease_checked = 0.0
 
     # ----------------------------------------------------------------------------------------- reading
     def plan(self) -> MigrationPlan:
@@ -73,8 +80,33 @@ class MigrationDriver:
 
     def _write(self, plan: MigrationPlan) -> None:
         path = plan_path(self.group)
+        if self.lease is not None:
+            self.lease.write(path, plan.encode())
+            self._written_version = self.lease.plan_version or 0
+            return
         self.registry.zk.ensure_path(path)
-        self.registry.zk.set(path, plan.encode())
+        self._written_version = self.registry.zk.set(path, plan.encode()).version
+
+    @contextlib.contextmanager
+    def _leased(self, direction: str) -> Iterator[None]:
+        self.lease = DriverLease(self.registry, self.group, direction, wait_s=self.step_timeout_s)
+        self.lease.acquire()
+        if self.lease.took_over:
+            held = self.lease.took_over
+            self.progress(f"took the group over from a {held.get('direction')} driver (pid {held.get('pid')} on "
+                          f"{held.get('host')}){' that is gone' if held.get('direction') == direction else ''}")
+        try:
+            yield
+        finally:
+            lease, self.lease = self.lease, None
+            with contextlib.suppress(Exception):  # ephemeral: it goes with the session anyway
+                lease.release()
+
+    def _still_ours(self) -> None:
+        """While waiting: stop at once if a rollback took the group over (at most one ZooKeeper read a second)."""
+        if self.lease is not None and time.monotonic() - self._lease_checked >= 1.0:
+            self._lease_checked = time.monotonic()
+            self.lease.check()
 
     def members(self) -> list[MemberState]:
         """Every member that is registered in ZooKeeper or acknowledged the plan."""
@@ -85,7 +117,8 @@ class MigrationDriver:
                 acks[cid] = json.loads(self.registry.read(f"{plan_path(self.group)}/{cid}") or b"{}")
             except (ValueError, NoNodeError):
                 continue
-        return [MemberState(cid, acks.get(cid, {}).get("mode"), bool(acks.get(cid, {}).get("bridged")), cid in ids)
+        return [MemberState(cid, acks.get(cid, {}).get("mode"), bool(acks.get(cid, {}).get("bridged")), cid in ids,
+                            acks.get(cid, {}).get("plan_version"))
                 for cid in sorted(ids | set(acks))]
 
     def unowned(self) -> list[str]:
@@ -98,13 +131,16 @@ class MigrationDriver:
     def _await(self, what: str, done: Callable[[], bool]) -> None:
         deadline = time.monotonic() + self.step_timeout_s
         while not done():
+            self._still_ours()
             if time.monotonic() > deadline:
                 raise MigrationError(f"timed out after {self.step_timeout_s:.0f}s waiting for {what}; the plan in "
                                      f"{plan_path(self.group)} keeps the progress: run the command again")
             time.sleep(0.1)  # polling ZooKeeper state several nodes deep; a watch per node would not be simpler
 
     def _acked(self, cid: str, mode: str, bridged: bool) -> bool:
-        return any(m.consumer_id == cid and m.mode == mode and m.bridged == bridged for m in self.members())
+        """``cid`` runs in ``mode`` and says so for the plan this driver last wrote (or a later one)."""
+        return any(m.consumer_id == cid and m.mode == mode and m.bridged == bridged
+                   and (m.plan_version is None or m.plan_version >= self._written_version) for m in self.members())
 
     def _present(self, consumer_ids: list[str]) -> list[str]:
         """``consumer_ids`` but the members that are gone: neither an acknowledgement nor a registration is left
@@ -113,7 +149,10 @@ class MigrationDriver:
         timeout; if it comes back, it reads the plan and starts in the mode the plan gives it."""
         here = {m.consumer_id for m in self.members()}
         for cid in consumer_ids:
-            if cid not in here and cid not in self.gone:
+            if cid in here and cid in self.gone:  # its session expired and it came back on a new one
+                self.gone.remove(cid)
+                self.progress(f"{cid} is back")
+            elif cid not in here and cid not in self.gone:
                 self.gone.append(cid)
                 self.progress(f"{cid} is gone (its acknowledgement and registration went with its session): not "
                               "waited for")
@@ -121,7 +160,7 @@ class MigrationDriver:
 
     def _await_member(self, cid: str, what: str, mode: str, bridged: bool) -> bool:
         """Wait for ``cid`` to acknowledge ``mode``; False if it is gone (:meth:`_present`) instead."""
-        if cid in self.gone:
+        if cid in self.gone and not self._present([cid]):
             return False
         self._await(what, lambda: self._acked(cid, mode, bridged) or not self._present([cid]))
         return cid not in self.gone
@@ -149,8 +188,11 @@ class MigrationDriver:
         bootstrap = self._bootstrap()
         if not bootstrap:
             return verify.GroupCheck("unknown", {}, ["no bootstrap server: give --bootstrap-server"])
-        self.last_check = verify.judge(verify.describe(bootstrap, self.group, broker_version.api_version(bootstrap)),
-                                       expected, partitions)
+        try:
+            version = broker_version.api_version(bootstrap)
+        except Exception as e:  # noqa: BLE001 - a broker restarting: not yet, checked again until the step timeout
+            return verify.GroupCheck("unknown", {}, [f"cannot reach {bootstrap}: {e}"])
+        self.last_check = verify.judge(verify.describe(bootstrap, self.group, version), expected, partitions)
         return self.last_check
 
     def _hold(self, what: str, expected: list[str], partitions: dict[str, list[int]] | None,
@@ -161,6 +203,7 @@ class MigrationDriver:
             return
         deadline = time.monotonic() + self.step_timeout_s
         while not (check := self.check(self._present(expected), partitions)).ok:
+            self._still_ours()
             if time.monotonic() > deadline:
                 raise StepDidNotHold(f"{what} did not hold within {self.step_timeout_s:.0f}s: {check.summary()}",
                                      check)
@@ -173,12 +216,21 @@ class MigrationDriver:
         assert bootstrap is not None
         tps = [TopicPartition(t, p) for t, ps in partitions.items() for p in ps]
         before = verify.committed(bootstrap, self.group)
-        ends = {(tp.topic, tp.partition): off for tp, off in read_log_ends(bootstrap, tps).offsets.items()}
         deadline = time.monotonic() + self.progress_bound_s
+        while True:
+            try:
+                ends = {(tp.topic, tp.partition): off for tp, off in read_log_ends(bootstrap, tps).offsets.items()}
+                break
+            except Exception as e:  # noqa: BLE001 - a broker restarting: tried again within the bound
+                if time.monotonic() > deadline:
+                    raise StepDidNotHold(f"{what}: cannot read the log end offsets from {bootstrap}: {e}",
+                                         self.last_check) from e
+                time.sleep(0.5)
         while True:
             stalled = verify.stalled_partitions(before, verify.committed(bootstrap, self.group), ends)
             if not stalled:
                 break
+            self._still_ours()
             if time.monotonic() > deadline:
                 names = ", ".join(f"{t}-{p}" for t, p in stalled[:8])
                 raise StepDidNotHold(f"{what}: committed offsets did not move within {self.progress_bound_s:.0f}s "
@@ -187,27 +239,51 @@ class MigrationDriver:
             time.sleep(0.5)
         self.progress(f"{what}: committed offsets move")
 
-    def to_coordinator(self) -> MigrationPlan:
-        # members that registered a moment ago acknowledge the plan right after: give them the step timeout
+    def _strangers(self) -> list[str]:
+        """Registered members that do not acknowledge the plan (started without ``--migratable``), after giving
+        members that registered a moment ago the step timeout to acknowledge."""
         deadline = time.monotonic() + self.step_timeout_s
         while True:
-            members = self.members()
-            strangers = [m.consumer_id for m in members if m.mode is None]
+            strangers = [m.consumer_id for m in self.members() if m.mode is None and m.consumer_id not in self.gone]
             if not strangers or time.monotonic() > deadline:
-                break
+                return strangers
+            self._still_ours()
             time.sleep(0.1)
+
+    def to_coordinator(self) -> MigrationPlan:
+        with self._leased(COORDINATOR):
+            return self._to_coordinator()
+
+    def _to_coordinator(self) -> MigrationPlan:
+        strangers = self._strangers()
         if strangers:
             raise MigrationError(f"members without --migratable cannot switch: {', '.join(strangers)}; restart them "
                                  "with `zkconsumer consume --migratable` (or stop them) first")
+        members = self.members()
         if not members:
             raise MigrationError(f"group {self.group} has no running members")
         plan = self.plan()
-        plan = MigrationPlan(plan.members, "mixed", self.bootstrap or plan.bootstrap)
         partitions = self.subscribed_partitions()  # read now: after done, members leave ZooKeeper
+        if not partitions and plan.topics:
+            partitions = {t: list(ps) for t, ps in self.registry.partitions_for_topics(list(plan.topics)).items()}
+        if plan.phase == "done":  # a driver stopped after done: only the last check is left
+            self.progress("resuming: the plan is done already; checking the coordinator group")
+            self._hold("the coordinator group", [m.consumer_id for m in members], partitions, True)
+            self.progress("migration done: the group is managed by the broker's coordinator")
+            return plan
+        plan = replace(plan, phase="mixed", bootstrap=self.bootstrap or plan.bootstrap,
+                       topics=tuple(sorted(partitions)) or plan.topics)
         moved: list[str] = [m.consumer_id for m in members if plan.mode_of(m.consumer_id) == COORDINATOR]
+        if moved:  # a driver stopped mid-way: check what it did before going on (its last step may not have held)
+            self.progress(f"resuming: {', '.join(moved)} planned in coordinator mode already")
+            for cid in moved:
+                self._await_member(cid, f"{cid} to run in coordinator mode", COORDINATOR, True)
+            self._await("every partition to be owned again", self._settled)
+            self._hold(f"{', '.join(moved)} in coordinator mode", moved, None, False)
         for m in members:
             if plan.mode_of(m.consumer_id) == COORDINATOR and m.mode == COORDINATOR and m.bridged:
                 continue
+            self._refuse_strangers_midway(m.consumer_id)
             held = plan
             plan = plan.with_member(m.consumer_id, COORDINATOR)
             self._write(plan)
@@ -220,8 +296,9 @@ class MigrationDriver:
                 self._undo_member(held, m.consumer_id, e)
             moved.append(m.consumer_id)
             self.progress(f"{m.consumer_id}: in coordinator mode, every partition owned")
+        self._refuse_strangers_midway("the ZooKeeper bridge is dropped")
         mixed = plan
-        plan = MigrationPlan(plan.members, "done", plan.bootstrap)
+        plan = replace(plan, phase="done")
         self._write(plan)
         self.progress("every member in coordinator mode: dropping the ZooKeeper bridge")
         try:
@@ -233,6 +310,17 @@ class MigrationDriver:
         gone = f" ({', '.join(self.gone)} gone meanwhile)" if self.gone else ""
         self.progress(f"migration done: the group is managed by the broker's coordinator{gone}")
         return plan
+
+    def _refuse_strangers_midway(self, before: str) -> None:
+        """A member that joined during the migration without ``--migratable`` (a library user's plain connector,
+        Kafka's own 0.8 consumer: ``zkconsumer consume`` refuses to start) stops the migration where it stands:
+        every step so far held, and the group is consistent as it is (the stranger runs in ZooKeeper mode)."""
+        strangers = self._strangers()
+        if strangers:
+            raise MigrationError(f"{', '.join(strangers)} joined group {self.group} without --migratable during "
+                                 f"the migration; stopped before {before}: the plan stays as it is (every step so far "
+                                 "held, every partition owned). Stop them or restart them with --migratable, then run "
+                                 "migrate again (it resumes), or --rollback")
 
     def _undo_member(self, held: MigrationPlan, consumer_id: str, error: MigrationError) -> None:
         """A member's step did not hold: put that member back in ZooKeeper mode (the plan that held), then raise."""
@@ -262,12 +350,19 @@ class MigrationDriver:
                              "again, or --rollback") from error
 
     def to_zookeeper(self) -> MigrationPlan:
-        """The rollback: bridge every coordinator-mode member again, then move members back one by one."""
+        """The rollback: bridge every coordinator-mode member again, then move members back one by one. It takes
+        the group over from a forward driver that is still running (:mod:`.lease`)."""
+        with self._leased(ZOOKEEPER):
+            return self._to_zookeeper()
+
+    def _to_zookeeper(self) -> MigrationPlan:
         members = self.members()
         plan = self.plan()
-        coordinator_members = [m for m in members if m.mode == COORDINATOR]
+        # acknowledged in coordinator mode, or planned there and still switching (a forward step interrupted)
+        coordinator_members = [m for m in members
+                               if m.mode == COORDINATOR or plan.mode_of(m.consumer_id) == COORDINATOR]
         if plan.phase == "done":
-            plan = MigrationPlan({m.consumer_id: COORDINATOR for m in coordinator_members}, "mixed", plan.bootstrap)
+            plan = replace(plan, members={m.consumer_id: COORDINATOR for m in coordinator_members}, phase="mixed")
             self._write(plan)
             self.progress("bridging coordinator-mode members to ZooKeeper again")
             for m in coordinator_members:

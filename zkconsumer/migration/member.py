@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import DataWatch
 
 from .. import layout
@@ -68,13 +69,28 @@ class MigratableConsumer:
                           connection_timeout_ms=self.config.connection_timeout_ms)
         self.registry = Registry(self.zk)
         self._plan = MigrationPlan()
+        self._plan_version = -1  # the plan node's data version this member last read
         self._changed = threading.Event()
         self._lock = threading.Lock()
         self.connector = None
         self.mode: str | None = None
         self.bridged = False
         self.switches = 0
+        self._session = self.zk.client_id[0] if self.zk.client_id else None
+        self.zk.add_listener(self._on_state)
         DataWatch(self.zk, plan_path(self.group), self._on_plan)
+
+    def _on_state(self, state: str) -> None:
+        """The acknowledgement is ephemeral: after a session expired it is created again on the new session, or
+        ``zkconsumer migrate`` would take a member that is running for one that is gone."""
+        if state != KazooState.CONNECTED:
+            return
+        session = self.zk.client_id[0] if self.zk.client_id else None
+        if session != self._session:
+            self._session = session
+            mode, bridged = self.mode, self.bridged
+            if mode is not None:
+                self.zk.handler.spawn(self._ack_again, mode, bridged)
 
     def _on_plan(self, data, stat) -> None:
         path = plan_path(self.group)
@@ -85,6 +101,7 @@ class MigratableConsumer:
             return
         with self._lock:
             self._plan = plan
+            self._plan_version = stat.version if stat is not None else -1
         self._changed.set()
 
     @property
@@ -119,8 +136,18 @@ class MigratableConsumer:
                 while not stop.is_set():
                     if self._changed.wait(0.2):
                         self._changed.clear()
-                        if self._wanted() != (mode, bridged):
+                        wanted = self._wanted()
+                        if wanted == (COORDINATOR, False) and bridge is not None:
+                            # done: drop the bridge and stay in the coordinator group, same member id and partitions
+                            # (restarting every member at once would be a stop-the-world rebalance of the group)
+                            connector.drop_handover()
+                            bridge.stop()
+                            bridge, bridged = None, False
+                            self.bridged = False
+                            log.info("%s: migration done: the ZooKeeper bridge is dropped", self.consumer_id)
+                        elif wanted != (mode, bridged):
                             break
+                        self._ack(mode, bridged)  # (also for the same mode under a newer plan: it read that plan)
                     if not any(t.is_alive() for t in threads):
                         stop.set()  # every stream ended by itself (consumer timeout, an error)
                 log.info("%s: leaving %s mode%s", self.consumer_id, mode, " (stopping)" if stop.is_set() else "")
@@ -162,19 +189,33 @@ class MigratableConsumer:
         bridge.offsets.trace = connector.trace  # ZooKeeper commits show in this member's trace
 
         def on_ids(cversion: int) -> None:
-            if cversion > assignor.assigned_cversion:
+            # not once the plan is done: members dropping their bridges delete their registrations, which is no
+            # reason for a new generation (the plan's change reaches this session's watches first)
+            if cversion > assignor.assigned_cversion and self.plan.bridged:
                 connector.request_rejoin()
 
-        bridge.start(on_ids)
+        bridge.start(on_ids, gate=connector)
         return connector, bridge
 
     def _ack(self, mode: str, bridged: bool) -> None:
         path = ack_path(self.group, self.consumer_id)
-        data = json.dumps({"mode": mode, "bridged": bridged, "switches": self.switches}).encode()
+        with self._lock:
+            version = self._plan_version
+        # plan_version: which plan this acknowledgement answers (the driver waits for the version it wrote, so an
+        # acknowledgement of an older plan, e.g. by a member still switching the other way, is not taken for it)
+        data = json.dumps({"mode": mode, "bridged": bridged, "switches": self.switches,
+                           "plan_version": version}).encode()
         try:
             self.zk.create(path, data, ephemeral=True, makepath=True)
         except NodeExistsError:
             self.zk.set(path, data)
+
+    def _ack_again(self, mode: str, bridged: bool) -> None:
+        try:
+            self._ack(mode, bridged)
+            log.info("%s: acknowledged %s mode again on the new ZooKeeper session", self.consumer_id, mode)
+        except Exception:  # noqa: BLE001 - a spawned greenlet/thread: said loudly instead of lost
+            log.error("%s: could not acknowledge %s mode again", self.consumer_id, mode, exc_info=True)
 
     def close(self) -> None:
         try:

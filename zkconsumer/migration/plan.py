@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from ..layout import GroupPaths, MalformedNodeError
 
@@ -31,6 +31,9 @@ class MigrationPlan:
     phase: str = "mixed"
     #: ``bootstrap.servers`` for coordinator-mode members; None: the brokers registered in ZooKeeper.
     bootstrap: str | None = None
+    #: The group's subscribed topics when the migration started (after ``done`` no registration says them any
+    #: more): what a driver run again checks the coordinator group against.
+    topics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
         if self.phase not in PHASES:
@@ -50,11 +53,14 @@ class MigrationPlan:
         return self.phase != "done"
 
     def with_member(self, consumer_id: str, mode: str) -> MigrationPlan:
-        return MigrationPlan({**self.members, consumer_id: mode}, self.phase, self.bootstrap)
+        return replace(self, members={**self.members, consumer_id: mode})
 
     def encode(self) -> bytes:
-        return json.dumps({"version": VERSION, "phase": self.phase, "bootstrap": self.bootstrap,
-                           "members": dict(sorted(self.members.items()))}, separators=(",", ":")).encode()
+        obj = {"version": VERSION, "phase": self.phase, "bootstrap": self.bootstrap,
+               "members": dict(sorted(self.members.items()))}
+        if self.topics:
+            obj["topics"] = list(self.topics)
+        return json.dumps(obj, separators=(",", ":")).encode()
 
     @classmethod
     def decode(cls, path: str, data: bytes | None) -> MigrationPlan:
@@ -68,7 +74,30 @@ class MigrationPlan:
         if not isinstance(members, dict) or not all(isinstance(k, str) and isinstance(v, str)
                                                     for k, v in members.items()):
             raise MalformedNodeError(path, data, "members must map consumer ids to modes")
+        topics = obj.get("topics") or []
+        if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
+            raise MalformedNodeError(path, data, "topics must be a list of topic names")
         try:
-            return cls(members, obj.get("phase", "mixed"), obj.get("bootstrap"))
+            return cls(members, obj.get("phase", "mixed"), obj.get("bootstrap"), tuple(topics))
         except ValueError as e:
             raise MalformedNodeError(path, data, str(e)) from None
+
+
+def refusal(plan: MigrationPlan, group: str, mode: str) -> str | None:
+    """Why a member started *without* ``--migratable`` in ``mode`` must not join ``group`` now (None: it may).
+
+    It would not read the plan: in ZooKeeper mode it stays behind when the group leaves ZooKeeper (``done``), and
+    while members are bridged it is a second assignment the bridge does not know of; in coordinator mode, while
+    the group is mixed, it would fetch partitions ZooKeeper-mode members own (it claims no owner node)."""
+    moved = sorted(cid for cid, m in plan.members.items() if m == COORDINATOR)
+    if plan.phase == "done":
+        if mode == COORDINATOR:
+            return None
+        where = "has left ZooKeeper (migration done)"
+    elif moved:
+        where = f"is being migrated ({len(moved)} member(s) in coordinator mode: {', '.join(moved)})"
+    else:
+        return None
+    return (f"group {group} {where}: a member without --migratable would consume partitions other members own. "
+            "Start it with --migratable (it runs in the mode the plan gives it), or roll the migration back first "
+            f"(zkconsumer migrate --group {group} --rollback)")
