@@ -98,7 +98,7 @@ class Handover(Protocol):
     """What a member of a group that is migrating from ZooKeeper needs around each partition
     (zkconsumer.migration.bridge.ZkBridge): every assigned partition starts held until :meth:`hold` says it is
     free, is consumed from :meth:`start_offset`, and is given back through :meth:`released` after the revocation
-    commit; every broker commit is reported to :meth:`committed`."""
+    commit; every commit goes to :meth:`committed` first, and to the broker only if that did not raise."""
 
     def hold(self, tp: TopicPartition, thread_id: str) -> bool: ...
 
@@ -660,6 +660,8 @@ class CoordinatorConsumerConnector:
         values = self._committable()
         if not values:
             return {}
+        if not self._commit_to_handover_first(values):
+            return {}
         try:
             consumer.commit({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1) for tp, v in values.items()},
                             timeout_ms=self._call_timeout_ms)
@@ -671,13 +673,24 @@ class CoordinatorConsumerConnector:
         for tp, value in values.items():
             self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
                             generation=self.group_generation, member_id=self.member_id)
-        handover = self.handover
-        if handover is not None:
-            try:
-                handover.committed(values)
-            except Exception:  # noqa: BLE001 - the broker has them; ZooKeeper catches up at the next commit
-                log.warning("%s: mirroring a commit failed", self.consumer_id, exc_info=True)
         return values
+
+    def _commit_to_handover_first(self, values: Mapping[TopicPartition, int]) -> bool:
+        """While the group migrates, commit to ZooKeeper first, and to the broker only if that worked: the next
+        owner may be a ZooKeeper-mode member, which reads ZooKeeper alone, so an offset only the broker has would
+        be committed for some members and not for others (found by the migration fault matrix: a bridged member
+        cut off from ZooKeeper committed to the broker only, and its ZooKeeper-mode successor delivered those
+        committed records again). False: nothing is committed now; the next commit tries again."""
+        handover = self.handover
+        if handover is None:
+            return True
+        try:
+            handover.committed(values)
+            return True
+        except Exception as e:  # noqa: BLE001 - e.g. ZooKeeper suspended: both stores wait for the next commit
+            log.warning("%s: committing to ZooKeeper failed (%r): not committing to the broker either",
+                        self.consumer_id, e)
+            return False
 
     # ------------------------------------------------------------------- the handover's ZooKeeper session
     def drop_handover(self) -> None:
@@ -991,7 +1004,7 @@ class _Listener(AsyncConsumerRebalanceListener):
         values = self.c.revoke(tps, lost)
         committed: dict[TopicPartition, int] = {}
         consumer = self.c._consumer
-        if values and consumer is not None:
+        if values and consumer is not None and self.c._commit_to_handover_first(values):
             try:
                 await consumer.commit_async({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1)
                                              for tp, v in values.items()})

@@ -5,11 +5,11 @@ deliveries is one Spark job and nothing trace-sized is cached. Duplicates and lo
 in offset order within their (group, topic, partition); an offset equal to the previous one is an extra
 delivery, a jump of more than one is a gap. Only those *irregular* rows leave the sort (a few per rebalance),
 and everything else about them (how often the offset was delivered, its first delivery) is computed from them.
-Overlap needs the deliveries of a consumer cut into *stints* (between two of its ``rebalance_done`` lines): the
-[first, last] delivery time of each stint is that consumer's ownership as its deliveries show it; stints of
-different consumers on the same partition that intersect are overlaps (inclusive: two deliveries in the same
-millisecond overlap). A delivery's stint is looked up in its consumer's (few) ``rebalance_done`` positions, a
-broadcast join, so stints are a hash aggregation rather than a second sort of every delivery; per-partition
+Overlap needs the deliveries of a consumer cut into *stints* (between two of its ``rebalance_done`` or
+``session_expired`` lines): the [first, last] delivery time of each stint is that consumer's ownership as its
+deliveries show it; stints of different consumers on the same partition that intersect are overlaps (inclusive:
+two deliveries in the same millisecond overlap). A delivery's stint is looked up in its consumer's (few) boundary
+positions, a broadcast join, so stints are a hash aggregation rather than a second sort of every delivery; per-partition
 counts come from the stints.
 """
 

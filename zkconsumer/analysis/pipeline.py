@@ -38,7 +38,8 @@ DESCRIPTIONS = {
                   "and whether it was inside an uncommitted window (offset >= the commit before it)",
     "lost_offsets": "offset ranges never delivered: below the highest commit, or gaps between delivered offsets",
     "overlaps": "two consumers delivering the same partition at the same time (delivery intervals intersect)",
-    "stints": "per partition and consumer, delivery intervals between the consumer's rebalances",
+    "stints": "per partition and consumer, delivery intervals between the consumer's rebalances (or session "
+              "expirations)",
     "consumers": "per consumer: records, rebalances joined, time spent rebalancing, bad lines",
     "offset_resets": "offset out of range: the consumer reset its position (auto.offset.reset) from from_offset "
                      "to to_offset and consumed and committed from there",
@@ -148,7 +149,10 @@ def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: 
     bad_preview = print_bad_lines(console, ts) if ts.bad_count else pd.DataFrame()
 
     with st.stage("consumers (events)") as note:
-        dones = ts.control().where(F.col("event") == "rebalance_done").select("group", "consumer", "seq")
+        # a stint ends at the consumer's next rebalance or when its ZooKeeper session expired (its owner nodes went
+        # with it; a bridged member claims them again without a rebalance of its own)
+        dones = ts.control().where(F.col("event").isin("rebalance_done", "session_expired")).select(
+            "group", "consumer", "seq")
         runs = stints(ts.deliveries(), dones).localCheckpoint(eager=True)
         base = consumers_mod.basics(ts.rest(), runs).localCheckpoint(eager=True)
         n_consumers = base.count()

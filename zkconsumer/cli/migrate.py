@@ -23,6 +23,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--bootstrap-server", help="brokers coordinator-mode members join (default: from /brokers/ids)")
     p.add_argument("--rollback", action="store_true", help="move every member back to ZooKeeper mode")
     p.add_argument("--status", action="store_true", help="only show the plan and each member's mode")
+    p.add_argument("--members", metavar="ID[,ID...]",
+                   help="move only these members (consumer ids, or their part after '<group>_') and leave the group "
+                        "mixed: a canary, or a migration in stages; run migrate again to go on")
     p.add_argument("--step-timeout", type=float, default=60.0, metavar="SECONDS",
                    help="longest wait for one member to switch, for the group to own every partition again and for "
                         "the coordinator's view of the group to hold; a step that does not is rolled back")
@@ -44,8 +47,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
                 bootstrap = args.bootstrap_server or reg.bootstrap_servers()
                 if bootstrap:
                     broker_version.require(bootstrap, (0, 9), "moving a group to coordinator mode")
-            if not args.status:
-                (driver.to_zookeeper if args.rollback else driver.to_coordinator)()
+            if args.members and (args.rollback or args.status):
+                raise CliError("--members moves members to coordinator mode: not with --rollback or --status")
+            if args.rollback:
+                driver.to_zookeeper()
+            elif not args.status:
+                driver.to_coordinator(_member_ids(args.group, args.members) if args.members else None)
             plan = driver.plan()
             table = Table(title=f"group {args.group}: migration phase {plan.phase}")
             for col in ("consumer", "planned mode", "running mode", "bridged", "registered in ZooKeeper"):
@@ -59,6 +66,12 @@ def cmd_migrate(args: argparse.Namespace) -> int:
         except (MigrationError, LeaseError, LayoutError, broker_version.BrokerTooOld) as e:
             raise CliError(str(e)) from None
     return 0
+
+
+def _member_ids(group: str, members: str) -> list[str]:
+    """``c1,lab_c2`` → ``[lab_c1, lab_c2]``: Kafka's consumer ids are ``<group>_<consumer.id>``."""
+    names = [m.strip() for m in members.split(",") if m.strip()]
+    return [m if m.startswith(f"{group}_") else f"{group}_{m}" for m in names]
 
 
 def _show_checks(driver: MigrationDriver, plan) -> None:

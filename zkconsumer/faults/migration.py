@@ -9,9 +9,10 @@ checks that every partition is owned (by a member of either mode) session timeou
   ``migration done``, which must not have moved again a member the first run had moved (it resumed);
 * ``member-kill-switching``: c2 ``kill -9``-ed while it switches mode; the migration goes on without it; healed when
   c2, started again after ``done``, acknowledges coordinator mode (it reads the plan);
-* ``bridge-zk-expiry``: c1, bridged, cut off from ZooKeeper by the proxy until its session expired on the server
-  and the others own its partitions; healed when c1 acknowledged the plan again on a new session and the
-  migration completed;
+* ``bridge-zk-expiry``: c1 moved alone (``migrate --members c1``), then, bridged and owning partitions, cut off
+  from ZooKeeper by the proxy until its session expired on the server, the others owned its partitions and a
+  session timeout more went by; healed when c1, back on a new session, owns partitions through the bridge again
+  and the rest of the migration completed;
 * ``broker-restart``: the broker ``kill -9``-ed mid-migration and started again on its port and log; healed
   when the migration completes;
 * ``rollback-mid``: ``migrate --rollback`` started while the forward ``migrate`` runs: the rollback takes the
@@ -21,6 +22,8 @@ checks that every partition is owned (by a member of either mode) session timeou
 """
 
 from __future__ import annotations
+
+import time
 
 from ..lab import GROUP
 from ..migration.plan import COORDINATOR
@@ -33,6 +36,13 @@ MIGRATION_TIMEOUT = 240.0
 def _planned(lab: FaultLab) -> int:
     """How many members the plan puts in coordinator mode so far."""
     return sum(mode == COORDINATOR for mode in lab.migration().plan().members.values())
+
+
+def _bridged_and_owning(lab: FaultLab, name: str) -> bool:
+    """``name`` runs bridged in coordinator mode and holds owner nodes: it is consuming through the bridge."""
+    assert lab.registry is not None
+    return lab.acked(name) == (COORDINATOR, True) and any(
+        t.startswith(f"{GROUP}_{name}-") for t in lab.registry.owners(GROUP).values())
 
 
 def migrate_kill(lab: FaultLab) -> None:
@@ -63,10 +73,12 @@ def member_kill_switching(lab: FaultLab) -> None:
 
 
 def bridge_zk_expiry(lab: FaultLab) -> None:
+    """c1 alone moved first (``migrate --members c1``, a canary), so the group stays mixed while c1 is cut off: no
+    driver step and no coordinator rebalance comes to interrupt what c1 does with its partitions meanwhile."""
     assert lab.registry is not None
     proxy = lab.proxies["c1"]
-    proc = lab.run_migrate()
-    lab.wait(lambda: lab.acked("c1") == (COORDINATOR, True), 120, "c1 bridged in coordinator mode")
+    lab.finish_migrate(lab.run_migrate("--members", "c1"), MIGRATION_TIMEOUT, "the group stays mixed")
+    lab.wait(lambda: _bridged_and_owning(lab, "c1"), 60, "c1 bridged in coordinator mode, owning partitions")
     lab.injected("bridge-zk-expiry", f"{GROUP}_c1", "c1 (bridged) cut off from ZooKeeper: blackholed by the proxy")
     proxy.set_mode("blackhole")
     lab.wait(lambda: f"{GROUP}_c1" not in lab.registry.consumer_ids(GROUP), 60, "c1's session to expire")
@@ -74,16 +86,17 @@ def bridge_zk_expiry(lab: FaultLab) -> None:
     lab.wait(lambda: lab.settled(others) and not any(t.startswith(f"{GROUP}_c1-")
                                                      for t in lab.registry.owners(GROUP).values()), 60,
              "the others to own c1's partitions")
+    time.sleep(lab.plan.session_timeout_ms / 1000)  # c1 stays cut off while the others consume its partitions
     proxy.set_mode("pass")
-    lab.wait(lambda: lab.acked("c1") is not None, 60, "c1 to acknowledge the plan again on a new session")
-    lab.finish_migrate(proc, MIGRATION_TIMEOUT, "migration done")
-    lab.healed("bridge-zk-expiry", "c1 acknowledged the plan again on a new session; the migration completed")
+    lab.wait(lambda: _bridged_and_owning(lab, "c1"), 60, "c1 bridged again on a new session, owning partitions")
+    lab.finish_migrate(lab.run_migrate(), MIGRATION_TIMEOUT, "migration done")
+    lab.healed("bridge-zk-expiry", "c1 back on a new session; the migration completed")
 
 
 def broker_restart(lab: FaultLab) -> None:
     assert lab.registry is not None
     proc = lab.run_migrate()
-    lab.wait(lambda: lab.acked("c1") == (COORDINATOR, True), 120, "c1 bridged in coordinator mode")
+    lab.wait(lambda: _bridged_and_owning(lab, "c1"), 120, "c1 bridged in coordinator mode, owning partitions")
     lab.injected("broker-restart", "broker-0", "broker killed with SIGKILL mid-migration")
     lab.kill_broker(hard=True)
     lab.wait(lambda: lab.registry.broker_ids() == [], 60, "the broker's registration to vanish")
@@ -112,7 +125,7 @@ def rollback_mid(lab: FaultLab) -> None:
 
 def stranger_joins(lab: FaultLab) -> None:
     proc = lab.run_migrate()
-    lab.wait(lambda: lab.acked("c1") == (COORDINATOR, True), 120, "c1 bridged in coordinator mode")
+    lab.wait(lambda: _bridged_and_owning(lab, "c1"), 120, "c1 bridged in coordinator mode, owning partitions")
     lab.injected("stranger-joins", f"{GROUP}_c4", "c4 started without --migratable mid-migration")
     code = lab.join_plain("c4")
     text = (lab.logs / "c4.log").read_text(errors="replace")

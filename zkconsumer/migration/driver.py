@@ -250,11 +250,13 @@ class MigrationDriver:
             self._still_ours()
             time.sleep(0.1)
 
-    def to_coordinator(self) -> MigrationPlan:
+    def to_coordinator(self, only: list[str] | None = None) -> MigrationPlan:
+        """Move every member, then drop the bridge (``done``). ``only``: move just these consumer ids (a canary,
+        or a migration in stages) and leave the group mixed, every step checked as usual; run again to go on."""
         with self._leased(COORDINATOR):
-            return self._to_coordinator()
+            return self._to_coordinator(only)
 
-    def _to_coordinator(self) -> MigrationPlan:
+    def _to_coordinator(self, only: list[str] | None = None) -> MigrationPlan:
         strangers = self._strangers()
         if strangers:
             raise MigrationError(f"members without --migratable cannot switch: {', '.join(strangers)}; restart them "
@@ -262,6 +264,10 @@ class MigrationDriver:
         members = self.members()
         if not members:
             raise MigrationError(f"group {self.group} has no running members")
+        unknown = sorted(set(only or ()) - {m.consumer_id for m in members})
+        if unknown:
+            raise MigrationError(f"no such member of group {self.group}: {', '.join(unknown)} (members: "
+                                 f"{', '.join(m.consumer_id for m in members)})")
         plan = self.plan()
         partitions = self.subscribed_partitions()  # read now: after done, members leave ZooKeeper
         if not partitions and plan.topics:
@@ -283,6 +289,8 @@ class MigrationDriver:
         for m in members:
             if plan.mode_of(m.consumer_id) == COORDINATOR and m.mode == COORDINATOR and m.bridged:
                 continue
+            if only is not None and m.consumer_id not in only:
+                continue
             self._refuse_strangers_midway(m.consumer_id)
             held = plan
             plan = plan.with_member(m.consumer_id, COORDINATOR)
@@ -296,6 +304,10 @@ class MigrationDriver:
                 self._undo_member(held, m.consumer_id, e)
             moved.append(m.consumer_id)
             self.progress(f"{m.consumer_id}: in coordinator mode, every partition owned")
+        if only is not None and any(plan.mode_of(m.consumer_id) != COORDINATOR for m in members):
+            self.progress(f"{', '.join(only)} in coordinator mode; the group stays mixed "
+                          f"({len(moved)} of {len(members)} members moved): run migrate again to go on")
+            return plan
         self._refuse_strangers_midway("the ZooKeeper bridge is dropped")
         mixed = plan
         plan = replace(plan, phase="done")
