@@ -11,9 +11,9 @@ import pytest
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
 from zkconsumer.broker import batches as B
-from zkconsumer.broker.producer_state import INVALID_PRODUCER_EPOCH, OUT_OF_ORDER_SEQUENCE_NUMBER
 from zkconsumer.broker.segment import INDEX_ENTRY
 from zkconsumer.broker.storage import CHECKPOINT_FILE, LogConfig, LogManager, OffsetOutOfRange, PartitionLog
+from zkconsumer.errors import KafkaCode
 
 
 def make_batch(values: list[bytes], ts0: int = 1_000, key: bytes | None = b"k", producer: tuple | None = None,
@@ -256,13 +256,13 @@ def test_idempotent_producer_duplicates_and_gaps(tmp_path: Path) -> None:
     dup = plog.append(B.parse_produced(make_batch([b"a", b"b"], producer=(7, 0, 0)), 1 << 30))
     assert (dup.error, dup.base_offset, dup.duplicate) == (0, 0, True)
     gap = plog.append(B.parse_produced(make_batch([b"z"], producer=(7, 0, 9)), 1 << 30))
-    assert gap.error == OUT_OF_ORDER_SEQUENCE_NUMBER
+    assert gap.error == KafkaCode.OUT_OF_ORDER_SEQUENCE_NUMBER
     next_seq = plog.append(B.parse_produced(make_batch([b"z"], producer=(7, 0, 3)), 1 << 30))
     assert next_seq.error == 0
     bumped = plog.append(B.parse_produced(make_batch([b"z"], producer=(8, 1, 0)), 1 << 30))
     assert bumped.error == 0
     stale = plog.append(B.parse_produced(make_batch([b"z"], producer=(8, 0, 1)), 1 << 30))
-    assert stale.error == INVALID_PRODUCER_EPOCH
+    assert stale.error == KafkaCode.INVALID_PRODUCER_EPOCH
     assert plog.log_end_offset == 5
     # after a crash (no checkpoint) the producer state is rebuilt from the batch headers
     (directory / CHECKPOINT_FILE).unlink(missing_ok=True)
@@ -282,20 +282,20 @@ def test_produced_batches_are_validated() -> None:
     assert len(B.parse_produced(good, 1 << 20)) == 1
     with pytest.raises(B.InvalidBatchError) as e:
         B.parse_produced(good[:-3], 1 << 20)
-    assert e.value.code == B.CORRUPT_MESSAGE
+    assert e.value.code == KafkaCode.CORRUPT_MESSAGE
     bad_crc = good[:-1] + bytes([good[-1] ^ 1])
     with pytest.raises(B.InvalidBatchError) as e:
         B.parse_produced(bad_crc, 1 << 20)
-    assert e.value.code == B.CORRUPT_MESSAGE
+    assert e.value.code == KafkaCode.CORRUPT_MESSAGE
     with pytest.raises(B.InvalidBatchError) as e:
         B.parse_produced(good, 10)
-    assert e.value.code == B.MESSAGE_TOO_LARGE
+    assert e.value.code == KafkaCode.MESSAGE_TOO_LARGE
     legacy = MemoryRecordsBuilder(magic=1, compression_type=0, batch_size=1 << 20)
     legacy.append(timestamp=1, key=None, value=b"old", headers=[])
     legacy.close()
     with pytest.raises(B.InvalidBatchError) as e:
         B.parse_produced(bytes(legacy.buffer()), 1 << 20)
-    assert e.value.code == B.INVALID_RECORD
+    assert e.value.code == KafkaCode.INVALID_RECORD
 
 
 def test_log_manager_loads_partitions_and_locks_its_directory(tmp_path: Path) -> None:

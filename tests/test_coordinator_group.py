@@ -10,19 +10,9 @@ from helpers import wait_until
 
 from zkconsumer.assignors import TopicPartition
 from zkconsumer.coordinator.group import Group, GroupState, IllegalStateTransition, Member
-from zkconsumer.coordinator.manager import (
-    ILLEGAL_GENERATION,
-    INCONSISTENT_GROUP_PROTOCOL,
-    INVALID_SESSION_TIMEOUT,
-    MEMBER_ID_REQUIRED,
-    NONE,
-    REBALANCE_IN_PROGRESS,
-    UNKNOWN_MEMBER_ID,
-    CoordinatorConfig,
-    GroupCoordinator,
-    partition_for,
-)
+from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator, partition_for
 from zkconsumer.coordinator.store import CommittedOffset
+from zkconsumer.errors import KafkaCode
 
 
 def member(mid: str, *protocols: str) -> Member:
@@ -91,14 +81,14 @@ def join(c: GroupCoordinator, mid: str = "", protocols=("range",), require_id: b
 
 def test_member_id_required_then_join_and_sync(coordinator: GroupCoordinator) -> None:
     first = join(coordinator, require_id=True)
-    assert first.error == MEMBER_ID_REQUIRED and first.member_id.startswith("client-")
+    assert first.error == KafkaCode.MEMBER_ID_REQUIRED and first.member_id.startswith("client-")
     joined = join(coordinator, first.member_id, require_id=True)
-    assert (joined.error, joined.generation, joined.leader) == (NONE, 1, first.member_id)
+    assert (joined.error, joined.generation, joined.leader) == (KafkaCode.NONE, 1, first.member_id)
     assert [m[0] for m in joined.members] == [first.member_id]  # the leader gets the member list
     sync = coordinator.sync("g", 1, first.member_id, None, None, None, {first.member_id: b"plan"})
-    assert (sync.error, sync.assignment) == (NONE, b"plan")
+    assert (sync.error, sync.assignment) == (KafkaCode.NONE, b"plan")
     assert coordinator.describe("g").state == "Stable"
-    assert join(coordinator, "nobody").error == UNKNOWN_MEMBER_ID
+    assert join(coordinator, "nobody").error == KafkaCode.UNKNOWN_MEMBER_ID
 
 
 def test_a_second_member_rebalances_the_group_and_both_get_the_new_generation(coordinator) -> None:
@@ -108,12 +98,12 @@ def test_a_second_member_rebalances_the_group_and_both_get_the_new_generation(co
     b_thread = threading.Thread(target=lambda: results.setdefault("b", join(coordinator)))
     b_thread.start()
     wait_until(lambda: coordinator.describe("g").state == "PreparingRebalance", message="b's join")
-    assert coordinator.heartbeat("g", a.generation, a.member_id) == REBALANCE_IN_PROGRESS
+    assert coordinator.heartbeat("g", a.generation, a.member_id) == KafkaCode.REBALANCE_IN_PROGRESS
     again = join(coordinator, a.member_id)  # a rejoins: the join completes for both
     b_thread.join(5)
     b = results["b"]
     assert again.generation == b.generation == 2 and again.leader == a.member_id and b.members == []
-    assert coordinator.sync("g", 1, a.member_id, None, None, None, {}).error == ILLEGAL_GENERATION
+    assert coordinator.sync("g", 1, a.member_id, None, None, None, {}).error == KafkaCode.ILLEGAL_GENERATION
     out = {}
     follower = threading.Thread(target=lambda: out.setdefault("b", coordinator.sync("g", 2, b.member_id, None,
                                                                                      None, None, {})))
@@ -121,38 +111,38 @@ def test_a_second_member_rebalances_the_group_and_both_get_the_new_generation(co
     leader = coordinator.sync("g", 2, a.member_id, None, None, None, {a.member_id: b"A", b.member_id: b"B"})
     follower.join(5)
     assert (leader.assignment, out["b"].assignment) == (b"A", b"B")
-    assert coordinator.heartbeat("g", 2, b.member_id) == NONE
+    assert coordinator.heartbeat("g", 2, b.member_id) == KafkaCode.NONE
 
 
 def test_session_expiry_removes_a_silent_member(coordinator: GroupCoordinator) -> None:
     a = join(coordinator, session=200)
     coordinator.sync("g", a.generation, a.member_id, None, None, None, {})
     wait_until(lambda: coordinator.describe("g").state == "Empty", timeout=5, message="a's session to expire")
-    assert coordinator.heartbeat("g", a.generation, a.member_id) == UNKNOWN_MEMBER_ID
+    assert coordinator.heartbeat("g", a.generation, a.member_id) == KafkaCode.UNKNOWN_MEMBER_ID
 
 
 def test_joins_are_validated(coordinator: GroupCoordinator) -> None:
-    assert join(coordinator, session=10).error == INVALID_SESSION_TIMEOUT
+    assert join(coordinator, session=10).error == KafkaCode.INVALID_SESSION_TIMEOUT
     a = join(coordinator)
     coordinator.sync("g", a.generation, a.member_id, None, None, None, {})
-    assert join(coordinator, protocols=("sticky",)).error == INCONSISTENT_GROUP_PROTOCOL
+    assert join(coordinator, protocols=("sticky",)).error == KafkaCode.INCONSISTENT_GROUP_PROTOCOL
 
 
 def test_commits_need_the_current_generation_or_an_empty_group(coordinator: GroupCoordinator) -> None:
     tp = TopicPartition("t", 0)
     # a "simple" commit (generation -1, no member) is fine for a group without members
-    assert coordinator.commit_offsets("solo", -1, "", {tp: CommittedOffset(5)}) == NONE
+    assert coordinator.commit_offsets("solo", -1, "", {tp: CommittedOffset(5)}) == KafkaCode.NONE
     assert coordinator.fetch_offsets("solo", [tp])[1][tp].offset == 5
     a = join(coordinator)
     assert coordinator.commit_offsets("g", a.generation, a.member_id, {tp: CommittedOffset(1)}) == \
-        REBALANCE_IN_PROGRESS  # CompletingRebalance
+        KafkaCode.REBALANCE_IN_PROGRESS  # CompletingRebalance
     coordinator.sync("g", a.generation, a.member_id, None, None, None, {})
-    assert coordinator.commit_offsets("g", a.generation, a.member_id, {tp: CommittedOffset(7)}) == NONE
+    assert coordinator.commit_offsets("g", a.generation, a.member_id, {tp: CommittedOffset(7)}) == KafkaCode.NONE
     assert coordinator.commit_offsets("g", a.generation + 1, a.member_id, {tp: CommittedOffset(8)}) == \
-        ILLEGAL_GENERATION
-    assert coordinator.commit_offsets("g", -1, "", {tp: CommittedOffset(9)}) == UNKNOWN_MEMBER_ID
+        KafkaCode.ILLEGAL_GENERATION
+    assert coordinator.commit_offsets("g", -1, "", {tp: CommittedOffset(9)}) == KafkaCode.UNKNOWN_MEMBER_ID
     assert coordinator.fetch_offsets("g", None)[1] == {tp: CommittedOffset(7, commit_timestamp_ms=-1)}
     error, members = coordinator.leave("g", [(a.member_id, None)])
-    assert error == NONE and members[0][2] == NONE
+    assert error == KafkaCode.NONE and members[0][2] == KafkaCode.NONE
     wait_until(lambda: coordinator.describe("g").state == "Empty", message="the group to empty")
     assert coordinator.list_groups()[1] == [("g", "consumer", "Empty"), ("solo", "", "Empty")]

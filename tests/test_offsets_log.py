@@ -22,7 +22,7 @@ from kafka.structs import OffsetAndMetadata
 from zkconsumer.assignors import TopicPartition
 from zkconsumer.broker.storage import LogManager
 from zkconsumer.coordinator.group import GroupState
-from zkconsumer.coordinator.manager import NONE, CoordinatorConfig, GroupCoordinator
+from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
 from zkconsumer.coordinator.offsets_codec import (
     CodecError,
     GroupKey,
@@ -38,6 +38,7 @@ from zkconsumer.coordinator.offsets_codec import (
 )
 from zkconsumer.coordinator.offsets_log import OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemberSnapshot
+from zkconsumer.errors import KafkaCode
 from zkconsumer.registry import Registry
 from zkconsumer.topics import create_topic
 
@@ -189,13 +190,13 @@ def test_expiry_follows_kafkas_rules_through_the_coordinator(tmp_path) -> None:
     wait_until(lambda: c.loaded, message="the store loaded")
     joined = c.join("g", "", None, "client", "/h", 1000, 2000, "consumer", [("range", b"m")], False)
     c.sync("g", joined.generation, joined.member_id, None, None, None, {joined.member_id: b"a"})
-    assert c.commit_offsets("g", joined.generation, joined.member_id, {TP: CommittedOffset(7, "", 0)}) == NONE
+    assert c.commit_offsets("g", joined.generation, joined.member_id, {TP: CommittedOffset(7, "", 0)}) == KafkaCode.NONE
     c.leave("g", [(joined.member_id, None)])
     wait_until(lambda: c.describe("g").state == "Empty", message="the group to empty")
     empty_since = c.groups["g"].empty_since_ms
     t1 = TopicPartition("t", 1)
     assert c.commit_offsets("solo", -1, "", {TP: CommittedOffset(1, "", empty_since), t1: CommittedOffset(
-        2, "", empty_since + minute)}) == NONE
+        2, "", empty_since + minute)}) == KafkaCode.NONE
 
     assert c.expire_offsets(empty_since + minute - 1) == {}  # the commit of g at 0 does not count: it is Empty
     assert c.expire_offsets(empty_since + minute) == {"g": [TP], "solo": [TP]}
@@ -225,8 +226,8 @@ def test_a_stable_group_loses_offsets_of_topics_it_no_longer_subscribes_to(tmp_p
     joined = c.join("g", "", None, "client", "/h", 30_000, 60_000, "consumer", [("range", subscription)], False)
     c.sync("g", joined.generation, joined.member_id, None, None, None, {joined.member_id: b""})
     old = TopicPartition("old", 0)
-    assert c.commit_offsets("g", joined.generation, joined.member_id, {TP: CommittedOffset(1, "", 0),
-                                                                        old: CommittedOffset(2, "", 0)}) == NONE
+    assert c.commit_offsets("g", joined.generation, joined.member_id,
+                            {TP: CommittedOffset(1, "", 0), old: CommittedOffset(2, "", 0)}) == KafkaCode.NONE
     assert c.expire_offsets(59_999) == {}
     assert c.expire_offsets(60_000) == {"g": [old]}
     assert c.fetch_offsets("g", None)[1] == {TP: CommittedOffset(1, "", 0)} and c.describe("g").state == "Stable"

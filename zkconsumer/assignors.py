@@ -32,6 +32,7 @@ from functools import lru_cache, partial
 from itertools import compress, cycle, filterfalse
 from typing import NamedTuple
 
+from .errors import ZkConsumerError
 from .javacompat import java_sort, java_sorted, string_hash_unsigned
 
 log = logging.getLogger(__name__)
@@ -61,7 +62,7 @@ class TopicPartition(NamedTuple):
 _new_tp = partial(tuple.__new__, TopicPartition)
 
 
-class AssignmentError(ValueError):
+class AssignmentError(ZkConsumerError, ValueError):
     """A strategy cannot assign this group (e.g. RoundRobin's precondition)."""
 
 

@@ -25,6 +25,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
+from .errors import ZkConsumerError
+
 log = logging.getLogger(__name__)
 
 #: The consumer property; ``auto`` (the default) probes.
@@ -40,7 +42,7 @@ ApiVersion = tuple[int, ...]
 _VERSION_TEXT = re.compile(r"\d+(\.\d+){1,2}")
 
 
-class BrokerTooOld(RuntimeError):
+class BrokerTooOld(ZkConsumerError, RuntimeError):
     """The cluster predates what a feature needs (coordinator mode needs Kafka 0.9+)."""
 
 

@@ -15,6 +15,7 @@ from typing import Any
 
 from . import broker_version, zksecurity
 from .assignors import STRATEGIES
+from .errors import ZkConsumerError
 from .zksecurity import Credentials, ZkSecurity
 
 PROFILES = ("default", "kafka-0.8")
@@ -22,7 +23,7 @@ PROFILES = ("default", "kafka-0.8")
 COORDINATOR_ONLY_STRATEGIES = ("sticky",)
 
 
-class ConfigError(ValueError):
+class ConfigError(ZkConsumerError, ValueError):
     """An invalid or missing consumer property (Kafka's ``InvalidConfigException``), with the property name."""
 
 

@@ -41,6 +41,7 @@ from . import broker_version, layout
 from .assignors import TopicPartition
 from .config import ConfigError, ConsumerConfig
 from .connector import KafkaStream, MessageStreamsExist, RebalanceListener
+from .errors import code_name
 from .fetcher import FetchedRecord
 from .layout import TopicFilter
 from .offsets import PartitionProgress
@@ -803,9 +804,7 @@ class JoinStall:
 
 
 def _code(error_code: int) -> str:
-    import kafka.errors as errors
-
-    return f"{getattr(errors.for_code(error_code), 'message', 'UNKNOWN')}({error_code})"
+    return code_name(error_code)
 
 
 class JoinWatch:

@@ -17,6 +17,7 @@ from dataclasses import dataclass
 
 from . import broker_version
 from .assignors import TopicPartition
+from .errors import ZkConsumerError
 from .offsets import INVALID_OFFSET
 
 #: how long one assign() may spend asking the broker where auto.offset.reset puts new partitions
@@ -38,7 +39,7 @@ class FetchedRecord:
     headers: tuple = ()
 
 
-class FetcherError(RuntimeError):
+class FetcherError(ZkConsumerError, RuntimeError):
     pass
 
 

@@ -16,6 +16,7 @@ from kazoo.exceptions import NotEmptyError
 
 from . import broker_version, layout
 from .assignors import TopicPartition
+from .errors import ZkConsumerError
 from .layout import GroupPaths
 from .registry import Registry
 
@@ -24,7 +25,7 @@ log = logging.getLogger(__name__)
 _EXPORT_LINE = re.compile(r"^/consumers/([^/]+)/offsets/([^/]+)/(\d+):(-?\d+)$")
 
 
-class GroupError(RuntimeError):
+class GroupError(ZkConsumerError, RuntimeError):
     pass
 
 

@@ -22,13 +22,14 @@ from collections.abc import Callable, Iterable, Mapping
 from . import broker_version
 from .assignors import TopicPartition
 from .config import ConsumerConfig
+from .errors import ZkConsumerError
 from .offsets import INVALID_OFFSET, ZkOffsetStore
 from .trace import TraceWriter
 
 log = logging.getLogger(__name__)
 
 
-class KafkaOffsetError(RuntimeError):
+class KafkaOffsetError(ZkConsumerError, RuntimeError):
     """The coordinator did not take (or give) offsets within the configured retries."""
 
 

@@ -33,7 +33,7 @@ from rich.table import Table
 from . import broker_version
 from .consoles import make_console
 from .groups import verify
-from .lab_backends import LabBackend, ProcessBackend
+from .lab_backends import GroupSettings, LabBackend, ProcessBackend
 from .registry import Registry
 from .topics import create_topic
 
@@ -69,6 +69,10 @@ class LabPlan:
     #: join has not completed says so (``join_stalled``). Kafka's 5-minute default is longer than a lab run.
     rebalance_timeout_ms: int = 20000
     steps: list[Step] | None = None
+
+    def group_settings(self) -> GroupSettings:
+        """The broker's coordinator settings this plan needs (its sessions may be under Kafka's 6 s minimum)."""
+        return GroupSettings(self.initial_rebalance_delay_ms, min(6000, self.session_timeout_ms))
 
     def schedule(self) -> list[Step]:
         if self.steps is not None:
@@ -165,7 +169,7 @@ class Lab:
         if not self._zk_given:
             self.zk_connect = self.backend.start_zookeeper(self.out / "zookeeper") + "/lab"
         if not self._bootstrap_given:
-            self.bootstrap = self.backend.start_broker(self.zk_connect, self.out / "broker", self.plan)
+            self.bootstrap = self.backend.start_broker(self.zk_connect, self.out / "broker", self.plan.group_settings())
         elif self.plan.mode != "zookeeper":  # a Kafka 0.8 cluster has no group coordinator: say so, do not hang
             broker_version.require(self.bootstrap, (0, 9), f"lab --mode {self.plan.mode} (the broker's group "
                                                            "coordinator)")

@@ -22,14 +22,22 @@ import sys
 import time
 import uuid
 from abc import ABC, abstractmethod
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from .lab import LabPlan
+from .broker.state import read_state
+from .errors import ZkConsumerError
 
 
-class BackendError(RuntimeError):
+@dataclass(frozen=True)
+class GroupSettings:
+    """What the lab's broker sets for its group coordinator (Kafka's property names in comments)."""
+
+    initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
+    min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
+
+
+class BackendError(ZkConsumerError, RuntimeError):
     """A server or consumer could not be started where the backend runs them; the message says why."""
 
 
@@ -50,7 +58,7 @@ class LabBackend(ABC):
         """Start ZooKeeper and return its connect string once it serves clients."""
 
     @abstractmethod
-    def start_broker(self, zk_connect: str, data_dir: Path, plan: LabPlan) -> str:
+    def start_broker(self, zk_connect: str, data_dir: Path, group: GroupSettings) -> str:
         """Start the local broker registered in ``zk_connect`` and return its bootstrap address."""
 
     @abstractmethod
@@ -104,12 +112,12 @@ class ProcessBackend(LabBackend):
         self._zk_server = ZooKeeperServer(data_dir=data_dir).start()
         return self._zk_server.connect_string
 
-    def start_broker(self, zk_connect: str, data_dir: Path, plan: LabPlan) -> str:
+    def start_broker(self, zk_connect: str, data_dir: Path, group: GroupSettings) -> str:
         from .broker import Broker
 
         self._broker = Broker(zk_connect, data_dir=data_dir,
-                              group_initial_rebalance_delay_ms=plan.initial_rebalance_delay_ms,
-                              group_min_session_timeout_ms=min(6000, plan.session_timeout_ms)).start()
+                              group_initial_rebalance_delay_ms=group.initial_rebalance_delay_ms,
+                              group_min_session_timeout_ms=group.min_session_timeout_ms).start()
         return self._broker.bootstrap
 
     def start(self, name: str, args: list[str], log: Path) -> None:
@@ -232,8 +240,7 @@ class DockerBackend(LabBackend):
         self._zk_address = ("127.0.0.1", layout.nodes[0].client_port)
         return layout.connect_string
 
-    def start_broker(self, zk_connect: str, data_dir: Path, plan: LabPlan) -> str:
-        from .cli.broker import read_state
+    def start_broker(self, zk_connect: str, data_dir: Path, group: GroupSettings) -> str:
         from .zkserver import free_port
 
         data_dir.mkdir(parents=True, exist_ok=True)
@@ -241,8 +248,8 @@ class DockerBackend(LabBackend):
         container = self._run("broker", "broker", [
             "zkconsumer", "broker", "start", "--zookeeper", zk_connect, "--host", "127.0.0.1", "--port", str(port),
             "--data-dir", str(data_dir),
-            "--property", f"group.initial.rebalance.delay.ms={plan.initial_rebalance_delay_ms}",
-            "--property", f"group.min.session.timeout.ms={min(6000, plan.session_timeout_ms)}"])
+            "--property", f"group.initial.rebalance.delay.ms={group.initial_rebalance_delay_ms}",
+            "--property", f"group.min.session.timeout.ms={group.min_session_timeout_ms}"])
         self.servers["broker"] = container
         deadline = time.monotonic() + self.start_timeout
         while True:  # the broker writes its state file once it is registered in ZooKeeper and serving

@@ -17,6 +17,7 @@ import uuid as uuidlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
+from .errors import ZkConsumerError
 from .javacompat import java_sorted, long_to_hex_string
 
 CONSUMERS_PATH = "/consumers"
@@ -40,7 +41,7 @@ MAX_TOPIC_LENGTH = 249
 _LEGAL_TOPIC = re.compile(r"[a-zA-Z0-9._\-]+")
 
 
-class LayoutError(ValueError):
+class LayoutError(ZkConsumerError, ValueError):
     """Base class of every error about ZooKeeper paths, names and node contents."""
 
 

@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import json
 
+from .errors import ZkConsumerError
 
-class RecordValueError(ValueError):
+
+class RecordValueError(ZkConsumerError, ValueError):
     """Bytes that are not a value written by :func:`encode_value`."""
 
 

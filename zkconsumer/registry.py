@@ -20,7 +20,7 @@ from kazoo.retry import KazooRetry
 from kazoo.security import ACL
 
 from . import layout
-from .errors import ConsumerIdInUse, NotAuthorized
+from .errors import ConsumerIdInUse, NotAuthorized, ZkConsumerError
 from .layout import BrokerInfo, ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
 from .zkhandler import PollHandler, use_eager_connection
 from .zksecurity import NO_SECURITY, ZkSecurity
@@ -28,7 +28,7 @@ from .zksecurity import NO_SECURITY, ZkSecurity
 log = logging.getLogger(__name__)
 
 
-class ZkConnectError(RuntimeError):
+class ZkConnectError(ZkConsumerError, RuntimeError):
     """ZooKeeper could not be reached within the connection timeout."""
 
 
@@ -36,15 +36,15 @@ class ZkAuthFailed(ZkConnectError):
     """ZooKeeper refused this client's SASL credentials (AUTH_FAILED) and closed the session."""
 
 
-class BrokerAlreadyRegistered(RuntimeError):
+class BrokerAlreadyRegistered(ZkConsumerError, RuntimeError):
     pass
 
 
-class TopicExistsError(RuntimeError):
+class TopicExistsError(ZkConsumerError, RuntimeError):
     pass
 
 
-class UnknownTopicError(LookupError):
+class UnknownTopicError(ZkConsumerError, LookupError):
     pass
 
 

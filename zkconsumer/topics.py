@@ -11,11 +11,12 @@ import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from .errors import ZkConsumerError
 from .layout import TopicAssignment, validate_topic
 from .registry import Registry, UnknownTopicError
 
 
-class AdminOperationError(ValueError):
+class AdminOperationError(ZkConsumerError, ValueError):
     """Kafka's ``AdminOperationException``: the request makes no sense for this cluster."""
 
 

@@ -29,6 +29,8 @@ from dataclasses import asdict, dataclass
 from glob import glob
 from pathlib import Path
 
+from .errors import ZkConsumerError
+
 STATE_FILE = "zkconsumer-zk.json"
 DEFAULT_DATA_DIR = Path(os.environ.get("ZKCONSUMER_HOME", Path.home() / ".zkconsumer")) / "zookeeper"
 
@@ -38,7 +40,7 @@ _DEBIAN_JARS = ("zookeeper.jar", "zookeeper-jute.jar", "slf4j-api.jar", "slf4j-s
                 "jackson-databind.jar", "jackson-core.jar", "jackson-annotations.jar")
 
 
-class ZooKeeperError(RuntimeError):
+class ZooKeeperError(ZkConsumerError, RuntimeError):
     """A ZooKeeper server could not be found, started or reached; the message says what to do."""
 
 

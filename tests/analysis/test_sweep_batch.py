@@ -12,7 +12,7 @@ from zkconsumer.analysis.sweep import (
     GRID_QUICK,
     Scenario,
     SweepConfig,
-    _batch,
+    arrow_batch,
     make_scenario,
     run_local,
     run_scenario,
@@ -23,7 +23,7 @@ STRATEGIES = ("range", "roundrobin", "roundrobin-relaxed", "sticky")
 
 
 def scalar(scenarios: list[Scenario], strategies=STRATEGIES, seed: int = 3) -> list[dict]:
-    return _batch([row for sc in scenarios for row in run_scenario(sc, strategies, seed)]).to_pylist()
+    return arrow_batch([row for sc in scenarios for row in run_scenario(sc, strategies, seed)]).to_pylist()
 
 
 def test_grid_full_scenarios_row_for_row() -> None:
@@ -81,6 +81,6 @@ def scenarios(draw) -> Scenario:
                                                                         ("roundrobin-relaxed",), ("sticky",)]))
 def test_batched_equals_scalar_on_random_groups(batch: list[Scenario], strategies: tuple[str, ...]) -> None:
     got = batch_rows(batch, strategies, 3)
-    assert got.schema == _batch([]).schema
+    assert got.schema == arrow_batch([]).schema
     assert got.to_pylist() == scalar(batch, strategies)
     assert isinstance(got, pa.RecordBatch)

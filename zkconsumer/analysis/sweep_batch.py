@@ -1,6 +1,6 @@
 """Range, RoundRobin, RoundRobin-relaxed and sticky over whole batches of sweep scenarios, with numpy.
 
-The per-scenario Python loop (:func:`zkconsumer.analysis.sweep.run_scenario`, which calls the assignors in
+The per-scenario Python loop (:func:`zkconsumer.analysis.scenarios.run_scenario`, which calls the assignors in
 :mod:`zkconsumer.assignors`) is the sweep's oracle; this module computes the same rows for many scenarios at
 once, and the tests check it against that loop row for row (hypothesis included). The scenarios of a batch
 are split by (topics, partitions), so each shape's arrays carry no padding.
@@ -36,7 +36,7 @@ import pyarrow as pa
 
 from ..assignors import ROUND_ROBIN_MESSAGE, hash_ordered_partitions
 from ..javacompat import java_order_key
-from .sweep import ARROW_SCHEMA, Scenario, _batch, run_scenario
+from .scenarios import ARROW_SCHEMA, INT_COLS, Scenario, arrow_batch, make_scenario, run_scenario
 
 #: Strategies this module computes; anything else in a config runs through the scalar loop.
 BATCHED = ("range", "roundrobin", "roundrobin-relaxed", "sticky")
@@ -360,7 +360,7 @@ def batch_rows(scenarios: Sequence[Scenario], strategies: tuple[str, ...], seed:
             slow_rows.append(row)
             slow_keys.append((position[id(sc)], row[8], strategy_pos[row[7]]))
     if slow_rows:
-        tables.append(pa.Table.from_batches([_batch(slow_rows)]))
+        tables.append(pa.Table.from_batches([arrow_batch(slow_rows)]))
         keys.append(np.asarray(slow_keys, dtype=np.int64).reshape(-1, 3))
     if not tables:
         return pa.RecordBatch.from_pylist([], schema=ARROW_SCHEMA)
@@ -454,10 +454,9 @@ def _batched_table(plan: _Plan, batched: list[str], strategies: tuple[str, ...],
 
 def run_batched(cfg, n: int, start: int = 0, chunk: int = 1000):  # -> pandas.DataFrame
     """Like :func:`zkconsumer.analysis.sweep.run_local`, batched: the benchmark's single-core batched rate."""
-    from .sweep import _INT_COLS, make_scenario
 
     cells = cfg.cells
     batches = [batch_rows([make_scenario(cfg, i, cells) for i in range(lo, min(lo + chunk, start + n))],
                           cfg.strategies, cfg.seed) for lo in range(start, start + n, chunk)]
     frame = pa.Table.from_batches(batches, schema=ARROW_SCHEMA).to_pandas()
-    return frame.astype(dict.fromkeys(_INT_COLS, "Int32"))
+    return frame.astype(dict.fromkeys(INT_COLS, "Int32"))

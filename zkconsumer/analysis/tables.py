@@ -29,6 +29,8 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..errors import ZkConsumerError
+
 
 @dataclass
 class WrittenTable:
@@ -96,7 +98,7 @@ _QUOTED = re.compile(r"[^\x00-\x20\\\x7f]([^\x00-\x1f\\\x7f]*[^\x00-\x20\\\x7f])
 _DECIMALS = 4
 
 
-class NotPlain(ValueError):
+class NotPlain(ZkConsumerError, ValueError):
     """A value whose Spark CSV form this module does not reproduce."""
 
 

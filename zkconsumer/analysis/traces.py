@@ -22,10 +22,11 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from ..errors import ZkConsumerError
 from ..trace import EVENTS, LAB_EVENTS, SCHEMA_VERSION
 
 
-class TraceInputError(ValueError):
+class TraceInputError(ZkConsumerError, ValueError):
     """The trace directory cannot be analysed at all (missing, empty): a user error, not a bad line."""
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass
 from glob import glob
 from pathlib import Path
 
+from ..errors import ZkConsumerError
 from ..zkserver import find_java
 
 #: The Kafka versions a descriptor is kept for.
@@ -38,7 +39,7 @@ HARNESS_SOURCE = HERE / "java" / "HighLevelConsumers.java"
 _KAFKA_JAR = re.compile(r"kafka_(\d+\.\d+)-(\d+(?:\.\d+)+)\.jar$")
 
 
-class KafkaDistError(RuntimeError):
+class KafkaDistError(ZkConsumerError, RuntimeError):
     """Kafka's jars could not be found, fetched or compiled against; the message says what to do."""
 
 

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from ..assignors import AssignmentContext, assign
+from ..errors import ZkConsumerError
 from ..registry import Registry, connect
 from .processes import HighLevelConsumers
 
@@ -32,7 +33,7 @@ TEST_SETTINGS = {"zookeeper.session.timeout.ms": 4000, "rebalance.backoff.ms": 5
                  "auto.commit.enable": "true", "auto.commit.interval.ms": 300, "auto.offset.reset": "smallest"}
 
 
-class GroupDidNotSettle(AssertionError):
+class GroupDidNotSettle(ZkConsumerError, AssertionError):
     """The owner nodes never became the computed assignment (or the registrations never showed the step)."""
 
 

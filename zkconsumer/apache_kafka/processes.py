@@ -25,6 +25,7 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
+from ..errors import ZkConsumerError
 from ..registry import Registry
 from ..zkserver import find_java, free_port, port_in_use
 from .jars import DEFAULT_VERSION, KafkaDist, fetch
@@ -42,7 +43,7 @@ log4j.logger.org.I0Itec.zkclient=WARN
 """
 
 
-class KafkaProcessError(RuntimeError):
+class KafkaProcessError(ZkConsumerError, RuntimeError):
     """A Kafka process did not start, answer or stop as expected; the message carries its log's tail."""
 
 

@@ -17,6 +17,8 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.memory_records import MemoryRecords
 from kafka.record.util import calc_crc32c
 
+from ..errors import KafkaCode, ZkConsumerError
+
 HEADER = DefaultRecordBatch.HEADER_STRUCT  # baseOffset .. recordCount, 61 bytes
 HEADER_SIZE = HEADER.size
 LOG_OVERHEAD = 12  # baseOffset int64 + batchLength int32: the bytes not counted in batchLength
@@ -27,7 +29,7 @@ _TRANSACTIONAL = 0x10
 _CONTROL = 0x20
 
 
-class InvalidBatchError(ValueError):
+class InvalidBatchError(ZkConsumerError, ValueError):
     """A produced batch the log must not accept; ``code`` is the Kafka error to answer with."""
 
     def __init__(self, message: str, code: int) -> None:
@@ -35,9 +37,6 @@ class InvalidBatchError(ValueError):
         self.code = code
 
 
-CORRUPT_MESSAGE = 2
-MESSAGE_TOO_LARGE = 10
-INVALID_RECORD = 87
 
 
 @dataclass
@@ -73,35 +72,35 @@ def parse_produced(records: bytes | bytearray | memoryview | None, max_batch_byt
     transaction coordinator).
     """
     if not records:
-        raise InvalidBatchError("produce request without records", INVALID_RECORD)
+        raise InvalidBatchError("produce request without records", KafkaCode.INVALID_RECORD)
     buf = memoryview(records)
     out: list[ProducedBatch] = []
     pos = 0
     while pos < len(buf):
         if len(buf) - pos <= _MAGIC_AT:
-            raise InvalidBatchError(f"truncated batch header at byte {pos}", CORRUPT_MESSAGE)
+            raise InvalidBatchError(f"truncated batch header at byte {pos}", KafkaCode.CORRUPT_MESSAGE)
         if buf[pos + _MAGIC_AT] != 2:
             raise InvalidBatchError(f"message format v{buf[pos + _MAGIC_AT]} is not accepted (v2 only)",
-                                    INVALID_RECORD)
+                                    KafkaCode.INVALID_RECORD)
         if len(buf) - pos < HEADER_SIZE:
-            raise InvalidBatchError(f"truncated batch header at byte {pos}", CORRUPT_MESSAGE)
+            raise InvalidBatchError(f"truncated batch header at byte {pos}", KafkaCode.CORRUPT_MESSAGE)
         _, length = _OFFSET_AND_LENGTH.unpack_from(buf, pos)
         size = LOG_OVERHEAD + length
         if length < HEADER_SIZE - LOG_OVERHEAD or pos + size > len(buf):
             raise InvalidBatchError(f"batch length {length} at byte {pos} does not fit the request",
-                                    CORRUPT_MESSAGE)
+                                    KafkaCode.CORRUPT_MESSAGE)
         if size > max_batch_bytes:
             raise InvalidBatchError(f"batch of {size} bytes is larger than the limit {max_batch_bytes}",
-                                    MESSAGE_TOO_LARGE)
+                                    KafkaCode.MESSAGE_TOO_LARGE)
         (_, _, _, _, crc, attributes, last_delta, first_ts, max_ts, pid, epoch, base_seq,
          count) = HEADER.unpack_from(buf, pos)
         if attributes & (_TRANSACTIONAL | _CONTROL):
-            raise InvalidBatchError("transactional and control batches are not supported", INVALID_RECORD)
+            raise InvalidBatchError("transactional and control batches are not supported", KafkaCode.INVALID_RECORD)
         if last_delta < 0 or count < 0 or (count and count != last_delta + 1):
             raise InvalidBatchError(f"record count {count} does not match last offset delta {last_delta}",
-                                    INVALID_RECORD)
+                                    KafkaCode.INVALID_RECORD)
         if verify_crc and calc_crc32c(buf[pos + CRC_START:pos + size]) != crc:
-            raise InvalidBatchError(f"batch CRC mismatch at byte {pos}", CORRUPT_MESSAGE)
+            raise InvalidBatchError(f"batch CRC mismatch at byte {pos}", KafkaCode.CORRUPT_MESSAGE)
         out.append(ProducedBatch(bytearray(buf[pos:pos + size]), last_delta, first_ts, max_ts, pid, epoch,
                                  base_seq))
         pos += size

@@ -17,6 +17,7 @@ from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest, Metadat
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 
 from .. import layout
+from ..errors import KafkaCode
 from ..registry import Registry, TopicExistsError
 from . import batches as B
 from . import legacy
@@ -27,15 +28,6 @@ from .storage import LogManager, OffsetOutOfRange, StorageError
 log = logging.getLogger(__name__)
 
 # Kafka error codes used here (kafka.errors has them as classes; plain ints keep the answers readable).
-NONE = 0
-OFFSET_OUT_OF_RANGE = 1
-UNKNOWN_TOPIC_OR_PARTITION = 3
-LEADER_NOT_AVAILABLE = 5
-NOT_LEADER_OR_FOLLOWER = 6
-INVALID_TOPIC_EXCEPTION = 17
-INVALID_REQUIRED_ACKS = 21
-INVALID_REQUEST = 42
-KAFKA_STORAGE_ERROR = 56
 
 LATEST, EARLIEST = -1, -2
 
@@ -68,11 +60,11 @@ class BrokerState(Protocol):
 def _partition_error(snap: ClusterSnapshot, topic: str, partition: int) -> int:
     ta = snap.topics.get(topic)
     if ta is None or partition not in ta.partitions:
-        return UNKNOWN_TOPIC_OR_PARTITION
+        return KafkaCode.UNKNOWN_TOPIC_OR_PARTITION
     leader = snap.leader(topic, partition)
     if leader == snap.broker_id:
-        return NONE
-    return LEADER_NOT_AVAILABLE if leader < 0 else NOT_LEADER_OR_FOLLOWER
+        return KafkaCode.NONE
+    return KafkaCode.LEADER_NOT_AVAILABLE if leader < 0 else KafkaCode.NOT_LEADER_OR_FOLLOWER
 
 
 class CoreApis:
@@ -109,7 +101,7 @@ class CoreApis:
         brokers = [MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=host, port=port, rack=b.rack)
                    for b in snap.broker_list() for host, port in [b.plaintext_address()]]
         return MetadataResponse(throttle_time_ms=0, brokers=brokers, cluster_id=snap.cluster_id,
-                                controller_id=snap.controller_id, topics=topics, error_code=NONE)
+                                controller_id=snap.controller_id, topics=topics, error_code=KafkaCode.NONE)
 
     def _topic_metadata(self, snap: ClusterSnapshot, name: str | None, allow_create: bool):
         Topic = MetadataResponse.MetadataResponseTopic
@@ -124,15 +116,16 @@ class CoreApis:
             leader = snap.leader(name, p)
             replicas = list(ta.partitions[p])
             partitions.append(Partition(
-                error_code=NONE if leader >= 0 else LEADER_NOT_AVAILABLE, partition_index=p, leader_id=leader,
+                error_code=KafkaCode.NONE if leader >= 0 else KafkaCode.LEADER_NOT_AVAILABLE, partition_index=p,
+                leader_id=leader,
                 replica_nodes=replicas, isr_nodes=[leader] if leader >= 0 else [],
                 offline_replicas=[r for r in replicas if r not in live]))
-        return Topic(error_code=NONE, name=name, is_internal=name in layout.INTERNAL_TOPICS,
+        return Topic(error_code=KafkaCode.NONE, name=name, is_internal=name in layout.INTERNAL_TOPICS,
                      partitions=partitions)
 
     def _maybe_create(self, name: str | None, allow_create: bool) -> int:
         if not allow_create or not name:
-            return UNKNOWN_TOPIC_OR_PARTITION
+            return KafkaCode.UNKNOWN_TOPIC_OR_PARTITION
         from ..topics import create_topic  # only needed when auto-creation is on
 
         try:
@@ -140,10 +133,10 @@ class CoreApis:
             create_topic(Registry(self.broker.cluster.zk), name, self.broker.options.num_partitions)
             log.info("auto-created topic %s with %d partitions", name, self.broker.options.num_partitions)
         except layout.InvalidTopicError:
-            return INVALID_TOPIC_EXCEPTION
+            return KafkaCode.INVALID_TOPIC_EXCEPTION
         except TopicExistsError:
             pass
-        return LEADER_NOT_AVAILABLE  # as Kafka answers while a new topic's leaders are being elected
+        return KafkaCode.LEADER_NOT_AVAILABLE  # as Kafka answers while a new topic's leaders are being elected
 
     def metadata_error(self, ctx: RequestContext, req: MetadataRequest, code: int) -> MetadataResponse:
         topics = [MetadataResponse.MetadataResponseTopic(error_code=code, name=t.name, partitions=[])
@@ -171,13 +164,13 @@ class CoreApis:
                 records) -> tuple[int, int, int, str | None]:
         """(error code, base offset, log start offset, error message) for one partition."""
         if req.acks not in (0, 1, -1):
-            return INVALID_REQUIRED_ACKS, -1, -1, None
+            return KafkaCode.INVALID_REQUIRED_ACKS, -1, -1, None
         if req.transactional_id is not None:
-            return INVALID_REQUEST, -1, -1, "transactions are not supported by this broker"
+            return KafkaCode.INVALID_REQUEST, -1, -1, "transactions are not supported by this broker"
         if topic in layout.INTERNAL_TOPICS:  # Kafka: only the group coordinator appends to __consumer_offsets
-            return INVALID_TOPIC_EXCEPTION, -1, -1, f"Cannot append to internal topic {topic}"
+            return KafkaCode.INVALID_TOPIC_EXCEPTION, -1, -1, f"Cannot append to internal topic {topic}"
         code = _partition_error(snap, topic, partition)
-        if code != NONE:
+        if code != KafkaCode.NONE:
             return code, -1, -1, None
         plog = self.broker.logs.get_or_create(topic, partition)
         cfg = self.broker.logs.config
@@ -191,8 +184,8 @@ class CoreApis:
             return e.code, -1, -1, str(e)
         except (OSError, StorageError) as e:
             log.error("append to %s-%d failed: %s", topic, partition, e)
-            return KAFKA_STORAGE_ERROR, -1, -1, str(e)
-        return result.error, result.base_offset if result.error == NONE else -1, plog.log_start_offset, None
+            return KafkaCode.KAFKA_STORAGE_ERROR, -1, -1, str(e)
+        return result.error, result.base_offset if result.error == KafkaCode.NONE else -1, plog.log_start_offset, None
 
     def produce_error(self, ctx: RequestContext, req: ProduceRequest, code: int) -> ProduceResponse:
         Topic = ProduceResponse.TopicProduceResponse
@@ -214,7 +207,7 @@ class CoreApis:
             if total >= req.min_bytes or errors or remaining <= 0 or logs.closed:
                 break
             logs.wait_for_append(seen, remaining)
-        return FetchResponse(throttle_time_ms=0, error_code=NONE, session_id=0, responses=responses)
+        return FetchResponse(throttle_time_ms=0, error_code=KafkaCode.NONE, session_id=0, responses=responses)
 
     def _read(self, req: FetchRequest, snap: ClusterSnapshot, version: int):
         Topic = FetchResponse.FetchableTopicResponse
@@ -228,7 +221,7 @@ class CoreApis:
             for fp in topic.partitions:
                 code = _partition_error(snap, topic.topic, fp.partition)
                 data, hw, start = b"", -1, -1
-                if code == NONE:
+                if code == KafkaCode.NONE:
                     plog = self.broker.logs.get_or_create(topic.topic, fp.partition)
                     hw, start = plog.log_end_offset, plog.log_start_offset
                     limit = min(fp.partition_max_bytes, budget - total)
@@ -239,9 +232,9 @@ class CoreApis:
                                 data = legacy.down_convert(data, legacy.message_format_for_fetch(version),
                                                            fp.fetch_offset, max(limit, 0), min_one=total == 0)
                         except OffsetOutOfRange:
-                            code = OFFSET_OUT_OF_RANGE
+                            code = KafkaCode.OFFSET_OUT_OF_RANGE
                 total += len(data)
-                errors += code != NONE
+                errors += code != KafkaCode.NONE
                 parts.append(Partition(partition_index=fp.partition, error_code=code, high_watermark=hw,
                                        last_stable_offset=hw, log_start_offset=start,
                                        aborted_transactions=aborted, preferred_read_replica=-1, records=data))
@@ -267,7 +260,7 @@ class CoreApis:
             for p in t.partitions:
                 code, offset, ts = self._offset_for(snap, t.name, p.partition_index, p.timestamp)
                 old_style = []
-                if ctx.api_version == 0 and code == NONE:
+                if ctx.api_version == 0 and code == KafkaCode.NONE:
                     old_style = self._old_style_offsets(t.name, p.partition_index, p.timestamp, offset,
                                                         p.max_num_offsets)
                 parts.append(Partition(partition_index=p.partition_index, error_code=code, timestamp=ts,
@@ -278,17 +271,17 @@ class CoreApis:
     def _offset_for(self, snap: ClusterSnapshot, topic: str, partition: int, timestamp: int):
         """(error, offset, timestamp): latest and earliest carry timestamp -1, as in Kafka."""
         code = _partition_error(snap, topic, partition)
-        if code != NONE:
+        if code != KafkaCode.NONE:
             return code, -1, -1
         plog = self.broker.logs.get_or_create(topic, partition)
         if timestamp == LATEST:
-            return NONE, plog.log_end_offset, -1
+            return KafkaCode.NONE, plog.log_end_offset, -1
         if timestamp == EARLIEST:
-            return NONE, plog.log_start_offset, -1
+            return KafkaCode.NONE, plog.log_start_offset, -1
         if timestamp < 0:
-            return INVALID_REQUEST, -1, -1
+            return KafkaCode.INVALID_REQUEST, -1, -1
         found = plog.offset_for_timestamp(timestamp)
-        return (NONE, found[0], found[1]) if found else (NONE, -1, -1)
+        return (KafkaCode.NONE, found[0], found[1]) if found else (KafkaCode.NONE, -1, -1)
 
     def _old_style_offsets(self, topic: str, partition: int, timestamp: int, offset: int,
                            max_num_offsets: int) -> list[int]:
@@ -317,13 +310,13 @@ class CoreApis:
         if req.transactional_id is not None:
             log.info("%s asked for transactional id %r: transactions are not supported", ctx.peer,
                      req.transactional_id)
-            return InitProducerIdResponse(throttle_time_ms=0, error_code=INVALID_REQUEST, producer_id=-1,
+            return InitProducerIdResponse(throttle_time_ms=0, error_code=KafkaCode.INVALID_REQUEST, producer_id=-1,
                                           producer_epoch=-1)
         if req.producer_id >= 0 and 0 <= req.producer_epoch < 32766:
             # KIP-360: an idempotent producer bumps its epoch to reset its sequences after an error.
-            return InitProducerIdResponse(throttle_time_ms=0, error_code=NONE, producer_id=req.producer_id,
+            return InitProducerIdResponse(throttle_time_ms=0, error_code=KafkaCode.NONE, producer_id=req.producer_id,
                                           producer_epoch=req.producer_epoch + 1)
-        return InitProducerIdResponse(throttle_time_ms=0, error_code=NONE,
+        return InitProducerIdResponse(throttle_time_ms=0, error_code=KafkaCode.NONE,
                                       producer_id=self.broker.cluster.next_producer_id(), producer_epoch=0)
 
     def init_producer_id_error(self, ctx: RequestContext, req: InitProducerIdRequest, code: int):

@@ -19,7 +19,8 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from .batches import CORRUPT_MESSAGE, INVALID_RECORD, InvalidBatchError
+from ..errors import KafkaCode
+from .batches import InvalidBatchError
 
 UNSUPPORTED_COMPRESSION_TYPE = 76
 _MAGIC_AT = 16
@@ -38,7 +39,7 @@ def up_convert(records: bytes | bytearray | memoryview | None) -> bytes:
     a v2 batch in an old Produce → INVALID_RECORD, a codec we cannot decode → UNSUPPORTED_COMPRESSION_TYPE.
     """
     if not records:
-        raise InvalidBatchError("produce request without records", INVALID_RECORD)
+        raise InvalidBatchError("produce request without records", KafkaCode.INVALID_RECORD)
     data = bytes(records)
     reader = MemoryRecords(data)
     codec = 0
@@ -48,9 +49,9 @@ def up_convert(records: bytes | bytearray | memoryview | None) -> bytes:
             wrapper = reader.next_batch()
             if not isinstance(wrapper, LegacyRecordBatch):
                 raise InvalidBatchError("a Produce request below v3 carries message format v0/v1 only",
-                                        INVALID_RECORD)
+                                        KafkaCode.INVALID_RECORD)
             if not wrapper.validate_crc():
-                raise InvalidBatchError("message CRC mismatch", CORRUPT_MESSAGE)
+                raise InvalidBatchError("message CRC mismatch", KafkaCode.CORRUPT_MESSAGE)
             codec = codec or wrapper.compression_type
             for record in wrapper:
                 ts = record.timestamp if record.magic >= 1 and record.timestamp is not None else -1
@@ -60,11 +61,11 @@ def up_convert(records: bytes | bytearray | memoryview | None) -> bytes:
     except UnsupportedCodecError as e:
         raise InvalidBatchError(str(e), UNSUPPORTED_COMPRESSION_TYPE) from None
     except (CorruptRecordError, AssertionError, ValueError, OSError, EOFError) as e:
-        raise InvalidBatchError(f"undecodable message set: {e}", CORRUPT_MESSAGE) from None
+        raise InvalidBatchError(f"undecodable message set: {e}", KafkaCode.CORRUPT_MESSAGE) from None
     if reader.valid_bytes() != len(data):
-        raise InvalidBatchError(f"partial message at byte {reader.valid_bytes()}", CORRUPT_MESSAGE)
+        raise InvalidBatchError(f"partial message at byte {reader.valid_bytes()}", KafkaCode.CORRUPT_MESSAGE)
     if not messages:
-        raise InvalidBatchError("message set without messages", INVALID_RECORD)
+        raise InvalidBatchError("message set without messages", KafkaCode.INVALID_RECORD)
     builder = DefaultRecordBatchBuilder(magic=2, compression_type=codec, is_transactional=False, producer_id=-1,
                                         producer_epoch=-1, base_sequence=-1, batch_size=_NO_LIMIT)
     for delta, (ts, key, value) in enumerate(messages):

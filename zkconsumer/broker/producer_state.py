@@ -11,9 +11,8 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-NONE = 0
-OUT_OF_ORDER_SEQUENCE_NUMBER = 45
-INVALID_PRODUCER_EPOCH = 47
+from ..errors import KafkaCode
+
 #: Kafka keeps metadata of the last five batches per producer (``ProducerStateEntry.NumBatchesToRetain``).
 BATCHES_TO_RETAIN = 5
 _SEQ_MOD = 2**31
@@ -34,12 +33,12 @@ class ProducerEntry:
 class Verdict:
     """What to do with a batch: append it, answer with the offset it already has, or refuse it."""
 
-    error: int = NONE
+    error: int = KafkaCode.NONE
     duplicate_of: int | None = None  # base offset of the batch already in the log
 
     @property
     def append(self) -> bool:
-        return self.error == NONE and self.duplicate_of is None
+        return self.error == KafkaCode.NONE and self.duplicate_of is None
 
 
 APPEND = Verdict()
@@ -58,15 +57,15 @@ class ProducerStateTable:
             # Unknown producers are accepted (the log may have been deleted under them, as KIP-360 allows).
             return APPEND
         if epoch < entry.epoch:
-            return Verdict(INVALID_PRODUCER_EPOCH)
+            return Verdict(KafkaCode.INVALID_PRODUCER_EPOCH)
         if epoch > entry.epoch:
-            return APPEND if first_seq == 0 else Verdict(OUT_OF_ORDER_SEQUENCE_NUMBER)
+            return APPEND if first_seq == 0 else Verdict(KafkaCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
         for b_first, b_last, b_offset, _ in entry.batches:
             if b_first == first_seq and b_last == last_seq:
                 return Verdict(duplicate_of=b_offset)
         if entry.last_sequence < 0 or first_seq == (entry.last_sequence + 1) % _SEQ_MOD:
             return APPEND
-        return Verdict(OUT_OF_ORDER_SEQUENCE_NUMBER)
+        return Verdict(KafkaCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
 
     def record(self, producer_id: int, epoch: int, first_seq: int, last_seq: int, first_offset: int,
                last_offset: int) -> None:

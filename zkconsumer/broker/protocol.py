@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
+from ..errors import ZkConsumerError
+
 log = logging.getLogger(__name__)
 
 UNSUPPORTED_VERSION = 35
@@ -35,7 +37,7 @@ MAX_FRAME_BYTES = 100 * 1024 * 1024
 _HEADER_START = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header version
 
 
-class MalformedRequest(Exception):
+class MalformedRequest(ZkConsumerError):
     """The bytes are not a request we can answer; the connection that sent them must be closed."""
 
 

@@ -28,8 +28,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from ..errors import KafkaCode, ZkConsumerError
 from . import batches as B
-from .producer_state import NONE, OUT_OF_ORDER_SEQUENCE_NUMBER, ProducerStateTable
+from .producer_state import ProducerStateTable
 from .segment import MAX_SEGMENT_BYTES, Segment
 
 log = logging.getLogger(__name__)
@@ -38,7 +39,7 @@ CHECKPOINT_FILE = "recovery-checkpoint.json"
 LOCK_FILE = ".lock"
 
 
-class StorageError(RuntimeError):
+class StorageError(ZkConsumerError, RuntimeError):
     pass
 
 
@@ -46,7 +47,7 @@ class DataDirInUse(StorageError):
     pass
 
 
-class OffsetOutOfRange(LookupError):
+class OffsetOutOfRange(ZkConsumerError, LookupError):
     pass
 
 
@@ -70,7 +71,7 @@ class LogConfig:
 
 @dataclass(frozen=True)
 class AppendResult:
-    error: int = NONE
+    error: int = KafkaCode.NONE
     base_offset: int = -1
     duplicate: bool = False
 
@@ -257,21 +258,21 @@ class PartitionLog:
             else:
                 self._unflushed = True
         self._on_append()
-        return AppendResult(NONE, first)
+        return AppendResult(KafkaCode.NONE, first)
 
     def _check_sequences(self, batches: list[B.ProducedBatch]) -> AppendResult | None:
         head = batches[0]
         verdict = self.producers.check(head.producer_id, head.producer_epoch, head.base_sequence,
                                        head.last_sequence)
         if verdict.duplicate_of is not None and len(batches) == 1:
-            return AppendResult(NONE, verdict.duplicate_of, duplicate=True)
+            return AppendResult(KafkaCode.NONE, verdict.duplicate_of, duplicate=True)
         if not verdict.append:
-            return AppendResult(verdict.error or OUT_OF_ORDER_SEQUENCE_NUMBER)
+            return AppendResult(verdict.error or KafkaCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
         for prev, b in zip(batches, batches[1:], strict=False):
             if b.producer_id >= 0 and b.base_sequence >= 0 and (
                     b.producer_id != prev.producer_id or b.producer_epoch != prev.producer_epoch
                     or b.base_sequence != (prev.last_sequence + 1) % 2**31):
-                return AppendResult(OUT_OF_ORDER_SEQUENCE_NUMBER)
+                return AppendResult(KafkaCode.OUT_OF_ORDER_SEQUENCE_NUMBER)
         return None
 
     def _roll(self, base_offset: int) -> Segment:

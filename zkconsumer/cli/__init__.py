@@ -17,6 +17,7 @@ from kazoo.exceptions import NoAuthError
 from rich.markup import escape
 
 from ..consoles import make_console
+from ..errors import ZkConsumerError
 from ..registry import ZkConnectError
 
 #: Command families, in the order ``--help`` lists them. Each module defines ``register(subparsers)``.
@@ -40,7 +41,7 @@ console = make_console()
 err_console = make_console(stderr=True, soft_wrap=True)
 
 
-class CliError(Exception):
+class CliError(ZkConsumerError):
     """An error to show the user as one clear line, with an exit code."""
 
     def __init__(self, message: str, code: int = 1) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import json
 import os
 import signal
 import subprocess
@@ -18,12 +17,12 @@ import threading
 import time
 from pathlib import Path
 
+from ..broker.state import STATE_FILE, read_state, write_state  # noqa: F401 - read_state re-exported
 from ..registry import BrokerAlreadyRegistered, ZkConnectError
 from ..zkserver import pid_alive
 from . import CliError, console
 from .topics import add_zookeeper_arg
 
-STATE_FILE = "zkconsumer-broker.json"
 LOG_FILE = "broker.log"
 
 
@@ -70,19 +69,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 # ---------------------------------------------------------------------------------------------- state file
-
-def read_state(data_dir: Path) -> dict | None:
-    try:
-        return json.loads((data_dir / STATE_FILE).read_text())
-    except (FileNotFoundError, ValueError):
-        return None
-
-
-def _write_state(data_dir: Path, state: dict) -> None:
-    tmp = data_dir / (STATE_FILE + ".tmp")
-    tmp.write_text(json.dumps(state, indent=2))
-    os.replace(tmp, data_dir / STATE_FILE)
-
 
 # -------------------------------------------------------------------------------------------------- start
 
@@ -137,7 +123,7 @@ def _run_foreground(args: argparse.Namespace, data_dir: Path) -> int:
             broker.start()
         except (ZkConnectError, BrokerAlreadyRegistered, DataDirInUse, OSError) as e:
             raise CliError(str(e)) from None
-        _write_state(data_dir, {"pid": os.getpid(), "broker_id": args.broker_id, "host": args.host,
+        write_state(data_dir, {"pid": os.getpid(), "broker_id": args.broker_id, "host": args.host,
                                 "port": broker.port, "bootstrap": broker.bootstrap, "zookeeper": args.zookeeper,
                                 "data_dir": str(data_dir)})
         console.print(f"broker {args.broker_id} serving at {broker.bootstrap} (data in {data_dir})",

@@ -19,12 +19,14 @@ import subprocess
 import time
 from pathlib import Path
 
+from ..errors import ZkConsumerError
+
 #: Where the data root lives unless ZKCONSUMER_DOCKER_ROOT says otherwise: /var/tmp survives reboots on Debian,
 #: so the cached base image does too.
 DEFAULT_ROOT = Path(os.environ.get("ZKCONSUMER_DOCKER_ROOT", "/var/tmp/zkconsumer-dockerd"))
 
 
-class DockerUnavailable(RuntimeError):
+class DockerUnavailable(ZkConsumerError, RuntimeError):
     """dockerd cannot run here (not root, no dockerd binary, no overlay/cgroups); the message says why."""
 
 

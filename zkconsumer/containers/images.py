@@ -19,6 +19,8 @@ import tempfile
 from collections.abc import Callable
 from pathlib import Path
 
+from ..errors import ZkConsumerError
+
 BASE_IMAGE = "zkconsumer-base:bookworm"
 IMAGE_REPO = "zkconsumer"
 LABEL = "org.zkconsumer.role"
@@ -28,7 +30,7 @@ MIRROR = os.environ.get("ZKCONSUMER_DEBIAN_MIRROR", "http://deb.debian.org/debia
 SOURCE_ROOT = Path(__file__).resolve().parents[2]
 
 
-class ImageBuildError(RuntimeError):
+class ImageBuildError(ZkConsumerError, RuntimeError):
     """An image could not be built; the message holds the failing step's output."""
 
 

@@ -10,7 +10,7 @@ kafka-python's protocol classes decode and encode the old versions too, though t
 from __future__ import annotations
 
 import logging
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 from kafka.protocol.admin import (
     DeleteGroupsRequest,
@@ -37,21 +37,19 @@ from kafka.protocol.consumer import (
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
 from ..assignors import TopicPartition
+from ..broker.cluster import ClusterView
 from ..broker.protocol import ApiTable, RequestContext
-from .manager import (
-    COORDINATOR_NOT_AVAILABLE,
-    INVALID_GROUP_ID,
-    NONE,
-    NOT_COORDINATOR,
-    OFFSETS_TOPIC,
-    GroupCoordinator,
-    now_ms,
-    partition_for,
-)
+from ..errors import KafkaCode
+from .manager import OFFSETS_TOPIC, GroupCoordinator, now_ms, partition_for
 from .store import CommittedOffset
 
-if TYPE_CHECKING:
-    from ..broker.broker import Broker
+
+class BrokerHost(Protocol):
+    """What the group APIs need of the broker that hosts them (zkconsumer.broker.broker.Broker): its id and its
+    view of the cluster. A protocol, so the coordinator does not import the broker that builds it."""
+
+    broker_id: int
+    cluster: ClusterView | None
 
 log = logging.getLogger(__name__)
 
@@ -74,7 +72,7 @@ GROUP_KEY, TRANSACTION_KEY = 0, 1
 class GroupApis:
     """Request handlers; the broker gives them its cluster view (who leads which partition) and the coordinator."""
 
-    def __init__(self, broker: Broker, coordinator: GroupCoordinator) -> None:
+    def __init__(self, broker: BrokerHost, coordinator: GroupCoordinator) -> None:
         self.broker = broker
         self.coordinator = coordinator
 
@@ -95,12 +93,12 @@ class GroupApis:
             self._create_offsets_topic(partitions)
         leader = snap.leader(OFFSETS_TOPIC, partition) if OFFSETS_TOPIC in snap.topics else snap.broker_id
         if leader < 0:
-            return COORDINATOR_NOT_AVAILABLE, -1, "", -1
+            return KafkaCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
         info = snap.brokers.get(leader)
         if info is None:
-            return COORDINATOR_NOT_AVAILABLE, -1, "", -1
+            return KafkaCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
         host, port = info.plaintext_address()
-        return NONE, leader, host, port
+        return KafkaCode.NONE, leader, host, port
 
     def _create_offsets_topic(self, partitions: int) -> None:
         """Kafka creates ``__consumer_offsets`` when a group first asks for its coordinator."""
@@ -118,9 +116,9 @@ class GroupApis:
 
     def _not_mine(self, group_id: str) -> int | None:
         error, node, _, _ = self.coordinator_node(group_id)
-        if error != NONE:
+        if error != KafkaCode.NONE:
             return error
-        return None if node == self.broker.broker_id else NOT_COORDINATOR
+        return None if node == self.broker.broker_id else KafkaCode.NOT_COORDINATOR
 
     # ----------------------------------------------------------------------------------- FindCoordinator
     def find_coordinator(self, ctx: RequestContext, req: FindCoordinatorRequest) -> FindCoordinatorResponse:
@@ -129,7 +127,7 @@ class GroupApis:
         answers = []
         for key in keys:
             if key_type != GROUP_KEY:  # no transactions here
-                answers.append((key, COORDINATOR_NOT_AVAILABLE, -1, "", -1))
+                answers.append((key, KafkaCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1))
             else:
                 self.coordinator.count(key, "FindCoordinator")
                 answers.append((key, *self.coordinator_node(key)))
@@ -205,7 +203,7 @@ class GroupApis:
         else:
             members = [(req.member_id, None)]
         error, results = self.coordinator.leave(req.group_id, members)
-        if ctx.api_version < 3 and error == NONE and results:
+        if ctx.api_version < 3 and error == KafkaCode.NONE and results:
             error = results[0][2]
         Resp = LeaveGroupResponse.MemberResponse
         return LeaveGroupResponse(throttle_time_ms=0, error_code=error, members=[
@@ -244,12 +242,12 @@ class GroupApis:
         from ..registry import Registry
 
         if not group_id:
-            return INVALID_GROUP_ID
+            return KafkaCode.INVALID_GROUP_ID
         self.coordinator.count(group_id, "OffsetCommit")
         registry = Registry(self.broker.cluster.zk)
         for tp, c in offsets.items():
             registry.write_offset(group_id, tp.topic, tp.partition, c.offset)
-        return NONE
+        return KafkaCode.NONE
 
     def _commit_answer(self, req, code: int) -> OffsetCommitResponse:
         Topic = OffsetCommitResponse.OffsetCommitResponseTopic
@@ -271,7 +269,7 @@ class GroupApis:
         if ctx.api_version == 0:
             return self._fetch_from_zookeeper(req.group_id, wanted or [])
         error, found = self.coordinator.fetch_offsets(req.group_id, wanted)
-        if error != NONE:
+        if error != KafkaCode.NONE:
             return self.offset_fetch_error(ctx, req, error)
         Topic = OffsetFetchResponse.OffsetFetchResponseTopic
         Partition = Topic.OffsetFetchResponsePartition
@@ -281,8 +279,8 @@ class GroupApis:
             by_topic.setdefault(tp.topic, []).append(Partition(
                 partition_index=tp.partition, committed_offset=c.offset if c else -1,
                 committed_leader_epoch=c.leader_epoch if c else -1, metadata=c.metadata if c else "",
-                error_code=NONE))
-        return OffsetFetchResponse(throttle_time_ms=0, error_code=NONE, topics=[
+                error_code=KafkaCode.NONE))
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=KafkaCode.NONE, topics=[
             Topic(name=name, partitions=parts) for name, parts in by_topic.items()])
 
     def _fetch_from_zookeeper(self, group_id: str, wanted: list[TopicPartition]) -> OffsetFetchResponse:
@@ -302,8 +300,9 @@ class GroupApis:
                 offset = None
             by_topic.setdefault(tp.topic, []).append(Partition(
                 partition_index=tp.partition, committed_offset=-1 if offset is None else offset,
-                committed_leader_epoch=-1, metadata="", error_code=3 if offset is None else NONE))
-        return OffsetFetchResponse(throttle_time_ms=0, error_code=NONE, topics=[
+                committed_leader_epoch=-1, metadata="",
+                error_code=KafkaCode.UNKNOWN_TOPIC_OR_PARTITION if offset is None else KafkaCode.NONE))
+        return OffsetFetchResponse(throttle_time_ms=0, error_code=KafkaCode.NONE, topics=[
             Topic(name=name, partitions=parts) for name, parts in by_topic.items()])
 
     def offset_fetch_error(self, ctx, req, code: int):
@@ -359,7 +358,7 @@ class GroupApis:
         results = self.coordinator.delete_groups(mine)
         Result = DeleteGroupsResponse.DeletableGroupResult
         return DeleteGroupsResponse(throttle_time_ms=0, results=[
-            Result(group_id=g, error_code=results.get(g, NOT_COORDINATOR)) for g in req.groups_names])
+            Result(group_id=g, error_code=results.get(g, KafkaCode.NOT_COORDINATOR)) for g in req.groups_names])
 
     def delete_groups_error(self, ctx, req, code: int):
         Result = DeleteGroupsResponse.DeletableGroupResult

@@ -12,6 +12,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
+from ..errors import ZkConsumerError
 from .store import GroupSnapshot, MemberSnapshot
 
 
@@ -33,7 +34,7 @@ VALID_PREVIOUS = {
 }
 
 
-class IllegalStateTransition(RuntimeError):
+class IllegalStateTransition(ZkConsumerError, RuntimeError):
     pass
 
 

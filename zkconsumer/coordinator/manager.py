@@ -18,6 +18,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from ..assignors import TopicPartition
+from ..errors import KafkaCode
 from ..javacompat import kafka_abs, string_hash
 from .group import Group, GroupState, Member, new_member_id
 from .store import CommittedOffset, MemoryOffsetStore, OffsetStore
@@ -25,21 +26,6 @@ from .store import CommittedOffset, MemoryOffsetStore, OffsetStore
 log = logging.getLogger(__name__)
 
 # Kafka error codes (kafka.errors has them as classes; plain ints keep the answers readable).
-NONE = 0
-UNKNOWN_SERVER_ERROR = -1
-COORDINATOR_LOAD_IN_PROGRESS = 14
-COORDINATOR_NOT_AVAILABLE = 15
-NOT_COORDINATOR = 16
-ILLEGAL_GENERATION = 22
-INCONSISTENT_GROUP_PROTOCOL = 23
-INVALID_GROUP_ID = 24
-UNKNOWN_MEMBER_ID = 25
-INVALID_SESSION_TIMEOUT = 26
-REBALANCE_IN_PROGRESS = 27
-GROUP_ID_NOT_FOUND = 69
-NON_EMPTY_GROUP = 68
-MEMBER_ID_REQUIRED = 79
-FENCED_INSTANCE_ID = 82
 
 OFFSETS_TOPIC = "__consumer_offsets"
 
@@ -161,11 +147,11 @@ class GroupCoordinator:
 
     def _not_ready(self) -> int | None:
         if self._stop.is_set():
-            return COORDINATOR_NOT_AVAILABLE
+            return KafkaCode.COORDINATOR_NOT_AVAILABLE
         if not self._loaded.is_set():
-            return COORDINATOR_LOAD_IN_PROGRESS
+            return KafkaCode.COORDINATOR_LOAD_IN_PROGRESS
         if getattr(self, "_load_error", False):
-            return COORDINATOR_NOT_AVAILABLE
+            return KafkaCode.COORDINATOR_NOT_AVAILABLE
         return None
 
     # --------------------------------------------------------------------------------------------- timers
@@ -233,28 +219,28 @@ class GroupCoordinator:
         if error is not None:
             return JoinResult(error, member_id)
         if not group_id:
-            return JoinResult(INVALID_GROUP_ID, member_id)
+            return JoinResult(KafkaCode.INVALID_GROUP_ID, member_id)
         if not (self.config.group_min_session_timeout_ms <= session_timeout_ms
                 <= self.config.group_max_session_timeout_ms):
-            return JoinResult(INVALID_SESSION_TIMEOUT, member_id)
+            return JoinResult(KafkaCode.INVALID_SESSION_TIMEOUT, member_id)
         with self._changed:
             now = now_ms()
             group = self.groups.get(group_id)
             if group is None:
                 if member_id:
-                    return JoinResult(UNKNOWN_MEMBER_ID, member_id)
+                    return JoinResult(KafkaCode.UNKNOWN_MEMBER_ID, member_id)
                 group = self.groups[group_id] = Group(group_id, state_timestamp_ms=now, empty_since_ms=now)
             if group.is_(GroupState.DEAD):
                 # the group was removed meanwhile (e.g. deleted): the client finds the coordinator again
-                return JoinResult(COORDINATOR_NOT_AVAILABLE, member_id)
+                return JoinResult(KafkaCode.COORDINATOR_NOT_AVAILABLE, member_id)
             if not group.supports(protocol_type, (name for name, _ in protocols)):
-                return JoinResult(INCONSISTENT_GROUP_PROTOCOL, member_id)
+                return JoinResult(KafkaCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
             if not member_id:
                 member_id = new_member_id(client_id)
                 if require_known_member_id and group_instance_id is None:
                     # KIP-394: hand the id out and count it as a pending member until it comes back
                     group.pending_members[member_id] = now + session_timeout_ms
-                    return JoinResult(MEMBER_ID_REQUIRED, member_id)
+                    return JoinResult(KafkaCode.MEMBER_ID_REQUIRED, member_id)
                 member = Member(member_id, client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
                                 protocol_type, protocols, group_instance_id, is_new=True, last_heartbeat_ms=now)
                 ticket = self._add_member_and_rebalance(group, member, now)
@@ -264,7 +250,7 @@ class GroupCoordinator:
                                 protocol_type, protocols, group_instance_id, is_new=True, last_heartbeat_ms=now)
                 ticket = self._add_member_and_rebalance(group, member, now)
             elif not group.has(member_id):
-                return JoinResult(UNKNOWN_MEMBER_ID, member_id)
+                return JoinResult(KafkaCode.UNKNOWN_MEMBER_ID, member_id)
             else:
                 member = group.members[member_id]
                 if group.is_(GroupState.PREPARING_REBALANCE):
@@ -281,7 +267,7 @@ class GroupCoordinator:
                         member.last_heartbeat_ms = now
                         return self._join_answer(group, member_id)
                 else:  # Empty: the member left or expired
-                    return JoinResult(UNKNOWN_MEMBER_ID, member_id)
+                    return JoinResult(KafkaCode.UNKNOWN_MEMBER_ID, member_id)
             self._maybe_complete_join(group, now)
             return self._await_join(group_id, member_id, ticket)
 
@@ -301,7 +287,7 @@ class GroupCoordinator:
         member.last_heartbeat_ms = now
         old = self._join_waiters.get((group.group_id, member.member_id))
         if old is not None:  # a join replaced by a newer one of the same member
-            self._join_results[old] = JoinResult(REBALANCE_IN_PROGRESS, member.member_id)
+            self._join_results[old] = JoinResult(KafkaCode.REBALANCE_IN_PROGRESS, member.member_id)
         ticket = next(self._tickets)
         self._join_waiters[(group.group_id, member.member_id)] = ticket
         self._maybe_prepare_rebalance(group, now, f"updating metadata for member {member.member_id}")
@@ -386,7 +372,7 @@ class GroupCoordinator:
         if group.is_leader(member_id):
             members = [(m.member_id, m.group_instance_id, m.metadata(group.protocol_name))
                        for m in group.members.values()]
-        return JoinResult(NONE, member_id, group.generation, group.protocol_type, group.protocol_name,
+        return JoinResult(KafkaCode.NONE, member_id, group.generation, group.protocol_type, group.protocol_name,
                           group.leader_id or "", members)
 
     def _await_join(self, group_id: str, member_id: str, ticket: int) -> JoinResult:
@@ -398,8 +384,8 @@ class GroupCoordinator:
             group = self.groups.get(group_id)
             if self._stop.is_set() or group is None or not group.has(member_id):
                 self._join_waiters.pop((group_id, member_id), None)
-                return JoinResult(UNKNOWN_MEMBER_ID if not self._stop.is_set() else COORDINATOR_NOT_AVAILABLE,
-                                  member_id)
+                return JoinResult(KafkaCode.UNKNOWN_MEMBER_ID if not self._stop.is_set()
+                                  else KafkaCode.COORDINATOR_NOT_AVAILABLE, member_id)
             self._changed.wait(0.5)
 
     # ------------------------------------------------------------------------------------------ SyncGroup
@@ -413,24 +399,24 @@ class GroupCoordinator:
         with self._changed:
             group = self.groups.get(group_id)
             if group is None:
-                return SyncResult(UNKNOWN_MEMBER_ID)
+                return SyncResult(KafkaCode.UNKNOWN_MEMBER_ID)
             if group.is_(GroupState.DEAD):
-                return SyncResult(COORDINATOR_NOT_AVAILABLE)
+                return SyncResult(KafkaCode.COORDINATOR_NOT_AVAILABLE)
             if not group.has(member_id):
-                return SyncResult(UNKNOWN_MEMBER_ID)
+                return SyncResult(KafkaCode.UNKNOWN_MEMBER_ID)
             if generation != group.generation:
-                return SyncResult(ILLEGAL_GENERATION)
+                return SyncResult(KafkaCode.ILLEGAL_GENERATION)
             if (protocol_type is not None and protocol_type != group.protocol_type) or \
                     (protocol_name is not None and protocol_name != group.protocol_name):
-                return SyncResult(INCONSISTENT_GROUP_PROTOCOL)
+                return SyncResult(KafkaCode.INCONSISTENT_GROUP_PROTOCOL)
             if group.is_(GroupState.EMPTY):
-                return SyncResult(UNKNOWN_MEMBER_ID)
+                return SyncResult(KafkaCode.UNKNOWN_MEMBER_ID)
             if group.is_(GroupState.PREPARING_REBALANCE):
-                return SyncResult(REBALANCE_IN_PROGRESS)
+                return SyncResult(KafkaCode.REBALANCE_IN_PROGRESS)
             member = group.members[member_id]
             if group.is_(GroupState.STABLE):
                 member.last_heartbeat_ms = now_ms()
-                return SyncResult(NONE, group.protocol_type, group.protocol_name, member.assignment)
+                return SyncResult(KafkaCode.NONE, group.protocol_type, group.protocol_name, member.assignment)
             # CompletingRebalance: wait for the leader's assignment
             member.awaiting_sync = True
             if group.is_leader(member_id):
@@ -443,19 +429,19 @@ class GroupCoordinator:
                     m.last_heartbeat_ms = now
                 self._store_group(group)
                 self._changed.notify_all()
-                return SyncResult(NONE, group.protocol_type, group.protocol_name, member.assignment)
+                return SyncResult(KafkaCode.NONE, group.protocol_type, group.protocol_name, member.assignment)
             while True:
                 current = self.groups.get(group_id)
                 if self._stop.is_set():
-                    return SyncResult(COORDINATOR_NOT_AVAILABLE)
+                    return SyncResult(KafkaCode.COORDINATOR_NOT_AVAILABLE)
                 if current is not group or not group.has(member_id):
-                    return SyncResult(UNKNOWN_MEMBER_ID)
+                    return SyncResult(KafkaCode.UNKNOWN_MEMBER_ID)
                 if group.generation != generation:
-                    return SyncResult(REBALANCE_IN_PROGRESS)
+                    return SyncResult(KafkaCode.REBALANCE_IN_PROGRESS)
                 if group.is_(GroupState.STABLE):
-                    return SyncResult(NONE, group.protocol_type, group.protocol_name, member.assignment)
+                    return SyncResult(KafkaCode.NONE, group.protocol_type, group.protocol_name, member.assignment)
                 if not group.is_(GroupState.COMPLETING_REBALANCE):
-                    return SyncResult(REBALANCE_IN_PROGRESS)
+                    return SyncResult(KafkaCode.REBALANCE_IN_PROGRESS)
                 self._changed.wait(0.5)
 
     # ------------------------------------------------------------------------------------------ Heartbeat
@@ -467,17 +453,17 @@ class GroupCoordinator:
         with self._lock:
             group = self.groups.get(group_id)
             if group is None:
-                return UNKNOWN_MEMBER_ID
+                return KafkaCode.UNKNOWN_MEMBER_ID
             if group.is_(GroupState.DEAD):
-                return COORDINATOR_NOT_AVAILABLE
+                return KafkaCode.COORDINATOR_NOT_AVAILABLE
             if group.is_(GroupState.EMPTY) or not group.has(member_id):
-                return UNKNOWN_MEMBER_ID
+                return KafkaCode.UNKNOWN_MEMBER_ID
             if generation != group.generation:
-                return ILLEGAL_GENERATION
+                return KafkaCode.ILLEGAL_GENERATION
             group.members[member_id].last_heartbeat_ms = now_ms()
             if group.is_(GroupState.PREPARING_REBALANCE):
-                return REBALANCE_IN_PROGRESS
-            return NONE  # Stable, and CompletingRebalance (a member may heartbeat before its SyncGroup)
+                return KafkaCode.REBALANCE_IN_PROGRESS
+            return KafkaCode.NONE  # Stable, and CompletingRebalance (a member may heartbeat before its SyncGroup)
 
     # ----------------------------------------------------------------------------------------- LeaveGroup
     def leave(self, group_id: str, members: Iterable[tuple[str, str | None]]) -> tuple[int, list[tuple[str, str | None,
@@ -489,7 +475,7 @@ class GroupCoordinator:
         with self._changed:
             group = self.groups.get(group_id)
             if group is None or group.is_(GroupState.DEAD):
-                return (UNKNOWN_MEMBER_ID if group is None else COORDINATOR_NOT_AVAILABLE), []
+                return (KafkaCode.UNKNOWN_MEMBER_ID if group is None else KafkaCode.COORDINATOR_NOT_AVAILABLE), []
             now = now_ms()
             out = []
             for member_id, instance_id in members:
@@ -499,15 +485,15 @@ class GroupCoordinator:
                 if member_id in group.pending_members:
                     del group.pending_members[member_id]
                     self._maybe_complete_join(group, now)
-                    out.append((member_id, instance_id, NONE))
+                    out.append((member_id, instance_id, KafkaCode.NONE))
                 elif group.has(member_id):
                     log.info("member %s has left group %s", member_id, group_id)
                     self._remove_member_and_update_group(group, group.members[member_id], now)
-                    out.append((member_id, instance_id, NONE))
+                    out.append((member_id, instance_id, KafkaCode.NONE))
                 else:
-                    out.append((member_id, instance_id, UNKNOWN_MEMBER_ID))
+                    out.append((member_id, instance_id, KafkaCode.UNKNOWN_MEMBER_ID))
             self._changed.notify_all()
-            return NONE, out
+            return KafkaCode.NONE, out
 
     def _remove_member_and_update_group(self, group: Group, member: Member, now: int) -> None:
         self._join_waiters.pop((group.group_id, member.member_id), None)
@@ -529,28 +515,28 @@ class GroupCoordinator:
         if error is not None:
             return error
         if not group_id:
-            return INVALID_GROUP_ID
+            return KafkaCode.INVALID_GROUP_ID
         with self._lock:
             group = self.groups.get(group_id)
             if group is None:
                 if generation >= 0:
-                    return ILLEGAL_GENERATION
+                    return KafkaCode.ILLEGAL_GENERATION
                 now = now_ms()
                 group = self.groups[group_id] = Group(group_id, state_timestamp_ms=now, empty_since_ms=now)
             if group.is_(GroupState.DEAD):
-                return COORDINATOR_NOT_AVAILABLE
+                return KafkaCode.COORDINATOR_NOT_AVAILABLE
             if generation < 0 and group.is_(GroupState.EMPTY):
                 pass  # simple commit
             elif group.is_(GroupState.COMPLETING_REBALANCE):
-                return REBALANCE_IN_PROGRESS
+                return KafkaCode.REBALANCE_IN_PROGRESS
             elif not group.has(member_id):
-                return UNKNOWN_MEMBER_ID
+                return KafkaCode.UNKNOWN_MEMBER_ID
             elif generation != group.generation:
-                return ILLEGAL_GENERATION
+                return KafkaCode.ILLEGAL_GENERATION
             else:
                 group.members[member_id].last_heartbeat_ms = now_ms()
             self.store.commit(group_id, offsets)
-            return NONE
+            return KafkaCode.NONE
 
     def fetch_offsets(self, group_id: str, partitions: Iterable[TopicPartition] | None
                       ) -> tuple[int, dict[TopicPartition, CommittedOffset]]:
@@ -558,7 +544,7 @@ class GroupCoordinator:
         error = self._not_ready()
         if error is not None:
             return error, {}
-        return NONE, self.store.fetch(group_id, None if partitions is None else list(partitions))
+        return KafkaCode.NONE, self.store.fetch(group_id, None if partitions is None else list(partitions))
 
     # ------------------------------------------------------------------------------------ describe / list
     def describe(self, group_id: str) -> GroupDescription:
@@ -568,13 +554,13 @@ class GroupCoordinator:
         with self._lock:
             group = self.groups.get(group_id)
             if group is None:
-                return GroupDescription(NONE, group_id, GroupState.DEAD.value, "", "", -1, None, ())
+                return GroupDescription(KafkaCode.NONE, group_id, GroupState.DEAD.value, "", "", -1, None, ())
             stable = group.is_(GroupState.STABLE)
             members = tuple(MemberDescription(
                 m.member_id, m.group_instance_id, m.client_id, m.client_host,
                 m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
                 m.assignment if stable else b"") for m in group.members.values())
-            return GroupDescription(NONE, group_id, group.state.value, group.protocol_type or "",
+            return GroupDescription(KafkaCode.NONE, group_id, group.state.value, group.protocol_type or "",
                                     group.protocol_name or "" if stable else "", group.generation, group.leader_id,
                                     members)
 
@@ -586,7 +572,7 @@ class GroupCoordinator:
         with self._lock:
             out = [(g.group_id, g.protocol_type or "", g.state.value) for g in self.groups.values()
                    if not g.is_(GroupState.DEAD) and (wanted is None or g.state.value.lower() in wanted)]
-        return NONE, sorted(out)
+        return KafkaCode.NONE, sorted(out)
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
         out = {}
@@ -594,17 +580,17 @@ class GroupCoordinator:
             for gid in group_ids:
                 group = self.groups.get(gid)
                 if group is None:
-                    out[gid] = GROUP_ID_NOT_FOUND if not self.store.fetch(gid) else NONE
-                    if out[gid] == NONE:
+                    out[gid] = KafkaCode.GROUP_ID_NOT_FOUND if not self.store.fetch(gid) else KafkaCode.NONE
+                    if out[gid] == KafkaCode.NONE:
                         self.store.delete_offsets(gid)
                 elif not group.is_(GroupState.EMPTY):
-                    out[gid] = NON_EMPTY_GROUP
+                    out[gid] = KafkaCode.NON_EMPTY_GROUP
                 else:
                     group.transition(GroupState.DEAD, now_ms())
                     del self.groups[gid]
                     self.store.delete_offsets(gid)
                     self.store.store_group(gid, None)
-                    out[gid] = NONE
+                    out[gid] = KafkaCode.NONE
             self._changed.notify_all()
         return out
 

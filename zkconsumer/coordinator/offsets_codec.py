@@ -30,6 +30,7 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.memory_records import MemoryRecords
 
 from ..assignors import TopicPartition
+from ..errors import ZkConsumerError
 from .store import CommittedOffset, GroupSnapshot, MemberSnapshot
 
 OFFSET_KEY_VERSION = 1
@@ -44,7 +45,7 @@ _I64 = struct.Struct(">q")
 _V3_HEAD = struct.Struct(">qih")  # offset value v3: offset, leader epoch, metadata length
 
 
-class CodecError(ValueError):
+class CodecError(ZkConsumerError, ValueError):
     """Bytes that are not a record of ``__consumer_offsets`` (unknown version, or shorter than its schema)."""
 
 

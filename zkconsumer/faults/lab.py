@@ -9,7 +9,6 @@ so that ``kill -9`` is real and a restart keeps its port and log), consumers tha
 from __future__ import annotations
 
 import contextlib
-import json
 import logging
 import subprocess
 import sys
@@ -21,6 +20,8 @@ from pathlib import Path
 from rich.console import Console
 
 from .. import broker_version
+from ..broker.state import STATE_FILE, read_state
+from ..errors import ZkConsumerError
 from ..groups import verify
 from ..lab import GROUP, Lab, LabPlan
 from ..migration.driver import MigrationDriver
@@ -31,7 +32,7 @@ from ..zkserver import ZooKeeperServer
 from .proxy import TcpProxy
 
 
-class FaultTimeout(RuntimeError):
+class FaultTimeout(ZkConsumerError, RuntimeError):
     """A condition the fault waits for did not come: the verdict reports it as a failure."""
 
 
@@ -79,7 +80,10 @@ class FaultLab(Lab):
         else:
             from ..broker import Broker
 
-            self._broker = Broker(self.zk_connect, data_dir=self.out / "broker", **self._group_settings()).start()
+            group = self.plan.group_settings()
+            self._broker = Broker(self.zk_connect, data_dir=self.out / "broker",
+                                  group_initial_rebalance_delay_ms=group.initial_rebalance_delay_ms,
+                                  group_min_session_timeout_ms=group.min_session_timeout_ms).start()
             self.bootstrap = self._broker.bootstrap
         existing = set(self.registry.topics())  # a run directory used again keeps its ZooKeeper data
         for topic, n in self.plan.topics.items():
@@ -120,26 +124,20 @@ class FaultLab(Lab):
         """``zkconsumer broker start`` in the foreground of a child process (same port and log on a restart)."""
         data = self.out / "broker"
         data.mkdir(parents=True, exist_ok=True)
-        state = data / "zkconsumer-broker.json"
+        state = data / STATE_FILE
         with contextlib.suppress(FileNotFoundError):
             state.unlink()
         cmd = [sys.executable, "-m", "zkconsumer", "broker", "start", "--zookeeper", self.zk_connect,
                "--data-dir", str(data), "--port", str(self.broker_port)]
-        settings = self._group_settings()
-        cmd += ["--property", f"group.initial.rebalance.delay.ms={settings['group_initial_rebalance_delay_ms']}",
-                "--property", f"group.min.session.timeout.ms={settings['group_min_session_timeout_ms']}"]
+        group = self.plan.group_settings()  # the fault matrix's 4 s sessions are under Kafka's 6 s minimum
+        cmd += ["--property", f"group.initial.rebalance.delay.ms={group.initial_rebalance_delay_ms}",
+                "--property", f"group.min.session.timeout.ms={group.min_session_timeout_ms}"]
         self.logs.mkdir(parents=True, exist_ok=True)
         with open(self.logs / "broker.log", "ab") as log:
             self.broker_proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)
-        info = self.wait(lambda: _read_json(state), timeout, "the broker's state file")
+        info = self.wait(lambda: read_state(data), timeout, "the broker's state file")
         self.broker_port = int(info["port"])
         self.bootstrap = info["bootstrap"]
-
-    def _group_settings(self) -> dict[str, int]:
-        """The coordinator's settings the lab's members need (the fault matrix's 4 s sessions are under Kafka's
-        6 s minimum), as the lab's own broker has them."""
-        return {"group_initial_rebalance_delay_ms": self.plan.initial_rebalance_delay_ms,
-                "group_min_session_timeout_ms": min(6000, self.plan.session_timeout_ms)}
 
     def kill_broker(self, hard: bool = True) -> None:
         assert self.broker_proc is not None
@@ -342,10 +340,3 @@ class FaultLab(Lab):
 
         self.wait(caught_up, timeout, "every commit at the log's end")
         return ends  # type: ignore[return-value]
-
-
-def _read_json(path: Path) -> dict | None:
-    try:
-        return json.loads(path.read_text())
-    except (FileNotFoundError, ValueError):
-        return None

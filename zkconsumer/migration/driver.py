@@ -19,6 +19,7 @@ from kazoo.exceptions import NoNodeError
 
 from .. import broker_version
 from ..assignors import TopicPartition
+from ..errors import ZkConsumerError
 from ..groups import read_log_ends
 from ..layout import ConsumerRegistration, GroupPaths
 from ..registry import Registry
@@ -27,7 +28,7 @@ from .lease import DriverLease
 from .plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
 
 
-class MigrationError(RuntimeError):
+class MigrationError(ZkConsumerError, RuntimeError):
     """A step did not complete: the plan in ZooKeeper says how far it got."""
 
 

@@ -17,12 +17,13 @@ import time
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from ..errors import ZkConsumerError
 from ..layout import GroupPaths
 from ..registry import Registry
 from .plan import COORDINATOR, ZOOKEEPER
 
 
-class LeaseError(RuntimeError):
+class LeaseError(ZkConsumerError, RuntimeError):
     """Another driver holds the group."""
 
 

@@ -1,0 +1,138 @@
+"""The structure the code promises (README "Architecture", issue 21), checked on the source itself.
+
+* no import cycles between zkconsumer's modules, counting every import: top-level, inside functions and under
+  ``TYPE_CHECKING`` (a cycle hidden in a function is still two modules that need each other);
+* no library module imports the CLI (``zkconsumer/cli`` is the top layer; only ``__main__`` starts it);
+* one error model: every exception class zkconsumer defines derives from :class:`ZkConsumerError`;
+* one table of Kafka error codes (:class:`KafkaCode`): no module defines its own ``NONE = 0``.
+"""
+
+from __future__ import annotations
+
+import ast
+import importlib
+import inspect
+import pkgutil
+from collections import defaultdict
+from pathlib import Path
+
+import zkconsumer
+from zkconsumer.errors import KafkaCode, ZkConsumerError
+
+ROOT = Path(zkconsumer.__file__).parent
+
+
+def _modules() -> dict[str, Path]:
+    out = {}
+    for path in ROOT.rglob("*.py"):
+        parts = path.relative_to(ROOT.parent).with_suffix("").parts
+        name = ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+        out[name] = path
+    return out
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module → the zkconsumer modules it imports (a package only where a name of its ``__init__`` is imported)."""
+    mods = _modules()
+    graph: dict[str, set[str]] = defaultdict(set)
+    for mod, path in mods.items():
+        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                graph[mod] |= {a.name for a in node.names if a.name in mods}
+            elif isinstance(node, ast.ImportFrom):
+                if node.level:
+                    base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                    target = ".".join(base + ([node.module] if node.module else []))
+                else:
+                    target = node.module or ""
+                for alias in node.names:
+                    sub = f"{target}.{alias.name}"
+                    found = sub if sub in mods else target
+                    if found in mods and found != mod:
+                        graph[mod].add(found)
+    return graph
+
+
+def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components of more than one module (Tarjan, iterative)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+    for root in list(graph):
+        if root in index:
+            continue
+        work = [(root, iter(sorted(graph.get(root, ()))))]
+        index[root] = low[root] = len(index)
+        stack.append(root)
+        on_stack.add(root)
+        while work:
+            node, children = work[-1]
+            child = next(children, None)
+            if child is not None:
+                if child not in index:
+                    index[child] = low[child] = len(index)
+                    stack.append(child)
+                    on_stack.add(child)
+                    work.append((child, iter(sorted(graph.get(child, ())))))
+                elif child in on_stack:
+                    low[node] = min(low[node], index[child])
+                continue
+            work.pop()
+            if work:
+                low[work[-1][0]] = min(low[work[-1][0]], low[node])
+            if low[node] == index[node]:
+                component = []
+                while True:
+                    member = stack.pop()
+                    on_stack.discard(member)
+                    component.append(member)
+                    if member == node:
+                        break
+                if len(component) > 1:
+                    found.append(sorted(component))
+    return found
+
+
+def test_the_cycle_finder_finds_a_cycle() -> None:
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+
+
+def test_no_import_cycles() -> None:
+    assert cycles(import_graph()) == []
+
+
+def test_no_library_module_imports_the_cli() -> None:
+    offenders = {mod: sorted(t for t in targets if t.startswith("zkconsumer.cli"))
+                 for mod, targets in import_graph().items()
+                 if not mod.startswith("zkconsumer.cli") and mod != "zkconsumer.__main__"}
+    assert {mod: t for mod, t in offenders.items() if t} == {}
+
+
+def test_every_exception_zkconsumer_defines_has_the_one_root() -> None:
+    strays = []
+    for info in pkgutil.walk_packages(zkconsumer.__path__, "zkconsumer."):
+        if info.name.endswith("__main__"):
+            continue  # running it is starting the CLI
+        module = importlib.import_module(info.name)
+        for name, obj in vars(module).items():
+            # Exception only: a signal such as cli.Terminated (a KeyboardInterrupt) must not be caught as an error
+            if (inspect.isclass(obj) and issubclass(obj, Exception) and obj.__module__ == info.name
+                    and not name.startswith("_") and not issubclass(obj, ZkConsumerError)):
+                strays.append(f"{info.name}.{name}")
+    assert strays == []
+
+
+def test_kafka_error_codes_are_defined_once() -> None:
+    codes = set(KafkaCode.__members__)
+    redefined = []
+    for mod, path in _modules().items():
+        if mod == "zkconsumer.errors":
+            continue
+        for node in ast.parse(path.read_text()).body:
+            if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Constant, ast.UnaryOp)):
+                redefined += [f"{mod}.{t.id}" for t in node.targets if isinstance(t, ast.Name) and t.id in codes]
+    assert redefined == []
