@@ -28,7 +28,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from . import foreign, layout
+from . import foreign, layout, rebalance_plan
 from .assignors import Assignment, AssignmentContext, TopicPartition, assign
 from .config import ConsumerConfig, Profile
 from .errors import ConsumerRebalanceFailed, NotAuthorized
@@ -671,11 +671,11 @@ class Rebalancer:
 
         finish_release = _nothing
         if profile.keep_unmoved:
-            moving = {tp for tp, tid in owned.items() if decision.get(tp) != tid}
+            moving = rebalance_plan.plan(profile, c.consumer_id, owned, decision).release
             if moving:
                 with clock.phase("release"):
-                    c.stop_fetching(moving)
-                    finish_release = self._release({tp: owned[tp] for tp in moving}, defer=profile.pipelined_claims)
+                    c.stop_fetching(set(moving))
+                    finish_release = self._release(moving, defer=profile.pipelined_claims)
         try:
             return self._claim_and_start(number, attempt, ctx, cversion, whole, decision, owned, finish_release)
         finally:
@@ -686,20 +686,22 @@ class Rebalancer:
                          finish_release: Callable[[], None]) -> Outcome:
         """The second half of an attempt: check kept partitions, claim what we gain, read offsets, start."""
         c, profile, clock = self.c, self.c.profile, self.clock
+        lost: frozenset[TopicPartition] = frozenset()
         if profile.keep_unmoved:
             # A kept partition is only ours while its owner node says so (an operator or another tool may have
             # deleted it): re-claim any that is not. A node whose exists-watch is still set needs no read.
-            moving = {tp for tp, tid in owned.items() if decision.get(tp) != tid}
-            kept = {tp: self.paths.owner(tp.topic, tp.partition) for tp in owned if tp not in moving}
-            kept = {tp: path for tp, path in kept.items() if not self._watch_armed(path)}
+            kept = rebalance_plan.plan(profile, c.consumer_id, owned, decision).keep
+            paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in kept}
+            paths = {tp: path for tp, path in paths.items() if not self._watch_armed(path)}
             with clock.phase("reads"):
-                holders = c.registry.read_many(kept.values())
-            lost = {tp for tp, path in kept.items() if holders[path] != layout.encode_owner(owned[tp])}
+                read = c.registry.read_many(paths.values())
+            lost = rebalance_plan.lost_owner_nodes(kept, {tp: read[path] for tp, path in paths.items()})
             if lost:
-                c.stop_fetching(lost)
-                c.drop_ownership(lost)
-                owned = {tp: tid for tp, tid in owned.items() if tp not in lost}
-        gained = {tp: tid for tp, tid in decision.items() if owned.get(tp) != tid}
+                c.stop_fetching(set(lost))
+                c.drop_ownership(set(lost))
+        step = rebalance_plan.plan(profile, c.consumer_id, owned, decision, lost, self._last_owners,
+                                   ctx.thread_owner)
+        gained = dict(step.claim)
         if self._strays:
             self._release_strays(gained)
         if not profile.pipelined_claims:
@@ -720,10 +722,8 @@ class Rebalancer:
         with clock.phase("claim"):
             if profile.pipelined_claims:
                 # Held until their previous owner, still a member, releases them (from our last assignment).
-                members = ctx.thread_owner
-                held = {tp: self._last_owners[tp] for tp in gained
-                        if members.get(self._last_owners.get(tp, ""), c.consumer_id) != c.consumer_id}
-                ok = self._claim_pipelined(gained, number, attempt, held, members, after_send=finish_release)
+                ok = self._claim_pipelined(gained, number, attempt, dict(step.hold), ctx.thread_owner,
+                                           after_send=finish_release)
             else:
                 ok = self._claim_one_by_one(gained, number, attempt)
         finish_release()  # (sent with the claim) before the trace says what was claimed
