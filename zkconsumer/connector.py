@@ -24,6 +24,7 @@ from kazoo.client import KazooState
 from . import layout
 from .assignors import TopicPartition
 from .config import ConsumerConfig
+from .consumer_base import ConsumerBase
 from .errors import ConsumerIdInUse, ConsumerRebalanceFailed, ConsumerTimeout, MessageStreamsExist
 from .fetcher import FetchedRecord, Fetcher
 from .layout import ConsumerRegistration, TopicFilter
@@ -41,7 +42,7 @@ __all__ = ["ConsumerIdInUse", "ConsumerRebalanceFailed", "ConsumerTimeout", "Kaf
 log = logging.getLogger(__name__)
 
 
-class ZookeeperConsumerConnector:
+class ZookeeperConsumerConnector(ConsumerBase):
     """One consumer instance of a Kafka 0.8 ZooKeeper group.
 
     ``ZookeeperConsumerConnector(ConsumerConfig.from_properties({"group.id": "g", "zookeeper.connect": zk}))``;
@@ -75,9 +76,8 @@ class ZookeeperConsumerConnector:
         zk_offsets = ZkOffsetStore(self.registry, self.group, self.trace, skip_broken=self.profile.skip_broken_nodes)
         self.offsets = offset_store(config, zk_offsets, self.trace,
                                     lambda: config.bootstrap_servers or self.registry.bootstrap_servers() or "")
-        self.state_lock = threading.RLock()
+        self._init_streams()  # state_lock, owned, the streams (consumer_base.py)
         self._commit_lock = threading.Lock()
-        self.owned: dict[TopicPartition, PartitionProgress] = {}
         self._generation = 0
         self.failure: BaseException | None = None
         self.connected = threading.Event()
@@ -87,11 +87,7 @@ class ZookeeperConsumerConnector:
         self.deliverable = self.connected if self.profile.pause_when_suspended else threading.Event()
         self.deliverable.set()
         self.closed = False
-        self._streams_created = False
         self.registration: ConsumerRegistration | None = None
-        self.topic_filter: TopicFilter | None = None
-        self._static_streams: dict[str, list[KafkaStream]] = {}
-        self._wildcard_streams: list[KafkaStream] = []
         self.fetcher: Fetcher | None = None
         self.rebalancer = Rebalancer(self)
         self._commit_thread: threading.Thread | None = None
@@ -102,21 +98,10 @@ class ZookeeperConsumerConnector:
         self._sessions: set[int] = {self._session_id} if self._session_id is not None else set()
         self.zk.add_listener(self._on_zk_state)
 
-    @property
-    def consumer_timeout_ms(self) -> int:
-        return self.config.consumer_timeout_ms
-
     # ------------------------------------------------------------------------------------ stream creation
     def create_message_streams(self, topic_count: Mapping[str, int]) -> dict[str, list[KafkaStream]]:
         """Static subscription: topic → number of streams (threads); returns topic → streams."""
-        self._claim_streams_creation()
-        for topic, n in topic_count.items():
-            layout.validate_topic(topic)
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise ValueError(f"stream count for {topic} must be an integer >= 1, got {n!r}")
-        maxsize = self._queue_size()
-        self._static_streams = {t: [KafkaStream(self, i, maxsize) for i in range(n)]
-                                for t, n in topic_count.items()}
+        self._new_static_streams(topic_count)
         self.registration = ConsumerRegistration.static(dict(topic_count))
         self._start()
         return self._static_streams
@@ -124,24 +109,10 @@ class ZookeeperConsumerConnector:
     def create_message_streams_by_filter(self, topic_filter: TopicFilter | str, num_streams: int = 1
                                          ) -> list[KafkaStream]:
         """Wildcard subscription (white_list / black_list regex); new matching topics are picked up."""
-        self._claim_streams_creation()
-        if isinstance(topic_filter, str):
-            topic_filter = layout.whitelist(topic_filter)
-        if num_streams < 1:
-            raise ValueError("num_streams must be >= 1")
-        self.topic_filter = topic_filter
-        self._wildcard_streams = [KafkaStream(self, i, self._queue_size()) for i in range(num_streams)]
+        topic_filter, _ = self._new_wildcard_streams(topic_filter, num_streams)
         self.registration = ConsumerRegistration.wildcard(topic_filter, num_streams)
         self._start()
         return self._wildcard_streams
-
-    def _claim_streams_creation(self) -> None:
-        if self._streams_created:
-            raise MessageStreamsExist("ZookeeperConsumerConnector can create message streams at most once")
-        self._streams_created = True
-
-    def _queue_size(self) -> int:
-        return max(1, self.config.get("queued.max.message.chunks")) * 500
 
     def _start(self) -> None:
         self.registry.setup_common_paths()  # the group's ids path: register() makes sure of it
@@ -189,16 +160,6 @@ class ZookeeperConsumerConnector:
                         pattern=self.registration.pattern)
 
     # ------------------------------------------------------------------------------------- stream lookup
-    def stream_for(self, tp: TopicPartition, thread_id: str) -> KafkaStream | None:
-        index = int(thread_id.rsplit("-", 1)[1])
-        if self.topic_filter is not None:
-            return self._wildcard_streams[index] if index < len(self._wildcard_streams) else None
-        streams = self._static_streams.get(tp.topic, [])
-        return streams[index] if index < len(streams) else None
-
-    def all_streams(self) -> list[KafkaStream]:
-        return self._wildcard_streams + [s for streams in self._static_streams.values() for s in streams]
-
     # ---------------------------------------------------------------------------------------- data path
     def _deliver(self, records: list[FetchedRecord]) -> None:
         """Fetcher thread: queue each record for its owning stream, unless ownership moved meanwhile."""
@@ -235,12 +196,6 @@ class ZookeeperConsumerConnector:
         self.trace.emit("record_delivered", topic=rec.topic, partition=rec.partition, offset=rec.offset,
                         thread=thread)
         return True
-
-    def mark_processed(self, record: FetchedRecord, generation: int) -> None:
-        with self.state_lock:
-            progress = self.owned.get(TopicPartition(record.topic, record.partition))
-            if progress is not None and progress.generation == generation:
-                progress.processed = max(progress.processed or 0, record.offset + 1)
 
     # ------------------------------------------------------------------------------ used by the rebalancer
     def next_generation(self) -> int:
@@ -427,12 +382,6 @@ class ZookeeperConsumerConnector:
             self.zk.close()
         if self._embedded is not None:
             self._embedded.stop()
-
-    def __enter__(self) -> ZookeeperConsumerConnector:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
         with self.state_lock:

@@ -40,7 +40,8 @@ from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
 from . import broker_version, layout
 from .assignors import TopicPartition
 from .config import ConfigError, ConsumerConfig
-from .connector import KafkaStream, MessageStreamsExist, RebalanceListener
+from .connector import KafkaStream, RebalanceListener
+from .consumer_base import ConsumerBase
 from .errors import code_name
 from .fetcher import FetchedRecord
 from .layout import TopicFilter
@@ -110,7 +111,7 @@ class Handover(Protocol):
     def released(self, tps: Iterable[TopicPartition], committed: Mapping[TopicPartition, int]) -> None: ...
 
 
-class CoordinatorConsumerConnector:
+class CoordinatorConsumerConnector(ConsumerBase):
     """One member of a coordinator-managed group, with the ZooKeeper connector's streams API.
 
     ``CoordinatorConsumerConnector(ConsumerConfig.from_properties({"group.id": "g",
@@ -137,8 +138,7 @@ class CoordinatorConsumerConnector:
         broker_version.require(self.bootstrap, (0, 9), "coordinator mode (the broker's group coordinator)",
                                config.broker_api_version)
         self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id, mode=self.mode)
-        self.state_lock = threading.RLock()
-        self.owned: dict[TopicPartition, PartitionProgress] = {}
+        self._init_streams()  # state_lock, owned, the streams (consumer_base.py)
         self._held: set[TopicPartition] = set()
         #: Assigned partitions whose fetch position must be set to the committed offset before any delivery:
         #: kafka-python (like Kafka's consumer) keeps the position of a partition that comes back to the same
@@ -157,10 +157,6 @@ class CoordinatorConsumerConnector:
         self.group_generation = -1
         self._rebalance_started: float | None = None
         self._rebalance_number = 0  # this consumer's rebalances, as the trace counts them
-        self._streams_created = False
-        self.topic_filter: TopicFilter | None = None
-        self._static_streams: dict[str, list[KafkaStream]] = {}
-        self._wildcard_streams: list[KafkaStream] = []
         self._commands: queue.Queue = queue.Queue()
         self._stop = threading.Event()
         self._started = threading.Event()
@@ -169,11 +165,6 @@ class CoordinatorConsumerConnector:
         self._consumer = None
         #: Joins that take longer than the rebalance timeout are reported (log, trace, :attr:`stall`).
         self.join_watch = JoinWatch(self)
-
-    @property
-    def consumer_timeout_ms(self) -> int:
-        """What a KafkaStream waits for a record before raising ConsumerTimeout."""
-        return self.config.consumer_timeout_ms
 
     @property
     def rebalance_timeout_ms(self) -> int:
@@ -213,13 +204,7 @@ class CoordinatorConsumerConnector:
     # ------------------------------------------------------------------------------------ stream creation
     def create_message_streams(self, topic_count: Mapping[str, int]) -> dict[str, list[KafkaStream]]:
         """Static subscription: topic → number of streams; returns topic → streams."""
-        self._claim_streams_creation()
-        for topic, n in topic_count.items():
-            layout.validate_topic(topic)
-            if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise ValueError(f"stream count for {topic} must be an integer >= 1, got {n!r}")
-        self._static_streams = {t: [KafkaStream(self, i, self._queue_size()) for i in range(n)]
-                                for t, n in topic_count.items()}
+        self._new_static_streams(topic_count)
         self.trace.emit("registered", subscription=dict(topic_count), pattern=layout.STATIC)
         self._start(lambda c, listener: c.subscribe(topics=sorted(topic_count), listener=listener))
         return self._static_streams
@@ -227,28 +212,11 @@ class CoordinatorConsumerConnector:
     def create_message_streams_by_filter(self, topic_filter: TopicFilter | str, num_streams: int = 1
                                          ) -> list[KafkaStream]:
         """Wildcard subscription; kafka-python re-checks the pattern against new topics on metadata refresh."""
-        self._claim_streams_creation()
-        if isinstance(topic_filter, str):
-            topic_filter = layout.whitelist(topic_filter)
-        if num_streams < 1:
-            raise ValueError("num_streams must be >= 1")
-        self.topic_filter = topic_filter
-        self._wildcard_streams = [KafkaStream(self, i, self._queue_size()) for i in range(num_streams)]
+        topic_filter, _ = self._new_wildcard_streams(topic_filter, num_streams)
         self.trace.emit("registered", subscription={topic_filter.regex: num_streams}, pattern=topic_filter.pattern)
         pattern = filter_pattern(topic_filter)
         self._start(lambda c, listener: c.subscribe(pattern=pattern, listener=listener))
         return self._wildcard_streams
-
-    def _claim_streams_creation(self) -> None:
-        if self._streams_created:
-            raise MessageStreamsExist("a connector can create message streams at most once")
-        self._streams_created = True
-
-    def _queue_size(self) -> int:
-        return max(1, self.config.get("queued.max.message.chunks")) * 500
-
-    def all_streams(self) -> list[KafkaStream]:
-        return self._wildcard_streams + [s for streams in self._static_streams.values() for s in streams]
 
     def _start(self, subscribe: Callable) -> None:
         self._thread = threading.Thread(target=self._run, args=(subscribe,), daemon=True,
@@ -513,13 +481,6 @@ class CoordinatorConsumerConnector:
         return box[0] if box else None
 
     # ---------------------------------------------------------------------------------------- streams side
-    def stream_for(self, tp: TopicPartition, thread_id: str) -> KafkaStream | None:
-        index = int(thread_id.rsplit("-", 1)[1])
-        if self.topic_filter is not None:
-            return self._wildcard_streams[index] if index < len(self._wildcard_streams) else None
-        streams = self._static_streams.get(tp.topic, [])
-        return streams[index] if index < len(streams) else None
-
     def hand_out(self, item: _Queued, stream: KafkaStream) -> bool:
         """Stream thread: the record is handed out only if its partition is still ours, same generation."""
         rec = item.record
@@ -535,12 +496,6 @@ class CoordinatorConsumerConnector:
         self.trace.emit("record_delivered", topic=rec.topic, partition=rec.partition, offset=rec.offset,
                         thread=thread)
         return True
-
-    def mark_processed(self, record: FetchedRecord, generation: int) -> None:
-        with self.state_lock:
-            progress = self.owned.get(TopicPartition(record.topic, record.partition))
-            if progress is not None and progress.generation == generation:
-                progress.processed = max(progress.processed or 0, record.offset + 1)
 
     # ----------------------------------------------------------------------------- the rebalance callbacks
     def _threads_for(self, tps: set[TopicPartition]) -> dict[TopicPartition, str]:
@@ -763,12 +718,6 @@ class CoordinatorConsumerConnector:
             stream.clear()
         self.trace.emit("shutdown", committed=self.config.auto_commit)
         self.trace.close()
-
-    def __enter__(self) -> CoordinatorConsumerConnector:
-        return self
-
-    def __exit__(self, *exc: object) -> None:
-        self.shutdown()
 
     def owned_partitions(self) -> dict[TopicPartition, str]:
         with self.state_lock:
