@@ -1,5 +1,7 @@
 """The group state machine and the coordinator's rules, without sockets: Kafka 2.x's transitions, protocol votes,
-KIP-394 member ids, generations, commit validation (GroupCoordinator driven from threads, as connections do)."""
+KIP-394 member ids, generations, commit validation. The coordinator runs on a ManualClock without its timer
+thread: time moves only when a test advances the clock and calls ``tick()``, so every timeout fires at a chosen
+millisecond. Threads remain only where a JoinGroup or SyncGroup must block while another member acts."""
 
 from __future__ import annotations
 
@@ -9,6 +11,7 @@ import pytest
 from helpers import wait_until
 
 from zkconsumer.assignors import TopicPartition
+from zkconsumer.coordinator.clock import ManualClock
 from zkconsumer.coordinator.group import Group, GroupState, IllegalStateTransition, Member
 from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator, partition_for
 from zkconsumer.coordinator.store import CommittedOffset
@@ -65,18 +68,45 @@ def test_next_generation_keeps_the_leader_and_empties_without_members() -> None:
 
 
 # ------------------------------------------------------------------------------------------ the coordinator
+T0 = 1_000_000  # the manual clock's start: any time works, a non-zero one catches "0 means unset" slips
+
+
 @pytest.fixture
-def coordinator():
-    c = GroupCoordinator(CoordinatorConfig(group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=100))
-    c.start()
-    wait_until(lambda: c.loaded, message="the store loaded")
+def clock() -> ManualClock:
+    return ManualClock(T0)
+
+
+def start(clock: ManualClock, initial_delay_ms: int = 0) -> GroupCoordinator:
+    c = GroupCoordinator(CoordinatorConfig(group_initial_rebalance_delay_ms=initial_delay_ms,
+                                           group_min_session_timeout_ms=100), clock=clock).start(timers=False)
+    wait_until(lambda: c.loaded, message="the store loaded")  # a load thread, not time
+    return c
+
+
+@pytest.fixture
+def coordinator(clock: ManualClock):
+    c = start(clock)
     yield c
     c.stop()
 
 
-def join(c: GroupCoordinator, mid: str = "", protocols=("range",), require_id: bool = False, session: int = 1000):
-    return c.join("g", mid, None, "client", "/h", session, 2000, "consumer", [(p, b"m") for p in protocols],
+def advance(c: GroupCoordinator, clock: ManualClock, ms: int) -> None:
+    """Kafka's MockTime.sleep + MockTimer.advanceClock: move time, then run what became due."""
+    clock.advance(ms)
+    c.tick()
+
+
+def join(c: GroupCoordinator, mid: str = "", protocols=("range",), require_id: bool = False, session: int = 1000,
+         group: str = "g"):
+    return c.join(group, mid, None, "client", "/h", session, 2000, "consumer", [(p, b"m") for p in protocols],
                   require_id)
+
+
+def join_in_thread(c: GroupCoordinator, results: dict, key: str, **kwargs) -> threading.Thread:
+    """A JoinGroup that blocks (as a connection's thread does) until its join completes; its answer in results."""
+    t = threading.Thread(target=lambda: results.setdefault(key, join(c, **kwargs)), daemon=True)
+    t.start()
+    return t
 
 
 def test_member_id_required_then_join_and_sync(coordinator: GroupCoordinator) -> None:
@@ -114,10 +144,72 @@ def test_a_second_member_rebalances_the_group_and_both_get_the_new_generation(co
     assert coordinator.heartbeat("g", 2, b.member_id) == KafkaCode.NONE
 
 
-def test_session_expiry_removes_a_silent_member(coordinator: GroupCoordinator) -> None:
+def test_session_expiry_removes_a_silent_member(coordinator: GroupCoordinator, clock: ManualClock) -> None:
     a = join(coordinator, session=200)
     coordinator.sync("g", a.generation, a.member_id, None, None, None, {})
-    wait_until(lambda: coordinator.describe("g").state == "Empty", timeout=5, message="a's session to expire")
+    advance(coordinator, clock, 150)
+    assert coordinator.heartbeat("g", a.generation, a.member_id) == KafkaCode.NONE  # the session restarts at T0+150
+    advance(coordinator, clock, 200)
+    assert coordinator.describe("g").state == "Stable"  # 200 ms of silence: not yet more than the timeout
+    advance(coordinator, clock, 1)
+    assert coordinator.describe("g").state == "Empty" and coordinator.groups["g"].empty_since_ms == T0 + 351
+    assert coordinator.heartbeat("g", a.generation, a.member_id) == KafkaCode.UNKNOWN_MEMBER_ID
+
+
+def test_a_member_id_nobody_comes_back_with_expires_after_the_session_timeout(coordinator, clock) -> None:
+    """KIP-394: the pending member id handed out with MEMBER_ID_REQUIRED lives one session timeout."""
+    first = join(coordinator, require_id=True, session=300)
+    assert first.error == KafkaCode.MEMBER_ID_REQUIRED
+    advance(coordinator, clock, 300)
+    assert first.member_id in coordinator.groups["g"].pending_members
+    advance(coordinator, clock, 1)
+    assert first.member_id not in coordinator.groups["g"].pending_members
+    assert join(coordinator, first.member_id, require_id=True).error == KafkaCode.UNKNOWN_MEMBER_ID
+
+
+def test_the_initial_rebalance_delay_waits_for_late_joiners_up_to_the_rebalance_timeout(clock) -> None:
+    """Kafka's InitialDelayedJoin: a member joining during the delay buys the group another delay (300 ms here),
+    within the rebalance timeout (2000 ms)."""
+    c = start(clock, initial_delay_ms=300)
+    try:
+        results: dict = {}
+        a_thread = join_in_thread(c, results, "a")
+        wait_until(lambda: len(c.describe("g").members) == 1, message="a's join to arrive")  # a thread, not time
+        advance(c, clock, 100)
+        b_thread = join_in_thread(c, results, "b")
+        wait_until(lambda: len(c.describe("g").members) == 2, message="b's join to arrive")
+        advance(c, clock, 199)  # T0+299: the first delay is not over
+        assert (c.describe("g").state, c.groups["g"].generation) == ("PreparingRebalance", 0)
+        advance(c, clock, 1)  # T0+300: over, but b came: another delay, to T0+600
+        assert (c.describe("g").state, c.groups["g"].join_deadline_ms) == ("PreparingRebalance", T0 + 600)
+        advance(c, clock, 299)
+        assert c.describe("g").state == "PreparingRebalance"
+        advance(c, clock, 1)
+        assert (c.describe("g").state, c.groups["g"].state_timestamp_ms) == ("CompletingRebalance", T0 + 600)
+        a_thread.join(5)
+        b_thread.join(5)
+        assert results["a"].generation == results["b"].generation == 1
+        assert results["a"].leader == results["a"].member_id and len(results["a"].members) == 2
+    finally:
+        c.stop()
+
+
+def test_a_member_that_does_not_rejoin_within_the_rebalance_timeout_is_dropped(coordinator, clock) -> None:
+    a = join(coordinator)
+    coordinator.sync("g", a.generation, a.member_id, None, None, None, {})
+    results: dict = {}
+    b_thread = join_in_thread(coordinator, results, "b")
+    wait_until(lambda: coordinator.describe("g").state == "PreparingRebalance", message="b's join")
+    # a heartbeats (its session stays alive) but never rejoins within the rebalance timeout (2000 ms)
+    for step in (900, 900, 199):
+        advance(coordinator, clock, step)
+        assert coordinator.heartbeat("g", a.generation, a.member_id) == KafkaCode.REBALANCE_IN_PROGRESS
+    assert coordinator.groups["g"].has(a.member_id)  # T0+1999
+    advance(coordinator, clock, 1)
+    b_thread.join(5)
+    b = results["b"]
+    assert (b.error, b.generation, b.leader, [m[0] for m in b.members]) == (KafkaCode.NONE, 2, b.member_id,
+                                                                            [b.member_id])
     assert coordinator.heartbeat("g", a.generation, a.member_id) == KafkaCode.UNKNOWN_MEMBER_ID
 
 
@@ -144,5 +236,6 @@ def test_commits_need_the_current_generation_or_an_empty_group(coordinator: Grou
     assert coordinator.fetch_offsets("g", None)[1] == {tp: CommittedOffset(7, commit_timestamp_ms=-1)}
     error, members = coordinator.leave("g", [(a.member_id, None)])
     assert error == KafkaCode.NONE and members[0][2] == KafkaCode.NONE
-    wait_until(lambda: coordinator.describe("g").state == "Empty", message="the group to empty")
+    coordinator.tick()  # the empty rebalance completes at the next timer run, no time needs to pass
+    assert coordinator.describe("g").state == "Empty"
     assert coordinator.list_groups()[1] == [("g", "consumer", "Empty"), ("solo", "", "Empty")]

@@ -5,6 +5,10 @@ its answer is ready (Kafka parks it in a purgatory; same observable behaviour). 
 condition variable wakes waiting requests; one timer thread completes delayed joins (initial delay, rebalance
 timeout, everyone rejoined) and expires sessions. Transitions follow GroupCoordinator.scala (Kafka 2.8): the
 names of the methods below are Kafka's where they do the same thing.
+
+Time comes from an injected :class:`~.clock.Clock` (Kafka's ``Time``): the wall clock by default; tests pass a
+:class:`~.clock.ManualClock`, start the coordinator without its timer thread and call :meth:`GroupCoordinator.tick`
+themselves, which is exactly what the timer thread does every 20 ms.
 """
 
 from __future__ import annotations
@@ -12,7 +16,6 @@ from __future__ import annotations
 import itertools
 import logging
 import threading
-import time
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -20,6 +23,7 @@ from dataclasses import dataclass, field
 from ..assignors import TopicPartition
 from ..errors import KafkaCode
 from ..javacompat import kafka_abs, string_hash
+from .clock import Clock, SystemClock
 from .group import Group, GroupState, Member, new_member_id
 from .store import CommittedOffset, MemoryOffsetStore, OffsetStore
 
@@ -30,8 +34,12 @@ log = logging.getLogger(__name__)
 OFFSETS_TOPIC = "__consumer_offsets"
 
 
+_SYSTEM_CLOCK = SystemClock()
+
+
 def now_ms() -> int:
-    return int(time.time() * 1000)
+    """The wall clock in ms (for importers outside the coordinator; the coordinator reads ``self.clock``)."""
+    return _SYSTEM_CLOCK.now_ms()
 
 
 @dataclass(frozen=True)
@@ -94,9 +102,12 @@ def partition_for(group_id: str, num_partitions: int = 50) -> int:
 
 
 class GroupCoordinator:
-    def __init__(self, config: CoordinatorConfig | None = None, store: OffsetStore | None = None) -> None:
+    def __init__(self, config: CoordinatorConfig | None = None, store: OffsetStore | None = None,
+                 clock: Clock | None = None) -> None:
         self.config = config or CoordinatorConfig()
         self.store: OffsetStore = store or MemoryOffsetStore()
+        #: Every reading of time in the coordinator; the wall clock unless a test injects a ManualClock.
+        self.clock: Clock = clock or _SYSTEM_CLOCK
         self.groups: dict[str, Group] = {}
         self._lock = threading.RLock()
         self._changed = threading.Condition(self._lock)
@@ -106,20 +117,26 @@ class GroupCoordinator:
         self._stop = threading.Event()
         self._loaded = threading.Event()
         self._timer: threading.Thread | None = None
+        self._next_offsets_expiry_ms: int | None = None  # the next offsets.retention.check.interval.ms tick
         #: Requests handled, by group and API name (what ``zkconsumer compare`` reads).
         self.requests: Counter[tuple[str, str]] = Counter()
 
     # ------------------------------------------------------------------------------------------ lifecycle
-    def start(self) -> GroupCoordinator:
-        self._timer = threading.Thread(target=self._run_timers, daemon=True, name="group-coordinator-timers")
-        self._timer.start()
+    def start(self, timers: bool = True) -> GroupCoordinator:
+        """Load the store (in the background) and, unless ``timers`` is False, start the timer thread that calls
+        :meth:`tick` every 20 ms. Without it nothing expires or completes on its own: the caller (a test with a
+        ManualClock) drives time with :meth:`tick`."""
+        self._next_offsets_expiry_ms = self.clock.now_ms() + self.config.offsets_retention_check_interval_ms
+        if timers:
+            self._timer = threading.Thread(target=self._run_timers, daemon=True, name="group-coordinator-timers")
+            self._timer.start()
         threading.Thread(target=self._load, daemon=True, name="group-coordinator-load").start()
         return self
 
     def _load(self) -> None:
         try:
             self.store.load()
-            now = now_ms()
+            now = self.clock.now_ms()
             with self._lock:
                 for gid, snapshot in self.store.groups().items():
                     if gid not in self.groups:
@@ -156,25 +173,37 @@ class GroupCoordinator:
 
     # --------------------------------------------------------------------------------------------- timers
     def _run_timers(self) -> None:
-        next_expiry = now_ms() + self.config.offsets_retention_check_interval_ms
         while not self._stop.wait(0.02):
             try:
-                with self._lock:
-                    now = now_ms()
-                    for group in list(self.groups.values()):
-                        self._check_group(group, now)
-                if now >= next_expiry and self.loaded:
-                    next_expiry = now + self.config.offsets_retention_check_interval_ms
-                    self.expire_offsets(now)
+                self.tick()
             except Exception:  # noqa: BLE001 - the timer thread must live on
                 log.exception("group coordinator timer failed")
+
+    def tick(self) -> None:
+        """Run the timer work due at the clock's current time, once: expire sessions and pending member ids,
+        complete delayed joins whose deadline passed (initial rebalance delay, rebalance timeout), and expire
+        offsets when ``offsets.retention.check.interval.ms`` has passed since the last check (once loaded).
+
+        The timer thread calls this in its loop; tests that start the coordinator with ``timers=False`` call it
+        after advancing their ManualClock (Kafka's ``MockTimer.advanceClock``)."""
+        with self._lock:
+            now = self.clock.now_ms()
+            for group in list(self.groups.values()):
+                self._check_group(group, now)
+            if self._next_offsets_expiry_ms is None:  # never started: the check interval counts from now
+                self._next_offsets_expiry_ms = now + self.config.offsets_retention_check_interval_ms
+            due = now >= self._next_offsets_expiry_ms and self.loaded
+            if due:
+                self._next_offsets_expiry_ms = now + self.config.offsets_retention_check_interval_ms
+        if due:
+            self.expire_offsets(now)
 
     def expire_offsets(self, now: int | None = None) -> dict[str, list[TopicPartition]]:
         """Offsets of groups Empty for ``offsets.retention.minutes`` (Kafka 2.1+), via the store's tombstones."""
         expire = getattr(self.store, "expire", None)
         if expire is None:
             return {}
-        now = now_ms() if now is None else now
+        now = self.clock.now_ms() if now is None else now
         with self._lock:
             # Empty since a time; None: has members; left out: no protocol (simple commits only): per commit time.
             empty_since = {gid: g.empty_since_ms if g.is_(GroupState.EMPTY) else None for gid, g in self.groups.items()
@@ -224,7 +253,7 @@ class GroupCoordinator:
                 <= self.config.group_max_session_timeout_ms):
             return JoinResult(KafkaCode.INVALID_SESSION_TIMEOUT, member_id)
         with self._changed:
-            now = now_ms()
+            now = self.clock.now_ms()
             group = self.groups.get(group_id)
             if group is None:
                 if member_id:
@@ -415,12 +444,12 @@ class GroupCoordinator:
                 return SyncResult(KafkaCode.REBALANCE_IN_PROGRESS)
             member = group.members[member_id]
             if group.is_(GroupState.STABLE):
-                member.last_heartbeat_ms = now_ms()
+                member.last_heartbeat_ms = self.clock.now_ms()
                 return SyncResult(KafkaCode.NONE, group.protocol_type, group.protocol_name, member.assignment)
             # CompletingRebalance: wait for the leader's assignment
             member.awaiting_sync = True
             if group.is_leader(member_id):
-                now = now_ms()
+                now = self.clock.now_ms()
                 for m in group.members.values():
                     m.assignment = assignments.get(m.member_id, b"")
                 group.transition(GroupState.STABLE, now)
@@ -460,7 +489,7 @@ class GroupCoordinator:
                 return KafkaCode.UNKNOWN_MEMBER_ID
             if generation != group.generation:
                 return KafkaCode.ILLEGAL_GENERATION
-            group.members[member_id].last_heartbeat_ms = now_ms()
+            group.members[member_id].last_heartbeat_ms = self.clock.now_ms()
             if group.is_(GroupState.PREPARING_REBALANCE):
                 return KafkaCode.REBALANCE_IN_PROGRESS
             return KafkaCode.NONE  # Stable, and CompletingRebalance (a member may heartbeat before its SyncGroup)
@@ -476,7 +505,7 @@ class GroupCoordinator:
             group = self.groups.get(group_id)
             if group is None or group.is_(GroupState.DEAD):
                 return (KafkaCode.UNKNOWN_MEMBER_ID if group is None else KafkaCode.COORDINATOR_NOT_AVAILABLE), []
-            now = now_ms()
+            now = self.clock.now_ms()
             out = []
             for member_id, instance_id in members:
                 if not member_id and instance_id is not None:
@@ -521,7 +550,7 @@ class GroupCoordinator:
             if group is None:
                 if generation >= 0:
                     return KafkaCode.ILLEGAL_GENERATION
-                now = now_ms()
+                now = self.clock.now_ms()
                 group = self.groups[group_id] = Group(group_id, state_timestamp_ms=now, empty_since_ms=now)
             if group.is_(GroupState.DEAD):
                 return KafkaCode.COORDINATOR_NOT_AVAILABLE
@@ -534,7 +563,7 @@ class GroupCoordinator:
             elif generation != group.generation:
                 return KafkaCode.ILLEGAL_GENERATION
             else:
-                group.members[member_id].last_heartbeat_ms = now_ms()
+                group.members[member_id].last_heartbeat_ms = self.clock.now_ms()
             self.store.commit(group_id, offsets)
             return KafkaCode.NONE
 
@@ -586,7 +615,7 @@ class GroupCoordinator:
                 elif not group.is_(GroupState.EMPTY):
                     out[gid] = KafkaCode.NON_EMPTY_GROUP
                 else:
-                    group.transition(GroupState.DEAD, now_ms())
+                    group.transition(GroupState.DEAD, self.clock.now_ms())
                     del self.groups[gid]
                     self.store.delete_offsets(gid)
                     self.store.store_group(gid, None)

@@ -1,0 +1,123 @@
+"""The group coordinator's injectable clock: a ManualClock plus ``tick()`` fires each timeout at exactly its
+millisecond (Kafka's MockTime/MockTimer), and the default stays the wall clock with its timer thread."""
+
+from __future__ import annotations
+
+import threading
+import time
+
+import pytest
+from helpers import wait_until
+
+from zkconsumer.assignors import TopicPartition
+from zkconsumer.broker.storage import LogManager
+from zkconsumer.coordinator.clock import ManualClock, SystemClock
+from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
+from zkconsumer.coordinator.offsets_log import OffsetsLog
+from zkconsumer.coordinator.store import CommittedOffset
+from zkconsumer.errors import KafkaCode
+
+T0 = 5_000_000
+
+
+def manual(clock: ManualClock, store=None, **config) -> GroupCoordinator:
+    settings = {"group_initial_rebalance_delay_ms": 0, "group_min_session_timeout_ms": 100} | config
+    c = GroupCoordinator(CoordinatorConfig(**settings), store, clock=clock).start(timers=False)
+    wait_until(lambda: c.loaded, message="the store loaded")  # a load thread, not time
+    return c
+
+
+def join(c: GroupCoordinator, session: int = 1000, rebalance: int = 2000):
+    return c.join("g", "", None, "client", "/h", session, rebalance, "consumer", [("range", b"m")], False)
+
+
+def test_the_manual_clock_moves_only_when_advanced() -> None:
+    clock = ManualClock(T0)
+    assert clock.now_ms() == clock.now_ms() == T0
+    assert clock.advance(250) == T0 + 250 == clock.now_ms()
+    assert clock.advance(0) == T0 + 250
+    with pytest.raises(ValueError):
+        clock.advance(-1)
+    assert clock.now_ms() == T0 + 250 and ManualClock().now_ms() == 0
+
+
+def test_the_default_is_the_wall_clock_with_its_timer_thread() -> None:
+    before = int(time.time() * 1000)
+    assert before <= SystemClock().now_ms() <= int(time.time() * 1000)
+    c = GroupCoordinator(CoordinatorConfig(group_initial_rebalance_delay_ms=0, group_min_session_timeout_ms=100))
+    assert isinstance(c.clock, SystemClock)
+    c.start()
+    try:
+        assert c._timer is not None and c._timer.is_alive()
+        wait_until(lambda: c.loaded, message="the store loaded")
+        a = join(c, session=100)
+        c.sync("g", a.generation, a.member_id, None, None, None, {})
+        # nobody calls tick(): the timer thread expires the session on the wall clock
+        wait_until(lambda: c.describe("g").state == "Empty", timeout=5, message="the timer thread to expire a")
+    finally:
+        c.stop()
+    assert not c._timer.is_alive()
+
+
+def test_a_silent_member_is_removed_exactly_when_its_session_timeout_has_passed() -> None:
+    clock = ManualClock(T0)
+    c = manual(clock)
+    try:
+        a = join(c, session=500)
+        assert c.sync("g", a.generation, a.member_id, None, None, None, {}).error == KafkaCode.NONE
+        assert c.groups["g"].members[a.member_id].last_heartbeat_ms == T0
+        clock.advance(500)
+        c.tick()
+        assert c.describe("g").state == "Stable" and c.groups["g"].has(a.member_id)  # 500 ms: not over yet
+        clock.advance(1)
+        assert c.groups["g"].has(a.member_id)  # time alone changes nothing: only tick() runs the timers
+        c.tick()
+        assert c.describe("g").state == "Empty" and not c.groups["g"].has(a.member_id)
+        assert c.groups["g"].state_timestamp_ms == T0 + 501
+        assert c.heartbeat("g", a.generation, a.member_id) == KafkaCode.UNKNOWN_MEMBER_ID
+    finally:
+        c.stop()
+
+
+def test_the_initial_rebalance_delay_completes_the_join_only_once_it_has_passed() -> None:
+    clock = ManualClock(T0)
+    c = manual(clock, group_initial_rebalance_delay_ms=3000)
+    try:
+        out: dict = {}
+        joining = threading.Thread(target=lambda: out.setdefault("a", join(c, rebalance=60_000)), daemon=True)
+        joining.start()  # a JoinGroup blocks until the group's join completes
+        wait_until(lambda: c.describe("g").members, message="a's join to arrive")  # a thread, not time
+        assert c.groups["g"].join_deadline_ms == T0 + 3000
+        clock.advance(2999)
+        c.tick()
+        assert (c.describe("g").state, c.groups["g"].generation, out) == ("PreparingRebalance", 0, {})
+        clock.advance(1)
+        c.tick()
+        assert c.describe("g").state == "CompletingRebalance" and c.groups["g"].state_timestamp_ms == T0 + 3000
+        joining.join(5)
+        assert (out["a"].error, out["a"].generation, out["a"].leader) == (KafkaCode.NONE, 1, out["a"].member_id)
+    finally:
+        c.stop()
+
+
+def test_offsets_expire_at_the_retention_check_interval_of_the_manual_clock(tmp_path) -> None:
+    """tick() runs offset expiry only when offsets.retention.check.interval.ms has passed since the last check."""
+    clock = ManualClock(T0)
+    logs = LogManager(tmp_path).open()
+    c = manual(clock, OffsetsLog(logs, retention_ms=60_000), offsets_retention_minutes=1,
+               offsets_retention_check_interval_ms=100_000)
+    try:
+        tp = TopicPartition("t", 0)
+        assert c.commit_offsets("solo", -1, "", {tp: CommittedOffset(3, "", T0)}) == KafkaCode.NONE
+        clock.advance(60_000)
+        c.tick()  # old enough, but the first check is due at T0+100000
+        assert tp in c.fetch_offsets("solo", None)[1]
+        clock.advance(39_999)
+        c.tick()
+        assert tp in c.fetch_offsets("solo", None)[1]
+        clock.advance(1)
+        c.tick()
+        assert c.fetch_offsets("solo", None)[1] == {} and "solo" not in c.groups
+    finally:
+        c.stop()
+        logs.close()
