@@ -136,3 +136,47 @@ def test_kafka_error_codes_are_defined_once() -> None:
             if isinstance(node, ast.Assign) and isinstance(node.value, (ast.Constant, ast.UnaryOp)):
                 redefined += [f"{mod}.{t.id}" for t in node.targets if isinstance(t, ast.Name) and t.id in codes]
     assert redefined == []
+
+
+#: The modules that call kazoo themselves, and why (README "Who talks to ZooKeeper"). Everything else goes
+#: through registry.py. A new module talking to ZooKeeper directly fails this test until it is listed here and in
+#: the README with its reason.
+TALKS_TO_ZOOKEEPER = {
+    "zkconsumer/registry.py": "the typed access layer: every node of the 0.8 layout, read and written",
+    "zkconsumer/rebalance.py": "watches (ids, topics, own nodes) and the pipelined claim: async creates, deletes "
+                               "and exists-watches on the hot path of a rebalance",
+    "zkconsumer/connector.py": "its session's state listener (suspended, lost, reconnected)",
+    "zkconsumer/broker/cluster.py": "a broker's own registration and its watches on brokers and topics",
+    "zkconsumer/migration/bridge.py": "a bridged member's registration, owner nodes and session listener",
+    "zkconsumer/migration/member.py": "the plan's data watch, the member's acknowledgement, its session listener",
+    "zkconsumer/migration/lease.py": "the driver lease (an ephemeral node) and the plan's versioned write",
+    "zkconsumer/zkserver.py": "the health probe of a server it started",
+}
+KAZOO_CALLS = {"get", "set", "create", "delete", "exists", "get_children", "get_async", "set_async", "create_async",
+               "delete_async", "exists_async", "get_children_async", "ensure_path", "ensure_path_async",
+               "transaction", "add_listener", "remove_listener", "sync", "get_acls", "set_acls", "add_auth"}
+KAZOO_RECIPES = {"ChildrenWatch", "DataWatch", "Lock", "Election", "Partitioner"}
+
+
+def zookeeper_callers() -> set[str]:
+    """Modules calling a kazoo client method on something named like a client (``zk``, ``client``), or building a
+    kazoo recipe."""
+    found = set()
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(node, ast.Call):
+                continue
+            fn = node.func
+            if isinstance(fn, ast.Attribute) and fn.attr in KAZOO_CALLS:
+                owner = fn.value.attr if isinstance(fn.value, ast.Attribute) else getattr(fn.value, "id", "")
+                if owner in ("zk", "_zk", "client"):
+                    found.add(path.relative_to(ROOT.parent).as_posix())
+            elif isinstance(fn, ast.Name) and fn.id in KAZOO_RECIPES:
+                found.add(path.relative_to(ROOT.parent).as_posix())
+    return found
+
+
+def test_zookeeper_is_talked_to_only_where_the_readme_says() -> None:
+    assert zookeeper_callers() == set(TALKS_TO_ZOOKEEPER)
+    readme = (ROOT.parent / "README.md").read_text()
+    assert all(module.removeprefix("zkconsumer/") in readme for module in TALKS_TO_ZOOKEEPER)

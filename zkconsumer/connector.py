@@ -364,10 +364,7 @@ class ZookeeperConsumerConnector(ConsumerBase):
             with contextlib.suppress(Exception):
                 self.rebalancer.release_all()
             with contextlib.suppress(Exception):
-                path = layout.GroupPaths(self.group).registration(self.consumer_id)
-                stat = self.zk.exists(path)
-                if stat is not None and stat.ephemeralOwner == self._session_id:  # never a twin's node
-                    self.zk.delete(path)
+                self.registry.deregister_consumer(self.group, self.consumer_id)  # never a twin's node
         self.closed = True
         for stream in self.all_streams():
             stream.close()

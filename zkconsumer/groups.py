@@ -151,7 +151,7 @@ def delete_group(reg: Registry, group: str) -> None:
         raise GroupError(f"Delete for group {group} failed because its consumers are still active: "
                          f"{', '.join(live)}")
     try:
-        reg.zk.delete(g.root, recursive=True)
+        reg.delete_tree(g.root)
     except NotEmptyError:
         raise GroupError(f"Delete for group {group} failed: a consumer registered meanwhile") from None
 

@@ -218,6 +218,20 @@ class Registry:
             with contextlib.suppress(NoNodeError):
                 result.get()
 
+    def deregister_consumer(self, group: str, consumer_id: str) -> None:
+        """Delete this session's registration of ``consumer_id``; never another session's node (a twin process
+        with the same ``consumer.id``, or a new session's own)."""
+        path = GroupPaths(group).registration(consumer_id)
+        stat = self.zk.exists(path)
+        session = self.zk.client_id[0] if self.zk.client_id else None
+        if stat is not None and stat.ephemeralOwner == session:
+            self.zk.delete(path, version=stat.version)
+
+    def delete_tree(self, path: str) -> None:
+        """Delete ``path`` and everything under it (kazoo's recursive delete: children first). Raises kazoo's
+        ``NotEmptyError`` when a child appears meanwhile, e.g. a consumer registering in a group being deleted."""
+        self.zk.delete(path, recursive=True)
+
     # ------------------------------------------------------------------------------------------- brokers
     def broker_ids(self) -> list[int]:
         return broker_ids_of(self.children(layout.BROKER_IDS_PATH))

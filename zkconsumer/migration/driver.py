@@ -80,13 +80,11 @@ class MigrationDriver:
         return MigrationPlan() if not data else MigrationPlan.decode(plan_path(self.group), data)
 
     def _write(self, plan: MigrationPlan) -> None:
-        path = plan_path(self.group)
-        if self.lease is not None:
-            self.lease.write(path, plan.encode())
-            self._written_version = self.lease.plan_version or 0
-            return
-        self.registry.zk.ensure_path(path)
-        self._written_version = self.registry.zk.set(path, plan.encode()).version
+        """Write the plan (only under the driver lease: :meth:`to_coordinator` and :meth:`to_zookeeper` hold it)."""
+        if self.lease is None:
+            raise MigrationError("the migration plan is written only by a driver holding the group's lease")
+        self.lease.write(plan_path(self.group), plan.encode())
+        self._written_version = self.lease.plan_version or 0
 
     @contextlib.contextmanager
     def _leased(self, direction: str) -> Iterator[None]:
