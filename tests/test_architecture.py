@@ -143,8 +143,9 @@ def test_kafka_error_codes_are_defined_once() -> None:
 #: the README with its reason.
 TALKS_TO_ZOOKEEPER = {
     "zkconsumer/registry.py": "the typed access layer: every node of the 0.8 layout, read and written",
-    "zkconsumer/rebalance.py": "watches (ids, topics, own nodes) and the pipelined claim: async creates, deletes "
-                               "and exists-watches on the hot path of a rebalance",
+    "zkconsumer/rebalance.py": "the watches on ids, topics and its own registration, the group's pipelined reads",
+    "zkconsumer/claims.py": "the owner nodes: claims (async creates and multi-ops), releases and the exists-watches "
+                            "guarding them, on the hot path of a rebalance",
     "zkconsumer/connector.py": "its session's state listener (suspended, lost, reconnected)",
     "zkconsumer/broker/cluster.py": "a broker's own registration and its watches on brokers and topics",
     "zkconsumer/migration/bridge.py": "a bridged member's registration, owner nodes and session listener",

@@ -162,13 +162,13 @@ def test_the_executor_thread_sets_the_owner_watches_after_the_claim(
         session = a.zk.client_id[0]
         nodes = {chroot + paths.owner("t", p) for p in range(4)}
         wait_until(lambda: nodes <= watches_of(zk_server, session), message="a watch on each of a's owner nodes")
-        assert not a.rebalancer._arm_due
+        assert not a.rebalancer.owners._arm_due
         assert threading.active_count() <= threads_before + 4  # kazoo: connection + 2 workers; the executor
         b = consumer(zk_connect, "g", "b")
         try:
             b.create_message_streams({"t": 1})
             wait_until(lambda: owned_by(registry, "g_b-0") == {"t-2", "t-3"}, message="b owns t-2 and t-3")
-            wait_until(lambda: not b.rebalancer._arm_due, message="b's owner watches set")
+            wait_until(lambda: not b.rebalancer.owners._arm_due, message="b's owner watches set")
             b_nodes = {chroot + paths.owner("t", p) for p in (2, 3)}
             assert b_nodes <= watches_of(zk_server, b.zk.client_id[0])
             assert not b_nodes & watches_of(zk_server, session)  # released by a: its watches fired and are gone

@@ -15,7 +15,6 @@ before claiming, claims in one multi-op, and waits for a conflicting owner's del
 
 from __future__ import annotations
 
-import contextlib
 import logging
 import threading
 import time
@@ -25,13 +24,14 @@ from enum import Enum
 from typing import Protocol
 
 from kazoo.client import KazooClient
-from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
+from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from . import foreign, layout, rebalance_plan
 from .assignors import Assignment, AssignmentContext, TopicPartition, assign
+from .claims import OwnerNodes, nothing, tp_str
 from .config import ConsumerConfig, Profile
-from .errors import ConsumerRebalanceFailed, NotAuthorized
+from .errors import ConsumerRebalanceFailed
 from .layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicFilter
 from .listener import RebalanceListener
 from .offsets import ZkOffsetStore
@@ -41,18 +41,6 @@ from .trace import TraceWriter
 from .zkhandler import runs_inline
 
 log = logging.getLogger(__name__)
-
-
-#: how long after a claim the exists-watches on the new owner nodes are set
-OWNER_WATCH_DELAY_S = 0.3
-
-
-class _GiveUp(Exception):
-    """A pipelined claim stops waiting: the group changed, the consumer stops, or the wait took too long."""
-
-
-def _nothing() -> None:
-    pass
 
 
 def _any_broker(listing) -> bool:
@@ -67,10 +55,6 @@ class Outcome(Enum):
     DONE = "done"
     FAILED = "failed"
     STALE = "stale"  # the membership changed under us: recompute at once (default profile)
-
-
-def _tp_str(tp: TopicPartition) -> str:
-    return f"{tp.topic}-{tp.partition}"
 
 
 class RebalanceHost(Protocol):
@@ -129,7 +113,6 @@ class Rebalancer:
         self._topic_watches: set[str] = set()
         self._watched_topics_children: list[str] | None = None
         self.rebalance_count = 0
-        self._known_parents: set[str] = set()
         #: counters for the lab and benchmarks: attempts, failed_attempts, claim_conflicts, failed_rebalances
         self.stats: Counter[str] = Counter()
         self._registrations: dict[str, layout.ConsumerRegistration] = {}
@@ -137,19 +120,27 @@ class Rebalancer:
         self._topic_partitions: dict[str, list[int]] = {}
         self._watching_brokers = False
         self._broken_watched: set[str] = set()  # registrations left out as unreadable, watched until fixed
-        self._owner_watches: dict[str, object] = {}  # our owner node → token of the watch guarding it
-        self._unarmed: dict[str, object] = {}  # owner watches kazoo dropped with a lost connection
         self._triggered_at: float | None = None  # monotonic time of the first unanswered trigger
         self._ids_unarmed = False  # the one-shot ids watch was dropped with the connection (pipelined profile)
         self._ids_cversion_seen = -1  # the child version of ids our last rebalance read
-        self._strays: dict[str, str] = {}  # owner nodes a failed claim may have left behind: path → our thread id
-        self._claim_token: object | None = None  # the running claim; watches of an abandoned one do nothing
-        self._arm_pending: set[str] = set()  # owner nodes whose exists-watch is not set yet (OWNER_WATCH_DELAY_S)
-        self._arm_due: deque[tuple[float, dict[str, object]]] = deque()  # (monotonic deadline, tokens) to arm
         self._last_owners: dict[TopicPartition, str] = {}  # the whole group's last assignment we claimed under
         self.clock = PhaseClock()  # the running rebalance's phases
+        self.owners = OwnerNodes(host, self.paths, self)  # claims, releases and the watches on our owner nodes
         #: (rebalance number, monotonic start, trigger time or None, phases in ms) of recent rebalances
         self.phase_log: deque[tuple[int, float, float | None, dict[str, int]]] = deque(maxlen=64)
+
+    # what the owner nodes (claims.py) need of the rebalancer
+    @property
+    def stopping(self) -> threading.Event:
+        return self._stopping
+
+    @property
+    def cond(self) -> threading.Condition:
+        return self._cond
+
+    def triggers_pending(self) -> bool:
+        """A watch asked for another rebalance since the running one read the group (call with ``cond`` held)."""
+        return bool(self._triggered)
 
     # --------------------------------------------------------------------------------------------- watches
     def start(self) -> None:
@@ -291,17 +282,15 @@ class Rebalancer:
             with self._cond:
                 if not self._triggered:
                     # Wake up for the next owner watches due, and at least every second to check the shutdown flag.
-                    due = self._arm_due[0][0] - time.monotonic() if self._arm_due else 1.0
+                    due = self.owners.next_arm_in(time.monotonic())
                     if due > 0:
                         self._cond.wait(min(due, 1.0))
                 causes, self._triggered = self._triggered, []
                 ready = []
                 if not causes:  # a rebalance first: it may release nodes still waiting for their watch
-                    now = time.monotonic()
-                    while self._arm_due and self._arm_due[0][0] <= now:
-                        ready.append(self._arm_due.popleft()[1])
+                    ready = self.owners.arms_due(time.monotonic())
             for tokens in ready:
-                self._arm_owner_watches(tokens)
+                self.owners.arm(tokens)
             if not causes or self._stopping.is_set():
                 continue
             try:
@@ -323,9 +312,7 @@ class Rebalancer:
         if self._stopping.is_set():
             return
         self.c.reset_after_expiry()
-        self._strays.clear()  # ephemeral: they died with the session
-        self._owner_watches.clear()
-        self._unarmed.clear()
+        self.owners.forget_session()  # ephemeral: the nodes and their watches died with the session
         self.c.register()
         self._registrations, self._registrations_version = {}, -1
         self.synced_rebalance("session_expired")
@@ -359,7 +346,7 @@ class Rebalancer:
                     last_error = str(e)
                     outcome = Outcome.FAILED
                 if outcome is Outcome.DONE:
-                    owned = sorted(_tp_str(tp) for tp in self.c.owned_partitions())
+                    owned = sorted(tp_str(tp) for tp in self.c.owned_partitions())
                     self.phase_log.append((number, started, triggered_at, clock.as_ms()))
                     self.c.trace.emit("rebalance_done", rebalance=number, attempts=attempt,
                                       duration_ms=int((time.monotonic() - started) * 1000), owned=owned,
@@ -508,82 +495,15 @@ class Rebalancer:
         if self.c.zk.exists(path, watch=on_change) is None:
             self._broken_watched.discard(path)  # already gone: the ids watch has fired
 
-    def _watch_owned(self, claimed: Mapping[TopicPartition, str]) -> None:
-        """Default profile: an exists-watch on each owner node we created. Someone deleting or overwriting one
-        triggers a rebalance, which stops fetching it and claims it again; Kafka 0.8 notices nothing until the
-        next rebalance, and meanwhile another consumer could claim the partition we are still fetching."""
-        tokens = {}
-        for tp in claimed:
-            path = self.paths.owner(tp.topic, tp.partition)
-            self._owner_watches[path] = tokens[path] = object()
-            self._arm_pending.add(path)
-        if not tokens:
-            return
-        # Set a moment later, off the rebalance's busiest window (one request per node, while other members are
-        # still claiming); whatever happened to a node meanwhile is seen when its watch is set (_arm_owner_watch).
-        # The watcher-executor thread sets them when it is idle (no thread per claim, as a Timer would start).
-        with self._cond:
-            self._arm_due.append((time.monotonic() + OWNER_WATCH_DELAY_S, tokens))
-            self._cond.notify_all()
-
-    def _arm_owner_watches(self, tokens: Mapping[str, object]) -> None:
-        for path, token in tokens.items():
-            if self._owner_watches.get(path) is token and not self._stopping.is_set():
-                self._arm_owner_watch(path, token)
-                self._arm_pending.discard(path)  # requests sent after this one find the watch set
-
     def _on_connection_state(self, state: str) -> None:
         """kazoo listener (must not block): watches dropped by a connection loss are set again. A lost ``ids``
         watch is set again by a rebalance, which also answers any membership change missed meanwhile."""
         if state != "CONNECTED" or self._stopping.is_set():
             return
-        if self._unarmed:
-            self.c.zk.handler.spawn(self._rearm_owner_watches)
+        if self.owners.has_unarmed:
+            self.c.zk.handler.spawn(self.owners.rearm)
         if self._ids_unarmed:
             self.c.zk.handler.spawn(self._rearm_ids_watch)
-
-    def _watch_armed(self, path: str) -> bool:
-        """Our exists-watch on this owner node of ours is set and has not fired: the node is still ours, as we
-        created it, with no read needed (someone else deleting or overwriting it fires the watch)."""
-        return (self.c.profile.watch_own_nodes and path in self._owner_watches and path not in self._unarmed
-                and path not in self._arm_pending)
-
-    def _rearm_owner_watches(self) -> None:
-        for path, token in list(self._unarmed.items()):
-            if self._unarmed.pop(path, None) is token and self._owner_watches.get(path) is token:
-                self._arm_owner_watch(path, token)
-
-    def _arm_owner_watch(self, path: str, token: object) -> None:
-        def lost(what: str) -> None:
-            if self._owner_watches.get(path) is not token or self._stopping.is_set():
-                return  # we released it ourselves, or a later claim has its own watch
-            del self._owner_watches[path]
-            log.warning("%s: our owner node %s was %s by someone else: rebalancing to claim it again",
-                        self.c.consumer_id, path, what)
-            self.trigger("owner_changed")
-
-        # Both callbacks run on kazoo's connection thread (runs_inline): most of these watches fire on our own
-        # deletes at the next release, the rebalance's busiest moment, and need nothing more than a look at a dict.
-        @runs_inline
-        def on_event(event) -> None:
-            if event.type == "NONE":  # kazoo drops every watch when the connection is lost: re-arm once back
-                if self._owner_watches.get(path) is token and not self._stopping.is_set():
-                    self._unarmed[path] = token
-                    if self.c.zk.connected:
-                        self._rearm_owner_watches()
-                return
-            lost("deleted" if event.type == "DELETED" else "overwritten")
-
-        @runs_inline
-        def armed(result) -> None:
-            with contextlib.suppress(Exception):  # a lost session: the expiry handling takes over
-                stat = result.get()
-                if stat is None:
-                    lost("deleted")
-                elif stat.version != 0 or stat.ephemeralOwner != self.c.zk.client_id[0]:
-                    lost("overwritten")  # before the watch was set: written, or deleted and created by another
-
-        self.c.zk.exists_async(path, watch=on_event).rawlink(armed)
 
     def _no_brokers(self) -> Outcome:
         """Kafka: "no brokers found when trying to rebalance" counts as done, and a watch on ``/brokers/ids``
@@ -639,7 +559,7 @@ class Rebalancer:
                 return self._no_brokers()
             with clock.phase("release"):
                 c.stop_fetching(None)
-                self._release(c.owned_partitions())
+                self.owners.release(c.owned_partitions())
             with clock.phase("reads"):
                 ctx, cversion = self._read_context()
             owned: dict[TopicPartition, str] = {}
@@ -667,15 +587,15 @@ class Rebalancer:
             whole.warn_idle(c.consumer_id)
             decision = whole.for_consumer(c.consumer_id)
         c.trace.emit("assigned", rebalance=number, attempt=attempt, strategy=c.config.strategy,
-                     assignment={_tp_str(tp): tid for tp, tid in sorted(decision.items())})
+                     assignment={tp_str(tp): tid for tp, tid in sorted(decision.items())})
 
-        finish_release = _nothing
+        finish_release = nothing
         if profile.keep_unmoved:
             moving = rebalance_plan.plan(profile, c.consumer_id, owned, decision).release
             if moving:
                 with clock.phase("release"):
                     c.stop_fetching(set(moving))
-                    finish_release = self._release(moving, defer=profile.pipelined_claims)
+                    finish_release = self.owners.release(moving, defer=profile.pipelined_claims)
         try:
             return self._claim_and_start(number, attempt, ctx, cversion, whole, decision, owned, finish_release)
         finally:
@@ -692,7 +612,7 @@ class Rebalancer:
             # deleted it): re-claim any that is not. A node whose exists-watch is still set needs no read.
             kept = rebalance_plan.plan(profile, c.consumer_id, owned, decision).keep
             paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in kept}
-            paths = {tp: path for tp, path in paths.items() if not self._watch_armed(path)}
+            paths = {tp: path for tp, path in paths.items() if not self.owners.watch_armed(path)}
             with clock.phase("reads"):
                 read = c.registry.read_many(paths.values())
             lost = rebalance_plan.lost_owner_nodes(kept, {tp: read[path] for tp, path in paths.items()})
@@ -702,8 +622,8 @@ class Rebalancer:
         step = rebalance_plan.plan(profile, c.consumer_id, owned, decision, lost, self._last_owners,
                                    ctx.thread_owner)
         gained = dict(step.claim)
-        if self._strays:
-            self._release_strays(gained)
+        if self.owners.has_strays:
+            self.owners.release_strays(gained)
         if not profile.pipelined_claims:
             # Kafka reads the start offsets before claiming: if the previous owner commits between this read
             # and our claim, we restart from a stale offset (duplicates). The default reads after the claim.
@@ -722,18 +642,18 @@ class Rebalancer:
         with clock.phase("claim"):
             if profile.pipelined_claims:
                 # Held until their previous owner, still a member, releases them (from our last assignment).
-                ok = self._claim_pipelined(gained, number, attempt, dict(step.hold), ctx.thread_owner,
+                ok = self.owners.claim_pipelined(gained, number, attempt, dict(step.hold), ctx.thread_owner,
                                            after_send=finish_release)
             else:
-                ok = self._claim_one_by_one(gained, number, attempt)
+                ok = self.owners.claim_one_by_one(gained, number, attempt)
         finish_release()  # (sent with the claim) before the trace says what was claimed
         if not ok:
             return Outcome.STALE if profile.recheck_membership and self._pending_trigger() else Outcome.FAILED
         c.trace.emit("claimed", rebalance=number, attempt=attempt,
-                     partitions={_tp_str(tp): tid for tp, tid in sorted(gained.items())})
+                     partitions={tp_str(tp): tid for tp, tid in sorted(gained.items())})
         self._last_owners = whole.owners
         if profile.watch_own_nodes:
-            self._watch_owned(gained)
+            self.owners.watch_owned(gained)
         if profile.pipelined_claims:
             with clock.phase("offsets"):
                 offsets = c.offsets.fetch(gained)  # we own them now: nobody else commits these any more
@@ -746,266 +666,3 @@ class Rebalancer:
         return Outcome.DONE
 
     # ----------------------------------------------------------------------------------- owner nodes
-    def _release(self, owned: Mapping[TopicPartition, str], defer: bool = False) -> Callable[[], None]:
-        """Delete our owner nodes of ``owned`` and forget them. ``defer`` (pipelined profile): send the deletion
-        and return the function that completes the release, so the claim's first requests travel with it."""
-        if not owned:
-            return _nothing
-        by_topic: dict[str, set[int]] = {}
-        for tp in owned:
-            by_topic.setdefault(tp.topic, set()).add(tp.partition)
-        self.c.listener.before_releasing_partitions(by_topic)
-        paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in owned}
-        armed = {p for p in paths.values() if self._watch_armed(p)}
-        for path in paths.values():
-            self._owner_watches.pop(path, None)  # our own deletion is no news
-        if self.c.profile.pipelined_claims:
-            # Delete only nodes that hold our thread id. A node whose exists-watch has not fired is still the one
-            # we created; the others are read first. (Neither is atomic: ZooKeeper cannot delete on content.)
-            unsure = {tp: p for tp, p in paths.items() if p not in armed}
-            holders = self.c.registry.read_many(unsure.values())
-            deleted = self._delete_owned([*sorted(armed), *(p for tp, p in unsure.items()
-                                                            if holders[p] == layout.encode_owner(owned[tp]))])
-        else:
-            for tp in owned:  # Kafka deletes each owner node without looking at who holds it
-                with contextlib.suppress(NoNodeError):
-                    self.c.zk.delete(paths[tp])
-            deleted = _nothing
-        done = []
-
-        def finish() -> None:
-            if done:
-                return
-            done.append(True)
-            deleted()
-            self.c.drop_ownership(set(owned))
-            self.c.trace.emit("released", rebalance=self.rebalance_count,
-                              partitions=sorted(_tp_str(tp) for tp in owned))
-
-        if defer:
-            return finish
-        finish()
-        return _nothing
-
-    def _delete_owned(self, paths: list[str]) -> Callable[[], None]:
-        """Send the deletion of owner nodes of ours as one multi-op (one write for ZooKeeper instead of one per
-        node, and every waiting claimer's watch fires at once); returns the wait for it. If one was already
-        gone, node by node (gone is fine)."""
-        if len(paths) > 1:
-            txn = self.c.zk.transaction()
-            for p in paths:
-                txn.delete(p)
-            pending = txn.commit_async()
-
-            def wait() -> None:
-                if any(isinstance(r, Exception) for r in pending.get()):
-                    self.c.registry.delete_many(paths)
-            return wait
-        self.c.registry.delete_many(paths)
-        return _nothing
-
-    def release_all(self) -> None:
-        """Shutdown: delete every owner node we hold."""
-        self._release(self.c.owned_partitions())
-
-    def _holder(self, path: str) -> str | None:
-        try:
-            data, _ = self.c.zk.get(path)
-            return data.decode("utf-8", "replace")
-        except NoNodeError:
-            return None
-
-    def _conflict(self, number: int, attempt: int, tp: TopicPartition, tid: str, holder: str | None) -> None:
-        self.stats["claim_conflicts"] += 1
-        self.c.trace.emit("claim_conflict", rebalance=number, attempt=attempt,
-                          path=self.paths.owner(tp.topic, tp.partition), topic=tp.topic,
-                          partition=tp.partition, thread=tid, holder=holder)
-
-    def _claim_one_by_one(self, decision: Mapping[TopicPartition, str], number: int, attempt: int) -> bool:
-        """Kafka's reflectPartitionOwnershipDecision: try every node, undo all if any one failed."""
-        zk = self.c.zk
-        created: list[TopicPartition] = []
-        failed = 0
-        for tp, tid in sorted(decision.items()):
-            path = self.paths.owner(tp.topic, tp.partition)
-            try:
-                zk.create(path, layout.encode_owner(tid), ephemeral=True, makepath=True)
-                created.append(tp)
-            except NoAuthError:
-                raise NotAuthorized(path, "create") from None  # an error of the attempt, as Kafka's ZkException
-            except NodeExistsError:
-                holder = self._holder(path)
-                if holder == tid:  # our own node from a create retried after a connection loss
-                    created.append(tp)
-                    continue
-                self._conflict(number, attempt, tp, tid, holder)
-                failed += 1
-        if failed:
-            for tp in created:
-                with contextlib.suppress(NoNodeError):
-                    zk.delete(self.paths.owner(tp.topic, tp.partition))
-            return False
-        return True
-
-    def _ensure_parent(self, topic: str) -> None:
-        parent = self.paths.owners_topic(topic)
-        if parent not in self._known_parents:
-            self.c.zk.ensure_path(parent)
-            self._known_parents.add(parent)
-
-    def _claim_pipelined(self, decision: Mapping[TopicPartition, str], number: int, attempt: int,
-                         held: Mapping[TopicPartition, str] | None = None, members: Mapping[str, str] | None = None,
-                         after_send: Callable[[], None] = lambda: None) -> bool:
-        """Claim every owner node at once, in as few ZooKeeper writes as possible.
-
-        ``held``: partitions whose previous owner (the thread named) is still a member (``members``: thread to
-        consumer), so still holding the node until its own rebalance releases it. Those are not created but
-        read with a data watch; the rest are created in one multi-op, pipelined with those reads (one round
-        trip). Each node is created the moment its holder deletes it (the holder is normally releasing it right
-        now, so waiting for the event is both faster and certain, where Kafka fails the attempt and sleeps
-        2 s); nodes freed together are created together, in one multi-op. A member releases everything it
-        gives up in one multi-op, so of the nodes one member holds for us only the first is read and watched;
-        when it is freed, all of them are tried. A multi-op that fails (a node taken after all, or a holder
-        that releases node by node) is retried node by node, and a node found held is watched on its own.
-        Gives up, deleting what it created, when the group changes (the assignment is stale) or
-        ``rebalance.backoff.ms`` passes; the next attempt recomputes.
-        """
-        zk, cond = self.c.zk, self._cond
-        held, members = held or {}, members or {}
-        todo = dict(decision)
-        created: list[TopicPartition] = []
-        ready = {tp for tp in todo if tp not in held}  # to create now (guarded by cond)
-        by_member: dict[str, list[TopicPartition]] = {}
-        for tp in sorted(tp for tp in todo if tp in held):
-            by_member.setdefault(members.get(held[tp], held[tp]), []).append(tp)
-        look = [tps[0] for tps in by_member.values()]  # to read with a watch: one node per holding member
-        followers = {tps[0]: tps[1:] for tps in by_member.values()}  # tried when that node is freed
-        hopeful: set[TopicPartition] = set()  # tried because another node of their holder was freed
-        tried: set[TopicPartition] = set()  # a create of ours failed on these
-        self._claim_token = token = object()
-        deadline = time.monotonic() + max(self.c.config.rebalance_backoff_ms / 1000.0, 0.5)
-
-        def path(tp: TopicPartition) -> str:
-            return self.paths.owner(tp.topic, tp.partition)
-
-        def wake_followers(tp: TopicPartition) -> None:  # with cond held
-            for other in followers.pop(tp, ()):
-                ready.add(other)
-                hopeful.add(other)
-
-        def mark_ready(tp: TopicPartition) -> None:
-            with cond:
-                ready.add(tp)
-                wake_followers(tp)
-                cond.notify_all()
-
-        def freed(tp: TopicPartition):
-            def watch(event) -> None:  # deleted, overwritten, or the connection dropped: look again
-                if self._claim_token is token:
-                    mark_ready(tp)
-            return watch
-
-        def create(tp: TopicPartition):
-            return zk.create_async(path(tp), layout.encode_owner(todo[tp]), ephemeral=True)
-
-        def take_ready() -> list[TopicPartition]:  # with cond held
-            batch = sorted(tp for tp in ready if tp in todo)
-            ready.clear()
-            return batch
-
-        try:
-            while todo:
-                with cond:
-                    batch = take_ready()
-                    while not batch and not look:
-                        remaining = deadline - time.monotonic()
-                        if self._triggered or self._stopping.is_set() or remaining <= 0:
-                            raise _GiveUp  # a changed group, a shutdown, or too long: recompute
-                        with self.clock.phase("owner_wait"):
-                            cond.wait(min(remaining, 0.5))
-                        batch = take_ready()
-                if time.monotonic() > deadline:
-                    raise _GiveUp
-                for topic in {tp.topic for tp in batch}:
-                    self._ensure_parent(topic)
-                multi = None
-                if len(batch) > 1:
-                    txn = zk.transaction()
-                    for tp in batch:
-                        txn.create(path(tp), layout.encode_owner(todo[tp]), ephemeral=True)
-                    multi = txn.commit_async()
-                singles = [] if multi is not None else [(tp, create(tp)) for tp in batch]
-                reads = [(tp, zk.get_async(path(tp), watch=freed(tp))) for tp in look]
-                look = []
-                after_send()  # our own release, sent before these, completes meanwhile
-                if multi is not None:
-                    results = multi.get()
-                    if not any(isinstance(r, Exception) for r in results):
-                        created += batch
-                        for tp in batch:
-                            del todo[tp]
-                    else:
-                        for tp, r in zip(batch, results, strict=True):
-                            if isinstance(r, NoAuthError):  # an owners/<t> whose ACL excludes us: waiting cannot help
-                                raise NotAuthorized(path(tp), "create")
-                        # Nothing was created: one node was taken after all. Node by node, to learn which.
-                        singles = [(tp, create(tp)) for tp in batch]
-                for tp, result in singles:
-                    try:
-                        result.get()
-                    except NodeExistsError:
-                        look.append(tp)
-                        tried.add(tp)
-                        continue
-                    except NoNodeError:  # owners/<topic> was deleted under us: create it again, then retry
-                        self._known_parents.discard(self.paths.owners_topic(tp.topic))
-                        mark_ready(tp)
-                        continue
-                    except NoAuthError:
-                        raise NotAuthorized(path(tp), "create") from None
-                    created.append(tp)
-                    del todo[tp]
-                for tp, result in reads:
-                    try:
-                        holder = result.get()[0].decode("utf-8", "replace")
-                    except NoNodeError:  # free already (no watch was set): create it now
-                        mark_ready(tp)
-                        continue
-                    if holder == todo[tp]:  # our own node, from an earlier attempt cut short
-                        created.append(tp)
-                        del todo[tp]
-                    elif tp in tried and not (tp in hopeful and holder == held.get(tp)):
-                        # a create failed on it: a conflict (waiting for a predicted holder is none)
-                        self._conflict(number, attempt, tp, todo[tp], holder)
-                    with cond:
-                        if holder != held.get(tp):  # not held by the member predicted: the others may be free
-                            wake_followers(tp)
-                        hopeful.discard(tp)  # watched on its own from now on
-            for tp in decision:
-                self._strays.pop(path(tp), None)
-            return True
-        except BaseException as e:
-            self._undo_claims({tp: decision[tp] for tp in created})
-            if isinstance(e, _GiveUp):
-                return False
-            raise
-        finally:
-            self._claim_token = None
-
-    def _undo_claims(self, created: Mapping[TopicPartition, str]) -> None:
-        """Delete owner nodes an abandoned claim created; any left (the connection failed) are deleted by the
-        next attempt unless it assigns them to us again (:meth:`_release_strays`)."""
-        paths = {self.paths.owner(tp.topic, tp.partition): tid for tp, tid in created.items()}
-        self._strays.update(paths)
-        with contextlib.suppress(Exception):
-            self.c.registry.delete_many(paths)
-            for path in paths:
-                self._strays.pop(path, None)
-
-    def _release_strays(self, gained: Mapping[TopicPartition, str]) -> None:
-        """Owner nodes left by an abandoned claim: those this attempt does not claim go, if still ours."""
-        keep = {self.paths.owner(tp.topic, tp.partition) for tp in gained}
-        stray = {p: tid for p, tid in self._strays.items() if p not in keep}
-        holders = self.c.registry.read_many(stray)
-        self.c.registry.delete_many(p for p, tid in stray.items() if holders[p] == layout.encode_owner(tid))
-        self._strays = {p: tid for p, tid in self._strays.items() if p in keep}
