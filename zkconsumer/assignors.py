@@ -30,10 +30,10 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from itertools import compress, cycle, filterfalse
-from typing import NamedTuple
 
 from .errors import ZkConsumerError
 from .javacompat import java_sort, java_sorted, string_hash_unsigned
+from .types import TopicPartition  # defined in types.py (neutral); importable from here as before
 
 log = logging.getLogger(__name__)
 
@@ -41,21 +41,6 @@ ROUND_ROBIN_MESSAGE = (
     "Round-robin assignment is allowed only if all consumers in the group subscribe to the same topics, "
     "AND if the stream counts across topics are identical for a given consumer instance."
 )
-
-
-class TopicPartition(NamedTuple):
-    """Kafka's ``TopicAndPartition``; prints as ``topic-partition`` like the tools do."""
-
-    topic: str
-    partition: int
-
-    def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
-
-    @property
-    def kafka_string(self) -> str:
-        """``TopicAndPartition.toString``: the string RoundRobin hashes."""
-        return f"[{self.topic},{self.partition}]"
 
 
 #: Builds a TopicPartition from a (topic, partition) tuple without NamedTuple's Python-level __new__.

@@ -13,30 +13,17 @@ import queue
 import threading
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass
 
 from . import broker_version
 from .assignors import TopicPartition
 from .errors import ZkConsumerError
 from .offsets import INVALID_OFFSET
+from .types import FetchedRecord  # defined in types.py (neutral); importable from here as before
 
 #: how long one assign() may spend asking the broker where auto.offset.reset puts new partitions
 RESOLVE_BUDGET_S = 1.0
 
 log = logging.getLogger(__name__)
-
-
-@dataclass(frozen=True)
-class FetchedRecord:
-    """One record as a stream hands it to the caller."""
-
-    topic: str
-    partition: int
-    offset: int
-    key: bytes | None
-    value: bytes | None
-    timestamp: int | None = None
-    headers: tuple = ()
 
 
 class FetcherError(ZkConsumerError, RuntimeError):
