@@ -102,8 +102,8 @@ def test_a_join_kafkas_coordinator_refuses_is_reported_within_the_rebalance_time
 
 def test_the_lab_migration_passes_with_kafkas_coordinator(kafka: KafkaBroker, tmp_path: Path) -> None:
     """The issue's run, shortened: four members (three, and one joining), the migration while records flow, and a
-    ``kill -9`` of one of them a few seconds after ``done``, when the four have just restarted their coordinator
-    consumers without the bridge (new member ids, the bridge assignor) and Kafka's coordinator forms the group."""
+    ``kill -9`` of one of them right after ``done``, as soon as it consumes in the coordinator's group (the members
+    drop their bridge at ``done``; Kafka's coordinator then rebalances the group without the killed one)."""
     import threading
 
     from rich.console import Console
@@ -117,14 +117,19 @@ def test_the_lab_migration_passes_with_kafkas_coordinator(kafka: KafkaBroker, tm
               console=Console(file=out, width=200))
     killed: list[float] = []
 
+    def c1_delivered_since(ts_ms: int) -> bool:
+        trace = tmp_path / "run" / "traces" / "lab_c1.jsonl"
+        return any(e["ts"] > ts_ms for e in _events(trace, "record_delivered")[-50:])
+
     def kill_after_done() -> None:
         deadline = time.monotonic() + 60
         while lab.migration_result is None and time.monotonic() < deadline:
             time.sleep(0.1)
         if lab.migration_result == "done":
-            # the fault's moment, not a synchronisation: the issue's scenario kills a member a few seconds after
-            # done, while Kafka's coordinator forms the group of restarted consumers
-            time.sleep(4.0)
+            # the issue's scenario: a member killed right after done, once it consumes in the coordinator's group
+            done_ms = int(time.time() * 1000)
+            while not c1_delivered_since(done_ms) and time.monotonic() < deadline + 30:
+                time.sleep(0.1)
             killed.append(time.monotonic())
             lab.stop("c1", kill=True)
 

@@ -23,21 +23,17 @@ from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Protocol
 
-from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from . import foreign, layout, rebalance_plan
 from .assignors import Assignment, AssignmentContext, TopicPartition, assign
-from .claims import OwnerNodes, nothing, tp_str
-from .config import ConsumerConfig, Profile
+from .claims import ClaimHost, OwnerNodes, nothing, tp_str
 from .errors import ConsumerRebalanceFailed
 from .layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicFilter
-from .listener import RebalanceListener
 from .offsets import ZkOffsetStore
 from .phases import PhaseClock
-from .registry import Registry, broker_ids_of, partitions_of_topic_node
-from .trace import TraceWriter
+from .registry import broker_ids_of, partitions_of_topic_node
 from .zkhandler import runs_inline
 
 log = logging.getLogger(__name__)
@@ -57,19 +53,13 @@ class Outcome(Enum):
     STALE = "stale"  # the membership changed under us: recompute at once (default profile)
 
 
-class RebalanceHost(Protocol):
+class RebalanceHost(ClaimHost, Protocol):
     """What the rebalancer needs from its consumer: identity, ZooKeeper access, and a few operations on the
-    fetch/ownership state. Narrow on purpose, so the rebalancer does not depend on the connector's internals."""
+    fetch/ownership state (what its owner nodes need, :class:`~zkconsumer.claims.ClaimHost`, and more). Narrow on
+    purpose, so the rebalancer does not depend on the connector's internals."""
 
-    consumer_id: str
     group: str
-    config: ConsumerConfig
-    profile: Profile
-    trace: TraceWriter
-    zk: KazooClient
-    registry: Registry
     offsets: ZkOffsetStore
-    listener: RebalanceListener
     topic_filter: TopicFilter | None
     registration: ConsumerRegistration | None
     failure: BaseException | None
@@ -83,14 +73,8 @@ class RebalanceHost(Protocol):
     def register(self) -> None:
         """Write the registration node (again after a session expiry)."""
 
-    def owned_partitions(self) -> dict[TopicPartition, str]:
-        """Partition → thread id of everything owned now."""
-
     def stop_fetching(self, tps: set[TopicPartition] | None = None, commit: bool = True) -> None:
         """Stop delivering ``tps`` (all when None), committing what was consumed."""
-
-    def drop_ownership(self, tps: set[TopicPartition]) -> None:
-        """Forget ``tps`` (their owner nodes are gone or going)."""
 
     def start_fetching(self, gained: Mapping[TopicPartition, str], offsets: Mapping[TopicPartition, int]) -> None:
         """Own ``gained`` from ``offsets`` and fetch the whole share."""
@@ -590,27 +574,28 @@ class Rebalancer:
                      assignment={tp_str(tp): tid for tp, tid in sorted(decision.items())})
 
         finish_release = nothing
+        first = rebalance_plan.plan(profile, c.consumer_id, owned, decision)  # before the owner nodes are read
         if profile.keep_unmoved:
-            moving = rebalance_plan.plan(profile, c.consumer_id, owned, decision).release
+            moving = first.release
             if moving:
                 with clock.phase("release"):
                     c.stop_fetching(set(moving))
                     finish_release = self.owners.release(moving, defer=profile.pipelined_claims)
         try:
-            return self._claim_and_start(number, attempt, ctx, cversion, whole, decision, owned, finish_release)
+            return self._claim_and_start(number, attempt, ctx, cversion, whole, decision, owned, first.keep,
+                                         finish_release)
         finally:
             finish_release()  # an attempt that returned early still completes its release
 
     def _claim_and_start(self, number: int, attempt: int, ctx: AssignmentContext, cversion: int, whole: Assignment,
                          decision: dict[TopicPartition, str], owned: dict[TopicPartition, str],
-                         finish_release: Callable[[], None]) -> Outcome:
+                         kept: Mapping[TopicPartition, str], finish_release: Callable[[], None]) -> Outcome:
         """The second half of an attempt: check kept partitions, claim what we gain, read offsets, start."""
         c, profile, clock = self.c, self.c.profile, self.clock
         lost: frozenset[TopicPartition] = frozenset()
         if profile.keep_unmoved:
             # A kept partition is only ours while its owner node says so (an operator or another tool may have
             # deleted it): re-claim any that is not. A node whose exists-watch is still set needs no read.
-            kept = rebalance_plan.plan(profile, c.consumer_id, owned, decision).keep
             paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in kept}
             paths = {tp: path for tp, path in paths.items() if not self.owners.watch_armed(path)}
             with clock.phase("reads"):

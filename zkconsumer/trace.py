@@ -31,35 +31,27 @@ def now_ms() -> int:
     return int(time.time() * 1000)
 
 
-def _last_seq_in(path: Path, tail: int = 65536) -> int:
-    """The last ``seq`` written to ``path`` by an earlier process (0: none). A member restarted under its consumer
-    id appends to its file; its events must sort after the earlier life's, or the analysis would put the new life's
-    deliveries inside the old life's stints (found by the migration fault matrix: a member killed and started
-    again showed as two owners at once)."""
+def _tail_of(path: Path, tail: int = 65536) -> tuple[int, bool]:
+    """The last ``seq`` written to ``path`` by an earlier process (0: none), and whether the file ends with a
+    newline (a killed writer may have torn its last line). A member restarted under its consumer id appends to its
+    file; its events must sort after the earlier life's, or the analysis would put the new life's deliveries inside
+    the old life's stints (found by the migration fault matrix: a member killed and started again showed as two
+    owners at once)."""
     try:
         with open(path, "rb") as f:
             f.seek(0, os.SEEK_END)
             f.seek(max(0, f.tell() - tail))
-            lines = f.read().splitlines()
+            data = f.read()
     except FileNotFoundError:
-        return 0
-    for line in reversed(lines):
+        return 0, True
+    for line in reversed(data.splitlines()):
         try:
             seq = json.loads(line).get("seq")
         except (ValueError, AttributeError):
             continue
         if isinstance(seq, int):
-            return seq
-    return 0
-
-
-def _ends_with_newline(path: Path) -> bool:
-    with open(path, "rb") as f:
-        f.seek(0, os.SEEK_END)
-        if f.tell() == 0:
-            return True
-        f.seek(-1, os.SEEK_END)
-        return f.read(1) == b"\n"
+            return seq, data.endswith(b"\n")
+    return 0, not data or data.endswith(b"\n")
 
 
 class TraceWriter:
@@ -86,9 +78,13 @@ class TraceWriter:
             Path(directory).mkdir(parents=True, exist_ok=True)
             self.path = Path(directory) / f"{consumer}.jsonl"
             with TraceWriter._last_seq_lock:
-                self._seq = TraceWriter._last_seq.get(self.path.resolve(), 0) or _last_seq_in(self.path)
+                self._seq = TraceWriter._last_seq.get(self.path.resolve(), 0)
+            torn = False
+            if not self._seq:
+                self._seq, whole = _tail_of(self.path)
+                torn = not whole
             self._file = open(self.path, "a", encoding="utf-8", buffering=1)  # noqa: SIM115 - lives with us
-            if self._seq and not _ends_with_newline(self.path):
+            if torn:
                 self._file.write("\n")  # a killed writer's torn last line stays one bad line, not two
 
     @property
