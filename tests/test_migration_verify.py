@@ -140,7 +140,9 @@ def test_a_step_that_does_not_hold_is_rolled_back_and_named(zk_connect: str, reg
         assert (plan.phase, plan.mode_of("g_z1"), plan.mode_of("g_z2")) == ("mixed", COORDINATOR, ZOOKEEPER)
         assert {m.consumer_id: (m.mode, m.bridged) for m in driver.members()} == {
             "g_z1": (COORDINATOR, True), "g_z2": (ZOOKEEPER, False)}
-        assert driver.unowned() == []
+        # the rollback's own ZooKeeper rebalance and the bridged member's rejoin may still move a partition a
+        # moment after the driver returned: every partition is owned again once they settle
+        wait_until(lambda: driver.unowned() == [], timeout=20, message="every partition owned")
     finally:
         for p in members.values():
             p.send_signal(signal.SIGTERM)
