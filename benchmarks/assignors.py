@@ -1,7 +1,7 @@
 """Assignor speed: 1,000 topics x 100 partitions, 1,000 consumer threads, whole-group assignment.
 
 For each strategy it times zkconsumer's assignor and, in the same run, a line-by-line port of Kafka's loops
-(zkconsumer.reference: indexOf lookups, per-character String.hashCode), checks both give the same answer,
+(zkconsumer.assignment.reference: indexOf lookups, per-character String.hashCode), checks both give the same answer,
 and prints the ratio. Run: .venv/bin/python benchmarks/assignors.py [--topics N --partitions N --consumers N]
 """
 
@@ -15,9 +15,9 @@ import time
 
 from rich.table import Table
 
-from zkconsumer.assignors import AssignmentContext, assign, clear_caches
+from zkconsumer.assignment.assignors import AssignmentContext, assign, clear_caches
+from zkconsumer.assignment.reference import PORTS
 from zkconsumer.consoles import make_console
-from zkconsumer.reference import PORTS
 
 
 def _time(fn, repeat: int) -> tuple[float, object]:

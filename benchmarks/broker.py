@@ -23,9 +23,9 @@ from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
 
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
-from zkconsumer.zkserver import ZooKeeperServer
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.server import ZooKeeperServer
+from zkconsumer.zk.topics import create_topic
 
 TOPIC = "bench"
 

@@ -1,6 +1,6 @@
 """ZooKeeper mode (default and kafka-0.8 profiles) against coordinator mode: the same workload and churn, in one run.
 
-Each variant is a full lab run (zkconsumer.compare): its own ZooKeeper, broker and consumer processes, a join,
+Each variant is a full lab run (zkconsumer.lab.compare): its own ZooKeeper, broker and consumer processes, a join,
 a graceful stop, a kill -9 and a join at the same moments, analysed on Spark. Printed: the comparison table and,
 for every measure, each variant's ratio to the ZooKeeper default profile (the baseline of this run).
 Run: .venv/bin/python benchmarks/compare.py [--consumers 3] [--duration 30] [--no-analyze]
@@ -14,9 +14,9 @@ from pathlib import Path
 
 from rich.table import Table
 
-from zkconsumer.compare import MEASURES, VARIANTS, run_compare
 from zkconsumer.consoles import make_console
-from zkconsumer.lab import LabPlan
+from zkconsumer.lab.compare import MEASURES, VARIANTS, run_compare
+from zkconsumer.lab.runner import LabPlan
 
 BASELINE = "zookeeper-default"
 

@@ -29,8 +29,8 @@ from rich.table import Table
 
 from zkconsumer.apache_kafka.processes import KafkaBroker
 from zkconsumer.consoles import make_console
-from zkconsumer.registry import Registry
-from zkconsumer.zkserver import ZooKeeperServer, running_zookeeper
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.server import ZooKeeperServer, running_zookeeper
 
 CONSUMERS = 4
 

@@ -26,9 +26,9 @@ from zkconsumer.apache_kafka.mixed import MixedGroup, Subscription
 from zkconsumer.broker import Broker
 from zkconsumer.consoles import make_console
 from zkconsumer.records import encode_value
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
-from zkconsumer.zkserver import running_zookeeper
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.server import running_zookeeper
+from zkconsumer.zk.topics import create_topic
 
 KAFKA_TIMING = {"zookeeper.session.timeout.ms": 6000, "rebalance.backoff.ms": 2000, "rebalance.max.retries": 10,
                 "auto.commit.enable": "true", "auto.commit.interval.ms": 1000, "auto.offset.reset": "smallest"}

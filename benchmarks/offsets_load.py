@@ -17,7 +17,7 @@ import time
 
 from kafka.record.memory_records import MemoryRecords
 
-from zkconsumer.assignors import TopicPartition
+from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.broker.storage import LogManager
 from zkconsumer.coordinator.offsets_codec import OffsetKey, decode_key, decode_offset_value
 from zkconsumer.coordinator.offsets_log import OFFSETS_TOPIC, OffsetsLog

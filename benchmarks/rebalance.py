@@ -14,7 +14,8 @@ node holds the thread the assignor names (then Kafka's verify must pass); waitin
   the session timed out), until the survivors own everything;
 
 and counts failed claim attempts (claim conflicts), failed attempts and failed rebalances, and prints where each
-consumer's rebalance spent its time (zkconsumer/phases.py), the ZooKeeper round trip measured alone (--floor), and
+consumer's rebalance spent its time (zkconsumer/consumer/zookeeper/phases.py), the ZooKeeper round trip measured
+alone (--floor), and
 the CPU one rebalance costs the consumers' processes and ZooKeeper (with the part ZooKeeper's JIT compiler took).
 Unmeasured scenarios run first until that compiler is quiet (--warmup), as in a ZooKeeper that has been serving.
 
@@ -46,16 +47,16 @@ from kazoo.exceptions import NoNodeError
 from rich.table import Table
 
 from zkconsumer.apache_kafka.processes import HighLevelConsumers, KafkaProcessError
-from zkconsumer.assignors import AssignmentContext, assign
+from zkconsumer.assignment.assignors import AssignmentContext, assign
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.connector import ZookeeperConsumerConnector
 from zkconsumer.consoles import make_console
-from zkconsumer.groups import verify
-from zkconsumer.layout import BrokerInfo
-from zkconsumer.phases import PHASES
-from zkconsumer.registry import Registry, connect
-from zkconsumer.topics import create_topic
-from zkconsumer.zkserver import ZooKeeperServer
+from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
+from zkconsumer.consumer.zookeeper.phases import PHASES
+from zkconsumer.tools.groups import verify
+from zkconsumer.zk.layout import BrokerInfo
+from zkconsumer.zk.registry import Registry, connect
+from zkconsumer.zk.server import ZooKeeperServer
+from zkconsumer.zk.topics import create_topic
 
 TOPIC = "bench"
 GROUP = "g"
@@ -794,7 +795,7 @@ def main() -> None:
                       f"quiet (at most {args.kafka_warmup}). Consumers' CPU includes the JVMs' JIT and GC threads.",
                       highlight=False)
     phases = Table(title="where the time goes: ms per consumer rebalance after a join or crash, p50 / max "
-                         "(zkconsumer/phases.py; watch = from the change to the consumer's watch callback)")
+                         "(consumer/zookeeper/phases.py; watch = from the change to the consumer's watch callback)")
     names = ["watch", *PHASES]
     for col in ("profile", "consumers", *names):
         phases.add_column(col, justify="right")

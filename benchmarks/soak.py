@@ -23,9 +23,9 @@ from rich.console import Console
 
 from zkconsumer.analysis.pipeline import run_analysis
 from zkconsumer.analysis.spark import build_session
-from zkconsumer.faults import matrix
-from zkconsumer.faults.lab import FaultLab
-from zkconsumer.lab import LabPlan
+from zkconsumer.lab.faults import matrix
+from zkconsumer.lab.faults.lab import FaultLab
+from zkconsumer.lab.runner import LabPlan
 
 
 class Soak:

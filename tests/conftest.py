@@ -12,8 +12,8 @@ from collections.abc import Iterator
 import pytest
 from helpers import fresh_chroot
 
-from zkconsumer.registry import Registry, connect
-from zkconsumer.zkserver import ZooKeeperServer
+from zkconsumer.zk.registry import Registry, connect
+from zkconsumer.zk.server import ZooKeeperServer
 
 
 @pytest.fixture(scope="module")

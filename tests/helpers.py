@@ -12,8 +12,8 @@ from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.connector import ConsumerTimeout, ZookeeperConsumerConnector
-from zkconsumer.registry import connect, split_connect
+from zkconsumer.consumer.zookeeper.connector import ConsumerTimeout, ZookeeperConsumerConnector
+from zkconsumer.zk.registry import connect, split_connect
 
 
 def wait_until(condition: Callable[[], Any], timeout: float = 20.0, interval: float = 0.02,

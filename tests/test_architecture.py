@@ -4,7 +4,10 @@
   ``TYPE_CHECKING`` (a cycle hidden in a function is still two modules that need each other);
 * no library module imports the CLI (``zkconsumer/cli`` is the top layer; only ``__main__`` starts it);
 * one error model: every exception class zkconsumer defines derives from :class:`ZkConsumerError`;
-* one table of Kafka error codes (:class:`KafkaCode`): no module defines its own ``NONE = 0``.
+* one table of Kafka error codes (:class:`KafkaCode`): no module defines its own ``NONE = 0``;
+* the layers of docs/architecture.md: a module imports only its own layer or those below it;
+* imports inside functions only of the heavy optional dependencies (Spark, Arrow, Docker, matplotlib);
+* at most a dozen modules flat in ``zkconsumer/``, no class longer than ~500 lines.
 """
 
 from __future__ import annotations
@@ -13,6 +16,8 @@ import ast
 import importlib
 import inspect
 import pkgutil
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -142,16 +147,17 @@ def test_kafka_error_codes_are_defined_once() -> None:
 #: through registry.py. A new module talking to ZooKeeper directly fails this test until it is listed here and in
 #: the README with its reason.
 TALKS_TO_ZOOKEEPER = {
-    "zkconsumer/registry.py": "the typed access layer: every node of the 0.8 layout, read and written",
-    "zkconsumer/rebalance.py": "the watches on ids, topics and its own registration, the group's pipelined reads",
-    "zkconsumer/claims.py": "the owner nodes: claims (async creates and multi-ops), releases and the exists-watches "
-                            "guarding them, on the hot path of a rebalance",
-    "zkconsumer/connector.py": "its session's state listener (suspended, lost, reconnected)",
+    "zkconsumer/zk/registry.py": "the typed access layer: every node of the 0.8 layout, read and written",
+    "zkconsumer/consumer/zookeeper/rebalance.py": "the watches on ids, topics and its own registration",
+    "zkconsumer/consumer/zookeeper/group_view.py": "the data watch on a registration it cannot read, until fixed",
+    "zkconsumer/consumer/zookeeper/claims.py": "the owner nodes: claims (async creates and multi-ops), releases and "
+                                               "the exists-watches guarding them, on the hot path of a rebalance",
+    "zkconsumer/consumer/zookeeper/connector.py": "its session's state listener (suspended, lost, reconnected)",
     "zkconsumer/broker/cluster.py": "a broker's own registration and its watches on brokers and topics",
     "zkconsumer/migration/bridge.py": "a bridged member's registration, owner nodes and session listener",
     "zkconsumer/migration/member.py": "the plan's data watch, the member's acknowledgement, its session listener",
     "zkconsumer/migration/lease.py": "the driver lease (an ephemeral node) and the plan's versioned write",
-    "zkconsumer/zkserver.py": "the health probe of a server it started",
+    "zkconsumer/zk/server.py": "the health probe of a server it started",
 }
 KAZOO_CALLS = {"get", "set", "create", "delete", "exists", "get_children", "get_async", "set_async", "create_async",
                "delete_async", "exists_async", "get_children_async", "ensure_path", "ensure_path_async",
@@ -181,3 +187,122 @@ def test_zookeeper_is_talked_to_only_where_the_readme_says() -> None:
     assert zookeeper_callers() == set(TALKS_TO_ZOOKEEPER)
     readme = (ROOT.parent / "README.md").read_text()
     assert all(module.removeprefix("zkconsumer/") in readme for module in TALKS_TO_ZOOKEEPER)
+
+
+#: The layers, bottom (0) to top, by module prefix (the longest prefix decides). A module may import its own layer
+#: and those below; ``zkconsumer/__init__.py`` (the public API) and ``__main__`` stand outside.
+LAYERS = {
+    "zkconsumer.errors": 0, "zkconsumer.types": 0, "zkconsumer.records": 0, "zkconsumer.trace": 0,
+    "zkconsumer.consoles": 0, "zkconsumer.broker_version": 0,
+    "zkconsumer.zk": 1, "zkconsumer.assignment": 1, "zkconsumer.config": 1,
+    "zkconsumer.consumer": 2, "zkconsumer.broker": 2, "zkconsumer.coordinator": 2, "zkconsumer.migration": 2,
+    "zkconsumer.apache_kafka": 2, "zkconsumer.tools": 2,
+    "zkconsumer.lab": 3, "zkconsumer.analysis": 3,
+    "zkconsumer.cli": 4,
+}
+
+
+def layer_of(module: str) -> int | None:
+    best = max((p for p in LAYERS if module == p or module.startswith(p + ".")), key=len, default=None)
+    return LAYERS[best] if best else None
+
+
+def test_every_module_has_a_layer() -> None:
+    assert [m for m in _modules() if m not in ("zkconsumer", "zkconsumer.__main__") and layer_of(m) is None] == []
+
+
+def test_imports_go_down_the_layers_only() -> None:
+    upward = sorted(f"{mod} ({layer_of(mod)}) -> {target} ({layer_of(target)})"
+                    for mod, targets in import_graph().items() if mod not in ("zkconsumer", "zkconsumer.__main__")
+                    for target in targets if target != "zkconsumer" and layer_of(target) > layer_of(mod))
+    assert upward == []
+
+
+def test_the_consumer_drivers_do_not_import_each_other() -> None:
+    """consumer/ is the shared surface; zookeeper/ and coordinated/ are two drivers of it, side by side."""
+    graph = import_graph()
+    zookeeper, coordinated = "zkconsumer.consumer.zookeeper", "zkconsumer.consumer.coordinated"
+    crossing = sorted(f"{m} -> {t}" for m, ts in graph.items() for t in ts
+                      if (m.startswith(zookeeper) and t.startswith(coordinated))
+                      or (m.startswith(coordinated) and t.startswith(zookeeper))
+                      or (m.count(".") == 2 and m.startswith("zkconsumer.consumer.")
+                          and t.startswith((zookeeper, coordinated))))
+    assert crossing == []
+
+
+#: What may be imported inside a function, and why: starting Spark's JVM, Arrow, the Docker SDK or matplotlib
+#: costs seconds or needs a service, and most commands never use them.
+LAZY_IMPORTS = {
+    "pyspark": "a JVM behind it; only the analysis needs it",
+    "pyarrow": "only the analysis's Arrow path",
+    "docker": "the Docker SDK: only the docker backend",
+    "requests": "the Docker SDK's transport errors",
+    "matplotlib": "plots only",
+    "zkconsumer.analysis": "imports pyspark",
+    "zkconsumer.lab.containers": "imports the Docker SDK",
+    "zkconsumer.lab.compare": "imports pandas, which the consumer's container image leaves out",
+}
+#: Function-local imports for another reason, each explained where it is.
+LAZY_ELSEWHERE = {
+    ("zkconsumer.errors", "kafka"): "the bottom layer imports no third party at import time; only names a code",
+    ("zkconsumer.broker", "zkconsumer.broker.broker"): "PEP 562: broker/'s lower modules are the coordinator's too",
+    ("zkconsumer.broker", "zkconsumer.broker.storage"): "PEP 562, as above",
+}
+
+
+def test_imports_inside_functions_are_only_the_heavy_optional_ones() -> None:
+    found = []
+    for mod, path in _modules().items():
+        for fn in ast.walk(ast.parse(path.read_text())):
+            if not isinstance(fn, (ast.FunctionDef, ast.AsyncFunctionDef)):
+                continue
+            for node in ast.walk(fn):
+                if isinstance(node, ast.ImportFrom) and not node.level:
+                    names = [node.module or ""]
+                elif isinstance(node, ast.Import):
+                    names = [a.name for a in node.names]
+                else:
+                    continue
+                found += [(mod, n) for n in names if not n.startswith(tuple(LAZY_IMPORTS))
+                          and (mod, n) not in LAZY_ELSEWHERE]
+    assert sorted(set(found)) == []
+
+
+def test_at_most_a_dozen_modules_stay_flat() -> None:
+    flat = sorted(p.name for p in ROOT.glob("*.py") if p.name not in ("__init__.py", "__main__.py"))
+    assert len(flat) <= 12, flat
+
+
+def test_no_class_is_much_longer_than_500_lines() -> None:
+    long = []
+    for path in ROOT.rglob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ClassDef) and node.end_lineno - node.lineno + 1 > 540:
+                long.append(f"{path.relative_to(ROOT.parent)}:{node.name} {node.end_lineno - node.lineno + 1}")
+    assert long == []
+
+
+def test_the_cli_and_the_consumer_start_without_the_heavy_dependencies() -> None:
+    """``zkconsumer consume`` runs in a container image without Spark, pandas, numpy, Arrow or matplotlib
+    (docker/Dockerfile), and every command starts faster without them."""
+    heavy = ("pyspark", "pandas", "numpy", "pyarrow", "matplotlib", "docker")
+    code = ("import sys, zkconsumer, zkconsumer.cli, zkconsumer.cli.consume, zkconsumer.cli.lab; "
+            f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "[]"
+
+
+def test_the_public_api_is_what_all_lists_and_every_name_resolves() -> None:
+    assert set(zkconsumer.__all__) - {"__version__"} == set(zkconsumer._EXPORTS)
+    for name in zkconsumer.__all__:
+        assert getattr(zkconsumer, name) is not None, name
+    from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector  # the README's example
+    assert ZookeeperConsumerConnector.__module__ == "zkconsumer.consumer.zookeeper.connector"
+    assert ConsumerConfig.from_properties({"group.id": "g"}).group_id == "g"
+
+
+def test_importing_the_package_loads_neither_client_library() -> None:
+    """The facade is lazy: the analysis on a Spark worker imports ``zkconsumer.analysis`` without kafka-python."""
+    code = "import sys, zkconsumer, zkconsumer.analysis.traces; print('kafka' in sys.modules)"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
+    assert out.strip() == "False"

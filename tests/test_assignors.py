@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.assignors import (
+from zkconsumer.assignment.assignors import (
     STRATEGIES,
     AssignmentContext,
     RoundRobinPreconditionError,
@@ -17,8 +17,8 @@ from zkconsumer.assignors import (
     assign,
     assign_for_consumer,
 )
-from zkconsumer.javacompat import java_order_key, string_hash
-from zkconsumer.reference import PORTS
+from zkconsumer.assignment.javacompat import java_order_key, string_hash
+from zkconsumer.assignment.reference import PORTS
 
 TWO_BY_THREE = AssignmentContext({"c0": {"t0": 1, "t1": 1}, "c1": {"t0": 1, "t1": 1}},
                                  {"t0": [0, 1, 2], "t1": [0, 1, 2]})
@@ -213,7 +213,7 @@ def test_equals_kafka_loops(ctx: AssignmentContext, strategy: str) -> None:
 
 def test_sticky_keeps_what_it_can_spec_example() -> None:
     """SPEC §3 (seed 001): C1 leaves a 3-member group of T0..T3 x 2; sticky keeps every surviving ownership."""
-    from zkconsumer.assignors import sticky_assign
+    from zkconsumer.assignment.assignors import sticky_assign
 
     def tps(*names: str) -> list[TopicPartition]:
         return [TopicPartition(f"T{n[1]}", int(n[3])) for n in names]
@@ -239,7 +239,7 @@ def test_seed_001_unequal_roundrobin_is_rejected_by_kafka_08() -> None:
 @settings(max_examples=100, deadline=None)
 @given(contexts(), st.randoms())
 def test_sticky_properties(ctx: AssignmentContext, rnd) -> None:
-    from zkconsumer.assignors import sticky_assign
+    from zkconsumer.assignment.assignors import sticky_assign
 
     first = sticky_assign(ctx)
     _check_exact_cover(ctx, first.owners)
@@ -307,7 +307,7 @@ def group_histories(draw) -> list[AssignmentContext]:
 def test_sticky_equals_the_plain_rules(steps: list[AssignmentContext]) -> None:
     """The fast sticky_assign (bulk fills, C-level filters, per-topic balancing) decides exactly like the plain
     rules, step after step, each step starting from the previous result."""
-    from zkconsumer.assignors import sticky_assign
+    from zkconsumer.assignment.assignors import sticky_assign
 
     prev = None
     for ctx in steps:

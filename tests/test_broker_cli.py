@@ -12,8 +12,8 @@ from zkconsumer.cli import main
 from zkconsumer.cli.broker import pid_alive, read_state
 from zkconsumer.cli.produce import choose_partition
 from zkconsumer.records import RecordValueError, decode_value, encode_value
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 
 def test_value_codec_round_trip_and_errors() -> None:

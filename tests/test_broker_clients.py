@@ -14,8 +14,8 @@ import pytest
 
 from zkconsumer.broker import Broker
 from zkconsumer.records import decode_value, encode_value
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 RECORDS = 100_000
 PARTITIONS = 8

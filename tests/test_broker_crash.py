@@ -16,8 +16,8 @@ from pathlib import Path
 import pytest
 
 from zkconsumer.records import decode_value, encode_value
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 PARTITIONS = 4
 pytestmark = pytest.mark.slow

@@ -17,8 +17,8 @@ from kafka.record.memory_records import MemoryRecordsBuilder
 
 from zkconsumer.broker import Broker
 from zkconsumer.broker.client import RawClient
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 CASES = 400
 SEED = 20240617

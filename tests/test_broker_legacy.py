@@ -12,7 +12,7 @@ from kafka.record.memory_records import MemoryRecords
 from zkconsumer.broker import legacy
 from zkconsumer.broker.batches import InvalidBatchError
 from zkconsumer.broker.client import RawClient
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.topics import create_topic
 
 GZIP = 1
 

@@ -15,13 +15,13 @@ from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest
 from kafka.protocol.producer import ProduceRequest
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
-from zkconsumer import layout
 from zkconsumer.broker import Broker
 from zkconsumer.broker.client import RawClient
 from zkconsumer.broker.handlers import VERSIONS
 from zkconsumer.coordinator.apis import VERSIONS as GROUP_VERSIONS
-from zkconsumer.registry import Registry, connect, split_connect
-from zkconsumer.topics import add_partitions, create_topic
+from zkconsumer.zk import layout
+from zkconsumer.zk.registry import Registry, connect, split_connect
+from zkconsumer.zk.topics import add_partitions, create_topic
 
 
 def wait_until(predicate, timeout: float = 10.0, what: str = "condition") -> None:

@@ -1,4 +1,4 @@
-"""The default profile's claim (rebalance.py ``_claim_pipelined``): free owner nodes first, held ones as soon as
+"""The default profile's claim (claims.py ``OwnerNodes``): free owner nodes first, held ones as soon as
 their holder lets go, nothing left behind when an attempt gives up. Real ZooKeeper; the holder is a second
 session creating the owner node itself, as a previous owner that has not released it yet would hold it."""
 
@@ -11,10 +11,10 @@ from helpers import consumer, wait_until
 from kazoo.client import KazooClient
 
 from zkconsumer.errors import ConsumerRebalanceFailed
-from zkconsumer.layout import ConsumerRegistration, GroupPaths, encode_owner
-from zkconsumer.registry import Registry, connect
-from zkconsumer.topics import create_topic
-from zkconsumer.zkserver import ZooKeeperServer, four_letter_word
+from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths, encode_owner
+from zkconsumer.zk.registry import Registry, connect
+from zkconsumer.zk.server import ZooKeeperServer, four_letter_word
+from zkconsumer.zk.topics import create_topic
 
 
 def owners(reg: Registry, group: str = "g") -> dict[str, str]:

@@ -9,9 +9,9 @@ import pytest
 from helpers import consumer
 
 from zkconsumer.config import ConfigError, ConsumerConfig
-from zkconsumer.connector import ConsumerRebalanceFailed
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.consumer.zookeeper.connector import ConsumerRebalanceFailed
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 
 def test_offsets_storage_is_lower_cased() -> None:

@@ -10,12 +10,12 @@ import pytest
 from helpers import consumer, drain, wait_until
 from kafka import KafkaProducer
 
-from zkconsumer.connector import ConsumerRebalanceFailed, ConsumerTimeout, RebalanceListener
-from zkconsumer.lab import Lab, LabPlan, Step
-from zkconsumer.layout import GroupPaths
+from zkconsumer.consumer.zookeeper.connector import ConsumerRebalanceFailed, ConsumerTimeout, RebalanceListener
+from zkconsumer.lab.runner import Lab, LabPlan, Step
 from zkconsumer.records import decode_value, encode_value
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.layout import GroupPaths
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 
 def produce(bootstrap: str, topic: str, partitions: int, per_partition: int) -> None:
@@ -121,7 +121,7 @@ class Recorder(RebalanceListener):
 @pytest.mark.parametrize("profile", ["default", "kafka-0.8"])
 def test_rebalance_listener(registry: Registry, zk_connect: str, profile: str) -> None:
     from zkconsumer.config import ConsumerConfig
-    from zkconsumer.connector import ZookeeperConsumerConnector
+    from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
 
     create_topic(registry, "t", 2)
     listener = Recorder()

@@ -18,13 +18,13 @@ import pytest
 from helpers import wait_until
 from kafka import KafkaAdminClient, KafkaProducer
 
-from zkconsumer.assignors import TopicPartition
+from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.config import ConfigError, ConsumerConfig
-from zkconsumer.connector import ConsumerTimeout, RebalanceListener
-from zkconsumer.coordinated import CoordinatorConsumerConnector, assignor_class, filter_pattern
-from zkconsumer.layout import blacklist, whitelist
+from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector, assignor_class, filter_pattern
+from zkconsumer.consumer.zookeeper.connector import ConsumerTimeout, RebalanceListener
 from zkconsumer.records import encode_value
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.layout import blacklist, whitelist
+from zkconsumer.zk.topics import create_topic
 
 HAS_COORDINATOR = importlib.util.find_spec("zkconsumer.coordinator.manager") is not None
 needs_coordinator = pytest.mark.skipif(not HAS_COORDINATOR, reason="the broker has no group coordinator yet "
@@ -363,7 +363,7 @@ def test_a_join_that_cannot_complete_is_reported_not_waited_out_silently(cbroker
     second = None
     try:
         wait_until(lambda: len(first.owned()) == 2, message="the range member owns both")
-        caplog.set_level(logging.WARNING, logger="zkconsumer.coordinated")
+        caplog.set_level(logging.WARNING, logger="zkconsumer.consumer.coordinated")
         second = member(cbroker.bootstrap, "g", "b", traces, partition_assignment_strategy="roundrobin",
                         max_poll_interval_ms=2000)
         second.create_message_streams({"t": 1})

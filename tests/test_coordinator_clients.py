@@ -20,9 +20,9 @@ from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
 
 from zkconsumer.broker import Broker
 from zkconsumer.coordinator.manager import OFFSETS_TOPIC, partition_for
-from zkconsumer.layout import TopicAssignment
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.layout import TopicAssignment
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 PARTITIONS = 6
 FAST = {"group_initial_rebalance_delay_ms": 0, "group_min_session_timeout_ms": 500}

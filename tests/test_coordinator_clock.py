@@ -9,7 +9,7 @@ import time
 import pytest
 from helpers import wait_until
 
-from zkconsumer.assignors import TopicPartition
+from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.broker.storage import LogManager
 from zkconsumer.coordinator.clock import ManualClock, SystemClock
 from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator

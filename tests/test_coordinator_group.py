@@ -10,7 +10,7 @@ import threading
 import pytest
 from helpers import wait_until
 
-from zkconsumer.assignors import TopicPartition
+from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.coordinator.clock import ManualClock
 from zkconsumer.coordinator.group import Group, GroupState, IllegalStateTransition, Member
 from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator, partition_for

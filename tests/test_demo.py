@@ -6,7 +6,7 @@ import io
 
 from rich.console import Console
 
-from zkconsumer.demo import run
+from zkconsumer.lab.demo import run
 
 
 def test_demo_runs_end_to_end() -> None:

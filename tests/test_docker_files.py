@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from zkconsumer.containers.images import SOURCE_ROOT, context_files, image_tag
+from zkconsumer.lab.containers.images import SOURCE_ROOT, context_files, image_tag
 
 DOCKER = SOURCE_ROOT / "docker"
 
@@ -56,7 +56,7 @@ def test_image_tag_follows_the_sources(tmp_path: Path) -> None:
     (tmp_path / "zkconsumer" / "__pycache__").mkdir(exist_ok=True)
     (tmp_path / "zkconsumer" / "__pycache__" / "x.pyc").write_bytes(b"\0")
     assert image_tag(tmp_path) == tag  # bytecode is not part of the image
-    (tmp_path / "zkconsumer" / "lab.py").write_text("# changed\n")
+    (tmp_path / "zkconsumer" / "lab" / "runner.py").write_text("# changed\n")
     assert image_tag(tmp_path) != tag
 
 

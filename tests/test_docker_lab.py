@@ -18,10 +18,10 @@ from collections.abc import Iterator
 import pytest
 from rich.console import Console
 
-from zkconsumer.containers.engine import DockerEngine, DockerUnavailable, install_engine, why_not_available
-from zkconsumer.containers.images import ensure_image
-from zkconsumer.lab import Lab, LabPlan, Step
-from zkconsumer.lab_backends import RUN_LABEL, DockerBackend
+from zkconsumer.lab.backends import RUN_LABEL, DockerBackend
+from zkconsumer.lab.containers.engine import DockerEngine, DockerUnavailable, install_engine, why_not_available
+from zkconsumer.lab.containers.images import ensure_image
+from zkconsumer.lab.runner import Lab, LabPlan, Step
 
 pytestmark = pytest.mark.slow
 

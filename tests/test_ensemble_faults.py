@@ -36,13 +36,13 @@ from kafka import KafkaProducer
 from kazoo.exceptions import KazooException
 
 from zkconsumer.broker import Broker
-from zkconsumer.connector import ConsumerTimeout, ZookeeperConsumerConnector
-from zkconsumer.groups import verify
-from zkconsumer.layout import GroupPaths
+from zkconsumer.consumer.zookeeper.connector import ConsumerTimeout, ZookeeperConsumerConnector
 from zkconsumer.records import decode_value, encode_value
-from zkconsumer.registry import Registry, connect
-from zkconsumer.topics import create_topic
-from zkconsumer.zkserver import ZooKeeperServer
+from zkconsumer.tools.groups import verify
+from zkconsumer.zk.layout import GroupPaths
+from zkconsumer.zk.registry import Registry, connect
+from zkconsumer.zk.server import ZooKeeperServer
+from zkconsumer.zk.topics import create_topic
 
 pytestmark = pytest.mark.ensemble
 

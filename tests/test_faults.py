@@ -14,8 +14,8 @@ from pathlib import Path
 
 import pytest
 
-from zkconsumer.faults.matrix import FAULTS, run_fault
-from zkconsumer.faults.verdict import judge
+from zkconsumer.lab.faults.matrix import FAULTS, run_fault
+from zkconsumer.lab.faults.verdict import judge
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 

@@ -11,10 +11,10 @@ import logging
 import pytest
 from helpers import consumer, wait_until
 
-from zkconsumer import foreign
-from zkconsumer.connector import ConsumerRebalanceFailed
-from zkconsumer.layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
-from zkconsumer.registry import Registry, connect
+from zkconsumer.assignment import foreign
+from zkconsumer.consumer.zookeeper.connector import ConsumerRebalanceFailed
+from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
+from zkconsumer.zk.registry import Registry, connect
 
 PYKAFKA_ID = "pkhost:6f1c2b3a-0000-4000-8000-000000000001"
 
@@ -31,7 +31,7 @@ def test_decode_member_reads_kafka_json_and_pykafka_bare_topic() -> None:
 
 def test_yield_topics_empties_only_the_foreign_members_topics(caplog) -> None:
     members = {PYKAFKA_ID: foreign.ForeignMember(PYKAFKA_ID, "a"), "x:1": foreign.ForeignMember("x:1", "zzz")}
-    with caplog.at_level(logging.WARNING, logger="zkconsumer.foreign"):
+    with caplog.at_level(logging.WARNING, logger="zkconsumer.assignment.foreign"):
         assert foreign.yield_topics({"a": [0, 1], "b": [0]}, members, "g_c") == {"a": [], "b": [0]}
     assert PYKAFKA_ID in caplog.text and "topic a" in caplog.text and "zzz" not in caplog.text
 
@@ -53,7 +53,7 @@ def test_default_profile_steps_aside_while_a_pykafka_member_is_registered(regist
     try:
         c.create_message_streams({"t": 1})
         assert set(registry.owners("g")) == {("t", p) for p in range(4)}
-        with caplog.at_level(logging.WARNING, logger="zkconsumer.foreign"):
+        with caplog.at_level(logging.WARNING, logger="zkconsumer.assignment.foreign"):
             pk = pykafka_session(zk_connect, "g", "t", 4)
             # pykafka holds every partition (under its own node names); zkconsumer releases all of its claims
             wait_until(lambda: registry.owners("g") == {} and not c.owned_partitions() and not c.rebalancer.busy,

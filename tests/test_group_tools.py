@@ -9,10 +9,10 @@ from helpers import consumer
 from kafka import KafkaProducer
 
 from zkconsumer.cli import main
-from zkconsumer.groups import describe
-from zkconsumer.layout import GroupPaths
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.tools.groups import describe
+from zkconsumer.zk.layout import GroupPaths
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 
 def _produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:

@@ -9,9 +9,9 @@ from helpers import consumer, wait_until
 
 from zkconsumer.cli import main
 from zkconsumer.config import ConfigError, ConsumerConfig, read_properties
-from zkconsumer.layout import GroupPaths
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.layout import GroupPaths
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 
 def test_defaults_are_kafka_08s() -> None:
@@ -107,7 +107,7 @@ def test_offsets_import_validates_every_line_first(registry: Registry, zk_connec
 
 def test_verify_reports_unowned_partitions(registry: Registry, zk_connect: str, capsys) -> None:
     create_topic(registry, "t", 2)
-    from zkconsumer.layout import ConsumerRegistration
+    from zkconsumer.zk.layout import ConsumerRegistration
 
     registry.zk.create(GroupPaths("g").registration("g_x"), ConsumerRegistration.static({"t": 1}).encode(),
                        ephemeral=True, makepath=True)
@@ -116,8 +116,8 @@ def test_verify_reports_unowned_partitions(registry: Registry, zk_connect: str, 
 
 
 def test_consumer_never_commits_backwards(registry: Registry, zk_connect: str) -> None:
-    from zkconsumer.assignors import TopicPartition
-    from zkconsumer.offsets import ZkOffsetStore
+    from zkconsumer.assignment.assignors import TopicPartition
+    from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
 
     create_topic(registry, "t", 1)
     registry.write_offset("g", "t", 0, 100)

@@ -17,10 +17,10 @@ from kafka.protocol.metadata import ApiVersionsRequest
 
 from zkconsumer.broker import Broker
 from zkconsumer.broker.client import RawClient
-from zkconsumer.connector import ConsumerRebalanceFailed
-from zkconsumer.layout import ConsumerRegistration, GroupPaths, TopicAssignment, topic_path
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.consumer.zookeeper.connector import ConsumerRebalanceFailed
+from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths, TopicAssignment, topic_path
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 PROFILES = ["default", "kafka-0.8"]
 G = GroupPaths("g")

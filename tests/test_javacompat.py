@@ -5,10 +5,10 @@ from __future__ import annotations
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from zkconsumer import layout
-from zkconsumer.assignors import AssignmentContext, assign
-from zkconsumer.javacompat import java_order_key, java_sorted, kafka_abs
-from zkconsumer.reference import PORTS
+from zkconsumer.assignment.assignors import AssignmentContext, assign
+from zkconsumer.assignment.javacompat import java_order_key, java_sorted, kafka_abs
+from zkconsumer.assignment.reference import PORTS
+from zkconsumer.zk import layout
 
 # Characters from every region that matters: ASCII, Latin-1, below the surrogates, the surrogates themselves
 # (lone ones are legal in Python and in Java strings), U+E000..U+FFFF, and beyond U+FFFF.

@@ -22,17 +22,17 @@ from kafka import KafkaProducer
 
 from zkconsumer import broker_version
 from zkconsumer.apache_kafka.processes import KafkaBroker
-from zkconsumer.assignors import TopicPartition
+from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.broker_version import BrokerTooOld, ProbeResult, decide, parse_setting, registration_hint
 from zkconsumer.config import ConfigError, ConsumerConfig
-from zkconsumer.connector import ConsumerTimeout
-from zkconsumer.coordinated import CoordinatorConsumerConnector
-from zkconsumer.groups import read_log_ends
-from zkconsumer.kafka_offsets import KafkaOffsetStore
-from zkconsumer.layout import BrokerInfo
-from zkconsumer.offset_checker import check
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
+from zkconsumer.consumer.zookeeper.connector import ConsumerTimeout
+from zkconsumer.consumer.zookeeper.kafka_offsets import KafkaOffsetStore
+from zkconsumer.tools.groups import read_log_ends
+from zkconsumer.tools.offset_checker import check
+from zkconsumer.zk.layout import BrokerInfo
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 pytestmark = pytest.mark.slow
 
@@ -112,7 +112,7 @@ def test_bad_property_is_a_config_error() -> None:
 
 
 def test_unreachable_cluster_is_undecided_and_not_cached() -> None:
-    from zkconsumer.zkserver import free_port
+    from zkconsumer.zk.server import free_port
 
     address = f"127.0.0.1:{free_port()}"
     assert broker_version.probe(address) == ProbeResult(False)

@@ -23,9 +23,9 @@ from helpers import fresh_chroot, wait_until
 
 from zkconsumer.apache_kafka.processes import KafkaBroker
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.coordinated import CoordinatorConsumerConnector
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 pytestmark = pytest.mark.slow
 
@@ -66,7 +66,7 @@ def test_a_join_kafkas_coordinator_refuses_is_reported_within_the_rebalance_time
     try:
         first.create_message_streams({"s": 1})
         wait_until(lambda: len(first.owned_partitions()) == 4, timeout=30, message="the first member owns all")
-        caplog.set_level(logging.WARNING, logger="zkconsumer.coordinated")
+        caplog.set_level(logging.WARNING, logger="zkconsumer.consumer.coordinated")
         # roundrobin only, in a group whose members all use range: Kafka answers INCONSISTENT_GROUP_PROTOCOL
         second = _member(kafka, "second", "roundrobin", traces, **{"max.poll.interval.ms": 4000})
         started = time.monotonic()
@@ -108,7 +108,7 @@ def test_the_lab_migration_passes_with_kafkas_coordinator(kafka: KafkaBroker, tm
 
     from rich.console import Console
 
-    from zkconsumer.lab import Lab, LabPlan, Step
+    from zkconsumer.lab.runner import Lab, LabPlan, Step
 
     plan = LabPlan(consumers=3, duration=30.0, mode="migrate", rate=100.0, initial_records=100,
                    steps=[Step(2.0, "join", "c4"), Step(4.0, "migrate", "")])
@@ -147,3 +147,4 @@ def test_the_lab_migration_passes_with_kafkas_coordinator(kafka: KafkaBroker, tm
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
         assert any(e.get("mode") == "coordinator" and e["event"] == "rebalance_done" and e["owned"]
                    for e in events), path.name  # every member consumed from Kafka's coordinator group
+

@@ -17,12 +17,12 @@ from helpers import consumer, drain, fresh_chroot, wait_until
 from kafka import KafkaProducer
 
 from zkconsumer.broker import Broker
-from zkconsumer.connector import ConsumerRebalanceFailed, ConsumerTimeout
+from zkconsumer.consumer.zookeeper.connector import ConsumerRebalanceFailed, ConsumerTimeout
 from zkconsumer.errors import ConsumerIdInUse
-from zkconsumer.layout import GroupPaths
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
-from zkconsumer.zkserver import ZooKeeperServer
+from zkconsumer.zk.layout import GroupPaths
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.server import ZooKeeperServer
+from zkconsumer.zk.topics import create_topic
 
 PROFILES = ["default", "kafka-0.8"]
 

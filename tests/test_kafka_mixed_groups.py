@@ -26,8 +26,8 @@ from kafka import KafkaProducer
 from zkconsumer.apache_kafka.mixed import MixedGroup, Subscription
 from zkconsumer.apache_kafka.processes import KafkaBroker
 from zkconsumer.records import encode_value
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 pytestmark = pytest.mark.slow
 

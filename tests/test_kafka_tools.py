@@ -27,12 +27,12 @@ from kafka import KafkaProducer
 
 from zkconsumer.apache_kafka.jars import fetch
 from zkconsumer.apache_kafka.processes import HighLevelConsumers, KafkaBroker, jvm_command, run_tool, write_log4j
-from zkconsumer.assignors import AssignmentContext, TopicPartition, assign
+from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition, assign
 from zkconsumer.cli import main
-from zkconsumer.groups import subscribed_topics
-from zkconsumer.layout import TopicAssignment
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.tools.groups import subscribed_topics
+from zkconsumer.zk.layout import TopicAssignment
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 pytestmark = pytest.mark.slow
 

@@ -6,9 +6,9 @@ import uuid
 
 import pytest
 
-from zkconsumer import layout
-from zkconsumer.javacompat import kafka_abs, long_to_hex_string, string_hash
-from zkconsumer.layout import (
+from zkconsumer.assignment.javacompat import kafka_abs, long_to_hex_string, string_hash
+from zkconsumer.zk import layout
+from zkconsumer.zk.layout import (
     BrokerInfo,
     ConsumerRegistration,
     GroupPaths,

@@ -11,11 +11,11 @@ import pytest
 from helpers import wait_until
 from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
-from zkconsumer.assignors import AssignmentContext, TopicPartition, assign
-from zkconsumer.layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
+from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition, assign
 from zkconsumer.migration.bridge import BridgeAssignor, ZkBridge, zookeeper_context
 from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
-from zkconsumer.registry import Registry, connect
+from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
+from zkconsumer.zk.registry import Registry, connect
 
 HAS_COORDINATOR = importlib.util.find_spec("zkconsumer.coordinator.manager") is not None
 
@@ -199,7 +199,7 @@ def test_a_migration_rolled_back_leaves_a_working_0_8_group(zk_connect: str, tmp
 
     from rich.console import Console
 
-    from zkconsumer.lab import GROUP, Lab, LabPlan, Step
+    from zkconsumer.lab.runner import GROUP, Lab, LabPlan, Step
 
     plan = LabPlan(consumers=2, duration=16.0, mode="migrate", rate=100.0, initial_records=100,
                    session_timeout_ms=4000, commit_interval_ms=300, initial_rebalance_delay_ms=0,

@@ -9,8 +9,8 @@ import json
 
 import pytest
 
-from zkconsumer.faults.matrix import FAULTS, faults_of, run_fault
-from zkconsumer.faults.verdict import judge
+from zkconsumer.lab.faults.matrix import FAULTS, faults_of, run_fault
+from zkconsumer.lab.faults.verdict import judge
 
 pytestmark = [pytest.mark.slow, pytest.mark.faults]
 

@@ -14,8 +14,8 @@ import pytest
 
 from zkconsumer.migration.lease import DriverLease, LeaseError, Superseded, lease_path
 from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path, refusal
-from zkconsumer.registry import Registry, connect
 from zkconsumer.trace import TraceWriter
+from zkconsumer.zk.registry import Registry, connect
 
 
 def test_the_plan_keeps_the_topics_it_started_with() -> None:
@@ -68,7 +68,7 @@ def test_a_second_forward_driver_is_refused_and_a_rollback_takes_over(zk_connect
 def test_the_lease_of_a_killed_driver_is_taken_over_at_once(zk_connect: str, registry: Registry) -> None:
     """A driver killed with SIGKILL leaves its ephemeral lease for a session timeout; run again on the same host,
     migrate sees that its holder's process is dead and goes on at once (it resumes)."""
-    code = ("import sys; from zkconsumer.registry import Registry, connect;"
+    code = ("import sys; from zkconsumer.zk.registry import Registry, connect;"
             "from zkconsumer.migration.lease import DriverLease;"
             "zk = connect(sys.argv[1], session_timeout_ms=30000);"
             "DriverLease(Registry(zk), 'g', 'coordinator').acquire(); print('held', flush=True); sys.stdin.read()")

@@ -22,8 +22,8 @@ from zkconsumer.migration.verify import (
     judge,
     stalled_partitions,
 )
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 
 def member(name: str, *tps: tuple[str, int], bridged: bool = True) -> DescribedMember:

@@ -12,13 +12,13 @@ from helpers import consumer, wait_until
 from kafka import KafkaAdminClient, KafkaProducer
 from kafka import TopicPartition as KTP
 
-from zkconsumer.assignors import TopicPartition
+from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.kafka_offsets import DualOffsetStore, KafkaOffsetStore, offset_store
-from zkconsumer.offsets import ZkOffsetStore
+from zkconsumer.consumer.zookeeper.kafka_offsets import DualOffsetStore, KafkaOffsetStore, offset_store
+from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
 from zkconsumer.records import encode_value
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 needs_coordinator = pytest.mark.skipif(importlib.util.find_spec("zkconsumer.coordinator.manager") is None,
                                        reason="the broker has no group coordinator yet (branch coord)")

@@ -19,7 +19,7 @@ from kafka import TopicPartition as KTP
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 from kafka.structs import OffsetAndMetadata
 
-from zkconsumer.assignors import TopicPartition
+from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.broker.storage import LogManager
 from zkconsumer.coordinator.group import GroupState
 from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
@@ -39,8 +39,8 @@ from zkconsumer.coordinator.offsets_codec import (
 from zkconsumer.coordinator.offsets_log import OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemberSnapshot
 from zkconsumer.errors import KafkaCode
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 TP = TopicPartition("t", 0)
 
@@ -277,7 +277,7 @@ def test_groups_come_back_with_their_generation(tmp_path) -> None:
 
 WRITER = """
 import sys
-from zkconsumer.assignors import TopicPartition
+from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.broker.storage import LogManager
 from zkconsumer.coordinator.offsets_log import OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset

@@ -8,8 +8,8 @@ from helpers import wait_until
 
 from zkconsumer.broker import Broker
 from zkconsumer.broker.partition_state import PartitionState, next_state, state_path
-from zkconsumer.layout import TopicAssignment
-from zkconsumer.topics import add_partitions
+from zkconsumer.zk.layout import TopicAssignment
+from zkconsumer.zk.topics import add_partitions
 
 
 def test_state_codec_is_kafka_0_8_2_json_in_its_key_order() -> None:

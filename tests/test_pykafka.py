@@ -17,8 +17,8 @@ import pytest
 from helpers import consumer, wait_until
 from kazoo.exceptions import NoNodeError
 
-from zkconsumer.layout import GroupPaths
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.layout import GroupPaths
+from zkconsumer.zk.topics import create_topic
 
 PYKAFKA_PYTHON = Path(sys.prefix) / "pykafka" / "bin" / "python"
 CLIENT = Path(__file__).resolve().parent / "pykafka_client.py"

@@ -11,10 +11,10 @@ import time
 import pytest
 from helpers import consumer, expire_session, wait_until
 
-from zkconsumer.connector import MessageStreamsExist
-from zkconsumer.layout import TopicAssignment
-from zkconsumer.registry import Registry
-from zkconsumer.topics import add_partitions, create_topic
+from zkconsumer.consumer.zookeeper.connector import MessageStreamsExist
+from zkconsumer.zk.layout import TopicAssignment
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import add_partitions, create_topic
 
 PROFILES = ["default", "kafka-0.8"]
 
@@ -85,7 +85,7 @@ def test_leave_moves_partitions(registry: Registry, zk_connect: str, profile: st
 CHILD = """
 import sys, threading
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.connector import ZookeeperConsumerConnector
+from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
 c = ZookeeperConsumerConnector(ConsumerConfig.from_properties({
     "group.id": "g", "consumer.id": "b", "zookeeper.connect": sys.argv[1], "zkconsumer.fetch.enable": False,
     "zookeeper.session.timeout.ms": 2000, "auto.commit.enable": False}))

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from helpers import consumer, wait_until
 
-from zkconsumer.phases import PHASES, PhaseClock
-from zkconsumer.registry import Registry
-from zkconsumer.topics import create_topic
+from zkconsumer.consumer.zookeeper.phases import PHASES, PhaseClock
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import create_topic
 
 
 def test_phase_clock_subtracts_nested_phases() -> None:

@@ -1,4 +1,4 @@
-"""The 0.8 rebalance's decision, pure (zkconsumer/rebalance_plan.py): what a member releases, keeps, claims and
+"""The 0.8 rebalance's decision, pure (zkconsumer/consumer/zookeeper/plan.py): what a member releases, keeps, claims and
 holds, in both profiles, without ZooKeeper. The rebalancer carrying it out is tested end to end elsewhere
 (tests/test_rebalance.py, tests/test_claims.py, the Kafka mixed groups)."""
 
@@ -9,10 +9,10 @@ import dataclasses
 from hypothesis import given
 from hypothesis import strategies as st
 
-from zkconsumer.assignors import TopicPartition
+from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.config import PROFILE_SETTINGS
-from zkconsumer.layout import encode_owner
-from zkconsumer.rebalance_plan import RebalancePlan, lost_owner_nodes, plan
+from zkconsumer.consumer.zookeeper.plan import RebalancePlan, lost_owner_nodes, plan
+from zkconsumer.zk.layout import encode_owner
 
 DEFAULT, KAFKA08 = PROFILE_SETTINGS["default"], PROFILE_SETTINGS["kafka-0.8"]
 T0, T1, T2, T3 = (TopicPartition("t", p) for p in range(4))

@@ -13,8 +13,8 @@ import pytest
 from helpers import wait_until
 from kazoo.client import KazooClient, KazooState
 
-from zkconsumer.faults.proxy import TcpProxy
-from zkconsumer.registry import connect
+from zkconsumer.lab.faults.proxy import TcpProxy
+from zkconsumer.zk.registry import connect
 
 
 @pytest.fixture

@@ -8,9 +8,9 @@ import random
 import pytest
 
 from zkconsumer.cli import main
-from zkconsumer.layout import BrokerInfo, ConsumerRegistration, GroupPaths, TopicAssignment
-from zkconsumer.registry import Registry
-from zkconsumer.topics import AdminOperationError, add_partitions, assign_replicas_to_brokers, create_topic
+from zkconsumer.zk.layout import BrokerInfo, ConsumerRegistration, GroupPaths, TopicAssignment
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.topics import AdminOperationError, add_partitions, assign_replicas_to_brokers, create_topic
 
 
 def test_replica_assignment_matches_kafkas_admin_test() -> None:

@@ -16,11 +16,11 @@ from kazoo.security import OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, make_digest_acl
 from zkconsumer.cli import main
 from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.errors import ConsumerRebalanceFailed, NotAuthorized
-from zkconsumer.layout import GroupPaths
-from zkconsumer.registry import Registry, ZkAuthFailed
-from zkconsumer.topics import create_topic
-from zkconsumer.zksecurity import Credentials, ZkSecurity
-from zkconsumer.zkserver import ZooKeeperServer
+from zkconsumer.zk.layout import GroupPaths
+from zkconsumer.zk.registry import Registry, ZkAuthFailed
+from zkconsumer.zk.security import Credentials, ZkSecurity
+from zkconsumer.zk.server import ZooKeeperServer
+from zkconsumer.zk.topics import create_topic
 
 SECURE = {"zookeeper.set.acl": "true", "zkconsumer.zookeeper.digest": "alice:s3cret"}
 ALICE = ZkSecurity(digest=Credentials("alice", "s3cret"), set_acl=True)

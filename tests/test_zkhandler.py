@@ -16,8 +16,8 @@ from kazoo.exceptions import NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.protocol.connection import ConnectionDropped
 
-from zkconsumer.registry import new_client
-from zkconsumer.zkhandler import EagerConnection, LatchResult, PollHandler, runs_inline
+from zkconsumer.zk.handler import EagerConnection, LatchResult, PollHandler, runs_inline
+from zkconsumer.zk.registry import new_client
 
 
 def test_readiness_is_reported_and_poll_sets_are_kept_per_combination() -> None:

@@ -12,8 +12,8 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NodeExistsError
 
 from zkconsumer.cli import main
-from zkconsumer.registry import Registry, ZkConnectError, connect
-from zkconsumer.zkserver import ZooKeeperError, ZooKeeperServer, find_classpath, free_port
+from zkconsumer.zk.registry import Registry, ZkConnectError, connect
+from zkconsumer.zk.server import ZooKeeperError, ZooKeeperServer, find_classpath, free_port
 
 
 def test_fixture_server_serves_sessions(zk_server: ZooKeeperServer, zk_connect: str) -> None:

@@ -25,7 +25,10 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import Any
 
-from .errors import ZkConsumerError
+from kafka.protocol.admin import ListGroupsRequest
+from kafka.protocol.metadata import ApiVersionsRequest
+
+from zkconsumer.errors import ZkConsumerError
 
 log = logging.getLogger(__name__)
 
@@ -73,7 +76,7 @@ _REGISTRATION_VERSIONS = {1: (0, 8, 2), 2: (0, 9)}
 
 
 def registration_hint(registrations: Iterable[Any]) -> ApiVersion | None:
-    """What the ``/brokers/ids`` registrations (:class:`~zkconsumer.layout.BrokerInfo`) suggest: the protocol
+    """What the ``/brokers/ids`` registrations (:class:`~zkconsumer.zk.layout.BrokerInfo`) suggest: the protocol
     of the oldest broker when one predates ApiVersions (a client speaks one version to all), else None."""
     old = [_REGISTRATION_VERSIONS[v] for v in (getattr(r, "version", None) for r in registrations)
            if v in _REGISTRATION_VERSIONS]
@@ -146,9 +149,6 @@ def _answered(address: tuple[str, int], request: Any, timeout: float) -> bool | 
 
 def probe(bootstrap: str | Iterable[str], timeout: float = PROBE_TIMEOUT_S) -> ProbeResult:
     """Ask the first reachable bootstrap address for ApiVersions v0 (and, refused, ListGroups v0)."""
-    from kafka.protocol.admin import ListGroupsRequest
-    from kafka.protocol.metadata import ApiVersionsRequest
-
     for host, port in _addresses(bootstrap):
         address = f"{host}:{port}"
         answered = _answered((host, port), ApiVersionsRequest[0](), timeout)

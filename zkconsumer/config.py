@@ -13,10 +13,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from . import broker_version, zksecurity
-from .assignors import STRATEGIES
-from .errors import ZkConsumerError
-from .zksecurity import Credentials, ZkSecurity
+from zkconsumer import broker_version
+from zkconsumer.assignment.assignors import STRATEGIES
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.zk import security as zksecurity
+from zkconsumer.zk.security import Credentials, ZkSecurity
 
 PROFILES = ("default", "kafka-0.8")
 #: Strategies only the coordinator mode offers (kafka-python's assignors); the ZooKeeper connector refuses them.
@@ -81,7 +82,8 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
     Prop("refresh.leader.backoff.ms", int, 200, "no effect here (kafka-python refreshes leaders)"),
     Prop("offsets.channel.backoff.ms", int, 1000, "no effect here"),
     Prop("offsets.channel.socket.timeout.ms", int, 10000, "no effect here"),
-    # Coordinator mode (Kafka 0.9+'s consumer, zkconsumer.coordinated): its own names and 0.9/0.10.1 defaults.
+    # Coordinator mode (Kafka 0.9+'s consumer, zkconsumer.consumer.coordinated): its own names and 0.9/0.10.1
+    # defaults.
     Prop("session.timeout.ms", int, 30000, "coordinator mode: the group coordinator's session timeout"),
     Prop("heartbeat.interval.ms", int, 3000, "coordinator mode: heartbeat period"),
     # The rebalance timeout kafka-python sends in JoinGroup, and the longest gap between polls. Kafka's 300000 (0.10.1)

@@ -3,8 +3,7 @@ Kafka's protocol error codes (:class:`KafkaCode`) the broker and the coordinator
 own exceptions, here so that the connectors, the rebalancer and the streams can raise them without importing one
 another. The bottom layer: it imports nothing of zkconsumer.
 
-``zkconsumer.connector`` re-exports every name here: ``from zkconsumer.connector import ConsumerRebalanceFailed``
-keeps working.
+The package exports the consumer's errors: ``from zkconsumer import ConsumerRebalanceFailed``.
 """
 
 from __future__ import annotations

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import json
 
-from .errors import ZkConsumerError
+from zkconsumer.errors import ZkConsumerError
 
 
 class RecordValueError(ZkConsumerError, ValueError):

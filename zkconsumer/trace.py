@@ -20,7 +20,7 @@ EVENTS = frozenset({
     "claimed", "rebalance_done", "rebalance_failed", "session_expired", "connection_suspended", "reconnected",
     "offset_committed", "offset_reset", "record_delivered", "shutdown",
     "join_stalled",  # coordinator mode: a join that has not completed within the rebalance timeout
-    "fault_injected", "fault_healed",  # written by the lab's fault matrix (zkconsumer.faults), not by consumers
+    "fault_injected", "fault_healed",  # written by the lab's fault matrix (zkconsumer.lab.faults), not by consumers
 })
 #: The lab's own events: they describe the run, not a consumer (the analysis keeps them apart).
 LAB_EVENTS = frozenset({"fault_injected", "fault_healed"})
@@ -68,7 +68,7 @@ class TraceWriter:
                  mode: str | None = None) -> None:
         self.group = group
         self.consumer = consumer
-        # Written on every line when given: ``coordinator`` for coordinated.py; absent means ``zookeeper``.
+        # Written on every line when given: ``coordinator`` for consumer/coordinated/; absent means ``zookeeper``.
         self._mode = {"mode": mode} if mode else {}
         self._lock = threading.Lock()
         self._seq = 0

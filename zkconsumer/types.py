@@ -1,7 +1,7 @@
 """The neutral value types every layer shares: a partition and a record as a stream hands it out. Pure, no I/O,
 and they import nothing of zkconsumer, so the assignors, both connectors, the broker and the coordinator can use
-them without depending on one another. ``zkconsumer.assignors.TopicPartition`` and
-``zkconsumer.fetcher.FetchedRecord`` are these same classes."""
+them without depending on one another. ``zkconsumer.assignment.assignors.TopicPartition`` and
+``zkconsumer.consumer.fetcher.FetchedRecord`` are these same classes."""
 
 from __future__ import annotations
 

@@ -10,8 +10,8 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
-from zkconsumer.compare import MEASURES, run_compare
-from zkconsumer.lab import LabPlan, Step
+from zkconsumer.lab.compare import MEASURES, run_compare
+from zkconsumer.lab.runner import LabPlan, Step
 
 
 @pytest.mark.slow

@@ -15,9 +15,9 @@ from rich.console import Console
 
 from zkconsumer.analysis.pipeline import run_analysis
 from zkconsumer.config import ConsumerConfig
-from zkconsumer.coordinated import CoordinatorConsumerConnector
+from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
 from zkconsumer.records import encode_value
-from zkconsumer.topics import create_topic
+from zkconsumer.zk.topics import create_topic
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("zkconsumer.coordinator.manager") is None,
                                 reason="the broker has no group coordinator yet (branch coord)")

@@ -9,7 +9,7 @@ import pytest
 from rich.console import Console
 
 from zkconsumer.analysis.pipeline import run_analysis
-from zkconsumer.lab import Lab, LabPlan, Step
+from zkconsumer.lab.runner import Lab, LabPlan, Step
 
 
 @pytest.mark.slow

@@ -12,9 +12,9 @@ import pytest
 from rich.console import Console
 
 from zkconsumer.analysis.pipeline import run_analysis
-from zkconsumer.lab import GROUP, Lab, LabPlan, Step
+from zkconsumer.lab.runner import GROUP, Lab, LabPlan, Step
 from zkconsumer.migration.plan import MigrationPlan, plan_path
-from zkconsumer.registry import Registry
+from zkconsumer.zk.registry import Registry
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("zkconsumer.coordinator.manager") is None,
                                 reason="the broker has no group coordinator yet (branch coord)")

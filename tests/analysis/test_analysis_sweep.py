@@ -10,7 +10,7 @@ from rich.console import Console
 
 import zkconsumer.cli.sweep as sweep_cli
 from zkconsumer.analysis.sweep import GRID_QUICK, SweepConfig, make_scenario, run_local, run_spark
-from zkconsumer.assignors import AssignmentContext, RoundRobinPreconditionError, assign, sticky_assign
+from zkconsumer.assignment.assignors import AssignmentContext, RoundRobinPreconditionError, assign, sticky_assign
 from zkconsumer.cli import main
 
 CFG = SweepConfig(GRID_QUICK, seed=11, changes=3)
@@ -18,7 +18,7 @@ N = 60
 
 
 def direct(sc_id: int) -> list[tuple]:
-    """(strategy, step, change, status, balance, moved) straight from zkconsumer.assignors."""
+    """(strategy, step, change, status, balance, moved) straight from zkconsumer.assignment.assignors."""
     sc = make_scenario(CFG, sc_id)
     out = []
     for strategy in CFG.strategies:

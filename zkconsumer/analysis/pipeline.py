@@ -15,15 +15,15 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from rich.console import Console
 
-from . import consumers as consumers_mod
-from . import plots
-from .invariants import InvariantCounts, compute_invariants, count_invariants
-from .partitions import analyze_partitions, stints
-from .progress import Stages
-from .rebalances import analyze_rebalances
-from .report import PREVIEW_ROWS, Report
-from .tables import TableWriter
-from .traces import TraceSet, is_small, read_traces
+from zkconsumer.analysis import consumers as consumers_mod
+from zkconsumer.analysis import plots
+from zkconsumer.analysis.invariants import InvariantCounts, compute_invariants, count_invariants
+from zkconsumer.analysis.partitions import analyze_partitions, stints
+from zkconsumer.analysis.progress import Stages
+from zkconsumer.analysis.rebalances import analyze_rebalances
+from zkconsumer.analysis.report import PREVIEW_ROWS, Report
+from zkconsumer.analysis.tables import TableWriter
+from zkconsumer.analysis.traces import TraceSet, is_small, read_traces
 
 BAD_LINES_SHOWN = 20
 

@@ -4,7 +4,7 @@ A *scenario* is a group shape (consumers, streams per consumer, topics, partitio
 pattern) plus a sequence of membership changes. It is a pure function of (seed, scenario id), so Spark
 tasks build their own scenarios from ``spark.range`` ids (nothing big is shipped from the driver) and a
 plain Python loop can recompute any of them for comparison. Here, the loop (:func:`run_scenario`) calls
-:func:`zkconsumer.assignors.assign` per step: it is the oracle that the batched numpy computation
+:func:`zkconsumer.assignment.assignors.assign` per step: it is the oracle that the batched numpy computation
 (:mod:`zkconsumer.analysis.sweep_batch`) is checked against row for row. The drivers (local loop, Spark) are
 :mod:`zkconsumer.analysis.sweep`.
 
@@ -23,7 +23,13 @@ from operator import ne
 
 import pyarrow as pa
 
-from ..assignors import STRATEGIES, AssignmentContext, RoundRobinPreconditionError, assign, sticky_assign
+from zkconsumer.assignment.assignors import (
+    STRATEGIES,
+    AssignmentContext,
+    RoundRobinPreconditionError,
+    assign,
+    sticky_assign,
+)
 
 PATTERNS = ("all-same", "random-subsets", "disjoint")
 CHANGE_KINDS = ("join", "leave", "crash")

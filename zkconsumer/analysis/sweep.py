@@ -13,7 +13,7 @@ from collections.abc import Iterator
 import pandas as pd
 import pyarrow as pa
 
-from .scenarios import (  # noqa: F401 - re-exported
+from zkconsumer.analysis.scenarios import (  # noqa: F401 - re-exported
     ARROW_SCHEMA,
     CHANGE_KINDS,
     GRID_FULL,
@@ -28,7 +28,7 @@ from .scenarios import (  # noqa: F401 - re-exported
     make_scenario,
     run_scenario,
 )
-from .sweep_batch import batch_rows
+from zkconsumer.analysis.sweep_batch import batch_rows
 
 #: Scenarios per Arrow batch a Spark task yields (16 rows each with 4 strategies and 3 changes).
 OUTPUT_CHUNK = 1000

@@ -1,7 +1,7 @@
 """Range, RoundRobin, RoundRobin-relaxed and sticky over whole batches of sweep scenarios, with numpy.
 
 The per-scenario Python loop (:func:`zkconsumer.analysis.scenarios.run_scenario`, which calls the assignors in
-:mod:`zkconsumer.assignors`) is the sweep's oracle; this module computes the same rows for many scenarios at
+:mod:`zkconsumer.assignment.assignors`) is the sweep's oracle; this module computes the same rows for many scenarios at
 once, and the tests check it against that loop row for row (hypothesis included). The scenarios of a batch
 are split by (topics, partitions), so each shape's arrays carry no padding.
 
@@ -14,8 +14,9 @@ name order) is the flat index ``t * P + p`` with ``P`` the shape's partition cou
 * Range is arithmetic: with ``C`` subscribed threads (sorted) and ``P`` partitions, thread ``i`` takes
   ``P div C`` partitions, one more while ``i < P mod C``, in partition order.
 * RoundRobin is the group's partitions in the Java hash order of ``"[topic,partition]"`` dealt cyclically; the
-  hash order of every topic of a shape is computed once (by :func:`zkconsumer.assignors.hash_ordered_partitions`)
-  and a step's order is that order restricted to its subscribed topics (the restriction of a stable sort).
+  hash order of every topic of a shape is computed once (by
+  :func:`zkconsumer.assignment.assignors.hash_ordered_partitions`) and a step's order is that order restricted
+  to its subscribed topics (the restriction of a stable sort).
 * RoundRobin-relaxed is the same deal skipping threads that do not subscribe to the partition's topic: a scan
   with state (the position in the thread list), run over all rows at once, one partition position at a time,
   with a table "next subscribed thread at or after position u" per row and topic.
@@ -34,9 +35,9 @@ from functools import lru_cache
 import numpy as np
 import pyarrow as pa
 
-from ..assignors import ROUND_ROBIN_MESSAGE, hash_ordered_partitions
-from ..javacompat import java_order_key
-from .scenarios import ARROW_SCHEMA, INT_COLS, Scenario, arrow_batch, make_scenario, run_scenario
+from zkconsumer.analysis.scenarios import ARROW_SCHEMA, INT_COLS, Scenario, arrow_batch, make_scenario, run_scenario
+from zkconsumer.assignment.assignors import ROUND_ROBIN_MESSAGE, hash_ordered_partitions
+from zkconsumer.assignment.javacompat import java_order_key
 
 #: Strategies this module computes; anything else in a config runs through the scalar loop.
 BATCHED = ("range", "roundrobin", "roundrobin-relaxed", "sticky")
@@ -221,7 +222,8 @@ def roundrobin_relaxed_owners(plan: _Plan, hord: np.ndarray) -> np.ndarray:
 
 
 def sticky_owners(plan: _Plan) -> np.ndarray:
-    """[R, F] owners under :func:`zkconsumer.assignors.sticky_assign`, each step given the previous one's result.
+    """[R, F] owners under :func:`~zkconsumer.assignment.assignors.sticky_assign`, each step given the previous
+    one's result.
 
     Steps run in order (a step needs its predecessor), every scenario at once. The same three phases as the
     scalar assignor: keep what a thread still subscribed to owned; give each topic's free partitions, ascending,

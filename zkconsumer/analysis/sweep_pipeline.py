@@ -10,11 +10,11 @@ from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from rich.console import Console
 
-from . import plots
-from .progress import Stages
-from .report import Report
-from .sweep import SweepConfig, run_spark
-from .tables import TableWriter
+from zkconsumer.analysis import plots
+from zkconsumer.analysis.progress import Stages
+from zkconsumer.analysis.report import Report
+from zkconsumer.analysis.sweep import SweepConfig, run_spark
+from zkconsumer.analysis.tables import TableWriter
 
 
 @dataclass

@@ -12,7 +12,7 @@ from __future__ import annotations
 import random
 from pathlib import Path
 
-from ..assignors import AssignmentContext, assign
+from zkconsumer.assignment.assignors import AssignmentContext, assign
 
 
 class _Writer:

@@ -29,7 +29,7 @@ from pyspark.sql import DataFrame
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import ZkConsumerError
+from zkconsumer.errors import ZkConsumerError
 
 
 @dataclass

@@ -22,8 +22,8 @@ from pyspark.sql import Column, DataFrame, Observation, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
-from ..errors import ZkConsumerError
-from ..trace import EVENTS, LAB_EVENTS, SCHEMA_VERSION
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.trace import EVENTS, LAB_EVENTS, SCHEMA_VERSION
 
 
 class TraceInputError(ZkConsumerError, ValueError):

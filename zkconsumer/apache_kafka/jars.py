@@ -28,8 +28,8 @@ from dataclasses import dataclass
 from glob import glob
 from pathlib import Path
 
-from ..errors import ZkConsumerError
-from ..zkserver import find_java
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.zk.server import find_java
 
 #: The Kafka versions a descriptor is kept for.
 KNOWN_VERSIONS = ("0.8.2.2", "3.9.1")

@@ -22,10 +22,10 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from ..assignors import AssignmentContext, assign
-from ..errors import ZkConsumerError
-from ..registry import Registry, connect
-from .processes import HighLevelConsumers
+from zkconsumer.apache_kafka.processes import HighLevelConsumers
+from zkconsumer.assignment.assignors import AssignmentContext, assign
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.zk.registry import Registry, connect
 
 #: What every member of both kinds runs with unless told otherwise: a session that expires soon after kill -9,
 #: a shorter backoff than 0.8's 2 s, retries enough for six members' conflicts, frequent commits.

@@ -1,6 +1,6 @@
 """Kafka's own processes on loopback: the broker (``kafka.Kafka``), its high-level consumers, its tools.
 
-In the style of :mod:`zkconsumer.zkserver`: each is a real JVM running Apache Kafka's published jars
+In the style of :mod:`zkconsumer.zk.server`: each is a real JVM running Apache Kafka's published jars
 (:mod:`.jars`), started here and stopped here, and "ready" means what Kafka itself shows, never a fixed sleep:
 a broker is ready when its registration is in ZooKeeper and its port answers; a topic when its controller has
 written every partition's leader state; a consumer member when ``createMessageStreams`` returned (its
@@ -25,10 +25,10 @@ import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
 
-from ..errors import ZkConsumerError
-from ..registry import Registry
-from ..zkserver import find_java, free_port, port_in_use
-from .jars import DEFAULT_VERSION, KafkaDist, fetch
+from zkconsumer.apache_kafka.jars import DEFAULT_VERSION, KafkaDist, fetch
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.server import find_java, free_port, port_in_use
 
 log = logging.getLogger(__name__)
 

@@ -17,7 +17,7 @@ from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.memory_records import MemoryRecords
 from kafka.record.util import calc_crc32c
 
-from ..errors import KafkaCode, ZkConsumerError
+from zkconsumer.errors import KafkaCode, ZkConsumerError
 
 HEADER = DefaultRecordBatch.HEADER_STRUCT  # baseOffset .. recordCount, 61 bytes
 HEADER_SIZE = HEADER.size

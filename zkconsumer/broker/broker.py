@@ -17,13 +17,16 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
-from ..layout import BrokerInfo
-from ..registry import connect
-from .cluster import ClusterView
-from .handlers import BrokerOptions, CoreApis
-from .protocol import MAX_FRAME_BYTES, ApiTable, Dispatcher
-from .server import Server
-from .storage import LogConfig, LogManager
+from zkconsumer.broker.cluster import ClusterView
+from zkconsumer.broker.handlers import BrokerOptions, CoreApis
+from zkconsumer.broker.protocol import MAX_FRAME_BYTES, ApiTable, Dispatcher
+from zkconsumer.broker.server import Server
+from zkconsumer.broker.storage import LogConfig, LogManager
+from zkconsumer.coordinator.apis import GroupApis
+from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
+from zkconsumer.coordinator.offsets_log import OffsetsLog
+from zkconsumer.zk.layout import BrokerInfo
+from zkconsumer.zk.registry import connect
 
 log = logging.getLogger(__name__)
 
@@ -66,9 +69,6 @@ class Broker:
         self.apis = ApiTable()
         CoreApis(self).install(self.apis)
         # The group coordinator (zkconsumer/coordinator/): its own package; the broker only routes to it.
-        from ..coordinator.apis import GroupApis
-        from ..coordinator.manager import CoordinatorConfig, GroupCoordinator
-
         self.coordinator = GroupCoordinator(CoordinatorConfig(
             offsets_topic_num_partitions, group_initial_rebalance_delay_ms, group_min_session_timeout_ms,
             group_max_session_timeout_ms, offsets_retention_minutes), offset_store)
@@ -99,8 +99,6 @@ class Broker:
             self.cluster = ClusterView(self.zk, info, self.registration_timeout_s)
             self.cluster.start()
             if self._offset_store is None:  # committed offsets in __consumer_offsets, in this broker's log
-                from ..coordinator.offsets_log import OffsetsLog
-
                 self.coordinator.store = OffsetsLog(self.logs, self.coordinator.config.offsets_topic_num_partitions,
                                                     self.coordinator.config.offsets_retention_minutes * 60_000)
             self.coordinator.start()

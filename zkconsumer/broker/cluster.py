@@ -33,10 +33,10 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from .. import layout
-from ..layout import BrokerInfo, LayoutError, TopicAssignment
-from ..registry import BrokerAlreadyRegistered, Registry
-from . import partition_state as PS
+from zkconsumer.broker import partition_state as PS
+from zkconsumer.zk import layout
+from zkconsumer.zk.layout import BrokerInfo, LayoutError, TopicAssignment
+from zkconsumer.zk.registry import BrokerAlreadyRegistered, Registry
 
 log = logging.getLogger(__name__)
 

@@ -16,14 +16,15 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequ
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest, MetadataResponse
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 
-from .. import layout
-from ..errors import KafkaCode
-from ..registry import Registry, TopicExistsError
-from . import batches as B
-from . import legacy
-from .cluster import ClusterSnapshot, ClusterView
-from .protocol import ApiTable, RequestContext, api_versions_response
-from .storage import LogManager, OffsetOutOfRange, StorageError
+from zkconsumer.broker import batches as B
+from zkconsumer.broker import legacy
+from zkconsumer.broker.cluster import ClusterSnapshot, ClusterView
+from zkconsumer.broker.protocol import ApiTable, RequestContext, api_versions_response
+from zkconsumer.broker.storage import LogManager, OffsetOutOfRange, StorageError
+from zkconsumer.errors import KafkaCode
+from zkconsumer.zk import layout
+from zkconsumer.zk.registry import Registry, TopicExistsError
+from zkconsumer.zk.topics import create_topic
 
 log = logging.getLogger(__name__)
 
@@ -126,8 +127,6 @@ class CoreApis:
     def _maybe_create(self, name: str | None, allow_create: bool) -> int:
         if not allow_create or not name:
             return KafkaCode.UNKNOWN_TOPIC_OR_PARTITION
-        from ..topics import create_topic  # only needed when auto-creation is on
-
         try:
             layout.validate_topic(name)
             create_topic(Registry(self.broker.cluster.zk), name, self.broker.options.num_partitions)

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections import deque
 from dataclasses import dataclass, field
 
-from ..errors import KafkaCode
+from zkconsumer.errors import KafkaCode
 
 #: Kafka keeps metadata of the last five batches per producer (``ProducerStateEntry.NumBatchesToRetain``).
 BATCHES_TO_RETAIN = 5

@@ -28,10 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from ..errors import KafkaCode, ZkConsumerError
-from . import batches as B
-from .producer_state import ProducerStateTable
-from .segment import MAX_SEGMENT_BYTES, Segment
+from zkconsumer.broker import batches as B
+from zkconsumer.broker.producer_state import ProducerStateTable
+from zkconsumer.broker.segment import MAX_SEGMENT_BYTES, Segment
+from zkconsumer.errors import KafkaCode, ZkConsumerError
 
 log = logging.getLogger(__name__)
 

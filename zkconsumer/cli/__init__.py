@@ -16,9 +16,9 @@ import threading
 from kazoo.exceptions import NoAuthError
 from rich.markup import escape
 
-from ..consoles import make_console
-from ..errors import ZkConsumerError
-from ..registry import ZkConnectError
+from zkconsumer.consoles import make_console
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.zk.registry import ZkConnectError
 
 #: Command families, in the order ``--help`` lists them. Each module defines ``register(subparsers)``.
 COMMAND_MODULES = [

@@ -7,10 +7,10 @@ import importlib
 import threading
 from typing import TYPE_CHECKING
 
-from . import CliError, console
+from zkconsumer.cli import CliError, console
 
 if TYPE_CHECKING:
-    from ..analysis.jvm import JvmPlan
+    from zkconsumer.analysis.jvm import JvmPlan
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -44,7 +44,7 @@ def start_spark(args: argparse.Namespace, app: str, java_options: str | None = N
     reused and left running; ``java_options`` only reach a JVM started here."""
     from pyspark.sql import SparkSession
 
-    from ..analysis.spark import build_session
+    from zkconsumer.analysis.spark import build_session
 
     owns = SparkSession.getActiveSession() is None
     with console.status("[bold]starting Spark[/] " + (args.master or "")):
@@ -57,9 +57,9 @@ def one_shot_jvm(args: argparse.Namespace) -> JvmPlan | None:
     trace on a local disk; None otherwise (a running session, a cluster, spark-submit, a large trace)."""
     from pyspark.sql import SparkSession
 
-    from ..analysis.jvm import plan_one_shot
-    from ..analysis.spark import is_local, under_spark_submit
-    from ..analysis.traces import is_small
+    from zkconsumer.analysis.jvm import plan_one_shot
+    from zkconsumer.analysis.spark import is_local, under_spark_submit
+    from zkconsumer.analysis.traces import is_small
 
     if SparkSession.getActiveSession() is not None or under_spark_submit():
         return None
@@ -76,7 +76,7 @@ def one_shot_jvm(args: argparse.Namespace) -> JvmPlan | None:
 
 
 def cmd_analyze(args: argparse.Namespace) -> int:
-    from ..analysis.traces import TraceInputError, trace_files
+    from zkconsumer.analysis.traces import TraceInputError, trace_files
 
     try:
         trace_files(args.trace_dir)  # fail fast, before a JVM starts
@@ -89,7 +89,7 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     plan = one_shot_jvm(args)
     owns, spark = start_spark(args, "zkconsumer-analyze", plan.java_options if plan else None)
     loading.join()
-    from ..analysis.pipeline import run_analysis
+    from zkconsumer.analysis.pipeline import run_analysis
 
     try:
         res = run_analysis(spark, args.trace_dir, args.out, console, from_zero=args.from_zero,

@@ -7,11 +7,17 @@ import json
 
 from rich.table import Table
 
-from ..assignors import STRATEGIES, AssignmentContext, AssignmentError, RoundRobinPreconditionError, assign
-from ..groups import subscribed_topics
-from ..layout import LayoutError
-from ..registry import Registry, ZkConnectError
-from . import CliError, console
+from zkconsumer.assignment.assignors import (
+    STRATEGIES,
+    AssignmentContext,
+    AssignmentError,
+    RoundRobinPreconditionError,
+    assign,
+)
+from zkconsumer.cli import CliError, console
+from zkconsumer.tools.groups import subscribed_topics
+from zkconsumer.zk.layout import LayoutError
+from zkconsumer.zk.registry import Registry, ZkConnectError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

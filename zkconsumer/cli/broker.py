@@ -17,11 +17,13 @@ import threading
 import time
 from pathlib import Path
 
-from ..broker.state import STATE_FILE, read_state, write_state  # noqa: F401 - read_state re-exported
-from ..registry import BrokerAlreadyRegistered, ZkConnectError
-from ..zkserver import pid_alive
-from . import CliError, console
-from .topics import add_zookeeper_arg
+from zkconsumer.broker import Broker
+from zkconsumer.broker.state import STATE_FILE, read_state, write_state  # noqa: F401 - read_state re-exported
+from zkconsumer.broker.storage import DataDirInUse
+from zkconsumer.cli import CliError, console
+from zkconsumer.cli.topics import add_zookeeper_arg
+from zkconsumer.zk.registry import BrokerAlreadyRegistered, ZkConnectError
+from zkconsumer.zk.server import pid_alive
 
 LOG_FILE = "broker.log"
 
@@ -109,9 +111,6 @@ def group_options(items: list[str]) -> dict[str, int]:
 
 
 def _run_foreground(args: argparse.Namespace, data_dir: Path) -> int:
-    from ..broker import Broker
-    from ..broker.storage import DataDirInUse
-
     broker = Broker(args.zookeeper, broker_id=args.broker_id, port=args.port, data_dir=data_dir, host=args.host,
                     flush_interval_ms=args.flush_interval_ms, auto_create_topics=args.auto_create_topics,
                     num_partitions=args.num_partitions, socket_request_max_bytes=args.socket_request_max_bytes,

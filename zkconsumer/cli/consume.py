@@ -1,7 +1,7 @@
 """``zkconsumer consume``: one consumer process, like Kafka's console consumer.
 
 ``--mode zookeeper`` (the default) runs a Kafka 0.8 ZooKeeper-coordinated group member; ``--mode coordinator``
-runs the same streams on Kafka 0.9+'s broker-side group coordinator (zkconsumer.coordinated)."""
+runs the same streams on Kafka 0.9+'s broker-side group coordinator (zkconsumer.consumer.coordinated.connector)."""
 
 from __future__ import annotations
 
@@ -19,13 +19,14 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from ..config import ConfigError, ConsumerConfig, read_properties
-from ..connector import ConsumerRebalanceFailed, ConsumerTimeout, ZookeeperConsumerConnector
-from ..coordinated import CoordinatorConsumerConnector
-from ..layout import LayoutError, MalformedNodeError, blacklist, whitelist
-from ..migration.plan import MigrationPlan, plan_path, refusal
-from ..registry import Registry, ZkConnectError
-from . import CliError, console, err_console
+from zkconsumer.cli import CliError, console, err_console
+from zkconsumer.config import ConfigError, ConsumerConfig, read_properties
+from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
+from zkconsumer.consumer.zookeeper.connector import ConsumerRebalanceFailed, ConsumerTimeout, ZookeeperConsumerConnector
+from zkconsumer.migration.member import MigratableConsumer, Subscription
+from zkconsumer.migration.plan import MigrationPlan, plan_path, refusal
+from zkconsumer.zk.layout import LayoutError, MalformedNodeError, blacklist, whitelist
+from zkconsumer.zk.registry import Registry, ZkConnectError
 
 
 def add_consumer_config_args(p: argparse.ArgumentParser) -> None:
@@ -196,8 +197,6 @@ def _refuse_during_migration(config: ConsumerConfig, mode: str) -> None:
 
 def _consume_migratable(args: argparse.Namespace, config: ConsumerConfig, stop: threading.Event) -> int:
     """``--migratable``: the same output, from whichever connector the migration plan asks for."""
-    from ..migration.member import MigratableConsumer, Subscription
-
     if args.mode != "zookeeper":
         raise CliError("--migratable starts in the mode the group's migration plan gives (default: zookeeper); "
                        "leave out --mode")

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from . import console
+from zkconsumer.cli import console
+from zkconsumer.lab.demo import run
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -13,6 +14,4 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_demo(args: argparse.Namespace) -> int:
-    from ..demo import run
-
     return run(console)

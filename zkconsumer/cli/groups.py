@@ -11,12 +11,20 @@ from pathlib import Path
 from kazoo.security import OPEN_ACL_UNSAFE
 from rich.table import Table
 
-from ..groups import GroupError, delete_group, describe, export_offsets, import_offsets, parse_export, verify
-from ..layout import LayoutError
-from ..offset_checker import check
-from . import CliError, console
-from .topics import add_zookeeper_tool_args, open_registry
-from .zkauth import add_zk_auth_args, zk_security_from_args
+from zkconsumer.cli import CliError, console
+from zkconsumer.cli.topics import add_zookeeper_tool_args, open_registry
+from zkconsumer.cli.zkauth import add_zk_auth_args, zk_security_from_args
+from zkconsumer.tools.groups import (
+    GroupError,
+    delete_group,
+    describe,
+    export_offsets,
+    import_offsets,
+    parse_export,
+    verify,
+)
+from zkconsumer.tools.offset_checker import check
+from zkconsumer.zk.layout import LayoutError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -6,9 +6,9 @@ import argparse
 import subprocess
 import threading
 
-from ..apache_kafka.jars import DEFAULT_VERSION, KNOWN_VERSIONS, KafkaDistError, cache_root, cached, fetch
-from ..apache_kafka.processes import KafkaBroker, KafkaProcessError, jvm_command
-from . import CliError, console
+from zkconsumer.apache_kafka.jars import DEFAULT_VERSION, KNOWN_VERSIONS, KafkaDistError, cache_root, cached, fetch
+from zkconsumer.apache_kafka.processes import KafkaBroker, KafkaProcessError, jvm_command
+from zkconsumer.cli import CliError, console
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -11,10 +11,15 @@ from typing import TYPE_CHECKING
 
 from rich.table import Table
 
-from . import CliError, console
+from zkconsumer.broker_version import BrokerTooOld
+from zkconsumer.cli import CliError, console
+from zkconsumer.lab.backends import BackendError, DockerBackend, ProcessBackend
+from zkconsumer.lab.faults.cli import run_matrix
+from zkconsumer.lab.faults.matrix import faults_of
+from zkconsumer.lab.runner import Lab, LabPlan
 
 if TYPE_CHECKING:
-    from ..lab_backends import LabBackend
+    from zkconsumer.lab.backends import LabBackend
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -66,15 +71,14 @@ VARIANT_NAMES = ("zookeeper-default", "zookeeper-kafka-0.8", "coordinator")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
-    from ..compare import run_compare
-    from ..lab import LabPlan
-
     if args.consumers < 1 or args.duration <= 0:
         raise CliError("--consumers must be >= 1 and --duration > 0")
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     out = args.out or Path("lab-runs") / time.strftime("compare-%Y%m%d-%H%M%S")
     plan = LabPlan(consumers=args.consumers, duration=args.duration, strategy=args.strategy, rate=args.rate)
     try:
+        from zkconsumer.lab.compare import run_compare  # pandas: not in the consumer image
+
         results = run_compare(plan, out, variants, console, analyze=not args.no_analyze, master=args.master)
     except ValueError as e:
         raise CliError(str(e)) from None
@@ -82,17 +86,14 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
-    from ..broker_version import BrokerTooOld
-    from ..lab import Lab, LabPlan
-
     if args.consumers < 1 or args.duration <= 0:
         raise CliError("--consumers must be >= 1 and --duration > 0")
     base = args.out or Path("lab-runs") / time.strftime("%Y%m%d-%H%M%S")
     mode = "zookeeper" if args.mode == "zk" else args.mode
     if mode == "both":
-        from ..compare import run_compare
-
         plan = LabPlan(consumers=args.consumers, duration=args.duration, strategy=args.strategy, rate=args.rate)
+        from zkconsumer.lab.compare import run_compare  # pandas: not in the consumer image
+
         results = run_compare(plan, base, ["zookeeper-default", "coordinator"], console, analyze=args.analyze,
                               master=args.master)
         return 0 if all(r.measures.get("verify_ok") and r.measures.get("lost") == 0 for r in results) else 1
@@ -126,13 +127,11 @@ def cmd_lab(args: argparse.Namespace) -> int:
 @contextlib.contextmanager
 def _backends(args: argparse.Namespace) -> Iterator[Callable[[], LabBackend]]:
     """A factory of fresh backends (one per lab run) for ``--backend``; with docker, the engine and image too."""
-    from ..lab_backends import BackendError, DockerBackend, ProcessBackend
-
     if args.backend == "process":
         yield ProcessBackend
         return
-    from ..containers.engine import DockerUnavailable, docker_client
-    from ..containers.images import ImageBuildError, ensure_image
+    from zkconsumer.lab.containers.engine import DockerUnavailable, docker_client
+    from zkconsumer.lab.containers.images import ImageBuildError, ensure_image
 
     def say(text: str) -> None:
         console.print(f"[dim]{text}[/]", highlight=False)
@@ -145,9 +144,6 @@ def _backends(args: argparse.Namespace) -> Iterator[Callable[[], LabBackend]]:
     except (DockerUnavailable, ImageBuildError, BackendError) as e:
         raise CliError(str(e)) from None
 def _faults(args: argparse.Namespace, base: Path, profiles: list[str]) -> int:
-    from ..faults.cli import run_matrix
-    from ..faults.matrix import faults_of
-
     mode = "migrate" if args.mode == "migrate" else "zookeeper"
     known = faults_of(mode)
     names = args.faults or known

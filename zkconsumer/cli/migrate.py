@@ -6,13 +6,13 @@ import argparse
 
 from rich.table import Table
 
-from .. import broker_version
-from ..layout import LayoutError
-from ..migration.driver import MigrationDriver, MigrationError
-from ..migration.lease import DriverLease, LeaseError
-from ..migration.plan import COORDINATOR
-from . import CliError, console, err_console
-from .topics import add_zookeeper_arg, open_registry
+from zkconsumer import broker_version
+from zkconsumer.cli import CliError, console, err_console
+from zkconsumer.cli.topics import add_zookeeper_arg, open_registry
+from zkconsumer.migration.driver import MigrationDriver, MigrationError
+from zkconsumer.migration.lease import DriverLease, LeaseError
+from zkconsumer.migration.plan import COORDINATOR
+from zkconsumer.zk.layout import LayoutError
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -11,11 +11,14 @@ from __future__ import annotations
 import argparse
 import time
 
+from kafka import KafkaProducer
+from kafka.errors import KafkaError
+from kafka.partitioner import murmur2
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
-from .. import broker_version
-from ..records import encode_value
-from . import CliError, console, err_console
+from zkconsumer import broker_version
+from zkconsumer.cli import CliError, console, err_console
+from zkconsumer.records import encode_value
 
 KEY_PATTERNS = ("none", "seq", "partition")
 
@@ -40,8 +43,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 def choose_partition(pattern: str, n: int, partitions: int) -> tuple[int, bytes | None]:
     """(partition, key) of the ``n``-th record (0-based) among ``partitions`` partitions."""
     if pattern == "seq":
-        from kafka.partitioner import murmur2
-
         key = str(n).encode()
         return (murmur2(key) & 0x7FFFFFFF) % partitions, key
     partition = n % partitions
@@ -49,9 +50,6 @@ def choose_partition(pattern: str, n: int, partitions: int) -> tuple[int, bytes 
 
 
 def cmd_produce(args: argparse.Namespace) -> int:
-    from kafka import KafkaProducer
-    from kafka.errors import KafkaError
-
     if args.count < 0:
         raise CliError("--count must be >= 0")
     acks = -1 if args.acks == "all" else int(args.acks)

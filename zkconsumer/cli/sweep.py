@@ -4,9 +4,9 @@ from __future__ import annotations
 
 import argparse
 
-from ..assignors import STRATEGIES
-from . import CliError, console
-from .analyze import add_spark_args, start_spark
+from zkconsumer.assignment.assignors import STRATEGIES
+from zkconsumer.cli import CliError, console
+from zkconsumer.cli.analyze import add_spark_args, start_spark
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -33,8 +33,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_sweep(args: argparse.Namespace) -> int:
-    from ..analysis.sweep import GRID_FULL, GRID_QUICK, SweepConfig
-    from ..analysis.sweep_pipeline import run_sweep
+    from zkconsumer.analysis.sweep import GRID_FULL, GRID_QUICK, SweepConfig
+    from zkconsumer.analysis.sweep_pipeline import run_sweep
 
     if args.changes < 0 or (args.scenarios is not None and args.scenarios < 1) or (
             args.repeats is not None and args.repeats < 1):

@@ -7,11 +7,11 @@ import json
 
 from rich.table import Table
 
-from ..layout import LayoutError
-from ..registry import Registry, TopicExistsError, UnknownTopicError, ZkConnectError
-from ..topics import AdminOperationError, add_partitions, create_topic, describe_topic
-from . import CliError, console
-from .zkauth import add_zk_auth_args, zk_security_from_args
+from zkconsumer.cli import CliError, console
+from zkconsumer.cli.zkauth import add_zk_auth_args, zk_security_from_args
+from zkconsumer.zk.layout import LayoutError
+from zkconsumer.zk.registry import Registry, TopicExistsError, UnknownTopicError, ZkConnectError
+from zkconsumer.zk.topics import AdminOperationError, add_partitions, create_topic, describe_topic
 
 
 def add_zookeeper_arg(p: argparse.ArgumentParser, required: bool = True) -> None:

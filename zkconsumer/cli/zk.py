@@ -10,7 +10,8 @@ from pathlib import Path
 
 from rich.table import Table
 
-from ..zkserver import (
+from zkconsumer.cli import CliError, console
+from zkconsumer.zk.server import (
     DEFAULT_DATA_DIR,
     STATE_FILE,
     ZooKeeperError,
@@ -19,7 +20,6 @@ from ..zkserver import (
     find_java,
     server_command,
 )
-from . import CliError, console
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -11,9 +11,9 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from ..config import ConfigError, read_properties, zk_security_from_properties
-from ..zksecurity import ZkSecurity
-from . import CliError
+from zkconsumer.cli import CliError
+from zkconsumer.config import ConfigError, read_properties, zk_security_from_properties
+from zkconsumer.zk.security import ZkSecurity
 
 
 def add_zk_auth_args(p: argparse.ArgumentParser) -> None:

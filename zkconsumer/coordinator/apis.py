@@ -36,12 +36,15 @@ from kafka.protocol.consumer import (
 )
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
-from ..assignors import TopicPartition
-from ..broker.cluster import ClusterView
-from ..broker.protocol import ApiTable, RequestContext
-from ..errors import KafkaCode
-from .manager import OFFSETS_TOPIC, GroupCoordinator, now_ms, partition_for
-from .store import CommittedOffset
+from zkconsumer.assignment.assignors import TopicPartition
+from zkconsumer.broker.cluster import ClusterView
+from zkconsumer.broker.protocol import ApiTable, RequestContext
+from zkconsumer.coordinator.manager import OFFSETS_TOPIC, GroupCoordinator, now_ms, partition_for
+from zkconsumer.coordinator.offsets_log import OFFSETS_TOPIC_CONFIG
+from zkconsumer.coordinator.store import CommittedOffset
+from zkconsumer.errors import KafkaCode
+from zkconsumer.zk.registry import Registry, TopicExistsError
+from zkconsumer.zk.topics import create_topic
 
 
 class BrokerHost(Protocol):
@@ -102,10 +105,6 @@ class GroupApis:
 
     def _create_offsets_topic(self, partitions: int) -> None:
         """Kafka creates ``__consumer_offsets`` when a group first asks for its coordinator."""
-        from ..registry import Registry, TopicExistsError
-        from ..topics import create_topic
-        from .offsets_log import OFFSETS_TOPIC_CONFIG
-
         try:
             create_topic(Registry(self.broker.cluster.zk), OFFSETS_TOPIC, partitions, config=OFFSETS_TOPIC_CONFIG)
             log.info("created %s with %d partitions", OFFSETS_TOPIC, partitions)
@@ -239,8 +238,6 @@ class GroupApis:
 
     def _commit_to_zookeeper(self, group_id: str, offsets) -> int:
         """OffsetCommit v0: the broker writes ZooKeeper's offset nodes, no group checks (0.8.2's KafkaApis)."""
-        from ..registry import Registry
-
         if not group_id:
             return KafkaCode.INVALID_GROUP_ID
         self.coordinator.count(group_id, "OffsetCommit")
@@ -286,8 +283,6 @@ class GroupApis:
     def _fetch_from_zookeeper(self, group_id: str, wanted: list[TopicPartition]) -> OffsetFetchResponse:
         """OffsetFetch v0: from ZooKeeper; a partition without an offset node is -1 with UNKNOWN_TOPIC_OR_PARTITION
         (3), as the 0.8.2 broker answered."""
-        from ..registry import Registry
-
         self.coordinator.count(group_id, "OffsetFetch")
         registry = Registry(self.broker.cluster.zk)
         Topic = OffsetFetchResponse.OffsetFetchResponseTopic

@@ -12,8 +12,8 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
 
-from ..errors import ZkConsumerError
-from .store import GroupSnapshot, MemberSnapshot
+from zkconsumer.coordinator.store import GroupSnapshot, MemberSnapshot
+from zkconsumer.errors import ZkConsumerError
 
 
 class GroupState(Enum):

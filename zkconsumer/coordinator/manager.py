@@ -20,12 +20,12 @@ from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from ..assignors import TopicPartition
-from ..errors import KafkaCode
-from ..javacompat import kafka_abs, string_hash
-from .clock import Clock, SystemClock
-from .group import Group, GroupState, Member, new_member_id
-from .store import CommittedOffset, MemoryOffsetStore, OffsetStore
+from zkconsumer.assignment.assignors import TopicPartition
+from zkconsumer.assignment.javacompat import kafka_abs, string_hash
+from zkconsumer.coordinator.clock import Clock, SystemClock
+from zkconsumer.coordinator.group import Group, GroupState, Member, new_member_id
+from zkconsumer.coordinator.store import CommittedOffset, MemoryOffsetStore, OffsetStore
+from zkconsumer.errors import KafkaCode
 
 log = logging.getLogger(__name__)
 

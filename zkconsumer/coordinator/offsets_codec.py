@@ -29,9 +29,9 @@ from dataclasses import dataclass
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.memory_records import MemoryRecords
 
-from ..assignors import TopicPartition
-from ..errors import ZkConsumerError
-from .store import CommittedOffset, GroupSnapshot, MemberSnapshot
+from zkconsumer.assignment.assignors import TopicPartition
+from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemberSnapshot
+from zkconsumer.errors import ZkConsumerError
 
 OFFSET_KEY_VERSION = 1
 GROUP_KEY_VERSION = 2

@@ -20,12 +20,11 @@ from collections.abc import Iterable, Mapping
 
 from kafka.record.memory_records import MemoryRecordsBuilder
 
-from ..assignors import TopicPartition
-from ..broker import batches as B
-from ..broker.storage import LogManager, PartitionLog
-from ..layout import OFFSETS_TOPIC
-from .manager import partition_for
-from .offsets_codec import (
+from zkconsumer.assignment.assignors import TopicPartition
+from zkconsumer.broker import batches as B
+from zkconsumer.broker.storage import LogManager, PartitionLog
+from zkconsumer.coordinator.manager import partition_for
+from zkconsumer.coordinator.offsets_codec import (
     CodecError,
     GroupKey,
     OffsetKey,
@@ -39,7 +38,8 @@ from .offsets_codec import (
     iter_records,
     next_offset_after,
 )
-from .store import CommittedOffset, GroupSnapshot
+from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot
+from zkconsumer.zk.layout import OFFSETS_TOPIC
 
 log = logging.getLogger(__name__)
 

@@ -7,11 +7,12 @@ validates membership and generations; a store only keeps what it is given, lates
 
 from __future__ import annotations
 
+import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
-from zkconsumer.assignors import TopicPartition
+from zkconsumer.assignment.assignors import TopicPartition
 
 
 @dataclass(frozen=True)
@@ -80,8 +81,6 @@ class MemoryOffsetStore:
     """Offsets and group metadata in memory: gone when the broker stops."""
 
     def __init__(self) -> None:
-        import threading
-
         self._lock = threading.Lock()
         self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         self._groups: dict[str, GroupSnapshot] = {}

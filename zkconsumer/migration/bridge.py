@@ -2,11 +2,11 @@
 
 The hand-off rests on one rule: **a partition is consumed only by the holder of its 0.8 owner node**, whatever
 the holder's mode. ZooKeeper-mode members already obey it (they claim ``owners/<t>/<p>`` before fetching);
-a coordinator-mode member obeys it through :class:`ZkBridge`, the :class:`~zkconsumer.coordinated.Handover`
-of its connector: every partition the coordinator gives it starts *held*; it is fetched only once the bridge
-created its owner node, from the larger of the two committed offsets; on revocation the bridge writes the
-committed offsets to ZooKeeper too, then deletes the owner node. Whatever the timing of the two rebalances,
-two modes never consume a partition at once.
+a coordinator-mode member obeys it through :class:`ZkBridge`, the
+:class:`~zkconsumer.consumer.coordinated.connector.Handover` of its connector: every partition the coordinator
+gives it starts *held*; it is fetched only once the bridge created its owner node, from the larger of the two
+committed offsets; on revocation the bridge writes the committed offsets to ZooKeeper too, then deletes the
+owner node. Whatever the timing of the two rebalances, two modes never consume a partition at once.
 
 For the two halves to *agree* (rather than only not overlap), the bridge keeps the member's 0.8 registration in
 ``ids`` (same consumer id, same JSON), so ZooKeeper-mode members count it, and the coordinator group's leader uses
@@ -29,13 +29,13 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch
 
-from .. import layout
-from ..assignors import AssignmentContext, TopicPartition, assign
-from ..layout import ConsumerRegistration, GroupPaths
-from ..offsets import ZkOffsetStore
-from ..registry import Registry
-from ..trace import TraceWriter
-from .plan import MigrationPlan, plan_path
+from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition, assign
+from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
+from zkconsumer.migration.plan import MigrationPlan, plan_path
+from zkconsumer.trace import TraceWriter
+from zkconsumer.zk import layout
+from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths
+from zkconsumer.zk.registry import Registry
 
 log = logging.getLogger(__name__)
 
@@ -133,7 +133,7 @@ class BridgeAssignor(AbstractPartitionAssignor):
 
 class SessionGate(Protocol):
     """What the member's connector does when the bridge's ZooKeeper session wavers
-    (:class:`~zkconsumer.coordinated.CoordinatorConsumerConnector` implements it)."""
+    (:class:`~zkconsumer.consumer.coordinated.connector.CoordinatorConsumerConnector` implements it)."""
 
     def handover_suspended(self) -> None: ...
 
@@ -143,7 +143,8 @@ class SessionGate(Protocol):
 
 
 class ZkBridge:
-    """The :class:`~zkconsumer.coordinated.Handover` of a coordinator-mode member during a mixed migration."""
+    """The :class:`~zkconsumer.consumer.coordinated.connector.Handover` of a coordinator-mode member during a mixed
+    migration."""
 
     def __init__(self, registry: Registry, group: str, consumer_id: str, registration: ConsumerRegistration,
                  trace: TraceWriter | None = None, stale_wait_s: float = 10.0) -> None:

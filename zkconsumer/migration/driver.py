@@ -17,15 +17,15 @@ from dataclasses import dataclass, replace
 
 from kazoo.exceptions import NoNodeError
 
-from .. import broker_version
-from ..assignors import TopicPartition
-from ..errors import ZkConsumerError
-from ..groups import read_log_ends
-from ..layout import ConsumerRegistration, GroupPaths
-from ..registry import Registry
-from . import verify
-from .lease import DriverLease
-from .plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
+from zkconsumer import broker_version
+from zkconsumer.assignment.assignors import TopicPartition
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.migration import verify
+from zkconsumer.migration.lease import DriverLease
+from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
+from zkconsumer.tools.groups import read_log_ends
+from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths
+from zkconsumer.zk.registry import Registry
 
 
 class MigrationError(ZkConsumerError, RuntimeError):

@@ -17,10 +17,10 @@ import time
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
-from ..errors import ZkConsumerError
-from ..layout import GroupPaths
-from ..registry import Registry
-from .plan import COORDINATOR, ZOOKEEPER
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER
+from zkconsumer.zk.layout import GroupPaths
+from zkconsumer.zk.registry import Registry
 
 
 class LeaseError(ZkConsumerError, RuntimeError):

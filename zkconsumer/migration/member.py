@@ -15,16 +15,20 @@ import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import DataWatch
 
-from .. import layout
-from ..config import ConsumerConfig
-from ..layout import ConsumerRegistration, TopicFilter
-from ..registry import Registry, connect
-from ..streams import KafkaStream
-from .plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
+from zkconsumer.consumer.streams import KafkaStream
+from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
+from zkconsumer.migration.bridge import BridgeAssignor, ZkBridge
+from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
+from zkconsumer.zk import layout
+from zkconsumer.zk.layout import ConsumerRegistration, TopicFilter
+from zkconsumer.zk.registry import Registry, connect
 
 log = logging.getLogger(__name__)
 
@@ -163,12 +167,7 @@ class MigratableConsumer:
 
     def _start(self, mode: str, bridged: bool):
         if mode == ZOOKEEPER:
-            from ..connector import ZookeeperConsumerConnector
-
             return ZookeeperConsumerConnector(self.config), None
-        from ..coordinated import CoordinatorConsumerConnector
-        from .bridge import BridgeAssignor, ZkBridge
-
         plan = self.plan
         config = self.config
         if plan.bootstrap and not config.bootstrap_servers:
@@ -177,8 +176,6 @@ class MigratableConsumer:
                                   config.strategy, config.exclude_internal_topics)
         # The bridge assignor first (it must be chosen while any member is bridged); Range after it, so members
         # started later in plain coordinator mode can join once the migration is done.
-        from kafka.coordinator.assignors.range import RangePartitionAssignor
-
         if not bridged:
             connector = CoordinatorConsumerConnector(config, assignors=[assignor, RangePartitionAssignor()])
             return connector, None

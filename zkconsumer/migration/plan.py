@@ -10,7 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
-from ..layout import GroupPaths, MalformedNodeError
+from zkconsumer.zk.layout import GroupPaths, MalformedNodeError
 
 ZOOKEEPER, COORDINATOR = "zookeeper", "coordinator"
 MODES = (ZOOKEEPER, COORDINATOR)

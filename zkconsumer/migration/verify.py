@@ -15,6 +15,8 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from kafka import KafkaAdminClient
+
 TP = tuple[str, int]
 
 
@@ -104,8 +106,6 @@ TIMEOUT_MS = 5000
 
 
 def _admin(bootstrap: str, api_version: tuple[int, ...] | None):
-    from kafka import KafkaAdminClient
-
     extra = {"api_version": api_version} if api_version else {}
     return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkconsumer-migrate", request_timeout_ms=TIMEOUT_MS,
                             bootstrap_timeout_ms=TIMEOUT_MS, **extra)

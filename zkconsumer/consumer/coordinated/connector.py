@@ -1,0 +1,652 @@
+"""Coordinator mode: the ZooKeeper connector's streams API on Kafka 0.9+'s broker-side group coordinator.
+
+:class:`CoordinatorConsumerConnector` has the surface of
+:class:`~zkconsumer.consumer.zookeeper.connector.ZookeeperConsumerConnector` (``create_message_streams``,
+``create_message_streams_by_filter``, :class:`KafkaStream` iteration where asking for the next record marks
+the previous one processed, ``commit_offsets``, :class:`RebalanceListener`, ``ConsumerTimeout``,
+``shutdown``) so that a program, the CLI and the lab can switch modes with one setting. Membership is
+kafka-python's group machinery (``KafkaConsumer(group_id=…)`` + ``subscribe(listener=…)``: FindCoordinator,
+JoinGroup, SyncGroup, Heartbeat, LeaveGroup, OffsetCommit/OffsetFetch v1+), not a second client.
+
+Threads: kafka-python's consumer is not thread-safe, so one *poller* thread owns it (poller.py) (polls, commits on the
+auto-commit interval and on request) and streams read from queues, as the ZooKeeper connector and its fetcher do.
+kafka-python runs the rebalance callbacks on its IO thread while the poller waits in ``poll()``; they only
+touch the state below (under ``state_lock``) and await the revocation commit without blocking that loop.
+
+Ownership carries a local *generation* (the ZooKeeper connector's scheme): a revocation bumps it before offsets are
+committed, so a record fetched before a revocation is never handed out after it, and only records the
+caller finished (processed) are committed: at-least-once, committed before the partitions are given up.
+
+Kafka's assignors hand partitions to *members*; a member with several streams deals its share of each topic
+over them (sorted partitions, round robin), which is where the 0.8 thread ids come back:
+``<consumer id>-<stream index>``. The trace's consumer stays ``<group>_<consumer.id or host-ts-uuid8>``;
+the coordinator's member id and generation are extra fields (docs/trace.md).
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import queue
+import threading
+import time
+from collections import deque
+from collections.abc import Callable, Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Protocol
+
+from kafka import TopicPartition as KTP
+from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
+from kafka.structs import OffsetAndMetadata
+
+from zkconsumer import broker_version
+from zkconsumer.assignment.assignors import TopicPartition
+from zkconsumer.config import ConfigError, ConsumerConfig
+from zkconsumer.consumer.base import ConsumerBase
+from zkconsumer.consumer.coordinated.join_watch import JoinStall, JoinWatch
+from zkconsumer.consumer.coordinated.poller import Poller
+from zkconsumer.consumer.fetcher import FetchedRecord
+from zkconsumer.consumer.listener import RebalanceListener
+from zkconsumer.consumer.progress import PartitionProgress
+from zkconsumer.consumer.streams import KafkaStream
+from zkconsumer.trace import TraceWriter
+from zkconsumer.zk import layout
+from zkconsumer.zk.layout import TopicFilter
+from zkconsumer.zk.registry import Registry, connect
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class _Queued:
+    """A record in a stream's queue, with the local ownership generation it was fetched under (the fields
+    KafkaStream hands back to :meth:`CoordinatorConsumerConnector.hand_out`)."""
+
+    record: FetchedRecord
+    generation: int
+
+#: Kafka's ``partition.assignment.strategy`` names → kafka-python's assignor classes (imported lazily).
+#: Kafka 0.9+'s RoundRobinAssignor already has 0.10.2's relaxed semantics (unequal subscriptions are fine),
+#: so ``roundrobin`` and ``roundrobin-relaxed`` are the same class here.
+ASSIGNORS = {
+    "range": "kafka.coordinator.assignors.range:RangePartitionAssignor",
+    "roundrobin": "kafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
+    "roundrobin-relaxed": "kafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
+    "sticky": "kafka.coordinator.assignors.sticky.sticky_assignor:StickyPartitionAssignor",
+}
+
+
+def assignor_class(strategy: str) -> type:
+    """kafka-python's assignor for a Kafka strategy name."""
+    try:
+        module, _, name = ASSIGNORS[strategy].partition(":")
+    except KeyError:
+        raise ConfigError(f"partition.assignment.strategy {strategy!r} has no coordinator-mode assignor; "
+                          f"choose one of {', '.join(ASSIGNORS)}") from None
+    return getattr(importlib.import_module(module), name)
+
+
+def filter_pattern(topic_filter: TopicFilter) -> str:
+    """A regex for kafka-python's ``subscribe(pattern=…)`` (it uses ``re.match``) that accepts exactly the
+    topics the 0.8 filter allows (a full match for a whitelist, anything but one for a blacklist)."""
+    if topic_filter.pattern == layout.WHITE_LIST:
+        return f"(?:{topic_filter.regex})$"
+    return f"(?!(?:{topic_filter.regex})$).*"
+
+
+#: Decides, for a newly assigned partition, whether it must be *held* (not fetched nor handed out) for now:
+#: the hook the ZooKeeper → coordinator migration uses to wait until the partition's 0.8 owner node is gone.
+#: Called again for held partitions until it returns False.
+HoldHook = Callable[[TopicPartition], bool]
+
+
+class Handover(Protocol):
+    """What a member of a group that is migrating from ZooKeeper needs around each partition
+    (zkconsumer.migration.bridge.ZkBridge): every assigned partition starts held until :meth:`hold` says it is
+    free, is consumed from :meth:`start_offset`, and is given back through :meth:`released` after the revocation
+    commit; every commit goes to :meth:`committed` first, and to the broker only if that did not raise."""
+
+    def hold(self, tp: TopicPartition, thread_id: str) -> bool: ...
+
+    def start_offset(self, tp: TopicPartition, kafka_committed: int | None) -> int | None: ...
+
+    def committed(self, values: Mapping[TopicPartition, int]) -> None: ...
+
+    def released(self, tps: Iterable[TopicPartition], committed: Mapping[TopicPartition, int]) -> None: ...
+
+
+class CoordinatorConsumerConnector(ConsumerBase):
+    """One member of a coordinator-managed group, with the ZooKeeper connector's streams API.
+
+    ``CoordinatorConsumerConnector(ConsumerConfig.from_properties({"group.id": "g",
+    "bootstrap.servers": "127.0.0.1:9092"}))``; without ``bootstrap.servers`` the brokers registered in
+    ``zookeeper.connect`` are used.
+    """
+
+    mode = "coordinator"
+
+    def __init__(self, config: ConsumerConfig, listener: RebalanceListener | None = None,
+                 hold: HoldHook | None = None, handover: Handover | None = None,
+                 assignors: Sequence[object] | None = None) -> None:
+        config.check_mode("coordinator")
+        self.config = config
+        self.group = config.group_id
+        self.consumer_id = layout.make_consumer_id(self.group, config.consumer_id)
+        self.listener = listener or RebalanceListener()
+        self.hold = hold
+        self.handover = handover
+        self.strategy = config.strategy
+        self._assignors = tuple(assignors) if assignors else (assignor_class(self.strategy),)
+        self.bootstrap = config.bootstrap_servers or self._brokers_from_zookeeper()
+        # Kafka 0.8 has no group coordinator (JoinGroup came in 0.9): a clear error now, not a join that never ends
+        broker_version.require(self.bootstrap, (0, 9), "coordinator mode (the broker's group coordinator)",
+                               config.broker_api_version)
+        self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id, mode=self.mode)
+        self._init_streams()  # state_lock, owned, the streams (consumer/base.py)
+        self._held: set[TopicPartition] = set()
+        #: Assigned partitions whose fetch position must be set to the committed offset before any delivery:
+        #: kafka-python (like Kafka's consumer) keeps the position of a partition that comes back to the same
+        #: member, and that position is past records we fetched but dropped at the revocation.
+        self._needs_seek: set[TopicPartition] = set()
+        #: The first offset polled (and not buffered) for a partition still waiting for that seek.
+        self._dropped_from: dict[TopicPartition, int] = {}
+        self._backlog: dict[TopicPartition, deque[_Queued]] = {}
+        self._generation = 0
+        self._committed: dict[TopicPartition, int] = {}
+        self.failure: BaseException | None = None
+        self.deliverable = threading.Event()
+        self.deliverable.set()  # the coordinator session has no "suspended" state a stream must wait out
+        self.closed = False
+        self.member_id: str | None = None
+        self.group_generation = -1
+        self._rebalance_started: float | None = None
+        self._rebalance_number = 0  # this consumer's rebalances, as the trace counts them
+        #: Joins that take longer than the rebalance timeout are reported (log, trace, :attr:`stall`).
+        self.join_watch = JoinWatch(self)
+        #: The thread that owns kafka-python's client (poller.py); the rebalance callbacks below run on its IO.
+        self.poller = Poller(self)
+
+    @property
+    def rebalance_timeout_ms(self) -> int:
+        """The rebalance timeout this member sends in JoinGroup (kafka-python sends ``max.poll.interval.ms``): how
+        long the coordinator may wait for members to rejoin and sync, and after which a join that has not completed
+        is reported as stalled (:class:`JoinWatch`)."""
+        return self.config.get("max.poll.interval.ms")
+
+    @property
+    def stall(self) -> JoinStall | None:
+        """The last report of a join that has not completed within the rebalance timeout; None once joined."""
+        return self.join_watch.current
+
+    @property
+    def _call_timeout_ms(self) -> int:
+        """Bound of one blocking client call on the poller (committed offsets, a commit): the poller must keep
+        polling, or kafka-python's heartbeats keep an idle member in the group while it never rejoins."""
+        return max(1000, min(self.config.get("socket.timeout.ms"), self.rebalance_timeout_ms // 4))
+
+    def _brokers_from_zookeeper(self) -> str:
+        if not self.config.zookeeper_connect:
+            raise ConfigError("coordinator mode needs bootstrap.servers (--bootstrap-server) or zookeeper.connect "
+                              "with registered brokers")
+        zk = connect(self.config.zookeeper_connect, session_timeout_ms=self.config.session_timeout_ms,
+                     connection_timeout_ms=self.config.connection_timeout_ms)
+        try:
+            bootstrap = Registry(zk).bootstrap_servers()
+        finally:
+            zk.stop()
+            zk.close()
+        if not bootstrap:
+            raise RuntimeError("no brokers registered under /brokers/ids and no bootstrap.servers given")
+        return bootstrap
+
+    # ------------------------------------------------------------------------------------ stream creation
+    def create_message_streams(self, topic_count: Mapping[str, int]) -> dict[str, list[KafkaStream]]:
+        """Static subscription: topic → number of streams; returns topic → streams."""
+        self._new_static_streams(topic_count)
+        self.trace.emit("registered", subscription=dict(topic_count), pattern=layout.STATIC)
+        self._start(lambda c, listener: c.subscribe(topics=sorted(topic_count), listener=listener))
+        return self._static_streams
+
+    def create_message_streams_by_filter(self, topic_filter: TopicFilter | str, num_streams: int = 1
+                                         ) -> list[KafkaStream]:
+        """Wildcard subscription; kafka-python re-checks the pattern against new topics on metadata refresh."""
+        topic_filter, _ = self._new_wildcard_streams(topic_filter, num_streams)
+        self.trace.emit("registered", subscription={topic_filter.regex: num_streams}, pattern=topic_filter.pattern)
+        pattern = filter_pattern(topic_filter)
+        self._start(lambda c, listener: c.subscribe(pattern=pattern, listener=listener))
+        return self._wildcard_streams
+
+    def _start(self, subscribe: Callable) -> None:
+        listener = _Listener(self)
+        error = self.poller.start(self._client_settings(), lambda consumer: subscribe(consumer, listener),
+                                  topics=None if self.topic_filter is not None else sorted(self._static_streams),
+                                  auto_commit_ms=self.config.auto_commit_interval_ms if self.config.auto_commit
+                                  else None,
+                                  timeout=max(30.0, self.config.get("socket.timeout.ms") / 1000.0))
+        if error is not None:
+            self.closed = True
+            raise RuntimeError(f"could not connect to Kafka at {self.bootstrap}: {error}")
+
+    @property
+    def stopping(self) -> bool:
+        """Shutting down: revocations are releases, not rebalances, and the join watch reports nothing."""
+        return self.poller.stopping
+
+    # ------------------------------------------------------------ the client, and delivery (on the poller thread)
+    def _client_settings(self) -> dict:
+        c = self.config
+        return dict(bootstrap_servers=self.bootstrap, client_id=c.client_id, group_id=self.group,
+                    enable_auto_commit=False,  # we commit processed offsets ourselves
+                    auto_offset_reset="earliest" if c.auto_offset_reset == "smallest" else "latest",
+                    partition_assignment_strategy=self._assignors,
+                    session_timeout_ms=c.get("session.timeout.ms"),
+                    heartbeat_interval_ms=c.heartbeat_interval_ms,
+                    max_poll_interval_ms=c.get("max.poll.interval.ms"),
+                    metadata_max_age_ms=c.get("metadata.max.age.ms"),
+                    fetch_max_wait_ms=c.get("fetch.wait.max.ms"), fetch_min_bytes=c.get("fetch.min.bytes"),
+                    max_partition_fetch_bytes=c.get("fetch.message.max.bytes"),
+                    request_timeout_ms=max(c.get("socket.timeout.ms"), c.get("fetch.wait.max.ms") + 1000),
+                    exclude_internal_topics=c.exclude_internal_topics,
+                    **broker_version.client_settings(self.bootstrap, c.broker_api_version))
+
+    def buffer(self, batches: Mapping) -> None:
+        """Poller: append polled records to their partition's backlog, tagged with the current generation."""
+        with self.state_lock:
+            for ktp, records in batches.items():
+                tp = TopicPartition(ktp.topic, ktp.partition)
+                progress = self.owned.get(tp)
+                if progress is None or progress.generation < 0:
+                    continue  # revoked while the fetch was in flight
+                if tp in self._needs_seek:  # fetched before the seek: fetched again from where it leads
+                    if records:
+                        self._dropped_from.setdefault(tp, min(r.offset for r in records))
+                    continue
+                backlog = self._backlog.setdefault(tp, deque())
+                for r in records:
+                    backlog.append(_Queued(FetchedRecord(r.topic, r.partition, r.offset, r.key, r.value,
+                                                         r.timestamp, tuple(r.headers or ())),
+                                           progress.generation))
+        self._drain_backlog()
+
+    def _drain_backlog(self) -> None:
+        """Move buffered records into their streams' queues without blocking: a full queue leaves the rest
+        buffered and its partition paused, so the poller keeps polling (heartbeats, rebalances) meanwhile."""
+        with self.state_lock:
+            for tp, backlog in list(self._backlog.items()):
+                progress = self.owned.get(tp)
+                if progress is None or progress.generation < 0:
+                    del self._backlog[tp]
+                    continue
+                if tp in self._held:
+                    continue
+                stream = self.stream_for(tp, progress.thread_id)
+                while backlog and stream is not None:
+                    try:
+                        stream.queue.put_nowait(backlog[0])
+                    except queue.Full:
+                        break
+                    backlog.popleft()
+                if not backlog:
+                    del self._backlog[tp]
+
+    def flow_control(self, consumer) -> None:
+        """Poller: re-ask the hold hook, deliver what fits, pause partitions that are held or backed up."""
+        with self.state_lock:
+            to_seek = set(self._needs_seek)
+        # each call is bounded; all of them together too: what is left is done on the next loop
+        budget = time.monotonic() + self._call_timeout_ms / 1000.0
+        for tp in sorted(to_seek):
+            if time.monotonic() > budget:
+                break
+            self._seek_to_committed(consumer, tp)
+        handover = self.handover  # once: drop_handover() may clear it meanwhile
+        if self.hold is not None or handover is not None:
+            with self.state_lock:
+                held = set(self._held)
+            freed = {tp for tp in held if not self._ask_hold(tp, handover)}
+            if handover is not None:
+                freed = {tp for tp in sorted(freed)
+                         if time.monotonic() <= budget and self._resume_from_handover(consumer, tp, handover)}
+            with self.state_lock:
+                self._held -= freed
+        self._drain_backlog()
+        with self.state_lock:
+            stop = {tp for tp in self.owned if tp in self._held or tp in self._backlog}
+        assigned = consumer.assignment()
+        want_paused = {KTP(tp.topic, tp.partition) for tp in stop} & assigned
+        paused = consumer.paused()
+        if want_paused - paused:
+            consumer.pause(*(want_paused - paused))
+        if paused - want_paused:
+            consumer.resume(*(paused - want_paused))
+
+    def _seek_to_committed(self, consumer, tp: TopicPartition) -> None:
+        """Poller: consume a newly assigned partition from its committed offset (at-least-once), whatever position
+        the client kept for it."""
+        ktp = KTP(tp.topic, tp.partition)
+        try:
+            committed = consumer.committed(ktp, timeout_ms=self._call_timeout_ms)
+            with self.state_lock:
+                dropped = self._dropped_from.get(tp)
+            # nothing committed (None, or -1 from the broker): auto.offset.reset placed the position; rewind only
+            # to what was polled meanwhile. Never seek to -1: to kafka-python that means "latest".
+            target = committed if committed is not None and committed >= 0 else dropped
+            if target is not None and ktp in consumer.assignment():
+                consumer.seek(ktp, target)
+        except Exception as e:  # noqa: BLE001 - tried again on the next loop; nothing is delivered meanwhile
+            log.warning("%s: could not read the committed offset of %s: %r", self.consumer_id, tp, e)
+            return
+        with self.state_lock:
+            self._needs_seek.discard(tp)
+            self._dropped_from.pop(tp, None)
+            self._backlog.pop(tp, None)
+
+    def _resume_from_handover(self, consumer, tp: TopicPartition, handover: Handover) -> bool:
+        """Poller: a partition the handover just freed is consumed from its start offset (the larger of both
+        stores'), which becomes committable at once so the broker store catches up with ZooKeeper's. False: the
+        broker's committed offset could not be read in time; the partition stays held and is tried again."""
+        ktp = KTP(tp.topic, tp.partition)
+        try:
+            kafka = consumer.committed(ktp, timeout_ms=self._call_timeout_ms)
+        except Exception as e:  # noqa: BLE001 - tried again on the next loop; nothing is delivered meanwhile
+            log.warning("%s: could not read the committed offset of %s: %r", self.consumer_id, tp, e)
+            return False
+        if kafka is not None and kafka < 0:
+            kafka = None
+        start = handover.start_offset(tp, kafka)
+        if start is None or start < 0:
+            return True
+        consumer.seek(ktp, start)
+        with self.state_lock:
+            self._backlog.pop(tp, None)  # fetched before the hand-off, from an older position
+            progress = self.owned.get(tp)
+            if progress is not None and progress.generation > 0:
+                progress.start = start
+                if kafka is None or start > kafka:
+                    progress.processed = start
+        return True
+
+    def _ask_hold(self, tp: TopicPartition, handover: Handover | None = None) -> bool:
+        try:
+            if handover is not None:
+                with self.state_lock:
+                    progress = self.owned.get(tp)
+                return progress is None or bool(handover.hold(tp, progress.thread_id))
+            return bool(self.hold(tp)) if self.hold is not None else False
+        except Exception:  # noqa: BLE001 - a failing hook holds the partition (safe side) and is logged
+            log.warning("%s: hold hook failed for %s", self.consumer_id, tp, exc_info=True)
+            return True
+
+    # ---------------------------------------------------------------------------------------- streams side
+    def hand_out(self, item: _Queued, stream: KafkaStream) -> bool:
+        """Stream thread: the record is handed out only if its partition is still ours, same generation."""
+        rec = item.record
+        tp = TopicPartition(rec.topic, rec.partition)
+        with self.state_lock:
+            progress = self.owned.get(tp)
+            if progress is None or progress.generation != item.generation:
+                return False
+            if progress.handed is not None and rec.offset < progress.handed:
+                return False
+            progress.handed = rec.offset + 1
+            thread = progress.thread_id
+        self.trace.emit("record_delivered", topic=rec.topic, partition=rec.partition, offset=rec.offset,
+                        thread=thread)
+        return True
+
+    # ----------------------------------------------------------------------------- the rebalance callbacks
+    def _threads_for(self, tps: set[TopicPartition]) -> dict[TopicPartition, str]:
+        """Deal this member's share over its streams: per topic (static) or all together (wildcard)."""
+        out = {}
+        if self.topic_filter is not None:
+            n = len(self._wildcard_streams)
+            for i, tp in enumerate(sorted(tps)):
+                out[tp] = f"{self.consumer_id}-{i % n}"
+            return out
+        for topic in {tp.topic for tp in tps}:
+            n = len(self._static_streams.get(topic, [])) or 1
+            for i, tp in enumerate(sorted(tp for tp in tps if tp.topic == topic)):
+                out[tp] = f"{self.consumer_id}-{i % n}"
+        return out
+
+    def _begin_rebalance(self, cause: str) -> None:
+        with self.state_lock:
+            self._rebalance_number += 1
+            self._rebalance_started = time.monotonic()
+            number = self._rebalance_number
+        self.trace.emit("rebalance_triggered", cause=cause, generation=self.group_generation,
+                        member_id=self.member_id)
+        self.trace.emit("attempt_started", rebalance=number, attempt=1, generation=self.group_generation,
+                        member_id=self.member_id)
+
+    def revoke(self, tps: set[TopicPartition], lost: bool) -> dict[TopicPartition, int]:
+        """IO thread, before JoinGroup: stop handing out ``tps`` and return the offsets to commit (none when
+        the membership was lost: another member may own them already)."""
+        if not self.stopping:  # at shutdown it is a release, not a rebalance (as in ZooKeeper mode)
+            self._begin_rebalance("session_expired" if lost else
+                                  ("startup" if self.group_generation < 0 else "coordinator"))
+        with self.state_lock:
+            self._generation += 1
+            targets = set(tps) & set(self.owned)
+            for tp in targets:
+                self.owned[tp].generation = -self._generation  # queued records of these are stale now
+                self._backlog.pop(tp, None)
+            values = {} if lost or not self.config.auto_commit else {
+                tp: p.processed for tp, p in self.owned.items() if tp in targets and p.processed is not None}
+        return {tp: v for tp, v in values.items() if self._committed.get(tp) != v}
+
+    def released(self, tps: set[TopicPartition], committed: Mapping[TopicPartition, int], lost: bool) -> None:
+        """IO thread, after the revocation commit: tell the listener (unless lost), forget ``tps``."""
+        with self.state_lock:
+            mine = {tp for tp in tps if tp in self.owned}
+        if mine and not lost:
+            by_topic: dict[str, set[int]] = {}
+            for tp in mine:
+                by_topic.setdefault(tp.topic, set()).add(tp.partition)
+            try:
+                self.listener.before_releasing_partitions(by_topic)
+            except Exception:  # noqa: BLE001 - a listener's failure must not stop the rebalance
+                log.warning("%s: before_releasing_partitions failed", self.consumer_id, exc_info=True)
+        handover = self.handover
+        if handover is not None:
+            try:  # after the commit, before forgetting: the next owner must find the final offset
+                handover.released(tps, {} if lost else committed)
+            except Exception:  # noqa: BLE001 - owner nodes are ephemeral: they go with the session at worst
+                log.warning("%s: handing partitions back failed", self.consumer_id, exc_info=True)
+        with self.state_lock:
+            for tp in tps:
+                self.owned.pop(tp, None)
+                self._held.discard(tp)
+                self._needs_seek.discard(tp)
+                self._dropped_from.pop(tp, None)
+            self._committed.update(committed)
+        for tp, value in committed.items():
+            self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
+                            generation=self.group_generation, member_id=self.member_id)
+        self.trace.emit("released", rebalance=self._rebalance_number,
+                        partitions=sorted(f"{tp.topic}-{tp.partition}" for tp in tps),
+                        generation=self.group_generation, member_id=self.member_id)
+
+    def assign(self, tps: set[TopicPartition], generation: int, member_id: str) -> None:
+        """IO thread, after SyncGroup: own ``tps`` (kafka-python positions them at the committed offsets)."""
+        if self._rebalance_started is None:
+            self._begin_rebalance("coordinator")
+        self.group_generation, self.member_id = generation, member_id
+        threads = self._threads_for(set(tps))
+        with self.state_lock:
+            self._generation += 1
+            for tp, tid in threads.items():
+                self.owned[tp] = PartitionProgress(tp, tid, self._generation, -1)
+        asked = {tp for tp in tps if self._ask_hold(tp)} if self.hold is not None else set()
+        with self.state_lock:  # one look at the handover, under the lock drop_handover() takes
+            if self.handover is not None:
+                self._held |= set(tps)  # the poller claims them through the handover and seeks before any delivery
+            else:
+                self._held |= asked
+                self._needs_seek |= set(tps)
+            started = self._rebalance_started
+            self._rebalance_started = None
+        share = {f"{tp.topic}-{tp.partition}": tid for tp, tid in sorted(threads.items())}
+        common = dict(rebalance=self._rebalance_number, generation=generation, member_id=member_id)
+        self.trace.emit("assigned", attempt=1, assignment=share, strategy=self.strategy, **common)
+        by_topic: dict[str, dict[int, str]] = {}
+        for tp, tid in threads.items():
+            by_topic.setdefault(tp.topic, {})[tp.partition] = tid
+        try:  # records reach the streams only after this callback returns
+            self.listener.before_starting_fetchers(self.consumer_id, by_topic)
+        except Exception:  # noqa: BLE001 - a listener's failure must not stop the rebalance
+            log.warning("%s: before_starting_fetchers failed", self.consumer_id, exc_info=True)
+        duration = int((time.monotonic() - started) * 1000) if started is not None else 0
+        self.trace.emit("rebalance_done", attempts=1, duration_ms=duration, owned=sorted(share), **common)
+
+    # -------------------------------------------------------------------------------------------- commits
+    def _committable(self) -> dict[TopicPartition, int]:
+        with self.state_lock:
+            return {tp: p.processed for tp, p in self.owned.items()
+                    if p.generation > 0 and p.processed is not None and self._committed.get(tp) != p.processed}
+
+    def commit_now(self, consumer) -> dict[TopicPartition, int]:
+        """Poller: commit processed offsets of owned partitions (OffsetCommit with our generation)."""
+        values = self._committable()
+        if not values:
+            return {}
+        if not self._commit_to_handover_first(values):
+            return {}
+        try:
+            consumer.commit({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1) for tp, v in values.items()},
+                            timeout_ms=self._call_timeout_ms)
+        except Exception as e:  # noqa: BLE001 - e.g. a rebalance in progress: the revocation commits instead
+            log.warning("%s: offset commit failed: %r", self.consumer_id, e)
+            return {}
+        with self.state_lock:
+            self._committed.update(values)
+        for tp, value in values.items():
+            self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
+                            generation=self.group_generation, member_id=self.member_id)
+        return values
+
+    def _commit_to_handover_first(self, values: Mapping[TopicPartition, int]) -> bool:
+        """While the group migrates, commit to ZooKeeper first, and to the broker only if that worked: the next
+        owner may be a ZooKeeper-mode member, which reads ZooKeeper alone, so an offset only the broker has would
+        be committed for some members and not for others (found by the migration fault matrix: a bridged member
+        cut off from ZooKeeper committed to the broker only, and its ZooKeeper-mode successor delivered those
+        committed records again). False: nothing is committed now; the next commit tries again."""
+        handover = self.handover
+        if handover is None:
+            return True
+        try:
+            handover.committed(values)
+            return True
+        except Exception as e:  # noqa: BLE001 - e.g. ZooKeeper suspended: both stores wait for the next commit
+            log.warning("%s: committing to ZooKeeper failed (%r): not committing to the broker either",
+                        self.consumer_id, e)
+            return False
+
+    # ------------------------------------------------------------------- the handover's ZooKeeper session
+    def drop_handover(self) -> None:
+        """The migration is done: ZooKeeper takes no part any more, and this member stays in its group (same member
+        id, same partitions: no rebalance). A partition still held for its owner node is consumed from the
+        broker's committed offset: its previous owner was a coordinator-mode member, which commits there."""
+        with self.state_lock:
+            self.handover = None
+            self._needs_seek |= self._held
+            self._held.clear()
+        self.deliverable.set()
+
+    def handover_suspended(self) -> None:
+        """The handover's ZooKeeper connection is suspended: its owner nodes may expire any moment and others may
+        claim them, so the streams hand out nothing until the session is confirmed or known lost (as a ZooKeeper
+        member's streams do, zkconsumer/consumer/streams.py). Called from kazoo's event thread: it only flags."""
+        self.deliverable.clear()
+        self.trace.emit("connection_suspended", member_id=self.member_id)
+
+    def handover_confirmed(self) -> None:
+        """The same session again: every owner node is still ours, deliveries go on."""
+        self.deliverable.set()
+
+    def handover_lost(self) -> None:
+        """The handover's session expired: its owner nodes are gone and others may own the partitions already.
+        Every owned partition is held again (the poller pauses it and claims it anew through the handover, then
+        seeks to the larger committed offset); records queued for it are stale (a new generation); nothing
+        processed under the lost session is committed (the next owner may be further on)."""
+        with self.state_lock:
+            self._generation += 1
+            for progress in self.owned.values():
+                progress.generation = self._generation
+                progress.handed = progress.processed = None
+            self._held |= set(self.owned)
+            self._backlog.clear()
+        self.deliverable.set()
+        self.trace.emit("session_expired", member_id=self.member_id)
+
+    def request_rejoin(self) -> None:
+        """Ask the coordinator for a new generation (from any thread; the poller does it)."""
+        def rejoin(consumer) -> None:
+            coordinator = getattr(consumer, "_coordinator", None)
+            if coordinator is not None:
+                coordinator.request_rejoin()
+
+        self.poller.submit(rejoin)
+
+    def commit_offsets(self) -> dict[TopicPartition, int]:
+        """Commit the offsets of processed records now (from any thread; the poller sends them)."""
+        try:
+            return self.poller.call(self.commit_now) or {}
+        except TimeoutError:
+            return {}
+
+    # ------------------------------------------------------------------------------------------ shutdown
+    def shutdown(self) -> None:
+        """Commit processed offsets, leave the group (LeaveGroup), end the streams."""
+        if self.closed:
+            return
+        wait = max(10.0, self.config.get("socket.timeout.ms") / 1000.0)
+        if not self.poller.stop(wait):  # its client may still heartbeat: the group waits for it to rejoin or leave
+            log.warning("%s: the poller did not stop within %.0fs; the coordinator keeps this member until it "
+                        "leaves or its session times out", self.consumer_id, wait)
+        self.closed = True  # streams end once their queue is empty
+        for stream in self.all_streams():
+            stream.clear()
+        self.trace.emit("shutdown", committed=self.config.auto_commit)
+        self.trace.close()
+
+    def owned_partitions(self) -> dict[TopicPartition, str]:
+        with self.state_lock:
+            return {tp: p.thread_id for tp, p in self.owned.items() if p.generation > 0}
+
+
+class _Listener(AsyncConsumerRebalanceListener):
+    """kafka-python's rebalance listener, on its IO thread: async, so the revocation commit is awaited
+    without blocking the loop that also sends heartbeats."""
+
+    def __init__(self, connector: CoordinatorConsumerConnector) -> None:
+        self.c = connector
+
+    async def on_partitions_revoked(self, revoked) -> None:
+        await self._give_up(revoked, lost=False)
+
+    async def on_partitions_lost(self, lost) -> None:
+        await self._give_up(lost, lost=True)
+
+    async def _give_up(self, ktps, lost: bool) -> None:
+        tps = {TopicPartition(k.topic, k.partition) for k in ktps}
+        values = self.c.revoke(tps, lost)
+        committed: dict[TopicPartition, int] = {}
+        consumer = self.c.poller.consumer
+        if values and consumer is not None and self.c._commit_to_handover_first(values):
+            try:
+                await consumer.commit_async({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1)
+                                             for tp, v in values.items()})
+                committed = values
+            except Exception as e:  # noqa: BLE001 - the next owner restarts from the last commit
+                log.warning("%s: commit before revocation failed: %r", self.c.consumer_id, e)
+        if lost:
+            self.c.trace.emit("session_expired", generation=self.c.group_generation, member_id=self.c.member_id)
+        self.c.released(tps, committed, lost)
+
+    async def on_partitions_assigned(self, assigned) -> None:
+        consumer = self.c.poller.consumer
+        meta = consumer.group_metadata() if consumer is not None else None
+        generation = meta.generation_id if meta is not None else -1
+        member_id = meta.member_id if meta is not None else ""
+        self.c.assign({TopicPartition(k.topic, k.partition) for k in assigned}, generation, member_id)

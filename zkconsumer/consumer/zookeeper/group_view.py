@@ -1,0 +1,155 @@
+"""What a rebalance attempt reads of its group: every member's registration and the partitions of the topics
+they subscribe to, as an :class:`AssignmentContext` for the assignor (the ``reads`` phase, docs/trace.md).
+
+``kafka-0.8`` reads it all on every attempt, one synchronous round trip per node, as ZkClient did. The default
+profile pipelines the reads, keeps the registrations it read (a registration node is written once: the child
+version of ``ids`` says which ids can be new), and keeps each subscribed topic's partitions from its data watch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+from collections.abc import Callable
+from typing import Protocol
+
+from kazoo.client import KazooClient
+from kazoo.exceptions import NoNodeError
+
+from zkconsumer.assignment import foreign
+from zkconsumer.assignment.assignors import AssignmentContext
+from zkconsumer.config import ConsumerConfig, Profile
+from zkconsumer.zk import layout
+from zkconsumer.zk.handler import runs_inline
+from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths, MalformedNodeError
+from zkconsumer.zk.registry import Registry, partitions_of_topic_node
+
+log = logging.getLogger(__name__)
+
+
+class GroupViewHost(Protocol):
+    """The member whose view this is (the connector, through the rebalancer)."""
+
+    group: str
+    consumer_id: str
+    config: ConsumerConfig
+    profile: Profile
+    registry: Registry
+    zk: KazooClient
+
+
+class GroupView:
+    """The group as this member last read it, and the reading of it."""
+
+    def __init__(self, host: GroupViewHost, paths: GroupPaths, trigger: Callable[[str], None],
+                 stopping: threading.Event) -> None:
+        self.c = host
+        self.paths = paths
+        self.trigger = trigger
+        self.stopping = stopping
+        #: registrations read, valid for the ``ids`` child version ``registrations_version`` (-1: none)
+        self.registrations: dict[str, ConsumerRegistration] = {}
+        self.registrations_version = -1
+        #: topic → partitions, kept by the topics' data watches (default profile)
+        self.topic_partitions: dict[str, list[int]] = {}
+        self._broken_watched: set[str] = set()  # registrations left out as unreadable, watched until fixed
+
+    def forget_registrations(self) -> None:
+        """A node changed without a child event (or a new session): read every registration next time."""
+        self.registrations, self.registrations_version = {}, -1
+
+    def topic_changed(self, topic: str, data: bytes | None) -> None:
+        """A subscribed topic's node as its data watch delivered it (a broken node: no partitions, logged)."""
+        self.topic_partitions[topic] = partitions_of_topic_node(layout.topic_path(topic), data)
+
+    def read(self, ids_watch: Callable | None) -> tuple[AssignmentContext, int]:
+        """Everything the assignor needs.
+
+        ``kafka-0.8`` reads every registration and topic node with one synchronous round trip each, as ZkClient
+        did. The default reads the same state but (a) pipelines the reads and (b) re-reads only registrations
+        that can have changed: a registration node is written once, and the child version (``cversion``) of
+        ``ids`` counts every create and delete, so when the version moved by exactly the number of ids that
+        appeared or vanished, every id present in both listings is the very same node as before. Otherwise
+        (an id deleted and re-created in between) everything is read again. Topic partition lists come from the
+        data watches, which already deliver each change.
+        """
+        reg = self.c.registry
+        fast = self.c.profile.pipelined_claims
+        ids, cversion = reg.consumer_ids_with_version(self.c.group, watch=ids_watch if fast else None)
+        paths = {cid: self.paths.registration(cid) for cid in ids}
+        if not fast:
+            raw = {p: reg.read(p) for p in paths.values()}
+            gone = [p for p, data in raw.items() if data is None]
+            if gone:  # a member left between the listing and the read: Kafka's readData throws, the attempt fails
+                raise NoNodeError(f"{gone[0]} vanished while reading the group")
+            registrations = {cid: self.decode_member(cid, paths[cid], raw[paths[cid]]) for cid in ids}
+        else:
+            cached, cached_version = self.registrations, self.registrations_version
+            known = set(cached)
+            changes = len(known.symmetric_difference(ids))
+            if cached_version < 0 or cversion - cached_version != changes:
+                known = set()  # cannot tell which nodes are the same: read them all
+            todo = [cid for cid in ids if cid not in known]
+            raw = reg.read_many(paths[cid] for cid in todo)
+            registrations = {cid: cached[cid] for cid in ids if cid in known}
+            for cid in todo:
+                data = raw[paths[cid]]
+                if data is not None:  # None: left between the listing and the read; the version check catches it
+                    member = self.decode_member(cid, paths[cid], data)
+                    if member is not None:
+                        registrations[cid] = member
+            if len(registrations) == len(ids):
+                self.registrations, self.registrations_version = registrations, cversion
+            else:
+                self.forget_registrations()
+        registrations, outsiders = foreign.split(registrations)
+        all_topics = reg.topics() if any(r.is_wildcard for r in registrations.values()) else []
+        subs = {cid: r.topic_streams(all_topics, self.c.config.exclude_internal_topics)
+                for cid, r in registrations.items()}
+        topics = sorted({t for s in subs.values() for t in s})
+        if fast:
+            missing = [t for t in topics if t not in self.topic_partitions]
+            nodes = reg.read_many(layout.topic_path(t) for t in missing)
+            partitions = {}
+            for t in topics:
+                if t in self.topic_partitions:
+                    partitions[t] = self.topic_partitions[t]
+                else:
+                    partitions[t] = partitions_of_topic_node(layout.topic_path(t), nodes[layout.topic_path(t)])
+        else:
+            partitions = reg.partitions_for_topics(topics)
+        if outsiders:
+            partitions = foreign.yield_topics(partitions, outsiders, self.c.consumer_id)
+        return AssignmentContext(subs, partitions), cversion
+
+    def decode_member(self, cid: str, path: str, data: bytes | None) -> ConsumerRegistration | None:
+        """A member's registration. Unreadable: Kafka's attempt fails (``TopicCount.constructTopicCount``
+        throws); the default leaves the member out and watches its node, so a fix starts a rebalance."""
+        try:
+            if self.c.profile.skip_broken_nodes and cid != self.c.consumer_id:
+                return foreign.decode_member(path, data)  # the default also reads pykafka's (assignment/foreign.py)
+            return ConsumerRegistration.decode(path, data)
+        except MalformedNodeError as e:
+            if not self.c.profile.skip_broken_nodes:
+                log.error("%s: cannot read the registration of %s: %s", self.c.consumer_id, cid, e)
+                raise
+            log.error("%s: leaving %s out of the group until its registration is fixed: %s", self.c.consumer_id,
+                      cid, e)
+            if cid != self.c.consumer_id:  # our own is written again by the attempt
+                self._watch_broken(path)
+            return None
+
+    def _watch_broken(self, path: str) -> None:
+        """One data watch per broken registration: its change (a fix) or deletion triggers a rebalance."""
+        if path in self._broken_watched:
+            return
+        self._broken_watched.add(path)
+
+        @runs_inline
+        def on_change(event) -> None:
+            self._broken_watched.discard(path)
+            if not self.stopping.is_set():
+                self.trigger("registration_changed")
+
+        if self.c.zk.exists(path, watch=on_change) is None:
+            self._broken_watched.discard(path)  # already gone: the ids watch has fired

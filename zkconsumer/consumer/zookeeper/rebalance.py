@@ -1,0 +1,620 @@
+"""The Kafka 0.8 rebalance, as each consumer runs it on its own (SPEC §4).
+
+Watches (children of ``/consumers/<g>/ids``, data of each subscribed ``/brokers/topics/<t>``, children of
+``/brokers/topics`` for wildcards, the session state) only *flag* an event; one thread per consumer waits
+for a flag (waking every second to check for shutdown) and runs :meth:`Rebalancer.synced_rebalance`:
+up to ``rebalance.max.retries`` attempts of :meth:`Rebalancer._attempt`, ``rebalance.backoff.ms`` apart,
+then :class:`ConsumerRebalanceFailed`, which the streams re-raise to the caller.
+
+With the ``kafka-0.8`` profile an attempt is Kafka's: stop all fetchers, commit, release every owner node,
+read everything, assign, read offsets, create owner nodes one by one (a node holding our own thread id is
+ours; any other conflict fails the attempt and deletes what it created). The ``default`` profile keeps the
+same decisions but (see docs/profiles.md): releases only partitions that move, re-reads the membership
+before claiming, claims in one multi-op, and waits for a conflicting owner's deletion with a watch.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+import time
+from collections import Counter, deque
+from collections.abc import Callable, Mapping
+from enum import Enum
+from typing import Protocol
+
+from kazoo.exceptions import NoNodeError
+from kazoo.recipe.watchers import ChildrenWatch, DataWatch
+
+from zkconsumer.assignment.assignors import Assignment, AssignmentContext, TopicPartition, assign
+from zkconsumer.consumer.zookeeper import plan as rebalance_plan
+from zkconsumer.consumer.zookeeper.claims import ClaimHost, OwnerNodes, nothing, tp_str
+from zkconsumer.consumer.zookeeper.group_view import GroupView
+from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
+from zkconsumer.consumer.zookeeper.phases import PhaseClock
+from zkconsumer.errors import ConsumerRebalanceFailed
+from zkconsumer.zk import layout
+from zkconsumer.zk.handler import runs_inline
+from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicFilter
+from zkconsumer.zk.registry import broker_ids_of
+
+log = logging.getLogger(__name__)
+
+
+def _any_broker(listing) -> bool:
+    """Whether a pending listing of ``/brokers/ids`` names a broker (a missing path names none)."""
+    try:
+        return bool(broker_ids_of(listing.get()))
+    except NoNodeError:
+        return False
+
+
+class Outcome(Enum):
+    DONE = "done"
+    FAILED = "failed"
+    STALE = "stale"  # the membership changed under us: recompute at once (default profile)
+
+
+class RebalancerState(Enum):
+    """Where a member's rebalancer is in its life (:attr:`Rebalancer.state`; kazoo's partitioner is the model).
+
+    State transitions::
+
+        NEW ──start()──▶ REBALANCING ──attempt done──▶ STABLE ──a watch fires──▶ REBALANCING
+                              │                                                        ▲
+                              └── rebalance.max.retries failed ──▶ FAILED ── next trigger ┘
+        any ──session expired──▶ EXPIRED ──new session, registered again──▶ REBALANCING
+        any ──stop()──▶ STOPPED (final)
+
+    STABLE means this member finished its last rebalance and no trigger is pending yet; the group may still be
+    settling (other members run their own rebalances)."""
+
+    NEW = "new"
+    REBALANCING = "rebalancing"
+    STABLE = "stable"
+    FAILED = "failed"
+    EXPIRED = "expired"
+    STOPPED = "stopped"
+
+
+class RebalanceHost(ClaimHost, Protocol):
+    """What the rebalancer needs from its consumer: identity, ZooKeeper access, and a few operations on the
+    fetch/ownership state (what its owner nodes need, :class:`~zkconsumer.consumer.zookeeper.claims.ClaimHost`,
+    and more). Narrow on purpose, so the rebalancer does not depend on the connector's internals."""
+
+    group: str
+    offsets: ZkOffsetStore
+    topic_filter: TopicFilter | None
+    registration: ConsumerRegistration | None
+    failure: BaseException | None
+    connected: threading.Event
+    closed: bool
+
+    @property
+    def needs_registered_brokers(self) -> bool:
+        """Records come from brokers registered in ZooKeeper: a rebalance without any waits for one."""
+
+    def register(self) -> None:
+        """Write the registration node (again after a session expiry)."""
+
+    def stop_fetching(self, tps: set[TopicPartition] | None = None, commit: bool = True) -> None:
+        """Stop delivering ``tps`` (all when None), committing what was consumed."""
+
+    def start_fetching(self, gained: Mapping[TopicPartition, str], offsets: Mapping[TopicPartition, int]) -> None:
+        """Own ``gained`` from ``offsets`` and fetch the whole share."""
+
+    def reset_after_expiry(self) -> None:
+        """The session expired: stop and forget everything without committing."""
+
+
+class Rebalancer:
+    """Watches, the watcher-executor thread and the rebalance itself, for one consumer."""
+
+    def __init__(self, host: RebalanceHost) -> None:
+        self.c = host
+        self.paths = GroupPaths(host.group)
+        self._cond = threading.Condition()
+        self._triggered: list[str] = []
+        self._stopping = threading.Event()
+        self._lock = threading.Lock()  # Kafka's rebalanceLock
+        self.state = RebalancerState.NEW
+        #: the last transitions, oldest first: (monotonic time, state)
+        self.transitions: deque[tuple[float, RebalancerState]] = deque([(time.monotonic(), self.state)], maxlen=32)
+        self._thread: threading.Thread | None = None
+        self._topic_watches: set[str] = set()
+        self._watched_topics_children: list[str] | None = None
+        self.rebalance_count = 0
+        #: counters for the lab and benchmarks: attempts, failed_attempts, claim_conflicts, failed_rebalances
+        self.stats: Counter[str] = Counter()
+        self._watching_brokers = False
+        self._triggered_at: float | None = None  # monotonic time of the first unanswered trigger
+        self._ids_unarmed = False  # the one-shot ids watch was dropped with the connection (pipelined profile)
+        self._ids_cversion_seen = -1  # the child version of ids our last rebalance read
+        self._last_owners: dict[TopicPartition, str] = {}  # the whole group's last assignment we claimed under
+        self.clock = PhaseClock()  # the running rebalance's phases
+        self.owners = OwnerNodes(host, self.paths, self)  # claims, releases and the watches on our owner nodes
+        self.view = GroupView(host, self.paths, self.trigger, self._stopping)  # what an attempt reads of the group
+        #: (rebalance number, monotonic start, trigger time or None, phases in ms) of recent rebalances
+        self.phase_log: deque[tuple[int, float, float | None, dict[str, int]]] = deque(maxlen=64)
+
+    def _set_state(self, state: RebalancerState) -> None:
+        """The one place the lifecycle state changes; STOPPED is final. Waiters on ``cond`` are woken."""
+        with self._cond:
+            if self.state is state or self.state is RebalancerState.STOPPED:
+                return
+            log.debug("%s: rebalancer %s -> %s", self.c.consumer_id, self.state.value, state.value)
+            self.state = state
+            self.transitions.append((time.monotonic(), state))
+            self._cond.notify_all()
+
+    def wait_for(self, state: RebalancerState, timeout: float) -> bool:
+        """Wait until the rebalancer is in ``state`` (True) or ``timeout`` seconds pass (False)."""
+        deadline = time.monotonic() + timeout
+        with self._cond:
+            while self.state is not state:
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    return False
+                self._cond.wait(remaining)
+            return True
+
+    # what the owner nodes (claims.py) need of the rebalancer
+    @property
+    def stopping(self) -> threading.Event:
+        return self._stopping
+
+    @property
+    def cond(self) -> threading.Condition:
+        return self._cond
+
+    def triggers_pending(self) -> bool:
+        """A watch asked for another rebalance since the running one read the group (call with ``cond`` held)."""
+        return bool(self._triggered)
+
+    # --------------------------------------------------------------------------------------------- watches
+    def start(self) -> None:
+        """Set the watches and run the first rebalance on the caller's thread, as Kafka's connector does."""
+        zk = self.c.zk
+        if self.c.profile.pipelined_claims:
+            # A plain one-shot watch: its event starts the rebalance at once, and every read of ``ids`` sets it
+            # again. kazoo's ChildrenWatch (like ZkClient) first re-reads the children before telling us: one
+            # round trip more on every member's critical path, and the rebalance reads them anyway.
+            try:
+                zk.get_children(self.paths.ids, watch=self._on_ids_event)
+            except NoNodeError:  # deleted since we registered under it (the rebalance writes it back)
+                zk.ensure_path(self.paths.ids)
+                zk.get_children(self.paths.ids, watch=self._on_ids_event)
+        else:
+            zk.ensure_path(self.paths.ids)
+            ChildrenWatch(zk, self.paths.ids, self._on_ids_change)
+        if self.c.profile.watch_own_nodes:
+            DataWatch(zk, self.paths.registration(self.c.consumer_id), self._on_own_registration)
+        if self.c.profile.watch_own_nodes or self.c.profile.pipelined_claims:
+            zk.add_listener(self._on_connection_state)
+        if self.c.topic_filter is not None:
+            ChildrenWatch(zk, layout.BROKER_TOPICS_PATH, self._on_topics_children)
+        else:
+            for topic in self.c.registration.subscription:
+                self._watch_topic(topic)
+        self._thread = threading.Thread(target=self._run, name=f"{self.c.consumer_id}_watcher_executor",
+                                        daemon=True)
+        self._thread.start()
+        self.c.trace.emit("rebalance_triggered", cause="startup")
+        self.synced_rebalance("startup")
+
+    def _watch_topic(self, topic: str) -> None:
+        if topic in self._topic_watches:
+            return
+        self._topic_watches.add(topic)
+        first = [True]
+
+        def on_data(data, stat, event=None) -> bool | None:
+            if self._stopping.is_set():
+                return False
+            # Keep the latest partition list for the default profile's reads (a broken node: none, logged).
+            self.view.topic_changed(topic, data)
+            if first[0]:
+                first[0] = False
+                return None
+            self.trigger("topic_changed")
+            return None
+
+        DataWatch(self.c.zk, layout.topic_path(topic), on_data)
+
+    def _on_ids_change(self, children: list[str]) -> bool | None:
+        if self._stopping.is_set():
+            return False
+        if getattr(self, "_ids_seen", False):
+            self.trigger("ids_changed")
+        self._ids_seen = True
+        return None
+
+    @runs_inline
+    def _on_ids_event(self, event) -> None:
+        """The one-shot ``ids`` watch fired (pipelined profile): flag a rebalance; its read sets the watch again.
+        Runs on kazoo's connection thread (no hand-off on the way to the executor thread): it must not block."""
+        if self._stopping.is_set():
+            return
+        if event.type == "NONE":  # kazoo dropped the watch with the connection: set it again once back
+            self._ids_unarmed = True
+            if self.c.zk.connected:  # back already (the listener ran before this callback)
+                self.c.zk.handler.spawn(self._rearm_ids_watch)
+            return
+        self.trigger("ids_changed")
+
+    def _rearm_ids_watch(self) -> None:
+        """Set the ids watch again after a connection loss; rebalance only if the membership changed meanwhile
+        (a reconnect within the session is no reason to rebalance)."""
+        if not self._ids_unarmed or self._stopping.is_set():
+            return
+        self._ids_unarmed = False
+        try:
+            _, cversion = self.c.registry.consumer_ids_with_version(self.c.group, watch=self._on_ids_event)
+        except Exception:  # noqa: BLE001 - lost again: the next reconnect (or the expiry handling) retries
+            self._ids_unarmed = True
+            return
+        if cversion != self._ids_cversion_seen:
+            self.trigger("ids_changed")
+
+    def _on_own_registration(self, data: bytes | None, stat, event=None) -> bool | None:
+        """Someone overwrote our registration with something else: rebalance, which writes it back."""
+        if self._stopping.is_set():
+            return False
+        mine = self.c.registration
+        if data is None or mine is None:
+            return None  # deleted: the ids watch fires too
+        try:
+            theirs = ConsumerRegistration.decode(self.paths.registration(self.c.consumer_id), data)
+        except MalformedNodeError as e:
+            log.warning("%s: our registration was overwritten: %s", self.c.consumer_id, e)
+        else:
+            if (dict(theirs.subscription), theirs.pattern) == (dict(mine.subscription), mine.pattern):
+                return None
+            log.warning("%s: our registration %s was overwritten with %r", self.c.consumer_id,
+                        self.paths.registration(self.c.consumer_id), data[:300])
+        self.view.forget_registrations()  # the node changed without a child event: the cache cannot tell
+        self.trigger("registration_changed")
+        return None
+
+    def _on_topics_children(self, children: list[str]) -> bool | None:
+        if self._stopping.is_set():
+            return False
+        tf = self.c.topic_filter
+        matching = tf.select(children, self.c.config.exclude_internal_topics) if tf else []
+        for topic in matching:
+            self._watch_topic(topic)
+        if self._watched_topics_children is not None and matching != self._watched_topics_children:
+            self.trigger("topics_changed")
+        self._watched_topics_children = matching
+        return None
+
+    def trigger(self, cause: str) -> None:
+        """Flag a rebalance (watch callbacks run on kazoo's thread and must not block)."""
+        with self._cond:
+            if self._triggered_at is None:
+                self._triggered_at = time.monotonic()
+            self._triggered.append(cause)
+            self._cond.notify_all()
+        if cause != "session_expired":
+            self.c.trace.emit("rebalance_triggered", cause=cause)
+
+    def stop(self) -> None:
+        self._stopping.set()
+        self._set_state(RebalancerState.STOPPED)
+        with self._cond:
+            self._cond.notify_all()
+        if self._thread is not None and self._thread is not threading.current_thread():
+            self._thread.join(30)
+
+    # ------------------------------------------------------------------------------- the executor thread
+    def _run(self) -> None:
+        while not self._stopping.is_set():
+            with self._cond:
+                if not self._triggered:
+                    # Wake up for the next owner watches due, and at least every second to check the shutdown flag.
+                    due = self.owners.next_arm_in(time.monotonic())
+                    if due > 0:
+                        self._cond.wait(min(due, 1.0))
+                causes, self._triggered = self._triggered, []
+                ready = []
+                if not causes:  # a rebalance first: it may release nodes still waiting for their watch
+                    ready = self.owners.arms_due(time.monotonic())
+            for tokens in ready:
+                self.owners.arm(tokens)
+            if not causes or self._stopping.is_set():
+                continue
+            try:
+                if "session_expired" in causes:
+                    self._handle_new_session()
+                else:
+                    self.synced_rebalance(causes[0])
+            except Exception as e:  # noqa: BLE001 - reported through the streams, never silent
+                log.error("rebalance of %s failed: %s", self.c.consumer_id, e)
+                self._set_state(RebalancerState.FAILED)
+                if self.c.failure is None:
+                    self.c.failure = e if isinstance(e, ConsumerRebalanceFailed) else ConsumerRebalanceFailed(
+                        f"{self.c.consumer_id} rebalance error: {e}")
+
+    def _handle_new_session(self) -> None:
+        """Kafka's handleNewSession: wait for the new session, reset, re-register, rebalance."""
+        self.c.trace.emit("rebalance_triggered", cause="session_expired")
+        self._set_state(RebalancerState.EXPIRED)
+        while not self._stopping.is_set() and not self.c.connected.wait(0.2):
+            pass
+        if self._stopping.is_set():
+            return
+        self.c.reset_after_expiry()
+        self.owners.forget_session()  # ephemeral: the nodes and their watches died with the session
+        self.c.register()
+        self.view.forget_registrations()
+        self.synced_rebalance("session_expired")
+
+    # ----------------------------------------------------------------------------------- synced rebalance
+    def synced_rebalance(self, cause: str) -> bool:
+        cfg = self.c.config
+        with self._lock:
+            if self._stopping.is_set():
+                return False
+            self.rebalance_count += 1
+            number = self.rebalance_count
+            self._set_state(RebalancerState.REBALANCING)
+            started = time.monotonic()
+            self.clock = clock = PhaseClock()
+            with self._cond:
+                triggered_at, self._triggered_at = self._triggered_at, None
+            if triggered_at is not None:
+                clock.add("trigger", started - triggered_at)
+            last_error = ""
+            stale_retries = 0
+            attempt = 0
+            while attempt < cfg.rebalance_max_retries:
+                attempt += 1
+                self.stats["attempts"] += 1
+                try:
+                    outcome = self._attempt(number, attempt)
+                except Exception as e:  # noqa: BLE001 - Kafka catches every Throwable here and retries
+                    # ZooKeeper changed while we read it (a node vanished, ...), or the assignor refused the
+                    # group (RoundRobin's preconditions): Kafka logs it, backs off and retries.
+                    log.info("exception during rebalance of %s: %s", self.c.consumer_id, e)
+                    last_error = str(e)
+                    outcome = Outcome.FAILED
+                if outcome is Outcome.DONE:
+                    owned = sorted(tp_str(tp) for tp in self.c.owned_partitions())
+                    self.phase_log.append((number, started, triggered_at, clock.as_ms()))
+                    self.c.trace.emit("rebalance_done", rebalance=number, attempts=attempt,
+                                      duration_ms=int((time.monotonic() - started) * 1000), owned=owned,
+                                      phases_ms=clock.as_ms())
+                    if isinstance(self.c.failure, ConsumerRebalanceFailed):
+                        self.c.failure = None
+                    self._set_state(RebalancerState.STABLE)
+                    return True
+                if outcome is Outcome.STALE and stale_retries < 3 * cfg.rebalance_max_retries:
+                    stale_retries += 1
+                    attempt -= 1  # a changed membership is not a failed attempt: recompute immediately
+                    continue
+                self.stats["failed_attempts"] += 1
+                # Kafka: stop all fetchers, clear the queues and commit (closeFetchersForQueues), then back off.
+                # What is still owned stays owned: the next attempt releases it (releasePartitionOwnership).
+                if not self.c.profile.keep_unmoved:
+                    self.c.stop_fetching(None)
+                if attempt < cfg.rebalance_max_retries or not self.c.profile.keep_unmoved:
+                    with clock.phase("backoff"):
+                        self._backoff(cfg.rebalance_backoff_ms / 1000.0)
+                if self._stopping.is_set():
+                    return False
+                if self._session_expired_pending():
+                    self._set_state(RebalancerState.EXPIRED)
+                    return False  # the executor thread re-registers and rebalances on the new session
+            error = ConsumerRebalanceFailed(
+                f"{self.c.consumer_id} can't rebalance after {cfg.rebalance_max_retries} retries"
+                + (f" (last error: {last_error})" if last_error else ""))
+            self.stats["failed_rebalances"] += 1
+            self.phase_log.append((number, started, triggered_at, clock.as_ms()))
+            self.c.trace.emit("rebalance_failed", rebalance=number, attempts=attempt, error=str(error),
+                              phases_ms=clock.as_ms())
+            self.c.failure = error
+            self._set_state(RebalancerState.FAILED)
+            raise error
+
+    @property
+    def busy(self) -> bool:
+        """A rebalance is running or flagged."""
+        if self._lock.locked():
+            return True
+        with self._cond:
+            return bool(self._triggered)
+
+    def _backoff(self, seconds: float) -> None:
+        """Kafka sleeps the whole backoff; the default profile wakes up early when the membership changes."""
+        if not self.c.profile.recheck_membership:
+            self._stopping.wait(seconds)
+            return
+        deadline = time.monotonic() + seconds
+        with self._cond:
+            while not self._triggered and not self._stopping.is_set():
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    break
+                self._cond.wait(remaining)
+            # Answered by the next attempt — except a session expiry, which needs a reset and re-registration.
+            self._triggered = [cause for cause in self._triggered if cause == "session_expired"]
+
+    # --------------------------------------------------------------------------------------- one attempt
+    def _read_group(self) -> tuple[AssignmentContext, int]:
+        """The group as the assignor needs it (group_view.py); the default profile's read sets the ids watch."""
+        ctx, cversion = self.view.read(self._on_ids_event)
+        self._ids_cversion_seen = cversion
+        return ctx, cversion
+
+    def _on_connection_state(self, state: str) -> None:
+        """kazoo listener (must not block): watches dropped by a connection loss are set again. A lost ``ids``
+        watch is set again by a rebalance, which also answers any membership change missed meanwhile."""
+        if state != "CONNECTED" or self._stopping.is_set():
+            return
+        if self.owners.has_unarmed:
+            self.c.zk.handler.spawn(self.owners.rearm)
+        if self._ids_unarmed:
+            self.c.zk.handler.spawn(self._rearm_ids_watch)
+
+    def _no_brokers(self) -> Outcome:
+        """Kafka: "no brokers found when trying to rebalance" counts as done, and a watch on ``/brokers/ids``
+        starts the next rebalance when one registers. Nothing is released or claimed meanwhile."""
+        log.warning("%s: no brokers found when trying to rebalance; waiting for one to register", self.c.consumer_id)
+        if not self._watching_brokers:
+            self._watching_brokers = True
+            seen = [False]
+
+            def on_brokers(children: list[str]) -> bool | None:
+                if self._stopping.is_set():
+                    return False
+                if seen[0]:
+                    self.trigger("brokers_changed")
+                seen[0] = True
+                return None
+
+            ChildrenWatch(self.c.zk, layout.BROKER_IDS_PATH, on_brokers)
+        return Outcome.DONE
+
+    def _drain_triggers(self) -> None:
+        """About to read fresh state: flags raised so far are answered by this attempt (not session expiry)."""
+        with self._cond:
+            self._triggered = [cause for cause in self._triggered if cause == "session_expired"]
+
+    def _session_expired_pending(self) -> bool:
+        with self._cond:
+            return "session_expired" in self._triggered
+
+    def _pending_trigger(self) -> bool:
+        with self._cond:
+            return bool(self._triggered)
+
+    def _pending_change(self) -> bool:
+        """A change flagged since the last drain (a session expiry is not one: the attempt fails on it)."""
+        with self._cond:
+            return any(cause != "session_expired" for cause in self._triggered)
+
+    def _attempt(self, number: int, attempt: int) -> Outcome:
+        c = self.c
+        profile = c.profile
+        clock = self.clock
+        if not profile.keep_unmoved:
+            # Kafka's order: getCluster (brokers), our own registration (TopicCount), the brokers again; then
+            # stop the world (fetchers, queues, commit, delete every owner node) and only then read the group.
+            with clock.phase("reads"):
+                c.registry.brokers()
+                own = self.paths.registration(c.consumer_id)
+                if c.registry.read(own) is None:
+                    raise NoNodeError(f"{own}: our registration is gone")  # Kafka's attempt fails the same way
+                brokers = c.registry.brokers()
+            if not brokers and c.needs_registered_brokers:
+                return self._no_brokers()
+            with clock.phase("release"):
+                c.stop_fetching(None)
+                self.owners.release(c.owned_partitions())
+            with clock.phase("reads"):
+                ctx, cversion = self._read_group()
+            owned: dict[TopicPartition, str] = {}
+        else:
+            if profile.recheck_membership:
+                self._drain_triggers()
+            with clock.phase("reads"):
+                # The broker listing travels with the group's reads (one round trip for both); the group is read
+                # even when no broker is registered, since that read sets the ids watch again.
+                brokers = c.zk.get_children_async(layout.BROKER_IDS_PATH) if c.needs_registered_brokers else None
+                ctx, cversion = self._read_group()
+                if brokers is not None and not _any_broker(brokers):
+                    return self._no_brokers()
+                if c.consumer_id not in ctx.subscriptions:
+                    # Our node vanished (an expired session's ghost was cleaned up, or someone deleted or overwrote
+                    # it): Kafka's attempt fails on it until the session expires; we put it back (docs/profiles.md).
+                    log.warning("%s: our registration %s is missing or unreadable: writing it again",
+                                c.consumer_id, self.paths.registration(c.consumer_id))
+                    c.register()
+                    ctx, cversion = self._read_group()
+            owned = c.owned_partitions()
+        c.trace.emit("attempt_started", rebalance=number, attempt=attempt, ids_cversion=cversion)
+        with clock.phase("assign"):
+            whole = assign(c.config.strategy, ctx)
+            whole.warn_idle(c.consumer_id)
+            decision = whole.for_consumer(c.consumer_id)
+        c.trace.emit("assigned", rebalance=number, attempt=attempt, strategy=c.config.strategy,
+                     assignment={tp_str(tp): tid for tp, tid in sorted(decision.items())})
+
+        finish_release = nothing
+        first = rebalance_plan.plan(profile, c.consumer_id, owned, decision)  # before the owner nodes are read
+        if profile.keep_unmoved:
+            moving = first.release
+            if moving:
+                with clock.phase("release"):
+                    c.stop_fetching(set(moving))
+                    finish_release = self.owners.release(moving, defer=profile.pipelined_claims)
+        try:
+            return self._claim_and_start(number, attempt, ctx, cversion, whole, decision, owned, first.keep,
+                                         finish_release)
+        finally:
+            finish_release()  # an attempt that returned early still completes its release
+
+    def _claim_and_start(self, number: int, attempt: int, ctx: AssignmentContext, cversion: int, whole: Assignment,
+                         decision: dict[TopicPartition, str], owned: dict[TopicPartition, str],
+                         kept: Mapping[TopicPartition, str], finish_release: Callable[[], None]) -> Outcome:
+        """The second half of an attempt: check kept partitions, claim what we gain, read offsets, start."""
+        c, profile, clock = self.c, self.c.profile, self.clock
+        lost: frozenset[TopicPartition] = frozenset()
+        if profile.keep_unmoved:
+            # A kept partition is only ours while its owner node says so (an operator or another tool may have
+            # deleted it): re-claim any that is not. A node whose exists-watch is still set needs no read.
+            paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in kept}
+            paths = {tp: path for tp, path in paths.items() if not self.owners.watch_armed(path)}
+            with clock.phase("reads"):
+                read = c.registry.read_many(paths.values())
+            lost = rebalance_plan.lost_owner_nodes(kept, {tp: read[path] for tp, path in paths.items()})
+            if lost:
+                c.stop_fetching(set(lost))
+                c.drop_ownership(set(lost))
+        step = rebalance_plan.plan(profile, c.consumer_id, owned, decision, lost, self._last_owners,
+                                   ctx.thread_owner)
+        gained = dict(step.claim)
+        if self.owners.has_strays:
+            self.owners.release_strays(gained)
+        if not profile.pipelined_claims:
+            # Kafka reads the start offsets before claiming: if the previous owner commits between this read
+            # and our claim, we restart from a stale offset (duplicates). The default reads after the claim.
+            with clock.phase("offsets"):
+                offsets = c.offsets.fetch(gained, pipelined=False)
+        if c.closed or self._stopping.is_set():
+            return Outcome.FAILED
+        if profile.recheck_membership:
+            if self._pending_change():  # a watch told us the group changed since we read it
+                return Outcome.STALE
+            if not profile.pipelined_claims:  # without the one-shot ids watch, ask ZooKeeper
+                with clock.phase("reads"):
+                    _, now = c.registry.consumer_ids_with_version(c.group)
+                if now != cversion:
+                    return Outcome.STALE
+        with clock.phase("claim"):
+            if profile.pipelined_claims:
+                # Held until their previous owner, still a member, releases them (from our last assignment).
+                ok = self.owners.claim_pipelined(gained, number, attempt, dict(step.hold), ctx.thread_owner,
+                                           after_send=finish_release)
+            else:
+                ok = self.owners.claim_one_by_one(gained, number, attempt)
+        finish_release()  # (sent with the claim) before the trace says what was claimed
+        if not ok:
+            return Outcome.STALE if profile.recheck_membership and self._pending_trigger() else Outcome.FAILED
+        c.trace.emit("claimed", rebalance=number, attempt=attempt,
+                     partitions={tp_str(tp): tid for tp, tid in sorted(gained.items())})
+        self._last_owners = whole.owners
+        if profile.watch_own_nodes:
+            self.owners.watch_owned(gained)
+        if profile.pipelined_claims:
+            with clock.phase("offsets"):
+                offsets = c.offsets.fetch(gained)  # we own them now: nobody else commits these any more
+        by_topic: dict[str, dict[int, str]] = {}
+        for tp, tid in decision.items():
+            by_topic.setdefault(tp.topic, {})[tp.partition] = tid
+        with clock.phase("start"):
+            c.listener.before_starting_fetchers(c.consumer_id, by_topic)
+            c.start_fetching(gained, offsets)
+        return Outcome.DONE
+
+    # ----------------------------------------------------------------------------------- owner nodes

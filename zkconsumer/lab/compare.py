@@ -1,0 +1,169 @@
+"""``zkconsumer compare``: one workload with the same churn in ZooKeeper mode (default and kafka-0.8 profiles) and
+in coordinator mode, each run analysed on Spark, side by side in one table and one figure.
+
+Every variant is a full lab run (docs: README "Compare the modes"): its own ZooKeeper, broker, consumer
+processes, joins, a graceful stop and a ``kill -9`` at the same moments. The measures come from the Spark
+analysis of each run's traces (group rebalance latency, time partitions sit unowned, duplicates, overlaps,
+lost records) and from the servers (ZooKeeper packets received, broker requests by API), divided by the number
+of group rebalances so that modes with different rebalance counts compare per rebalance.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+from dataclasses import dataclass
+from pathlib import Path
+
+import pandas as pd
+from rich.console import Console
+from rich.table import Table
+
+from zkconsumer.lab.runner import Lab, LabPlan
+
+#: name → (mode, profile). Names are what ``--variants`` takes and what the table's columns are called.
+VARIANTS: dict[str, tuple[str, str]] = {
+    "zookeeper-default": ("zookeeper", "default"),
+    "zookeeper-kafka-0.8": ("zookeeper", "kafka-0.8"),
+    "coordinator": ("coordinator", "default"),
+}
+#: Broker APIs that coordinate a group (the rest move records or metadata).
+GROUP_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
+              "OffsetFetch")
+
+#: (key, label) in the table's order.
+MEASURES = [
+    ("group_rebalances", "group rebalances"),
+    ("rebalance_ms_p50", "rebalance latency p50 (ms)"),
+    ("rebalance_ms_max", "rebalance latency max (ms)"),
+    ("unowned_ms_total", "partition-time unowned (ms, sum)"),
+    ("unowned_ms_max", "longest a partition sat unowned (ms)"),
+    ("duplicates", "duplicate deliveries"),
+    ("overlaps", "two consumers on one partition at once"),
+    ("lost", "records lost"),
+    ("zookeeper_requests_per_rebalance", "ZooKeeper requests per rebalance"),
+    ("group_requests_per_rebalance", "broker group requests per rebalance"),
+    ("verify_ok", "every partition owned once at the end"),
+]
+
+
+@dataclass
+class VariantResult:
+    name: str
+    summary: dict
+    measures: dict
+
+
+def _table(report: Path, name: str) -> pd.DataFrame:
+    """One analysis table, read back from its Parquet (the CSV flattens nested columns)."""
+    path = report / "tables" / f"{name}.parquet"
+    if not path.exists():
+        return pd.DataFrame()
+    return pd.read_parquet(path)
+
+
+def measures_from(summary: dict, report: Path | None) -> dict:
+    """The table's measures for one run: the lab summary plus its analysis tables (when analysed)."""
+    out: dict = {"lost": summary.get("lost"), "verify_ok": summary.get("verify_ok"),
+                 "duplicates": summary.get("duplicates")}
+    rebalances = None
+    if report is not None:
+        grb = _table(report, "group_rebalances")
+        unowned = _table(report, "unowned")
+        overlaps = _table(report, "overlaps")
+        rebalances = len(grb)
+        durations = grb["duration_ms"].dropna() if "duration_ms" in grb else pd.Series(dtype=float)
+        out["rebalance_ms_p50"] = round(float(durations.median()), 1) if len(durations) else None
+        out["rebalance_ms_max"] = round(float(durations.max()), 1) if len(durations) else None
+        ms = unowned["unowned_ms"].dropna() if "unowned_ms" in unowned else pd.Series(dtype=float)
+        out["unowned_ms_total"] = int(ms.sum()) if len(ms) else 0
+        out["unowned_ms_max"] = int(ms.max()) if len(ms) else 0
+        out["overlaps"] = len(overlaps)
+    else:
+        out["rebalance_ms_p50"] = summary.get("rebalance_ms_p50")
+        out["rebalance_ms_max"] = summary.get("rebalance_ms_max")
+    out["group_rebalances"] = rebalances
+    per = max(1, rebalances or summary.get("consumer_rebalances") or 1)
+    if summary.get("zookeeper_requests") is not None:
+        out["zookeeper_requests_per_rebalance"] = round(summary["zookeeper_requests"] / per, 1)
+    counts = summary.get("broker_request_counts") or {}
+    group_requests = sum(n for name, n in counts.items() if name.removesuffix("Request") in GROUP_APIS)
+    out["group_requests_per_rebalance"] = round(group_requests / per, 1)
+    return out
+
+
+def render_table(results: list[VariantResult], title: str) -> Table:
+    table = Table(title=title)
+    table.add_column("measure")
+    for r in results:
+        table.add_column(r.name, justify="right")
+    for key, label in MEASURES:
+        table.add_row(label, *("-" if r.measures.get(key) is None else str(r.measures[key]) for r in results))
+    return table
+
+
+def plot(results: list[VariantResult], path: Path) -> Path:
+    """One bar chart per numeric measure, the variants side by side."""
+    from zkconsumer.analysis import plots  # matplotlib with the Agg backend
+
+    plt = plots.plt
+    keys = [(k, label) for k, label in MEASURES if k != "verify_ok"]
+    cols = 3
+    rows = (len(keys) + cols - 1) // cols
+    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows))
+    names = [r.name for r in results]
+    for ax, (key, label) in zip(axes.flat, keys, strict=False):
+        values = [r.measures.get(key) for r in results]
+        if all(v is None for v in values):
+            plots._empty(ax)
+        else:
+            ax.bar(range(len(names)), [v or 0 for v in values], color=["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
+                   [:len(names)])
+            ax.set_xticks(range(len(names)), names, rotation=15, fontsize=7)
+        ax.set_title(label, fontsize=9)
+    for ax in list(axes.flat)[len(keys):]:
+        ax.axis("off")
+    return plots._save(fig, path)
+
+
+def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console, analyze: bool = True,
+                master: str | None = None, spark=None) -> list[VariantResult]:
+    """Run each variant's lab, analyse each run (on ``spark`` if given, else a session of its own), print and
+    write the comparison."""
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise ValueError(f"unknown variants {unknown}; choose from {', '.join(VARIANTS)}")
+    summaries: dict[str, dict] = {}
+    for name in variants:
+        mode, profile = VARIANTS[name]
+        console.rule(f"[bold]compare: {name}")
+        lab = Lab(dataclasses.replace(plan, mode=mode, profile=profile), out / name, console=console)
+        summary = lab.run()
+        summary["broker_request_counts"] = lab.requests.get("broker", {})
+        summaries[name] = summary
+    reports: dict[str, Path | None] = {name: None for name in variants}
+    if analyze:
+        from zkconsumer.analysis.pipeline import run_analysis
+        from zkconsumer.analysis.spark import build_session
+
+        session = spark or build_session(master, "zkconsumer-compare")
+        try:
+            for name in variants:
+                console.rule(f"[bold]analysis: {name}")
+                report = out / name / "report"
+                run_analysis(session, summaries[name]["trace_dir"], report, console)
+                reports[name] = report
+        finally:
+            if spark is None:
+                session.stop()
+    results = [VariantResult(n, summaries[n], measures_from(summaries[n], reports[n])) for n in variants]
+    table = render_table(results, f"same workload, {plan.consumers} consumers, {plan.duration:.0f}s of churn")
+    console.print(table)
+    figure = plot(results, out / "compare.png")
+    rows = [{"measure": label, **{r.name: r.measures.get(key) for r in results}} for key, label in MEASURES]
+    pd.DataFrame(rows).to_csv(out / "compare.csv", index=False)
+    (out / "compare.json").write_text(json.dumps({r.name: {"measures": r.measures, "summary": r.summary}
+                                                  for r in results}, indent=2, default=str))
+    console.print(f"table: {out / 'compare.csv'}  figure: {figure}  reports: "
+                  + ", ".join(str(p) for p in reports.values() if p is not None), highlight=False)
+    return results

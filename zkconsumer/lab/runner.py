@@ -1,0 +1,541 @@
+"""``zkconsumer lab``: a whole 0.8 group on one machine, with churn, watched live.
+
+It starts a real ZooKeeper and the local broker (or uses the ones given), creates two topics, produces
+numbered records, starts N consumer *processes* (``zkconsumer consume``, so that ``kill -9`` is real), then
+adds, stops and kills consumers on a schedule while a live table shows owners, lag and rebalances. It ends
+with Kafka's verify, a summary (rebalances and their durations, records delivered, duplicates, lost) and,
+with ``--analyze``, the Spark report. Every consumer writes a trace (docs/trace.md) under the run directory.
+
+``mode``: ``zookeeper`` (0.8 members), ``coordinator`` (the same workload on the broker's group coordinator), or
+``migrate`` (0.8 members started ``--migratable``, moved to the coordinator by ``zkconsumer migrate`` mid-run).
+
+Where the servers and consumers run is a backend's business (zkconsumer/lab/backends.py): local processes
+(``ProcessBackend``, the default) or Docker containers (``DockerBackend``, ``zkconsumer lab --backend docker``).
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import statistics
+import subprocess
+import sys
+import threading
+import time
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from kafka import KafkaProducer
+from rich.console import Console, Group
+from rich.live import Live
+from rich.table import Table
+
+from zkconsumer import broker_version
+from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition, assign
+from zkconsumer.consoles import make_console
+from zkconsumer.consumer.zookeeper.kafka_offsets import KafkaOffsetStore
+from zkconsumer.lab.backends import GroupSettings, LabBackend, ProcessBackend
+from zkconsumer.migration.driver import MigrationDriver
+from zkconsumer.records import encode_value
+from zkconsumer.tools.groups import verify
+from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.server import four_letter_word
+from zkconsumer.zk.topics import create_topic
+
+GROUP = "lab"
+
+
+MODES = ("zookeeper", "coordinator", "migrate")
+
+
+@dataclass
+class Step:
+    at: float  # seconds after the start
+    action: str  # join | stop | kill | restart | migrate
+    consumer: str
+
+
+@dataclass
+class LabPlan:
+    consumers: int = 3
+    duration: float = 30.0
+    profile: str = "default"
+    strategy: str = "range"
+    mode: str = "zookeeper"
+    topics: dict[str, int] = field(default_factory=lambda: {"orders": 8, "payments": 4})
+    rate: float = 200.0  # records per second, all partitions together
+    initial_records: int = 400  # per topic, before consumers start
+    session_timeout_ms: int = 6000
+    commit_interval_ms: int = 1000
+    #: The local broker's group.initial.rebalance.delay.ms (Kafka's default; coordinator mode and migrations).
+    initial_rebalance_delay_ms: int = 3000
+    #: Coordinator-mode members' max.poll.interval.ms, the rebalance timeout they send in JoinGroup: how long a
+    #: coordinator may hold a rebalance for a member that does not rejoin or sync, and after how long a member whose
+    #: join has not completed says so (``join_stalled``). Kafka's 5-minute default is longer than a lab run.
+    rebalance_timeout_ms: int = 20000
+    steps: list[Step] | None = None
+
+    def group_settings(self) -> GroupSettings:
+        """The broker's coordinator settings this plan needs (its sessions may be under Kafka's 6 s minimum)."""
+        return GroupSettings(self.initial_rebalance_delay_ms, min(6000, self.session_timeout_ms))
+
+    def schedule(self) -> list[Step]:
+        if self.steps is not None:
+            return self.steps
+        d, n = self.duration, self.consumers
+        if self.mode == "migrate":  # churn before, the migration, churn in coordinator mode after
+            return [Step(0.1 * d, "join", f"c{n + 1}"), Step(0.25 * d, "migrate", ""),
+                    Step(0.8 * d, "kill", "c1")]
+        return [Step(0.15 * d, "join", f"c{n + 1}"), Step(0.35 * d, "stop", "c2" if n >= 2 else "c1"),
+                Step(0.55 * d, "kill", "c3" if n >= 3 else f"c{n + 1}"), Step(0.75 * d, "join", f"c{n + 2}")]
+
+
+class TraceTail:
+    """Reads the consumers' trace files incrementally (they keep growing while the lab runs)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._pos: dict[Path, int] = {}
+        self._partial: dict[Path, str] = {}
+        self.delivered: Counter = Counter()  # (topic, partition, offset) -> times
+        self.per_consumer: Counter = Counter()
+        self.rebalances: list[dict] = []
+        self.failed: list[dict] = []
+        self.stalls: list[dict] = []  # join_stalled: coordinator-mode joins not complete within the rebalance timeout
+        self.conflicts = 0
+        self.bad_lines = 0
+        self.owned: dict[str, set[str]] = {}  # consumer → "topic-partition" it last reported owning
+
+    def poll(self) -> None:
+        for path in sorted(self.directory.glob("*.jsonl")):
+            with open(path, encoding="utf-8") as f:
+                f.seek(self._pos.get(path, 0))
+                chunk = self._partial.pop(path, "") + f.read()
+                self._pos[path] = f.tell()
+            lines = chunk.split("\n")
+            if lines[-1]:
+                self._partial[path] = lines[-1]
+            for line in lines[:-1]:
+                if line:
+                    self._line(line)
+
+    def _line(self, line: str) -> None:
+        try:
+            e = json.loads(line)
+            kind = e["event"]
+        except (json.JSONDecodeError, KeyError, TypeError):
+            self.bad_lines += 1
+            return
+        if kind == "record_delivered":
+            self.delivered[(e["topic"], e["partition"], e["offset"])] += 1
+            self.per_consumer[e["consumer"]] += 1
+        elif kind == "rebalance_done":
+            self.rebalances.append(e)
+            self.owned[e["consumer"]] = set(e.get("owned") or ())
+        elif kind == "released":
+            self.owned[e["consumer"]] = self.owned.get(e["consumer"], set()) - set(e.get("partitions") or ())
+        elif kind == "shutdown":
+            self.owned.pop(e["consumer"], None)
+        elif kind == "rebalance_failed":
+            self.failed.append(e)
+        elif kind == "join_stalled":
+            self.stalls.append(e)
+        elif kind == "claim_conflict":
+            self.conflicts += 1
+
+
+class Lab:
+    def __init__(self, plan: LabPlan, out_dir: Path, zookeeper: str | None = None,
+                 bootstrap: str | None = None, console: Console | None = None,
+                 backend: LabBackend | None = None) -> None:
+        self.plan = plan
+        self.out = Path(out_dir).resolve()
+        self.traces = self.out / "traces"  # absolute: the same path inside containers (bind-mounted)
+        self.logs = self.out / "logs"
+        self.console = console or make_console()
+        self._zk_given, self._bootstrap_given = zookeeper, bootstrap
+        self.zk_connect = zookeeper or ""
+        self.bootstrap = bootstrap or ""
+        self.backend = backend or ProcessBackend()
+        self.status: dict[str, str] = {}
+        self.produced: dict[tuple[str, int], int] = defaultdict(int)
+        self._stop_producing = threading.Event()
+        self.tail = TraceTail(self.traces)
+        self.events: list[str] = []
+        self._kafka_offsets = None
+        self._kafka_cache: tuple[float, dict] = (0.0, {})
+        self._migration: threading.Thread | None = None
+        self.migration_result: str | None = None
+        self.requests: dict[str, dict[str, int]] = {}
+        self._stalls_shown = 0
+
+    # ---------------------------------------------------------------------------------------- setup
+    def _start_infrastructure(self) -> None:
+        if not self._zk_given:
+            self.zk_connect = self.backend.start_zookeeper(self.out / "zookeeper") + "/lab"
+        if not self._bootstrap_given:
+            self.bootstrap = self.backend.start_broker(self.zk_connect, self.out / "broker", self.plan.group_settings())
+        elif self.plan.mode != "zookeeper":  # a Kafka 0.8 cluster has no group coordinator: say so, do not hang
+            broker_version.require(self.bootstrap, (0, 9), f"lab --mode {self.plan.mode} (the broker's group "
+                                                           "coordinator)")
+        with Registry.open(self.zk_connect) as reg:
+            existing = set(reg.topics())
+            for topic, n in self.plan.topics.items():
+                if topic not in existing:
+                    create_topic(reg, topic, n)
+
+    def _producer(self) -> None:
+
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks=1, linger_ms=5,
+                                 **broker_version.client_settings(self.bootstrap))
+        parts = [(t, p) for t, n in self.plan.topics.items() for p in range(n)]
+
+        def send(t: str, p: int) -> None:
+            seq = self.produced[(t, p)]
+            producer.send(t, value=encode_value(t, p, seq), partition=p)
+            self.produced[(t, p)] = seq + 1
+
+        try:
+            for i in range(self.plan.initial_records * len(self.plan.topics)):
+                send(*parts[i % len(parts)])
+            producer.flush()
+            interval = 1.0 / self.plan.rate if self.plan.rate > 0 else None
+            i = 0
+            next_at = time.monotonic()
+            while interval and not self._stop_producing.is_set():
+                send(*parts[i % len(parts)])
+                i += 1
+                next_at += interval
+                delay = next_at - time.monotonic()
+                if delay > 0:
+                    self._stop_producing.wait(delay)
+            producer.flush()
+        finally:
+            producer.close()
+
+    # ------------------------------------------------------------------------------------- consumers
+    def _consumer_args(self, name: str) -> list[str]:
+        """The consumer's command line, the same for every backend (each runs the zkconsumer CLI its own way)."""
+        args = [*self.backend.zkconsumer_command, "consume", "--zookeeper", self.zk_connect, "--group", GROUP,
+                "--consumer-id", name, "--from-beginning", "--output", "none", "--trace-dir", str(self.traces),
+                "--profile", self.plan.profile, "--strategy", self.plan.strategy,
+                "--bootstrap-server", self.bootstrap,
+                "--property", f"auto.commit.interval.ms={self.plan.commit_interval_ms}",
+                "--property", f"zookeeper.session.timeout.ms={self.plan.session_timeout_ms}"]
+        group_session = ["--property", f"session.timeout.ms={self.plan.session_timeout_ms}",
+                         "--property", f"heartbeat.interval.ms={max(100, self.plan.session_timeout_ms // 6)}",
+                         "--property", f"max.poll.interval.ms={self.plan.rebalance_timeout_ms}"]
+        if self.plan.mode == "coordinator":
+            args += ["--mode", "coordinator", *group_session]
+        elif self.plan.mode == "migrate":
+            args += ["--migratable", *group_session]
+        if self.plan.strategy.startswith("roundrobin"):
+            args += ["--streams", "1"]
+        for topic in self.plan.topics:
+            args += ["--topic", topic]
+        return args
+
+    def join(self, name: str) -> None:
+        self.logs.mkdir(parents=True, exist_ok=True)
+        self.backend.start(name, self._consumer_args(name), self.logs / f"{name}.log")
+        self.status[name] = "running"
+        self._event(f"{name} joined")
+
+    def restart(self, name: str) -> None:
+        """Start a stopped or killed consumer again under the same id (same container with Docker)."""
+        if name not in self.status or self.backend.exit_code(name) is None:
+            return
+        self.backend.restart(name)
+        self.status[name] = "running"
+        self._event(f"{name} restarted")
+
+    def stop(self, name: str, kill: bool = False) -> None:
+        if name not in self.status or self.backend.exit_code(name) is not None:
+            return
+        self.backend.signal(name, kill)
+        self.status[name] = "killed (-9)" if kill else "stopping"
+        self._event(f"{name} {'killed with SIGKILL' if kill else 'stopped (SIGTERM)'}")
+
+    def _event(self, text: str) -> None:
+        self.events.append(f"{time.strftime('%H:%M:%S')} {text}")
+
+    def migrate(self, rollback: bool = False) -> None:
+        """Start ``zkconsumer migrate``'s driver in the background: member by member to the coordinator, or back
+        (``rollback``: after the previous migration step finished)."""
+        previous = self._migration
+
+        def run() -> None:
+            if previous is not None:
+                previous.join()
+            try:
+                with Registry.open(self.zk_connect) as reg:
+                    driver = MigrationDriver(reg, GROUP, self.bootstrap, step_timeout_s=60.0, progress=self._event)
+                    # the lab's consumers may still be starting (a process takes seconds on a busy machine)
+                    deadline = time.monotonic() + 60.0
+                    while time.monotonic() < deadline and len([m for m in driver.members() if m.mode]) < len(
+                            [n for n, st in self.status.items() if st == "running"]):
+                        time.sleep(0.1)
+                    driver.to_zookeeper() if rollback else driver.to_coordinator()
+                result = "rolled back" if rollback else "done"
+            except Exception as e:  # noqa: BLE001 - shown in the summary
+                result = f"{'rollback' if rollback else 'migration'} failed: {e}"
+                self._event(result)
+            # a failed step stays visible after a later one succeeds
+            failed = self.migration_result if self.migration_result and "failed" in self.migration_result else None
+            self.migration_result = f"{failed}; then {result}" if failed else result
+
+        self._event(f"{'rollback to ZooKeeper' if rollback else 'migration to coordinator'} mode started")
+        self._migration = threading.Thread(target=run, daemon=True, name="lab-migration")
+        self._migration.start()
+
+    # ---------------------------------------------------------------------------------- where things are
+    def committed(self, reg: Registry) -> dict[tuple[str, int], int]:
+        """Committed offsets: ZooKeeper's, the broker's (coordinator mode), the larger of both (migration)."""
+        out: dict[tuple[str, int], int] = {} if self.plan.mode == "coordinator" else dict(reg.offsets(GROUP))
+        if self.plan.mode != "zookeeper":
+            for tp, value in self._broker_offsets().items():
+                out[tp] = max(value, out.get(tp, value))
+        return out
+
+    def _broker_offsets(self) -> dict[tuple[str, int], int]:
+        at, cached = self._kafka_cache
+        if time.monotonic() - at < 1.0:
+            return cached
+        try:
+            if self._kafka_offsets is None:
+                self._kafka_offsets = KafkaOffsetStore(self.bootstrap, GROUP, "lab-monitor")
+            got = self._kafka_offsets.fetch([TopicPartition(t, p) for (t, p) in self.produced])
+            cached = {(tp.topic, tp.partition): v for tp, v in got.items() if v is not None and v >= 0}
+        except Exception:  # noqa: BLE001 - the coordinator may not be up yet: shown as not committed
+            pass
+        self._kafka_cache = (time.monotonic(), cached)
+        return cached
+
+    def owners(self, reg: Registry) -> dict[tuple[str, int], str]:
+        """Owner nodes in ZooKeeper mode; in coordinator mode what each member's trace last said it owns."""
+        if self.plan.mode == "zookeeper":
+            return reg.owners(GROUP)
+        out = {} if self.plan.mode == "coordinator" else dict(reg.owners(GROUP))
+        for consumer, owned in self.tail.owned.items():
+            for tp in owned:
+                t, _, p = tp.rpartition("-")
+                out.setdefault((t, int(p)), consumer)
+        return out
+
+    def _reap(self) -> None:
+        for name in self.status:
+            code = self.backend.exit_code(name)
+            if code is not None and self.status[name] in ("running", "stopping"):
+                self.status[name] = "stopped" if code == 0 or self.status[name] == "stopping" else f"exit {code}"
+
+    # -------------------------------------------------------------------------------------------- view
+    def _view(self, reg: Registry, elapsed: float) -> Group:
+        self.tail.poll()
+        self._reap()
+        for e in self.tail.stalls[self._stalls_shown:]:
+            errors = ", ".join(f"{api} {code}" for api, code in (e.get("join_errors") or {}).items() if code)
+            self._event(f"{e['consumer']}: join not complete after {e['waited_ms'] / 1000:.0f}s "
+                        f"({errors or 'no answer yet'}; group {e.get('group_state') or 'not described'})")
+        self._stalls_shown = len(self.tail.stalls)
+        owners = self.owners(reg)
+        offsets = self.committed(reg)
+        table = Table(title=f"group {GROUP} — {self.plan.mode} mode, {self.plan.profile} profile, "
+                            f"{self.plan.strategy} — {elapsed:4.0f}s / {self.plan.duration:.0f}s", expand=False)
+        for col in ("partition", "owner", "committed", "log end", "lag"):
+            table.add_column(col, justify="right" if col in ("committed", "log end", "lag") else "left")
+        for (t, p) in sorted(self.produced):
+            committed = offsets.get((t, p))
+            end = self.produced[(t, p)]
+            lag = end - committed if committed is not None else end
+            table.add_row(f"{t}-{p}", owners.get((t, p), "[red]none[/]"), "-" if committed is None else str(committed),
+                          str(end), str(lag))
+        members = Table(title="consumers")
+        for col in ("consumer", "state", "records", "rebalances"):
+            members.add_column(col)
+        rebalances = Counter(e["consumer"] for e in self.tail.rebalances)
+        for name in sorted(self.status, key=lambda n: int(n[1:])):
+            cid = f"{GROUP}_{name}"
+            members.add_row(name, self.status[name], str(self.tail.per_consumer[cid]), str(rebalances[cid]))
+        events = "\n".join(self.events[-6:])
+        return Group(table, members, f"[dim]{events}[/]")
+
+    # --------------------------------------------------------------------------------------------- run
+    def run(self, analyze: bool = False, master: str | None = None) -> dict:
+        self.out.mkdir(parents=True, exist_ok=True)
+        self.traces.mkdir(parents=True, exist_ok=True)
+        self.backend.open(self.out)
+        try:
+            with self.console.status(f"starting ZooKeeper and the broker ({self.backend.name} backend)..."):
+                self._start_infrastructure()
+        except BaseException:
+            self.backend.close()
+            raise
+        self.console.print(f"ZooKeeper {self.zk_connect}, broker {self.bootstrap}, run directory {self.out}",
+                           highlight=False)
+        for topic, n in self.plan.topics.items():
+            for p in range(n):
+                self.produced[(topic, p)] = 0
+        self._print_planned_assignments()
+        producer = threading.Thread(target=self._producer, daemon=True, name="lab-producer")
+        producer.start()
+        summary: dict = {}
+        try:
+            with Registry.open(self.zk_connect) as reg:
+                zk_requests_at_start = self._zk_requests()
+                for i in range(1, self.plan.consumers + 1):
+                    self.join(f"c{i}")
+                steps = sorted(self.plan.schedule(), key=lambda s: s.at)
+                started = time.monotonic()
+                with Live(self._view(reg, 0), console=self.console, refresh_per_second=2) as live:
+                    while (elapsed := time.monotonic() - started) < self.plan.duration:
+                        while steps and steps[0].at <= elapsed:
+                            step = steps.pop(0)
+                            if step.action == "join":
+                                self.join(step.consumer)
+                            elif step.action in ("migrate", "rollback"):
+                                self.migrate(rollback=step.action == "rollback")
+                            elif step.action == "restart":
+                                self.restart(step.consumer)
+                            else:
+                                self.stop(step.consumer, kill=step.action == "kill")
+                        live.update(self._view(reg, elapsed))
+                        time.sleep(0.5)
+                    self._stop_producing.set()
+                    producer.join(30)
+                    self._event("producer stopped; waiting for the group to catch up")
+                    deadline = time.monotonic() + max(20.0, self.plan.session_timeout_ms / 1000 * 3)
+                    while time.monotonic() < deadline:
+                        live.update(self._view(reg, time.monotonic() - started))
+                        offsets = self.committed(reg)
+                        if all(offsets.get(tp, -1) >= end for tp, end in self.produced.items()):
+                            break
+                        time.sleep(0.5)
+                    live.update(self._view(reg, time.monotonic() - started))
+                if self._migration is not None:
+                    self._migration.join(90)
+                    summary["migration"] = self.migration_result or "unfinished"
+                if self.plan.mode == "zookeeper" or self.migration_result == "rolled back":
+                    result = verify(reg, GROUP)
+                    self.console.print()
+                    self.console.print("Rebalance operation successful !" if result.ok else
+                                       "Rebalance operation failed !\n" + "\n".join(
+                                           result.problems or [str(result.error)]), highlight=False)
+                    summary["verify_ok"] = result.ok
+                else:  # no owner nodes to verify: every partition must be owned by exactly one live member
+                    summary["verify_ok"] = self._verify_by_traces()
+                    if self._migration is not None:
+                        summary["verify_ok"] = summary["verify_ok"] and self.migration_result in ("done",
+                                                                                                 "rolled back")
+                summary["zookeeper_requests"] = self._zk_requests() - zk_requests_at_start
+                counts = self.backend.broker_request_counts()
+                if counts is not None:
+                    summary["broker_requests"] = sum(counts.values())
+                    self.requests["broker"] = counts
+        finally:
+            self._stop_producing.set()
+            for name in list(self.status):
+                self.stop(name)
+            for name in list(self.status):
+                if not self.backend.wait(name, 30):
+                    self.backend.signal(name, kill=True)
+                    self.backend.wait(name, 30)
+            self._reap()
+            if self._kafka_offsets is not None:
+                with contextlib.suppress(Exception):
+                    self._kafka_offsets.close()
+            self.backend.close()
+        summary.update(self.summarize())
+        self._print_summary(summary)
+        (self.out / "summary.json").write_text(json.dumps(summary, indent=2))
+        if analyze:
+            summary["report"] = self._analyze(master)
+        return summary
+
+    def _zk_requests(self) -> int:
+        """Packets the embedded ZooKeeper received so far (``mntr``); 0 with an external ZooKeeper."""
+        address = self.backend.zookeeper_address()
+        if address is None:
+            return 0
+        try:
+            for line in four_letter_word(*address, "mntr").splitlines():
+                key, _, value = line.partition("\t")
+                if key == "zk_packets_received":
+                    return int(value)
+        except (OSError, ValueError):
+            pass
+        return 0
+
+    def _verify_by_traces(self) -> bool:
+        """Every partition owned, once, by a member still running (what verify checks with owner nodes)."""
+        self.tail.poll()
+        self._reap()
+        live = {f"{GROUP}_{n}" for n, st in self.status.items() if st == "running"}
+        seen: Counter = Counter()
+        for consumer, owned in self.tail.owned.items():
+            if consumer in live:
+                seen.update(owned)
+        expected = {f"{t}-{p}" for (t, p) in self.produced}
+        ok = set(seen) == expected and all(n == 1 for n in seen.values())
+        self.console.print()
+        self.console.print("every partition owned once by a live member" if ok else
+                           f"ownership check failed: unowned {sorted(expected - set(seen))}, "
+                           f"shared {sorted(tp for tp, n in seen.items() if n > 1)}", highlight=False)
+        return ok
+
+    def _print_planned_assignments(self) -> None:
+        """What the first consumers will own under Range and RoundRobin (the assignors, as each member runs them)."""
+        subs = {f"{GROUP}_c{i}": {t: 1 for t in self.plan.topics} for i in range(1, self.plan.consumers + 1)}
+        ctx = AssignmentContext(subs, {t: range(n) for t, n in self.plan.topics.items()})
+        table = Table(title=f"assignments of the first {self.plan.consumers} consumers "
+                            f"(this run uses {self.plan.strategy})")
+        table.add_column("consumer thread id")
+        for strategy in ("range", "roundrobin"):
+            table.add_column(strategy)
+        results = {s: assign(s, ctx).by_thread() for s in ("range", "roundrobin")}
+        for tid in results["range"]:
+            table.add_row(tid, *(" ".join(results[s][tid]) for s in ("range", "roundrobin")))
+        self.console.print(table)
+
+    def summarize(self) -> dict:
+        self.tail.poll()
+        delivered = self.tail.delivered
+        produced = sum(self.produced.values())
+        unique = sum(1 for (t, p, o) in delivered if o < self.produced.get((t, p), 0))
+        duplicates = sum(n - 1 for n in delivered.values() if n > 1)
+        durations = [e["duration_ms"] for e in self.tail.rebalances]
+        return {
+            "mode": self.plan.mode, "profile": self.plan.profile, "strategy": self.plan.strategy,
+            "produced": produced,
+            "delivered": sum(delivered.values()), "unique_delivered": unique, "duplicates": duplicates,
+            "lost": produced - unique, "consumer_rebalances": len(durations),
+            "failed_rebalances": len(self.tail.failed), "claim_conflicts": self.tail.conflicts,
+            "join_stalls": len(self.tail.stalls),
+            "rebalance_ms_p50": statistics.median(durations) if durations else None,
+            "rebalance_ms_max": max(durations) if durations else None,
+            "malformed_trace_lines": self.tail.bad_lines, "trace_dir": str(self.traces),
+        }
+
+    def _print_summary(self, s: dict) -> None:
+        table = Table(title="lab summary")
+        table.add_column("measure")
+        table.add_column("value", justify="right")
+        for key in ("mode", "profile", "strategy", "produced", "delivered", "unique_delivered", "duplicates", "lost",
+                    "consumer_rebalances", "failed_rebalances", "claim_conflicts", "join_stalls", "rebalance_ms_p50",
+                    "rebalance_ms_max", "zookeeper_requests", "broker_requests", "migration", "verify_ok"):
+            if key in s:
+                table.add_row(key.replace("_", " "), str(s.get(key)))
+        self.console.print(table)
+        self.console.print(f"traces: {self.traces}  (analyze them: zkconsumer analyze {self.traces} --out "
+                           f"{self.out / 'report'})", highlight=False)
+
+    def _analyze(self, master: str | None) -> str | None:
+        cmd = [sys.executable, "-m", "zkconsumer", "analyze", str(self.traces), "--out", str(self.out / "report")]
+        if master:
+            cmd += ["--master", master]
+        with contextlib.suppress(FileNotFoundError):
+            code = subprocess.call(cmd)
+            if code == 0:
+                return str(self.out / "report")
+        self.console.print("[yellow]analysis failed; see the output above[/]")
+        return None

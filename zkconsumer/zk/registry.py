@@ -1,0 +1,486 @@
+"""The one place that talks to ZooKeeper: typed reads and writes of the Kafka 0.8 tree through kazoo.
+
+Everything else works with :mod:`zkconsumer.zk.layout` values (``TopicAssignment``, ``BrokerInfo``,
+``ConsumerRegistration``, offsets, owners); this module turns them into znodes and back, so path spelling,
+encoding and error handling live in a single module.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import threading
+import time
+from collections.abc import Callable, Collection, Iterable, Iterator
+
+from kazoo.client import KazooClient, TransactionRequest
+from kazoo.exceptions import AuthFailedError, NoAuthError, NodeExistsError, NoNodeError
+from kazoo.handlers.threading import KazooTimeoutError
+from kazoo.retry import KazooRetry
+from kazoo.security import ACL
+
+from zkconsumer.errors import ConsumerIdInUse, NotAuthorized, ZkConsumerError
+from zkconsumer.zk import layout
+from zkconsumer.zk.handler import PollHandler, use_eager_connection
+from zkconsumer.zk.layout import BrokerInfo, ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
+from zkconsumer.zk.security import NO_SECURITY, ZkSecurity
+
+log = logging.getLogger(__name__)
+
+
+class ZkConnectError(ZkConsumerError, RuntimeError):
+    """ZooKeeper could not be reached within the connection timeout."""
+
+
+class ZkAuthFailed(ZkConnectError):
+    """ZooKeeper refused this client's SASL credentials (AUTH_FAILED) and closed the session."""
+
+
+class BrokerAlreadyRegistered(ZkConsumerError, RuntimeError):
+    pass
+
+
+class TopicExistsError(ZkConsumerError, RuntimeError):
+    pass
+
+
+class UnknownTopicError(ZkConsumerError, LookupError):
+    pass
+
+
+class AclClient(KazooClient):
+    """A KazooClient whose every created node (create, makepath parents, ensure_path, multi-op) gets the ACL a
+    per-path policy names (:meth:`ZkSecurity.acl_for`), so callers such as the rebalancer need not know about it.
+
+    kazoo hands a child's ACL down to the parents it creates; the policy overrides that per path.
+    """
+
+    def __init__(self, *args, acl_for: Callable[[str], list | None], **kwargs) -> None:
+        super().__init__(*args, **kwargs)
+        self.acl_for = acl_for
+
+    def create_async(self, path, value=b"", acl=None, *args, **kwargs):
+        return super().create_async(path, value, self.acl_for(path) or acl, *args, **kwargs)
+
+    def transaction(self) -> TransactionRequest:
+        return _AclTransaction(self)
+
+
+class _AclTransaction(TransactionRequest):
+    def create(self, path, value=b"", acl=None, ephemeral=False, sequence=False):
+        return super().create(path, value, self.client.acl_for(path) or acl, ephemeral, sequence)
+
+
+def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None,
+               security: ZkSecurity = NO_SECURITY, **kwargs) -> KazooClient:
+    """A KazooClient with :class:`PollHandler`, an :class:`EagerConnection` (zk/handler.py) and a reconnect delay
+    bounded by a third of the session timeout, authenticated and creating nodes with ACLs as ``security`` says.
+
+    kazoo's default reconnect backoff doubles up to an hour: after a 30 s outage a client could wait longer than
+    its session timeout once the servers are back, and lose a session ZooKeeper had kept for it.
+    """
+    kwargs.setdefault("connection_retry", KazooRetry(max_tries=-1, delay=0.1, backoff=2,
+                                                     max_delay=max(timeout / 3.0, 0.2)))
+    kwargs.update(security.client_kwargs())
+    if security.set_acl:
+        client = AclClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(),
+                           acl_for=security.acl_for, **kwargs)
+    else:
+        client = KazooClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(), **kwargs)
+    use_eager_connection(client)
+    return client
+
+
+def broker_ids_of(children: Iterable[str]) -> list[int]:
+    """The broker ids among the children of ``/brokers/ids`` (anything else there is not a broker), sorted."""
+    out = []
+    for child in children:
+        with contextlib.suppress(ValueError):
+            out.append(int(child))
+    return sorted(out)
+
+
+def split_connect(zk_connect: str) -> tuple[str, str]:
+    """``host:port,host:port/chroot`` → (hosts, chroot or "")."""
+    zk_connect = zk_connect.strip()
+    if not zk_connect:
+        raise ZkConnectError("zookeeper.connect is empty")
+    hosts, slash, chroot = zk_connect.partition("/")
+    chroot = ("/" + chroot.strip("/")) if slash and chroot.strip("/") else ""
+    return hosts, chroot
+
+
+def connect(zk_connect: str, session_timeout_ms: int = 6000, connection_timeout_ms: int = 6000,
+            logger: logging.Logger | None = None, create_chroot: bool = True,
+            security: ZkSecurity = NO_SECURITY) -> KazooClient:
+    """A started KazooClient for ``zookeeper.connect`` (chroot created when missing, as a convenience).
+
+    ``zookeeper.session.timeout.ms`` becomes the requested session timeout; the server may negotiate it into
+    its own [min, max] bounds. ``zookeeper.connection.timeout.ms`` bounds the wait for the first session.
+    ``security`` (credentials, ``zookeeper.set.acl``) applies to the session; the chroot itself is created open.
+    """
+    hosts, chroot = split_connect(zk_connect)
+    timeout = connection_timeout_ms / 1000.0
+    if chroot and create_chroot:
+        root = new_client(hosts, session_timeout_ms / 1000.0, logger, ZkSecurity(security.digest, security.sasl))
+        _start(root, hosts, timeout, probe=security.sasl is not None)
+        try:
+            root.ensure_path(chroot)
+        finally:
+            root.stop()
+            root.close()
+    client = new_client(hosts + chroot, session_timeout_ms / 1000.0, logger, security)
+    _start(client, zk_connect, timeout, probe=security.sasl is not None)
+    return client
+
+
+def _start(client: KazooClient, shown: str, timeout: float, probe: bool = False) -> None:
+    """Start the session; with ``probe``, one request too: refused SASL credentials surface only at the first
+    request after the handshake, and should fail here with a clear error, not in the middle of a rebalance."""
+    try:
+        client.start(timeout=timeout)
+        if probe:
+            client.exists("/")
+    except KazooTimeoutError:
+        with contextlib.suppress(Exception):
+            client.stop()
+            client.close()
+        raise ZkConnectError(f"could not connect to ZooKeeper at {shown} within {timeout:.1f}s "
+                             "(zookeeper.connection.timeout.ms); is a server running there? "
+                             "'zkconsumer zk start' starts one.") from None
+    except AuthFailedError:
+        with contextlib.suppress(Exception):
+            client.stop()
+            client.close()
+        raise ZkAuthFailed(f"ZooKeeper at {shown} refused this client's credentials (AUTH_FAILED): check "
+                           "zkconsumer.zookeeper.sasl (user:password) and the server's JAAS users") from None
+
+
+class Registry:
+    """Typed access to the Kafka tree over one kazoo client."""
+
+    def __init__(self, client: KazooClient) -> None:
+        self.zk = client
+
+    @classmethod
+    @contextlib.contextmanager
+    def open(cls, zk_connect: str, **kwargs) -> Iterator[Registry]:
+        client = connect(zk_connect, **kwargs)
+        try:
+            yield cls(client)
+        finally:
+            client.stop()
+            client.close()
+
+    # ------------------------------------------------------------------------------------------ plumbing
+    def setup_common_paths(self, *more: str) -> None:
+        """Kafka's ``setupCommonPaths`` (and ``more``): make sure the persistent paths exist."""
+        self.ensure_paths([*layout.COMMON_PATHS, *more])
+
+    def ensure_paths(self, paths: Iterable[str]) -> None:
+        """``ensure_path`` for many paths, their existence checked with pipelined requests: one round trip when
+        they all exist, as they do for every consumer but the first. A cold start of a hundred consumers would
+        otherwise queue a thousand synchronous requests at ZooKeeper before the first one registers."""
+        pending = [(p, self.zk.exists_async(p)) for p in paths]
+        missing = [self.zk.ensure_path_async(p) for p, result in pending if result.get() is None]
+        for result in missing:
+            result.get()
+
+    def children(self, path: str, watch=None) -> list[str]:
+        """Children, or [] when the parent does not exist (``getChildrenParentMayNotExist``)."""
+        try:
+            return self.zk.get_children(path, watch=watch)
+        except NoNodeError:
+            return []
+
+    def read(self, path: str, watch=None) -> bytes | None:
+        try:
+            data, _ = self.zk.get(path, watch=watch)
+            return data
+        except NoNodeError:
+            return None
+
+    def read_many(self, paths: Iterable[str]) -> dict[str, bytes | None]:
+        """Read many nodes with pipelined requests (one round trip's latency instead of one per node)."""
+        pending = [(p, self.zk.get_async(p)) for p in paths]
+        out: dict[str, bytes | None] = {}
+        for path, result in pending:
+            try:
+                out[path] = result.get()[0]
+            except NoNodeError:
+                out[path] = None
+        return out
+
+    def delete_many(self, paths: Iterable[str]) -> None:
+        """Delete many nodes, pipelined; nodes already gone are fine."""
+        pending = [self.zk.delete_async(p) for p in paths]
+        for result in pending:
+            with contextlib.suppress(NoNodeError):
+                result.get()
+
+    def deregister_consumer(self, group: str, consumer_id: str) -> None:
+        """Delete this session's registration of ``consumer_id``; never another session's node (a twin process
+        with the same ``consumer.id``, or a new session's own)."""
+        path = GroupPaths(group).registration(consumer_id)
+        stat = self.zk.exists(path)
+        session = self.zk.client_id[0] if self.zk.client_id else None
+        if stat is not None and stat.ephemeralOwner == session:
+            self.zk.delete(path, version=stat.version)
+
+    def delete_tree(self, path: str) -> None:
+        """Delete ``path`` and everything under it (kazoo's recursive delete: children first). Raises kazoo's
+        ``NotEmptyError`` when a child appears meanwhile, e.g. a consumer registering in a group being deleted."""
+        self.zk.delete(path, recursive=True)
+
+    # ------------------------------------------------------------------------------------------- brokers
+    def broker_ids(self) -> list[int]:
+        return broker_ids_of(self.children(layout.BROKER_IDS_PATH))
+
+    def broker(self, broker_id: int) -> BrokerInfo | None:
+        path = layout.broker_path(broker_id)
+        data = self.read(path)
+        return None if data is None else BrokerInfo.decode(path, data)
+
+    def brokers(self) -> dict[int, BrokerInfo]:
+        out = {}
+        for bid in self.broker_ids():
+            info = self.broker(bid)
+            if info is not None:
+                out[bid] = info
+        return out
+
+    def bootstrap_servers(self) -> str | None:
+        """``host:port,...`` of the registered brokers' PLAINTEXT endpoints, or None when none is registered."""
+        brokers = self.brokers()
+        if not brokers:
+            return None
+        return ",".join("{}:{}".format(*b.plaintext_address()) for b in brokers.values())
+
+    def register_broker(self, info: BrokerInfo) -> str:
+        """Create ``/brokers/ids/<id>`` (ephemeral); an existing registration is Kafka's startup error."""
+        path = layout.broker_path(info.broker_id)
+        self.zk.ensure_path(layout.BROKER_IDS_PATH)
+        try:
+            self.zk.create(path, info.encode(), ephemeral=True)
+        except NodeExistsError:
+            raise BrokerAlreadyRegistered(
+                f"A broker is already registered on the path {path}. This probably indicates that you either "
+                "have configured a brokerid that is already in use, or else you have shutdown this broker and "
+                "restarted it faster than the zookeeper timeout so it appears to be re-registering.") from None
+        return path
+
+    # -------------------------------------------------------------------------------------------- topics
+    def topics(self, watch=None) -> list[str]:
+        return sorted(self.children(layout.BROKER_TOPICS_PATH, watch=watch))
+
+    def topic(self, topic: str, watch=None) -> TopicAssignment | None:
+        path = layout.topic_path(topic)
+        data = self.read(path, watch=watch)
+        return None if data is None else TopicAssignment.decode(path, data)
+
+    def partitions_for_topics(self, topics: Iterable[str]) -> dict[str, list[int]]:
+        """Topic → numerically sorted partition ids; a missing topic has none (Kafka's behaviour).
+
+        A topic node that cannot be decoded has none either, with an error naming it: one broken topic must
+        not stop a group's other topics (Kafka 0.8 reads unparsable JSON as no partitions, silently)."""
+        out = {}
+        for t in topics:
+            path = layout.topic_path(t)
+            out[t] = partitions_of_topic_node(path, self.read(path))
+        return out
+
+    def create_topic_node(self, topic: str, assignment: TopicAssignment, config: dict[str, str] | None = None) -> None:
+        """``/brokers/topics/<t>`` and, as Kafka's AdminUtils writes it, ``/config/topics/<t>`` (overrides)."""
+        layout.validate_topic(topic)
+        self.zk.ensure_path(layout.BROKER_TOPICS_PATH)
+        try:
+            self.zk.create(layout.topic_path(topic), assignment.encode())
+        except NodeExistsError:
+            raise TopicExistsError(f"Topic \"{topic}\" already exists.") from None
+        self.zk.ensure_path(layout.CONFIG_TOPICS_PATH)
+        with contextlib.suppress(NodeExistsError):
+            body = layout.kafka_json({"version": 1, "config": config or {}})
+            self.zk.create(layout.topic_config_path(topic), body.encode())
+
+    def update_topic_node(self, topic: str, assignment: TopicAssignment) -> None:
+        try:
+            self.zk.set(layout.topic_path(topic), assignment.encode())
+        except NoNodeError:
+            raise UnknownTopicError(f"The topic {topic} does not exist") from None
+
+    # --------------------------------------------------------------------------------------------- groups
+    def groups(self) -> list[str]:
+        return sorted(self.children(layout.CONSUMERS_PATH))
+
+    def consumer_ids(self, group: str, watch=None) -> list[str]:
+        return sorted(self.children(GroupPaths(group).ids, watch=watch))
+
+    def consumer_ids_with_version(self, group: str, watch=None) -> tuple[list[str], int]:
+        """The members and the child version of ``ids``: equal versions mean the same membership was seen."""
+        try:
+            children, stat = self.zk.get_children(GroupPaths(group).ids, watch=watch, include_data=True)
+        except NoNodeError:
+            return [], -1
+        return sorted(children), stat.cversion
+
+    def register_consumer(self, group: str, consumer_id: str, registration: ConsumerRegistration,
+                          stale_wait_s: float, own_sessions: Collection[int] = ()) -> None:
+        """Create the ephemeral registration, as Kafka's ``createEphemeralPathExpectConflictHandleZKBug`` does.
+
+        A node already there is never deleted: it is either ours (this session: a create retried over a
+        connection loss — we make it say what we mean), or left by one of our expired sessions (ZOOKEEPER-1740:
+        it goes by itself, we wait for it), or another session's. Kafka's consumer waits for the latter forever,
+        assuming it is its own; it is also what a process restarted faster than its session timeout sees, so
+        we wait ``stale_wait_s`` (longer than a dead session can live) and then raise :class:`ConsumerIdInUse`:
+        a second live process has the same ``consumer.id``.
+        """
+        path = GroupPaths(group).registration(consumer_id)
+        data = registration.encode()
+        try:
+            self.ensure_paths([GroupPaths(group).ids])
+        except NoAuthError:
+            raise NotAuthorized(GroupPaths(group).ids, "create") from None
+        self._warn_if_unprotected(group)
+        deadline = time.monotonic() + stale_wait_s
+        while True:
+            try:
+                self.zk.create(path, data, ephemeral=True)
+                return
+            except NodeExistsError:
+                pass
+            except NoAuthError:
+                raise NotAuthorized(path, "create") from None
+            try:
+                _, stat = self.zk.get(path)
+            except NoNodeError:
+                continue  # gone meanwhile: create it now
+            session = self.zk.client_id[0] if self.zk.client_id else None
+            if stat.ephemeralOwner == session:
+                self.zk.set(path, data)
+                return
+            remaining = deadline - time.monotonic()
+            if stat.ephemeralOwner not in own_sessions and remaining <= 0:
+                raise ConsumerIdInUse(
+                    f"{path} is held by another live ZooKeeper session (0x{stat.ephemeralOwner:x}) for more than "
+                    f"{stale_wait_s:.1f}s: another consumer process runs with consumer.id of {consumer_id}")
+            log.info("%s exists (session 0x%x); waiting for it to be deleted", path, stat.ephemeralOwner)
+            gone = threading.Event()
+            if self.zk.exists(path, watch=lambda event, gone=gone: gone.set()) is not None:
+                gone.wait(max(0.05, min(remaining, 1.0)) if stat.ephemeralOwner not in own_sessions else 1.0)
+
+    def registration(self, group: str, consumer_id: str) -> ConsumerRegistration | None:
+        path = GroupPaths(group).registration(consumer_id)
+        data = self.read(path)
+        return None if data is None else ConsumerRegistration.decode(path, data)
+
+    def owner(self, group: str, topic: str, partition: int) -> str | None:
+        path = GroupPaths(group).owner(topic, partition)
+        data = self.read(path)
+        return None if data is None else layout.decode_owner(path, data)
+
+    def owners(self, group: str) -> dict[tuple[str, int], str]:
+        """(topic, partition) → owning thread id, for every owner node of the group."""
+        g = GroupPaths(group)
+        out = {}
+        for topic in self.children(g.owners):
+            for child in self.children(g.owners_topic(topic)):
+                with contextlib.suppress(ValueError):
+                    p = int(child)
+                    owner = self.owner(group, topic, p)
+                    if owner is not None:
+                        out[(topic, p)] = owner
+        return out
+
+    def offset(self, group: str, topic: str, partition: int) -> int | None:
+        path = GroupPaths(group).offset(topic, partition)
+        data = self.read(path)
+        return None if data is None else layout.decode_offset(path, data)
+
+    def offsets(self, group: str) -> dict[tuple[str, int], int]:
+        g = GroupPaths(group)
+        out = {}
+        for topic in self.children(g.offsets):
+            for child in self.children(g.offsets_topic(topic)):
+                with contextlib.suppress(ValueError):
+                    p = int(child)
+                    off = self.offset(group, topic, p)
+                    if off is not None:
+                        out[(topic, p)] = off
+        return out
+
+    def write_offset(self, group: str, topic: str, partition: int, offset: int) -> None:
+        """``ZkUtils.updatePersistentPath``: set, creating parents when the node is new."""
+        path = GroupPaths(group).offset(topic, partition)
+        data = layout.encode_offset(offset)
+        try:
+            try:
+                self.zk.set(path, data)
+            except NoNodeError:
+                try:
+                    self.zk.create(path, data, makepath=True)
+                except NodeExistsError:
+                    self.zk.set(path, data)
+        except NoAuthError:
+            raise NotAuthorized(path) from None
+
+    # ----------------------------------------------------------------------------------------- security
+    def group_nodes(self, group: str) -> list[str]:
+        """Every node of the group's tree, parents before children (nodes vanishing meanwhile are skipped)."""
+        out, todo = [], [GroupPaths(group).root]
+        while todo:
+            path = todo.pop(0)
+            if self.zk.exists(path) is None:
+                continue
+            out.append(path)
+            todo.extend(f"{path}/{child}" for child in sorted(self.children(path)))
+        return out
+
+    def unprotected_group_nodes(self, group: str, acl: list[ACL]) -> list[str]:
+        """The group's nodes whose ACL is not ``acl``: created before ``zookeeper.set.acl``, or by someone else."""
+        out = []
+        for path in self.group_nodes(group):
+            with contextlib.suppress(NoNodeError):
+                if sorted(self.zk.get_acls(path)[0]) != sorted(acl):
+                    out.append(path)
+        return out
+
+    def set_group_acl(self, group: str, acl: list[ACL]) -> int:
+        """Give every node of the group's tree ``acl`` (Kafka's zookeeper-security-migration for one group);
+        how many nodes were changed. Needs ADMIN on each: open nodes, or the group's principal."""
+        changed = 0
+        for path in self.group_nodes(group):
+            try:
+                if sorted(self.zk.get_acls(path)[0]) != sorted(acl):
+                    self.zk.set_acls(path, acl)
+                    changed += 1
+            except NoNodeError:
+                continue  # an ephemeral node gone meanwhile
+            except NoAuthError:
+                raise NotAuthorized(path, "change the ACL of") from None
+        return changed
+
+    def _warn_if_unprotected(self, group: str) -> None:
+        """With ``zookeeper.set.acl``, say so when the group's own nodes are not protected: a group created before
+        (or squatted by another client) keeps its open ACLs until ``zkconsumer groups secure`` changes them."""
+        acl_for = getattr(self.zk, "acl_for", None)
+        if acl_for is None:
+            return
+        g = GroupPaths(group)
+        for path in (g.root, g.ids):
+            with contextlib.suppress(NoNodeError):
+                if sorted(self.zk.get_acls(path)[0]) != sorted(acl_for(path)):
+                    log.warning("zookeeper.set.acl=true but %s is not protected by the group's ACL (created "
+                                "without it?); 'zkconsumer groups secure --group %s' with the group's credentials "
+                                "protects the whole group", path, group)
+                    return
+
+
+def partitions_of_topic_node(path: str, data: bytes | None) -> list[int]:
+    """The partition ids a ``/brokers/topics/<t>`` node lists; none when it is absent or broken (logged)."""
+    if data is None:
+        return []
+    try:
+        return TopicAssignment.decode(path, data).partition_ids
+    except MalformedNodeError as e:
+        log.error("%s: the topic has no partitions until the node is fixed", e)
+        return []
