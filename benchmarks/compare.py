@@ -1,9 +1,17 @@
-"""ZooKeeper mode (default and kafka-0.8 profiles) against coordinator mode: the same workload and churn, in one run.
+"""Every generation of the rebalance protocol side by side: the same workload, in one run.
 
-Each variant is a full lab run (zkconsumer.lab.compare): its own ZooKeeper, broker and consumer processes, a join,
-a graceful stop, a kill -9 and a join at the same moments, analysed on Spark. Printed: the comparison table and,
-for every measure, each variant's ratio to the ZooKeeper default profile (the baseline of this run).
-Run: .venv/bin/python benchmarks/compare.py [--consumers 3] [--duration 30] [--no-analyze]
+Each variant is a full lab run (zkconsumer.lab.compare):
+- the ZooKeeper group (both profiles);
+- the classic coordinator, eager, on zkconsumer's broker and on Kafka 3.9.1's;
+- cooperative-sticky;
+- static members;
+- the consumer protocol of KIP-848 on Kafka 4.1.1.
+
+Each run has its own servers and consumer processes and is analysed on Spark. Printed: the comparison table and,
+for every measure, each variant's ratio to the ZooKeeper default profile (the baseline of this run). A variant
+this machine cannot run (no Kafka jars and no Maven, no confluent-kafka) is skipped with one line.
+Run: .venv/bin/python benchmarks/compare.py [--variants all] [--workload churn|rolling-restart|scale-out]
+[--consumers 3] [--duration 30] [--no-analyze]
 """
 
 from __future__ import annotations
@@ -15,8 +23,8 @@ from pathlib import Path
 from rich.table import Table
 
 from zkconsumer.consoles import make_console
-from zkconsumer.lab.compare import MEASURES, VARIANTS, run_compare
-from zkconsumer.lab.runner import LabPlan
+from zkconsumer.lab.compare import MEASURES, run_compare
+from zkconsumer.lab.runner import WORKLOADS, LabPlan
 
 BASELINE = "zookeeper-default"
 
@@ -27,12 +35,17 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=30.0)
     ap.add_argument("--rate", type=float, default=200.0)
     ap.add_argument("--no-analyze", action="store_true")
+    ap.add_argument("--variants", default="all", help="comma-separated variant names, or all")
+    ap.add_argument("--workload", choices=WORKLOADS, default="churn")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
     console = make_console()
     out = args.out or Path(tempfile.mkdtemp(prefix="zkconsumer-compare-"))
-    plan = LabPlan(consumers=args.consumers, duration=args.duration, rate=args.rate)
-    results = run_compare(plan, out, list(VARIANTS), console, analyze=not args.no_analyze)
+    plan = LabPlan(consumers=args.consumers, duration=args.duration, rate=args.rate, workload=args.workload)
+    names = ["all"] if args.variants == "all" else [v.strip() for v in args.variants.split(",") if v.strip()]
+    if BASELINE not in names and names != ["all"]:
+        names.insert(0, BASELINE)  # the ratios need their baseline in the same run
+    results = run_compare(plan, out, names, console, analyze=not args.no_analyze)
     base = next(r for r in results if r.name == BASELINE)
     table = Table(title=f"ratio to {BASELINE} (same run)")
     table.add_column("measure")

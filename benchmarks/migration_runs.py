@@ -6,8 +6,8 @@ migration starts at 25 %, ``kill -9`` of c1 at 80 % of the duration). It passes 
 ``migration`` "done", ``lost`` 0, ``verify_ok`` true, and the lab exited 0. Targets: ``zkconsumer`` (the lab starts
 its own ZooKeeper and zkconsumer's broker) and ``kafka-<version>`` (Apache Kafka's own broker in ZooKeeper mode, its
 GroupCoordinator, with Kafka's 3 s initial rebalance delay: one shared real ZooKeeper, a fresh chroot and broker per
-run). Every run keeps its directory (summary.json, logs/, traces/, lab.out, kafka/server.log) until the next
-invocation with the same --out.
+run); ``kafka-<version>x3`` runs three such brokers (issue 22: the 3-broker run). Every run keeps its directory
+(summary.json, logs/, traces/, lab.out, kafka-*/server.log) until the next invocation with the same --out.
 Run: flock /tmp/zkc-bench.lock .venv/bin/python benchmarks/migration_runs.py --runs 10 --duration 40
 """
 
@@ -59,15 +59,23 @@ def lab_command(out: Path, duration: float, zookeeper: str | None, bootstrap: st
 
 
 @contextlib.contextmanager
-def kafka_cluster(zk: ZooKeeperServer, version: str, index: int, out: Path) -> Iterator[tuple[str, str]]:
-    """A fresh chroot ``/mr<index>-<version>`` and a fresh Kafka broker registered in it: (zookeeper, bootstrap)."""
-    chroot = f"/mr{index}-{version}"
+def kafka_cluster(zk: ZooKeeperServer, target: str, index: int, out: Path) -> Iterator[tuple[str, str]]:
+    """A fresh chroot and a fresh Kafka cluster registered in it: (zookeeper, bootstrap). ``target`` is
+    ``<version>`` (one broker) or ``<version>x<n>`` (``3.9.1x3``: three brokers; ``__consumer_offsets`` replicated
+    on all three, so the group's coordinator is whichever broker leads its partition)."""
+    version, _, count = target.partition("x")
+    brokers = int(count or 1)
+    chroot = f"/mr{index}-{target}"
     with Registry.open(zk.connect_string) as reg:
         reg.zk.ensure_path(chroot)
     zk_connect = zk.connect_string + chroot
-    with KafkaBroker(zk_connect, version=version, data_dir=out / "kafka",
-                     properties={"group.initial.rebalance.delay.ms": 3000}) as broker:
-        yield zk_connect, broker.bootstrap
+    properties = {"group.initial.rebalance.delay.ms": 3000, "offsets.topic.replication.factor": brokers,
+                  "transaction.state.log.replication.factor": brokers}
+    with contextlib.ExitStack() as stack:
+        started = [stack.enter_context(KafkaBroker(zk_connect, broker_id=i, version=version,
+                                                   data_dir=out / f"kafka-{i}", properties=properties))
+                   for i in range(brokers)]
+        yield zk_connect, ",".join(b.bootstrap for b in started)
 
 
 def run_once(target: str, index: int, out: Path, duration: float, zk: ZooKeeperServer | None) -> Run:

@@ -37,6 +37,22 @@ def test_a_fetch_into_an_empty_cache_goes_through_maven(tmp_path: Path, monkeypa
     assert jars.cached() == fresh
 
 
+def test_a_cache_fetched_with_another_descriptor_is_not_taken(tmp_path: Path, monkeypatch,
+                                                             dist: jars.KafkaDist) -> None:
+    """The marker holds the descriptor of the fetch: once the descriptor changes (another jar), the cache is stale."""
+    monkeypatch.setenv("ZKCONSUMER_KAFKA_CACHE", str(tmp_path))
+    monkeypatch.delenv("ZKCONSUMER_KAFKA_HOME", raising=False)
+    libs = tmp_path / "0.8.2.2" / "libs"
+    libs.mkdir(parents=True)
+    for jar in dist.jars:
+        (libs / os.path.basename(jar)).symlink_to(jar)
+    marker = libs.parent / ".complete"
+    marker.write_text(jars.descriptor("0.8.2.2").read_text())
+    assert jars.cached() is not None
+    marker.write_text("<project><!-- an older descriptor --></project>")
+    assert jars.cached() is None
+
+
 def test_your_own_kafka_installation_wins(tmp_path: Path, monkeypatch, dist: jars.KafkaDist) -> None:
     libs = tmp_path / "kafka_2.10-0.8.2.2" / "libs"
     libs.mkdir(parents=True)

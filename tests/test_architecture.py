@@ -238,6 +238,7 @@ LAZY_IMPORTS = {
     "docker": "the Docker SDK: only the docker backend",
     "requests": "the Docker SDK's transport errors",
     "matplotlib": "plots only",
+    "confluent_kafka": "optional (dev extra): only the librdkafka member",
     "zkconsumer.analysis": "imports pyspark",
     "zkconsumer.lab.containers": "imports the Docker SDK",
     "zkconsumer.lab.compare": "imports pandas, which the consumer's container image leaves out",

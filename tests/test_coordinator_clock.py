@@ -121,3 +121,31 @@ def test_offsets_expire_at_the_retention_check_interval_of_the_manual_clock(tmp_
     finally:
         c.stop()
         logs.close()
+
+
+def test_a_static_member_that_restarts_keeps_its_assignment_without_a_rebalance() -> None:
+    """KIP-345 on a manual clock: a static member rejoining with no member id and its group.instance.id takes a new
+    member id in the same generation, its SyncGroup answers its assignment, and its old id is fenced."""
+    c = manual(ManualClock(T0))
+    static = c.join("g", "", "instance-1", "client", "/h", 1000, 2000, "consumer", [("range", b"m")], False)
+    assert (static.error, static.generation) == (KafkaCode.NONE, 1)
+    assert c.sync("g", 1, static.member_id, "instance-1", None, None, {static.member_id: b"a0"}).error == 0
+    again = c.join("g", "", "instance-1", "client", "/h", 1000, 2000, "consumer", [("range", b"m")], False)
+    assert (again.error, again.generation, again.leader) == (KafkaCode.NONE, 1, again.member_id)
+    assert again.member_id != static.member_id
+    answer = c.sync("g", 1, again.member_id, "instance-1", None, None, {})
+    assert (answer.error, answer.assignment) == (KafkaCode.NONE, b"a0")
+    assert c.heartbeat("g", 1, static.member_id, "instance-1") == KafkaCode.FENCED_INSTANCE_ID
+    assert c.heartbeat("g", 1, again.member_id, "instance-1") == KafkaCode.NONE
+    assert c.describe("g").state == "Stable"
+    c.stop()
+
+
+def test_the_last_member_leaving_empties_the_group_at_once() -> None:
+    """As Kafka: the join of a group whose last member left completes at once (Empty), not at the next timer."""
+    c = manual(ManualClock(T0))
+    member = join(c)
+    assert c.sync("g", 1, member.member_id, None, None, None, {member.member_id: b""}).error == 0
+    assert c.leave("g", [(member.member_id, None)])[0] == KafkaCode.NONE
+    assert c.describe("g").state == "Empty"
+    c.stop()

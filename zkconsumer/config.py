@@ -21,7 +21,8 @@ from zkconsumer.zk.security import Credentials, ZkSecurity
 
 PROFILES = ("default", "kafka-0.8")
 #: Strategies only the coordinator mode offers (kafka-python's assignors); the ZooKeeper connector refuses them.
-COORDINATOR_ONLY_STRATEGIES = ("sticky",)
+#: ``cooperative-sticky`` is KIP-429's incremental protocol: a rebalance revokes only the partitions that move.
+COORDINATOR_ONLY_STRATEGIES = ("sticky", "cooperative-sticky")
 
 
 class ConfigError(ZkConsumerError, ValueError):
@@ -92,6 +93,12 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
     # waiting for, hold every rebalance of the group that long, silently. 30000: Kafka 0.9's bound (its session
     # timeout); a join that takes longer is reported (coordinated.JoinWatch).
     Prop("max.poll.interval.ms", int, 30000, "coordinator mode: rebalance timeout, longest gap between polls"),
+    Prop("group.instance.id", str, None, "coordinator mode: static membership (KIP-345): a member restarted "
+                                         "within session.timeout.ms gets its partitions back without a rebalance"),
+    # The librdkafka member only (zkconsumer consume --client librdkafka; kafka-python has neither).
+    Prop("group.protocol", str, "classic", "librdkafka member: classic | consumer (KIP-848, Kafka 4.0+)"),
+    Prop("group.remote.assignor", str, None, "librdkafka member, group.protocol=consumer: the broker's assignor "
+                                             "(uniform | range)"),
     Prop("metadata.max.age.ms", int, 300000, "coordinator mode: metadata refresh period (new partitions, topics "
                                              "matching a wildcard, a topic unknown at the first join)"),
     # Not Kafka 0.8's: how zkconsumer finds brokers when they are not registered in ZooKeeper.
@@ -239,6 +246,8 @@ class ConsumerConfig:
         if self.strategy_name not in known and self.profile_name != "kafka-0.8":
             raise ConfigError(f"partition.assignment.strategy must be one of {', '.join(known)}, "
                               f"got {self.strategy_name!r}")
+        if self.get("group.protocol") not in ("classic", "consumer"):
+            raise ConfigError(f"group.protocol must be classic or consumer, got {self.get('group.protocol')!r}")
         # Kafka checks none of these ranges; without them our queues, timers and sessions cannot work
         # (docs/profiles.md, "Configuration").
         for name in ("zookeeper.session.timeout.ms", "auto.commit.interval.ms", "fetch.message.max.bytes",
@@ -372,6 +381,10 @@ class ConsumerConfig:
     def kafka_offsets(self) -> bool:
         """Offsets go to the broker (``offsets.storage=kafka``), maybe to ZooKeeper as well (:attr:`dual_commit`)."""
         return self.offsets_storage == "kafka"
+
+    @property
+    def group_instance_id(self) -> str | None:
+        return self.get("group.instance.id")
 
     @property
     def heartbeat_interval_ms(self) -> int:

@@ -38,3 +38,44 @@ def test_compare_runs_both_modes_and_writes_one_table(spark, tmp_path) -> None:
     assert set(json.loads((out / "compare.json").read_text())) == {"zookeeper-default", "coordinator"}
     assert (out / "compare.png").stat().st_size > 10_000
     assert "rebalance latency p50" in buf.getvalue()
+
+
+def test_the_workloads_schedule_what_they_say() -> None:
+    from zkconsumer.lab.runner import WORKLOADS
+
+    rolling = LabPlan(consumers=3, duration=30.0, workload="rolling-restart").schedule()
+    assert [(s.action, s.consumer) for s in rolling] == [("bounce", "c1"), ("bounce", "c2"), ("bounce", "c3")]
+    assert all(0 < s.at < 30.0 for s in rolling) and [s.at for s in rolling] == sorted(s.at for s in rolling)
+    scale = LabPlan(consumers=3, duration=30.0, workload="scale-out", topics={"a": 8, "b": 4}).schedule()
+    assert [(s.action, s.consumer) for s in scale] == [("join", f"c{i}") for i in range(4, 9)]  # up to 8 members
+    assert [s.action for s in LabPlan(workload="churn").schedule()] == ["join", "stop", "kill", "join"]
+    with pytest.raises(ValueError, match="unknown workload"):
+        LabPlan(workload="chaos").schedule()
+    assert WORKLOADS == ("churn", "rolling-restart", "scale-out")
+
+
+def test_stop_the_world_is_the_longest_gap_in_the_groups_deliveries(tmp_path) -> None:
+    from zkconsumer.lab.compare import stop_the_world_ms
+
+    (tmp_path / "a.jsonl").write_text("".join(json.dumps({"event": "record_delivered", "ts": t}) + "\n"
+                                              for t in (1000, 1010, 1500)))
+    (tmp_path / "b.jsonl").write_text(json.dumps({"event": "record_delivered", "ts": 1200}) + "\n"
+                                      + json.dumps({"event": "rebalance_done", "ts": 5000}) + "\n" + "{torn")
+    assert stop_the_world_ms(tmp_path) == 300  # 1200 → 1500; the rebalance event and the torn line do not count
+    assert stop_the_world_ms(tmp_path / "missing") is None
+
+
+def test_a_variant_this_machine_cannot_run_is_skipped_with_its_reason(monkeypatch, tmp_path) -> None:
+    from zkconsumer.lab import variants
+
+    monkeypatch.setattr(variants, "cached", lambda version: None)
+    monkeypatch.setattr(variants.shutil, "which", lambda name: None)
+    reason = variants.unavailable("coordinator-kafka-3.9")
+    assert reason is not None and "Kafka 3.9.1" in reason and "Maven" in reason
+    assert variants.unavailable("coordinator") is None
+    buf = io.StringIO()
+    results = run_compare(LabPlan(), tmp_path, ["coordinator-kafka-3.9"], Console(file=buf, width=200),
+                          analyze=False)
+    assert results == [] and "skipped coordinator-kafka-3.9: Kafka 3.9.1's jars" in " ".join(buf.getvalue().split())
+    with pytest.raises(ValueError, match="unknown variants"):
+        run_compare(LabPlan(), tmp_path, ["eager-ish"], Console(file=io.StringIO()), analyze=False)

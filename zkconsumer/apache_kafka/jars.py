@@ -32,7 +32,7 @@ from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zk.server import find_java
 
 #: The Kafka versions a descriptor is kept for.
-KNOWN_VERSIONS = ("0.8.2.2", "3.9.1")
+KNOWN_VERSIONS = ("0.8.2.2", "3.9.1", "4.1.1")
 DEFAULT_VERSION = "0.8.2.2"
 HERE = Path(__file__).resolve().parent
 HARNESS_SOURCE = HERE / "java" / "HighLevelConsumers.java"
@@ -108,7 +108,10 @@ def cached(version: str = DEFAULT_VERSION) -> KafkaDist | None:
     if dist is not None:
         return dist
     libs = cache_root() / version / "libs"
-    if (libs.parent / ".complete").exists() and _version_of(libs) == version:
+    complete = libs.parent / ".complete"
+    # the marker holds the descriptor it was fetched with: a changed descriptor (another logging jar, a fixed
+    # dependency) is fetched again instead of running a stale set of jars
+    if complete.exists() and complete.read_text() == descriptor(version).read_text() and _version_of(libs) == version:
         return KafkaDist(version, libs, f"cache ({libs})")
     return None
 

@@ -24,6 +24,7 @@ import threading
 import time
 from collections.abc import Iterable, Mapping
 from pathlib import Path
+from typing import Self
 
 from zkconsumer.apache_kafka.jars import DEFAULT_VERSION, KafkaDist, fetch
 from zkconsumer.errors import ZkConsumerError
@@ -90,7 +91,43 @@ def run_tool(tool: str, args: Iterable[str], dist: KafkaDist | None = None, time
                           stdin=None if input is not None else subprocess.DEVNULL)
 
 
-class KafkaBroker:
+class KafkaServer:
+    """What Kafka's server processes share: one JVM (``proc``), a data directory (removed at stop when it was a
+    temporary one), a controlled stop, and the context manager."""
+
+    proc: subprocess.Popen | None
+    port: int
+    data_dir: Path
+    _owns_dir: bool
+
+    @property
+    def bootstrap(self) -> str:
+        return f"127.0.0.1:{self.port}"
+
+    @property
+    def log_file(self) -> Path:
+        return self.data_dir / "server.log"
+
+    def start(self, timeout: float = 60.0) -> Self:
+        raise NotImplementedError
+
+    def stop(self, kill: bool = False, timeout: float = 30.0) -> None:
+        """SIGTERM (a controlled shutdown), SIGKILL after ``timeout`` or with ``kill``."""
+        proc, self.proc = self.proc, None
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+            wait_or_kill(proc, timeout)
+        if self._owns_dir:
+            shutil.rmtree(self.data_dir, ignore_errors=True)
+
+    def __enter__(self) -> Self:
+        return self.start()
+
+    def __exit__(self, *exc: object) -> None:
+        self.stop()
+
+
+class KafkaBroker(KafkaServer):
     """Kafka's own broker (``kafka.Kafka``) on 127.0.0.1, registered in the given ZooKeeper (chroot included).
 
     >>> with KafkaBroker("127.0.0.1:2181/k") as b: b.bootstrap   # doctest: +SKIP
@@ -109,14 +146,6 @@ class KafkaBroker:
         self.quick_start = quick_start
         self.proc: subprocess.Popen | None = None
         self.dist: KafkaDist | None = None
-
-    @property
-    def bootstrap(self) -> str:
-        return f"127.0.0.1:{self.port}"
-
-    @property
-    def log_file(self) -> Path:
-        return self.data_dir / "server.log"
 
     def server_properties(self) -> dict[str, object]:
         """What the broker runs with: loopback, one log dir, one replica, short intervals for a test or a lab.
@@ -192,20 +221,6 @@ class KafkaBroker:
                     raise KafkaProcessError(f"Kafka's controller wrote no leader for {missing} within {timeout:.0f}s")
                 time.sleep(0.05)
 
-    def stop(self, kill: bool = False, timeout: float = 30.0) -> None:
-        """SIGTERM (a controlled shutdown), SIGKILL after ``timeout`` or with ``kill``."""
-        proc, self.proc = self.proc, None
-        if proc is not None and proc.poll() is None:
-            proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
-            wait_or_kill(proc, timeout)
-        if self._owns_dir:
-            shutil.rmtree(self.data_dir, ignore_errors=True)
-
-    def __enter__(self) -> KafkaBroker:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.stop()
 
 
 class HighLevelConsumers:

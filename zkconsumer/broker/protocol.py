@@ -27,11 +27,11 @@ from dataclasses import dataclass
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
-from ..errors import ZkConsumerError
+from zkconsumer.errors import KafkaCode, ZkConsumerError
 
 log = logging.getLogger(__name__)
 
-UNSUPPORTED_VERSION = 35
+UNSUPPORTED_VERSION = KafkaCode.UNSUPPORTED_VERSION
 #: Kafka's ``socket.request.max.bytes``.
 MAX_FRAME_BYTES = 100 * 1024 * 1024
 _HEADER_START = struct.Struct(">hhi")  # api key, api version, correlation id: the same in every header version
@@ -51,6 +51,9 @@ class RequestContext:
 
 
 Handler = Callable[[RequestContext, ApiMessage], ApiMessage | None]
+#: A handler of an API kafka-python has no schema for: the request frame (without its size) and the peer in, a
+#: framed response out (coordinator/kip848.py).
+RawHandler = Callable[[bytes, str], bytes]
 ErrorAnswer = Callable[[RequestContext, ApiMessage, int], ApiMessage]
 
 
@@ -78,6 +81,7 @@ class ApiTable:
 
     def __init__(self) -> None:
         self._apis: dict[int, ApiHandler] = {}
+        self._raw: dict[int, tuple[str, int, int, RawHandler]] = {}
 
     def register(self, request_class: type[ApiMessage], min_version: int, max_version: int, handle: Handler,
                  error_answer: ErrorAnswer | None = None) -> None:
@@ -87,15 +91,23 @@ class ApiTable:
         self._apis[request_class.API_KEY] = ApiHandler(request_class, min_version, max_version, handle,
                                                        error_answer)
 
+    def register_raw(self, api_key: int, name: str, min_version: int, max_version: int, handle: RawHandler) -> None:
+        """An API kafka-python cannot decode, answered from its frame (only ConsumerGroupHeartbeat's refusal)."""
+        self._raw[api_key] = (name, min_version, max_version, handle)
+
     def get(self, api_key: int) -> ApiHandler | None:
         return self._apis.get(api_key)
 
+    def raw(self, api_key: int) -> tuple[str, int, int, RawHandler] | None:
+        return self._raw.get(api_key)
+
     def __contains__(self, api_key: int) -> bool:
-        return api_key in self._apis
+        return api_key in self._apis or api_key in self._raw
 
     def versions(self) -> list[tuple[int, int, int]]:
         """(api key, min version, max version), sorted, as ApiVersions lists them."""
-        return sorted((k, h.min_version, h.max_version) for k, h in self._apis.items())
+        return sorted([(k, h.min_version, h.max_version) for k, h in self._apis.items()]
+                      + [(k, lo, hi) for k, (_, lo, hi, _) in self._raw.items()])
 
 
 def api_versions_response(table: ApiTable, error_code: int = 0) -> ApiVersionsResponse:
@@ -128,6 +140,15 @@ class Dispatcher:
         if len(frame) < _HEADER_START.size:
             raise MalformedRequest(f"frame of {len(frame)} bytes is shorter than a request header")
         api_key, version, correlation_id = _HEADER_START.unpack_from(frame)
+        raw = self.table.raw(api_key)
+        if raw is not None:
+            name, lo, hi, handle = raw
+            with self._count_lock:
+                self.requests[name] += 1
+            if not lo <= version <= hi:
+                log.info("%s: unsupported %s v%d", peer or "client", name, version)
+                return bare_error_frame(correlation_id, UNSUPPORTED_VERSION)
+            return handle(frame, peer)
         api = self.table.get(api_key)
         with self._count_lock:
             self.requests[api.name if api is not None else f"api-{api_key}"] += 1

@@ -22,6 +22,7 @@ from rich.table import Table
 from zkconsumer.cli import CliError, console, err_console
 from zkconsumer.config import ConfigError, ConsumerConfig, read_properties
 from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
+from zkconsumer.consumer.librdkafka import RdkafkaMember
 from zkconsumer.consumer.zookeeper.connector import ConsumerRebalanceFailed, ConsumerTimeout, ZookeeperConsumerConnector
 from zkconsumer.migration.member import MigratableConsumer, Subscription
 from zkconsumer.migration.plan import MigrationPlan, plan_path, refusal
@@ -76,6 +77,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--mode", choices=("zookeeper", "coordinator"), default="zookeeper",
                    help="zookeeper: Kafka 0.8's ZooKeeper group (default); coordinator: the broker's group "
                         "coordinator (needs --bootstrap-server, or --zookeeper with registered brokers)")
+    p.add_argument("--client", choices=("kafka-python", "librdkafka"), default="kafka-python",
+                   help="coordinator mode's client: kafka-python (default; the streams API) or librdkafka "
+                        "(confluent-kafka), which also speaks the consumer protocol of KIP-848 "
+                        "(--property group.protocol=consumer)")
     p.add_argument("--migratable", action="store_true",
                    help="follow `zkconsumer migrate`: switch between ZooKeeper and coordinator mode when the "
                         "group's migration plan says so (docs/migration.md)")
@@ -102,6 +107,11 @@ def cmd_consume(args: argparse.Namespace) -> int:
 
     signal.signal(signal.SIGTERM, on_signal)
     signal.signal(signal.SIGINT, on_signal)
+    if args.client == "librdkafka":
+        return _consume_librdkafka(args, config, stop)
+    if config.get("group.protocol") != "classic":
+        raise CliError("group.protocol=consumer (KIP-848) needs --client librdkafka: kafka-python speaks the "
+                       "classic protocol only")
     if args.migratable:
         return _consume_migratable(args, config, stop)
     _refuse_during_migration(config, args.mode)
@@ -175,6 +185,36 @@ class _Printer:
             raise CliError(f"{type(self.errors[0]).__name__}: {self.errors[0]}")
         err_console.print(f"Processed a total of {self.count[0]} messages", highlight=False)
         return 0
+
+
+def _consume_librdkafka(args: argparse.Namespace, config: ConsumerConfig, stop: threading.Event) -> int:
+    """``--client librdkafka``: a coordinator-mode member on confluent-kafka (consumer/librdkafka.py)."""
+    if args.mode != "coordinator" or args.migratable:
+        raise CliError("--client librdkafka is a coordinator-mode member: add --mode coordinator (no --migratable)")
+    if not args.topic:
+        raise CliError("--client librdkafka subscribes to --topic names (no --whitelist / --blacklist)")
+    try:
+        member = RdkafkaMember(config, args.topic)
+    except ConfigError as e:
+        raise CliError(str(e)) from None
+    err_console.print(f"consumer {member.consumer_id} joining group {config.group_id} (librdkafka, "
+                      f"group.protocol={member.protocol})", highlight=False)
+    count = [0]
+
+    def on_record(msg) -> bool:
+        count[0] += 1
+        if args.output in ("value", "record"):
+            value = (msg.value() or b"").decode("utf-8", "replace")
+            sys.stdout.write(value + "\n" if args.output == "value" else
+                             f"{msg.topic()}\t{msg.partition()}\t{msg.offset()}\t{value}\n")
+        return not (args.max_messages and count[0] >= args.max_messages)
+
+    member.run(stop, on_record)
+    sys.stdout.flush()
+    if member.error and not stop.is_set() and not (args.max_messages and count[0] >= args.max_messages):
+        raise CliError(f"librdkafka: {member.error}")
+    err_console.print(f"Processed a total of {count[0]} messages", highlight=False)
+    return 0
 
 
 def _refuse_during_migration(config: ConsumerConfig, mode: str) -> None:

@@ -16,7 +16,8 @@ from zkconsumer.cli import CliError, console
 from zkconsumer.lab.backends import BackendError, DockerBackend, ProcessBackend
 from zkconsumer.lab.faults.cli import run_matrix
 from zkconsumer.lab.faults.matrix import faults_of
-from zkconsumer.lab.runner import Lab, LabPlan
+from zkconsumer.lab.runner import WORKLOADS, Lab, LabPlan
+from zkconsumer.lab.variants import DEFAULT_VARIANTS, VARIANTS
 
 if TYPE_CHECKING:
     from zkconsumer.lab.backends import LabBackend
@@ -34,6 +35,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "moved to the coordinator mid-run; both: zookeeper then coordinator, compared")
     p.add_argument("--strategy", default="range", choices=("range", "roundrobin", "roundrobin-relaxed"))
     p.add_argument("--rate", type=float, default=200.0, help="records per second produced during the run")
+    p.add_argument("--workload", choices=WORKLOADS, default="churn",
+                   help="churn (default), rolling-restart (every member restarted in turn) or scale-out (members "
+                        "added one by one up to the largest partition count)")
     p.add_argument("--out", type=Path, help="run directory (default lab-runs/<time>)")
     p.add_argument("--zookeeper", help="use this ZooKeeper instead of starting one")
     p.add_argument("--bootstrap-server", help="use this Kafka cluster instead of the local broker")
@@ -59,15 +63,15 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--duration", type=float, default=30.0, help="seconds of churn per run (default 30)")
     c.add_argument("--strategy", default="range", choices=("range", "roundrobin"))
     c.add_argument("--rate", type=float, default=200.0, help="records per second produced during each run")
-    c.add_argument("--variants", default=",".join(VARIANT_NAMES),
-                   help=f"comma-separated, from {', '.join(VARIANT_NAMES)}")
+    c.add_argument("--workload", choices=WORKLOADS, default="churn",
+                   help="churn: a join, a graceful stop, a kill -9, a join; rolling-restart: every member restarted "
+                        "in turn (a deploy); scale-out: members added one by one up to the largest partition count")
+    c.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
+                   help="comma-separated, or all: " + "; ".join(f"{n} ({v.about})" for n, v in VARIANTS.items()))
     c.add_argument("--out", type=Path, help="run directory (default lab-runs/compare-<time>)")
     c.add_argument("--no-analyze", action="store_true", help="skip Spark: lab summaries only (faster)")
     c.add_argument("--master", help="Spark master (default local[*])")
     c.set_defaults(func=cmd_compare)
-
-
-VARIANT_NAMES = ("zookeeper-default", "zookeeper-kafka-0.8", "coordinator")
 
 
 def cmd_compare(args: argparse.Namespace) -> int:
@@ -75,7 +79,8 @@ def cmd_compare(args: argparse.Namespace) -> int:
         raise CliError("--consumers must be >= 1 and --duration > 0")
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     out = args.out or Path("lab-runs") / time.strftime("compare-%Y%m%d-%H%M%S")
-    plan = LabPlan(consumers=args.consumers, duration=args.duration, strategy=args.strategy, rate=args.rate)
+    plan = LabPlan(consumers=args.consumers, duration=args.duration, strategy=args.strategy, rate=args.rate,
+                   workload=args.workload)
     try:
         from zkconsumer.lab.compare import run_compare  # pandas: not in the consumer image
 
@@ -91,7 +96,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
     base = args.out or Path("lab-runs") / time.strftime("%Y%m%d-%H%M%S")
     mode = "zookeeper" if args.mode == "zk" else args.mode
     if mode == "both":
-        plan = LabPlan(consumers=args.consumers, duration=args.duration, strategy=args.strategy, rate=args.rate)
+        plan = LabPlan(consumers=args.consumers, duration=args.duration, strategy=args.strategy, rate=args.rate,
+                       workload=args.workload)
         from zkconsumer.lab.compare import run_compare  # pandas: not in the consumer image
 
         results = run_compare(plan, base, ["zookeeper-default", "coordinator"], console, analyze=args.analyze,
@@ -104,7 +110,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
     with _backends(args) as new_backend:
         for profile in profiles:
             plan = LabPlan(consumers=args.consumers, duration=args.duration, profile=profile,
-                           strategy=args.strategy, rate=args.rate, mode=mode)
+                           strategy=args.strategy, rate=args.rate, mode=mode, workload=args.workload)
             out = base / profile if args.compare else base
             console.rule(f"[bold]lab: {profile} profile ({args.backend} backend)")
             try:

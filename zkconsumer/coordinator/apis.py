@@ -38,7 +38,8 @@ from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorRespo
 
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.broker.cluster import ClusterView
-from zkconsumer.broker.protocol import ApiTable, RequestContext
+from zkconsumer.broker.protocol import ApiTable, MalformedRequest, RequestContext
+from zkconsumer.coordinator import kip848
 from zkconsumer.coordinator.manager import OFFSETS_TOPIC, GroupCoordinator, now_ms, partition_for
 from zkconsumer.coordinator.offsets_log import OFFSETS_TOPIC_CONFIG
 from zkconsumer.coordinator.store import CommittedOffset
@@ -78,12 +79,30 @@ class GroupApis:
     def __init__(self, broker: BrokerHost, coordinator: GroupCoordinator) -> None:
         self.broker = broker
         self.coordinator = coordinator
+        self._refused: set[tuple[str, str]] = set()  # (peer host, group) told about KIP-848 already
 
     def install(self, table: ApiTable) -> None:
         for name, (request_class, lo, hi) in VERSIONS.items():
             handle = getattr(self, _snake(name))
             error = getattr(self, _snake(name) + "_error")
             table.register(request_class, lo, hi, handle, error)
+        table.register_raw(kip848.API_KEY, kip848.NAME, kip848.MIN_VERSION, kip848.MAX_VERSION,
+                           self.consumer_group_heartbeat)
+
+    def consumer_group_heartbeat(self, frame: bytes, peer: str) -> bytes:
+        """KIP-848's heartbeat: refused with UNSUPPORTED_VERSION and a message the client reports (kip848.py)."""
+        try:
+            request = kip848.decode_request(frame)
+        except kip848.Kip848DecodeError as e:
+            raise MalformedRequest(str(e)) from None
+        key = (peer.rpartition(":")[0] or peer, request.group_id)
+        if key not in self._refused:
+            self._refused.add(key)
+            log.warning("%s (client %s, group %s) asked for the consumer group protocol (KIP-848, "
+                        "group.protocol=consumer); refused: this broker has the classic protocol only",
+                        peer or "a client", request.client_id, request.group_id)
+        self.coordinator.count(request.group_id, kip848.NAME)
+        return kip848.encode_error_response(request.correlation_id, member_id=request.member_id or None)
 
     # ---------------------------------------------------------------------------------- who coordinates
     def coordinator_node(self, group_id: str) -> tuple[int, int, str, int]:
@@ -185,8 +204,9 @@ class GroupApis:
     # ----------------------------------------------------------------------------------------- Heartbeat
     def heartbeat(self, ctx: RequestContext, req: HeartbeatRequest) -> HeartbeatResponse:
         not_mine = self._not_mine(req.group_id)
+        instance = req.group_instance_id if ctx.api_version >= 3 else None
         code = not_mine if not_mine is not None else self.coordinator.heartbeat(req.group_id, req.generation_id,
-                                                                                 req.member_id)
+                                                                                 req.member_id, instance)
         return HeartbeatResponse(throttle_time_ms=0, error_code=code)
 
     def heartbeat_error(self, ctx, req, code: int):
@@ -232,8 +252,9 @@ class GroupApis:
                     p.committed_offset, p.committed_metadata or "", stamp, expire, epoch)
         if v == 0:
             return self._commit_answer(req, self._commit_to_zookeeper(req.group_id, offsets))
+        instance = req.group_instance_id if v >= 7 else None
         code = self.coordinator.commit_offsets(req.group_id, req.generation_id_or_member_epoch, req.member_id,
-                                               offsets)
+                                               offsets, instance)
         return self._commit_answer(req, code)
 
     def _commit_to_zookeeper(self, group_id: str, offsets) -> int:

@@ -141,6 +141,25 @@ class Group:
             return None
         return next((m for m in self.members.values() if m.group_instance_id == instance_id), None)
 
+    def is_static_member_fenced(self, instance_id: str | None, member_id: str) -> bool:
+        """KIP-345: ``instance_id`` belongs to a static member now known under another member id (it restarted)."""
+        member = self.static_member(instance_id)
+        return member is not None and member.member_id != member_id
+
+    def replace_static_member(self, instance_id: str, new_member_id: str) -> tuple[Member, str]:
+        """A static member back under a new member id (Kafka's ``replaceStaticMember``): it keeps its assignment,
+        its protocols and its place as leader. Returns the member and its old id."""
+        member = self.static_member(instance_id)
+        if member is None:
+            raise KeyError(f"group {self.group_id} has no static member {instance_id}")
+        old_id = member.member_id
+        del self.members[old_id]
+        member.member_id = new_member_id
+        self.members[new_member_id] = member
+        if self.leader_id == old_id:
+            self.leader_id = new_member_id
+        return member, old_id
+
     def all_joined(self) -> bool:
         """Kafka's hasAllMembersJoined: every known member sent its JoinGroup, no member id outstanding."""
         return all(m.awaiting_join for m in self.members.values()) and not self.pending_members

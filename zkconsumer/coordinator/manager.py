@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.assignment.javacompat import kafka_abs, string_hash
+from zkconsumer.coordinator.admin import GroupAdmin, GroupDescription, MemberDescription  # noqa: F401
 from zkconsumer.coordinator.clock import Clock, SystemClock
 from zkconsumer.coordinator.group import Group, GroupState, Member, new_member_id
 from zkconsumer.coordinator.store import CommittedOffset, MemoryOffsetStore, OffsetStore
@@ -73,35 +74,13 @@ class SyncResult:
     assignment: bytes = b""
 
 
-@dataclass(frozen=True)
-class MemberDescription:
-    member_id: str
-    group_instance_id: str | None
-    client_id: str
-    client_host: str
-    metadata: bytes
-    assignment: bytes
-
-
-@dataclass(frozen=True)
-class GroupDescription:
-    error: int
-    group_id: str
-    state: str
-    protocol_type: str
-    protocol: str
-    generation: int
-    leader: str | None
-    members: tuple[MemberDescription, ...]
-
-
 def partition_for(group_id: str, num_partitions: int = 50) -> int:
     """``Utils.abs(groupId.hashCode) % offsets.topic.num.partitions``: the ``__consumer_offsets`` partition whose
     leader coordinates the group."""
     return kafka_abs(string_hash(group_id)) % num_partitions
 
 
-class GroupCoordinator:
+class GroupCoordinator(GroupAdmin):
     def __init__(self, config: CoordinatorConfig | None = None, store: OffsetStore | None = None,
                  clock: Clock | None = None) -> None:
         self.config = config or CoordinatorConfig()
@@ -264,6 +243,11 @@ class GroupCoordinator:
                 return JoinResult(KafkaCode.COORDINATOR_NOT_AVAILABLE, member_id)
             if not group.supports(protocol_type, (name for name, _ in protocols)):
                 return JoinResult(KafkaCode.INCONSISTENT_GROUP_PROTOCOL, member_id)
+            if not member_id and group.static_member(group_instance_id) is not None:
+                return self._static_member_rejoins(group, group_instance_id, client_id, client_host,
+                                                   session_timeout_ms, rebalance_timeout_ms, protocols, now)
+            if member_id and group.is_static_member_fenced(group_instance_id, member_id):
+                return JoinResult(KafkaCode.FENCED_INSTANCE_ID, member_id)
             if not member_id:
                 member_id = new_member_id(client_id)
                 if require_known_member_id and group_instance_id is None:
@@ -299,6 +283,37 @@ class GroupCoordinator:
                     return JoinResult(KafkaCode.UNKNOWN_MEMBER_ID, member_id)
             self._maybe_complete_join(group, now)
             return self._await_join(group_id, member_id, ticket)
+
+    def _static_member_rejoins(self, group: Group, instance_id: str, client_id: str, client_host: str,
+                               session_timeout_ms: int, rebalance_timeout_ms: int, protocols: list[tuple[str, bytes]],
+                               now: int) -> JoinResult:
+        """KIP-345, as Kafka's ``updateStaticMemberAndRebalance``: a static member restarted (a join with no member id
+        and a known ``group.instance.id``). It takes a new member id and keeps its assignment. Its old id is
+        fenced (FENCED_INSTANCE_ID), and the join or sync the old id had in flight ends with that error. In a Stable
+        group whose protocol does not change, nothing rebalances: the member gets the current generation and
+        leader, and its SyncGroup answers its assignment. Otherwise the rebalance goes on with it."""
+        new_id = new_member_id(client_id)
+        member = group.static_member(instance_id)
+        assert member is not None
+        old_ticket = self._join_waiters.pop((group.group_id, member.member_id), None)
+        if old_ticket is not None:
+            self._join_results[old_ticket] = JoinResult(KafkaCode.FENCED_INSTANCE_ID, member.member_id)
+        member, old_id = group.replace_static_member(instance_id, new_id)
+        log.info("static member %s of group %s is back as %s (was %s)", instance_id, group.group_id, new_id, old_id)
+        member.client_id, member.client_host = client_id, client_host
+        member.session_timeout_ms, member.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
+        member.last_heartbeat_ms = now
+        self._changed.notify_all()  # an old id waiting in SyncGroup is fenced now
+        if group.is_(GroupState.STABLE):
+            previous = member.protocols
+            member.protocols = protocols
+            if group.select_protocol() == group.protocol_name:
+                self._store_group(group)
+                return self._join_answer(group, new_id)
+            member.protocols = previous
+        ticket = self._update_member_and_rebalance(group, member, protocols, now)
+        self._maybe_complete_join(group, now)
+        return self._await_join(group.group_id, new_id, ticket)
 
     def _add_member_and_rebalance(self, group: Group, member: Member, now: int) -> int:
         group.add(member)
@@ -431,6 +446,8 @@ class GroupCoordinator:
                 return SyncResult(KafkaCode.UNKNOWN_MEMBER_ID)
             if group.is_(GroupState.DEAD):
                 return SyncResult(KafkaCode.COORDINATOR_NOT_AVAILABLE)
+            if group.is_static_member_fenced(group_instance_id, member_id):
+                return SyncResult(KafkaCode.FENCED_INSTANCE_ID)
             if not group.has(member_id):
                 return SyncResult(KafkaCode.UNKNOWN_MEMBER_ID)
             if generation != group.generation:
@@ -463,6 +480,8 @@ class GroupCoordinator:
                 current = self.groups.get(group_id)
                 if self._stop.is_set():
                     return SyncResult(KafkaCode.COORDINATOR_NOT_AVAILABLE)
+                if current is group and group.is_static_member_fenced(group_instance_id, member_id):
+                    return SyncResult(KafkaCode.FENCED_INSTANCE_ID)
                 if current is not group or not group.has(member_id):
                     return SyncResult(KafkaCode.UNKNOWN_MEMBER_ID)
                 if group.generation != generation:
@@ -474,7 +493,7 @@ class GroupCoordinator:
                 self._changed.wait(0.5)
 
     # ------------------------------------------------------------------------------------------ Heartbeat
-    def heartbeat(self, group_id: str, generation: int, member_id: str) -> int:
+    def heartbeat(self, group_id: str, generation: int, member_id: str, group_instance_id: str | None = None) -> int:
         self.count(group_id, "Heartbeat")
         error = self._not_ready()
         if error is not None:
@@ -485,6 +504,8 @@ class GroupCoordinator:
                 return KafkaCode.UNKNOWN_MEMBER_ID
             if group.is_(GroupState.DEAD):
                 return KafkaCode.COORDINATOR_NOT_AVAILABLE
+            if group.is_static_member_fenced(group_instance_id, member_id):
+                return KafkaCode.FENCED_INSTANCE_ID
             if group.is_(GroupState.EMPTY) or not group.has(member_id):
                 return KafkaCode.UNKNOWN_MEMBER_ID
             if generation != group.generation:
@@ -515,6 +536,8 @@ class GroupCoordinator:
                     del group.pending_members[member_id]
                     self._maybe_complete_join(group, now)
                     out.append((member_id, instance_id, KafkaCode.NONE))
+                elif instance_id is not None and group.is_static_member_fenced(instance_id, member_id):
+                    out.append((member_id, instance_id, KafkaCode.FENCED_INSTANCE_ID))
                 elif group.has(member_id):
                     log.info("member %s has left group %s", member_id, group_id)
                     self._remove_member_and_update_group(group, group.members[member_id], now)
@@ -529,13 +552,13 @@ class GroupCoordinator:
         group.remove(member.member_id)
         if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance(group, now, f"removing member {member.member_id}")
-        elif group.is_(GroupState.PREPARING_REBALANCE):
-            self._maybe_complete_join(group, now)
+        # as Kafka's tryCompleteElseWatch: the last member gone, the join completes now (the group is Empty)
+        self._maybe_complete_join(group, now)
         self._changed.notify_all()
 
     # -------------------------------------------------------------------------------------------- offsets
     def commit_offsets(self, group_id: str, generation: int, member_id: str,
-                       offsets: Mapping[TopicPartition, CommittedOffset]) -> int:
+                       offsets: Mapping[TopicPartition, CommittedOffset], group_instance_id: str | None = None) -> int:
         """Kafka's handleCommitOffsets: a member's commit must carry the current generation; generation -1 with
         no member id is a "simple" commit, allowed while the group has no members (e.g. a 0.8 group keeping its
         offsets in the broker, or tools)."""
@@ -554,6 +577,8 @@ class GroupCoordinator:
                 group = self.groups[group_id] = Group(group_id, state_timestamp_ms=now, empty_since_ms=now)
             if group.is_(GroupState.DEAD):
                 return KafkaCode.COORDINATOR_NOT_AVAILABLE
+            if group.is_static_member_fenced(group_instance_id, member_id):
+                return KafkaCode.FENCED_INSTANCE_ID
             if generation < 0 and group.is_(GroupState.EMPTY):
                 pass  # simple commit
             elif group.is_(GroupState.COMPLETING_REBALANCE):
@@ -575,64 +600,8 @@ class GroupCoordinator:
             return error, {}
         return KafkaCode.NONE, self.store.fetch(group_id, None if partitions is None else list(partitions))
 
-    # ------------------------------------------------------------------------------------ describe / list
-    def describe(self, group_id: str) -> GroupDescription:
-        error = self._not_ready()
-        if error is not None:
-            return GroupDescription(error, group_id, "", "", "", -1, None, ())
-        with self._lock:
-            group = self.groups.get(group_id)
-            if group is None:
-                return GroupDescription(KafkaCode.NONE, group_id, GroupState.DEAD.value, "", "", -1, None, ())
-            stable = group.is_(GroupState.STABLE)
-            members = tuple(MemberDescription(
-                m.member_id, m.group_instance_id, m.client_id, m.client_host,
-                m.metadata(group.protocol_name) if stable and group.protocol_name else b"",
-                m.assignment if stable else b"") for m in group.members.values())
-            return GroupDescription(KafkaCode.NONE, group_id, group.state.value, group.protocol_type or "",
-                                    group.protocol_name or "" if stable else "", group.generation, group.leader_id,
-                                    members)
-
-    def list_groups(self, states: Iterable[str] | None = None) -> tuple[int, list[tuple[str, str, str]]]:
-        error = self._not_ready()
-        if error is not None:
-            return error, []
-        wanted = {s.lower() for s in states} if states else None
-        with self._lock:
-            out = [(g.group_id, g.protocol_type or "", g.state.value) for g in self.groups.values()
-                   if not g.is_(GroupState.DEAD) and (wanted is None or g.state.value.lower() in wanted)]
-        return KafkaCode.NONE, sorted(out)
-
-    def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
-        out = {}
-        with self._changed:
-            for gid in group_ids:
-                group = self.groups.get(gid)
-                if group is None:
-                    out[gid] = KafkaCode.GROUP_ID_NOT_FOUND if not self.store.fetch(gid) else KafkaCode.NONE
-                    if out[gid] == KafkaCode.NONE:
-                        self.store.delete_offsets(gid)
-                elif not group.is_(GroupState.EMPTY):
-                    out[gid] = KafkaCode.NON_EMPTY_GROUP
-                else:
-                    group.transition(GroupState.DEAD, self.clock.now_ms())
-                    del self.groups[gid]
-                    self.store.delete_offsets(gid)
-                    self.store.store_group(gid, None)
-                    out[gid] = KafkaCode.NONE
-            self._changed.notify_all()
-        return out
-
     def _store_group(self, group: Group) -> None:
         try:
             self.store.store_group(group.group_id, group.snapshot())
         except Exception:  # noqa: BLE001 - the group works on; its metadata is stored at the next generation
             log.warning("storing the metadata of group %s failed", group.group_id, exc_info=True)
-
-    def request_counts(self, group_id: str | None = None) -> dict[str, int]:
-        with self._lock:
-            out: Counter[str] = Counter()
-            for (gid, api), n in self.requests.items():
-                if group_id is None or gid == group_id:
-                    out[api] += n
-            return dict(out)

@@ -10,8 +10,10 @@ of group rebalances so that modes with different rebalance counts compare per re
 
 from __future__ import annotations
 
+import contextlib
 import dataclasses
 import json
+from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -19,14 +21,12 @@ import pandas as pd
 from rich.console import Console
 from rich.table import Table
 
+from zkconsumer.apache_kafka.kraft import KraftBroker
+from zkconsumer.apache_kafka.processes import KafkaBroker
 from zkconsumer.lab.runner import Lab, LabPlan
+from zkconsumer.lab.variants import VARIANTS, Variant, unavailable
+from zkconsumer.zk.server import ZooKeeperServer
 
-#: name → (mode, profile). Names are what ``--variants`` takes and what the table's columns are called.
-VARIANTS: dict[str, tuple[str, str]] = {
-    "zookeeper-default": ("zookeeper", "default"),
-    "zookeeper-kafka-0.8": ("zookeeper", "kafka-0.8"),
-    "coordinator": ("coordinator", "default"),
-}
 #: Broker APIs that coordinate a group (the rest move records or metadata).
 GROUP_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
               "OffsetFetch")
@@ -34,6 +34,7 @@ GROUP_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGr
 #: (key, label) in the table's order.
 MEASURES = [
     ("group_rebalances", "group rebalances"),
+    ("stop_the_world_ms", "longest the whole group consumed nothing (ms)"),
     ("rebalance_ms_p50", "rebalance latency p50 (ms)"),
     ("rebalance_ms_max", "rebalance latency max (ms)"),
     ("unowned_ms_total", "partition-time unowned (ms, sum)"),
@@ -45,6 +46,26 @@ MEASURES = [
     ("group_requests_per_rebalance", "broker group requests per rebalance"),
     ("verify_ok", "every partition owned once at the end"),
 ]
+
+
+@contextlib.contextmanager
+def _servers(variant: Variant, plan: LabPlan, out: Path) -> Iterator[tuple[str | None, str | None]]:
+    """The ZooKeeper and bootstrap a variant's lab uses: None, None (the lab starts its own, with zkconsumer's
+    broker), or a ZooKeeper and Apache Kafka's broker started here, registered in it (ZooKeeper mode)."""
+    if variant.kafka is None:
+        yield None, None
+        return
+    settings = plan.group_settings()
+    if variant.kraft:  # no ZooKeeper in Kafka 4: the lab starts its own for its bookkeeping
+        with KraftBroker(data_dir=out / f"kafka-{variant.kafka}", version=variant.kafka,
+                         properties={"group.initial.rebalance.delay.ms": settings.initial_rebalance_delay_ms}) as k:
+            yield None, k.bootstrap
+        return
+    with ZooKeeperServer(servers=1) as zk, \
+            KafkaBroker(zk.connect_string, version=variant.kafka, data_dir=out / f"kafka-{variant.kafka}",
+                        properties={"group.initial.rebalance.delay.ms": settings.initial_rebalance_delay_ms,
+                                    "group.min.session.timeout.ms": settings.min_session_timeout_ms}) as kafka:
+        yield zk.connect_string, kafka.bootstrap
 
 
 @dataclass
@@ -62,10 +83,29 @@ def _table(report: Path, name: str) -> pd.DataFrame:
     return pd.read_parquet(path)
 
 
+def stop_the_world_ms(trace_dir: Path | str | None) -> int | None:
+    """The longest time no member of the group delivered any record, between the first delivery and the last:
+    records are produced all along, so a gap is the whole group standing still (an eager rebalance's
+    stop-the-world, a session timeout waited out)."""
+    if trace_dir is None or not Path(trace_dir).is_dir():
+        return None
+    stamps = []
+    for path in Path(trace_dir).glob("*.jsonl"):
+        for line in path.read_text(errors="replace").splitlines():
+            if '"record_delivered"' in line:
+                try:
+                    stamps.append(json.loads(line)["ts"])
+                except (ValueError, KeyError):
+                    continue
+    stamps.sort()
+    return max((b - a for a, b in zip(stamps, stamps[1:], strict=False)), default=0) if stamps else None
+
+
 def measures_from(summary: dict, report: Path | None) -> dict:
     """The table's measures for one run: the lab summary plus its analysis tables (when analysed)."""
     out: dict = {"lost": summary.get("lost"), "verify_ok": summary.get("verify_ok"),
-                 "duplicates": summary.get("duplicates")}
+                 "duplicates": summary.get("duplicates"),
+                 "stop_the_world_ms": stop_the_world_ms(summary.get("trace_dir"))}
     rebalances = None
     if report is not None:
         grb = _table(report, "group_rebalances")
@@ -129,16 +169,30 @@ def plot(results: list[VariantResult], path: Path) -> Path:
 def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console, analyze: bool = True,
                 master: str | None = None, spark=None) -> list[VariantResult]:
     """Run each variant's lab, analyse each run (on ``spark`` if given, else a session of its own), print and
-    write the comparison."""
+    write the comparison. ``variants`` may be ``["all"]``; a variant this machine cannot run (Kafka's jars and no
+    Maven) is skipped with one line saying why."""
+    if variants == ["all"]:
+        variants = list(VARIANTS)
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
-        raise ValueError(f"unknown variants {unknown}; choose from {', '.join(VARIANTS)}")
+        raise ValueError(f"unknown variants {unknown}; choose from all, {', '.join(VARIANTS)}")
+    for reason in filter(None, map(unavailable, variants)):
+        console.print(f"[yellow]skipped[/] {reason}", highlight=False)
+    variants = [v for v in variants if unavailable(v) is None]
+    if not variants:
+        console.print("nothing to compare on this machine", highlight=False)
+        return []
     summaries: dict[str, dict] = {}
     for name in variants:
-        mode, profile = VARIANTS[name]
-        console.rule(f"[bold]compare: {name}")
-        lab = Lab(dataclasses.replace(plan, mode=mode, profile=profile), out / name, console=console)
-        summary = lab.run()
+        variant = VARIANTS[name]
+        console.rule(f"[bold]compare: {name}[/] ({variant.about}, workload {plan.workload})")
+        run_plan = dataclasses.replace(plan, mode=variant.mode, profile=variant.profile,
+                                       strategy=variant.strategy or plan.strategy,
+                                       static_members=variant.static_members, client=variant.client,
+                                       properties=variant.properties)
+        with _servers(variant, run_plan, out / name) as (zookeeper, bootstrap):
+            lab = Lab(run_plan, out / name, zookeeper=zookeeper, bootstrap=bootstrap, console=console)
+            summary = lab.run()
         summary["broker_request_counts"] = lab.requests.get("broker", {})
         summaries[name] = summary
     reports: dict[str, Path | None] = {name: None for name in variants}
@@ -157,7 +211,7 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
             if spark is None:
                 session.stop()
     results = [VariantResult(n, summaries[n], measures_from(summaries[n], reports[n])) for n in variants]
-    table = render_table(results, f"same workload, {plan.consumers} consumers, {plan.duration:.0f}s of churn")
+    table = render_table(results, f"workload {plan.workload}, {plan.consumers} consumers, {plan.duration:.0f}s")
     console.print(table)
     figure = plot(results, out / "compare.png")
     rows = [{"measure": label, **{r.name: r.measures.get(key) for r in results}} for key, label in MEASURES]

@@ -26,7 +26,8 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka import KafkaProducer
+from kafka import KafkaAdminClient, KafkaProducer
+from kafka.admin import NewTopic
 from rich.console import Console, Group
 from rich.live import Live
 from rich.table import Table
@@ -52,8 +53,12 @@ MODES = ("zookeeper", "coordinator", "migrate")
 @dataclass
 class Step:
     at: float  # seconds after the start
-    action: str  # join | stop | kill | restart | migrate
+    action: str  # join | stop | kill | restart | bounce (stop, then start again: a deploy) | migrate | rollback
     consumer: str
+
+
+#: The workloads a lab (and ``zkconsumer compare``) can run.
+WORKLOADS = ("churn", "rolling-restart", "scale-out")
 
 
 @dataclass
@@ -74,6 +79,16 @@ class LabPlan:
     #: coordinator may hold a rebalance for a member that does not rejoin or sync, and after how long a member whose
     #: join has not completed says so (``join_stalled``). Kafka's 5-minute default is longer than a lab run.
     rebalance_timeout_ms: int = 20000
+    #: What happens to the group (:data:`WORKLOADS`): ``churn`` (a join, a graceful stop, a ``kill -9``, a join),
+    #: ``rolling-restart`` (every member stopped and started again in turn, as a deploy does) or ``scale-out``
+    #: (members added one by one until there are as many as the largest topic has partitions).
+    workload: str = "churn"
+    #: Coordinator mode: each member joins with ``group.instance.id`` = its name (static membership, KIP-345).
+    static_members: bool = False
+    #: Coordinator mode's client: ``kafka-python`` (the streams connector) or ``librdkafka`` (consumer/librdkafka.py).
+    client: str = "kafka-python"
+    #: Extra consumer properties, e.g. ``(("group.protocol", "consumer"),)`` for KIP-848 on librdkafka.
+    properties: tuple[tuple[str, str], ...] = ()
     steps: list[Step] | None = None
 
     def group_settings(self) -> GroupSettings:
@@ -87,6 +102,14 @@ class LabPlan:
         if self.mode == "migrate":  # churn before, the migration, churn in coordinator mode after
             return [Step(0.1 * d, "join", f"c{n + 1}"), Step(0.25 * d, "migrate", ""),
                     Step(0.8 * d, "kill", "c1")]
+        if self.workload == "rolling-restart":  # one member at a time, spread over the middle of the run
+            return [Step(d * (0.15 + 0.6 * i / n), "bounce", f"c{i + 1}") for i in range(n)]
+        if self.workload == "scale-out":
+            target = max(self.topics.values())
+            added = max(0, target - n)
+            return [Step(d * (0.1 + 0.7 * i / max(1, added)), "join", f"c{n + i + 1}") for i in range(added)]
+        if self.workload != "churn":
+            raise ValueError(f"unknown workload {self.workload!r}; choose from {', '.join(WORKLOADS)}")
         return [Step(0.15 * d, "join", f"c{n + 1}"), Step(0.35 * d, "stop", "c2" if n >= 2 else "c1"),
                 Step(0.55 * d, "kill", "c3" if n >= 3 else f"c{n + 1}"), Step(0.75 * d, "join", f"c{n + 2}")]
 
@@ -180,10 +203,24 @@ class Lab:
             broker_version.require(self.bootstrap, (0, 9), f"lab --mode {self.plan.mode} (the broker's group "
                                                            "coordinator)")
         with Registry.open(self.zk_connect) as reg:
+            if self._bootstrap_given and not reg.broker_ids():
+                self._create_topics_by_admin()  # a cluster not in this ZooKeeper (Kafka 4, KRaft)
+                return
             existing = set(reg.topics())
             for topic, n in self.plan.topics.items():
                 if topic not in existing:
                     create_topic(reg, topic, n)
+
+    def _create_topics_by_admin(self) -> None:
+        """CreateTopics through the cluster's own API: it keeps its metadata elsewhere than in ZooKeeper."""
+        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="zkconsumer-lab")
+        try:
+            existing = set(admin.list_topics())
+            wanted = [NewTopic(t, n, 1) for t, n in self.plan.topics.items() if t not in existing]
+            if wanted:
+                admin.create_topics(wanted)
+        finally:
+            admin.close()
 
     def _producer(self) -> None:
 
@@ -228,8 +265,14 @@ class Lab:
                          "--property", f"max.poll.interval.ms={self.plan.rebalance_timeout_ms}"]
         if self.plan.mode == "coordinator":
             args += ["--mode", "coordinator", *group_session]
+            if self.plan.static_members:
+                args += ["--property", f"group.instance.id={name}"]
+            if self.plan.client != "kafka-python":
+                args += ["--client", self.plan.client]
         elif self.plan.mode == "migrate":
             args += ["--migratable", *group_session]
+        for key, value in self.plan.properties:
+            args += ["--property", f"{key}={value}"]
         if self.plan.strategy.startswith("roundrobin"):
             args += ["--streams", "1"]
         for topic in self.plan.topics:
@@ -249,6 +292,24 @@ class Lab:
         self.backend.restart(name)
         self.status[name] = "running"
         self._event(f"{name} restarted")
+
+    def bounce(self, name: str) -> None:
+        """A deploy's restart of one member: SIGTERM, wait for it to exit (it leaves the group, or as a static
+        member it does not), start it again under the same id. On a thread: the lab keeps watching meanwhile."""
+        if name not in self.status or self.backend.exit_code(name) is not None:
+            return
+
+        def run() -> None:
+            self.stop(name)
+            deadline = time.monotonic() + 30
+            while self.backend.exit_code(name) is None and time.monotonic() < deadline:
+                time.sleep(0.05)
+            if self.backend.exit_code(name) is None:
+                self._event(f"{name} did not stop within 30 s; not restarted")
+                return
+            self.restart(name)
+
+        threading.Thread(target=run, daemon=True, name=f"lab-bounce-{name}").start()
 
     def stop(self, name: str, kill: bool = False) -> None:
         if name not in self.status or self.backend.exit_code(name) is not None:
@@ -397,6 +458,8 @@ class Lab:
                                 self.migrate(rollback=step.action == "rollback")
                             elif step.action == "restart":
                                 self.restart(step.consumer)
+                            elif step.action == "bounce":
+                                self.bounce(step.consumer)
                             else:
                                 self.stop(step.consumer, kill=step.action == "kill")
                         live.update(self._view(reg, elapsed))

@@ -73,6 +73,7 @@ ASSIGNORS = {
     "roundrobin": "kafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
     "roundrobin-relaxed": "kafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
     "sticky": "kafka.coordinator.assignors.sticky.sticky_assignor:StickyPartitionAssignor",
+    "cooperative-sticky": "kafka.coordinator.assignors.cooperative_sticky:CooperativeStickyAssignor",
 }
 
 
@@ -235,7 +236,8 @@ class CoordinatorConsumerConnector(ConsumerBase):
     # ------------------------------------------------------------ the client, and delivery (on the poller thread)
     def _client_settings(self) -> dict:
         c = self.config
-        return dict(bootstrap_servers=self.bootstrap, client_id=c.client_id, group_id=self.group,
+        static = {"group_instance_id": c.group_instance_id} if c.group_instance_id else {}
+        return dict(bootstrap_servers=self.bootstrap, client_id=c.client_id, group_id=self.group, **static,
                     enable_auto_commit=False,  # we commit processed offsets ourselves
                     auto_offset_reset="earliest" if c.auto_offset_reset == "smallest" else "latest",
                     partition_assignment_strategy=self._assignors,
@@ -486,11 +488,15 @@ class CoordinatorConsumerConnector(ConsumerBase):
                 self._needs_seek |= set(tps)
             started = self._rebalance_started
             self._rebalance_started = None
-        share = {f"{tp.topic}-{tp.partition}": tid for tp, tid in sorted(threads.items())}
+        # The share after this rebalance: under cooperative-sticky (KIP-429) ``tps`` are only the partitions added,
+        # and those kept stay owned in their old generation; the trace records the whole share either way.
+        with self.state_lock:
+            whole = {tp: p.thread_id for tp, p in self.owned.items() if p.generation > 0}
+        share = {f"{tp.topic}-{tp.partition}": tid for tp, tid in sorted(whole.items())}
         common = dict(rebalance=self._rebalance_number, generation=generation, member_id=member_id)
         self.trace.emit("assigned", attempt=1, assignment=share, strategy=self.strategy, **common)
         by_topic: dict[str, dict[int, str]] = {}
-        for tp, tid in threads.items():
+        for tp, tid in whole.items():
             by_topic.setdefault(tp.topic, {})[tp.partition] = tid
         try:  # records reach the streams only after this callback returns
             self.listener.before_starting_fetchers(self.consumer_id, by_topic)

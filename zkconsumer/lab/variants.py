@@ -1,0 +1,68 @@
+"""The generations of the rebalance protocol ``zkconsumer compare`` runs side by side: one :class:`Variant` each.
+
+Kept apart from compare.py (which needs pandas) so the CLI can name them without importing the analysis.
+"""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+from dataclasses import dataclass
+
+from zkconsumer.apache_kafka.jars import cached
+
+
+@dataclass(frozen=True)
+class Variant:
+    """One generation of the rebalance protocol, as a lab runs it."""
+
+    mode: str  # zookeeper | coordinator
+    about: str
+    profile: str = "default"
+    strategy: str | None = None  # None: the plan's (range by default)
+    static_members: bool = False
+    #: Where the group coordinator runs: zkconsumer's broker, or Apache Kafka's own (its jars, by Maven): a 3.x
+    #: version runs in ZooKeeper mode, a 4.x version in KRaft mode
+    kafka: str | None = None
+    client: str = "kafka-python"
+    properties: tuple[tuple[str, str], ...] = ()
+
+    @property
+    def kraft(self) -> bool:
+        return self.kafka is not None and int(self.kafka.split(".")[0]) >= 4
+
+
+#: Names are what ``--variants`` takes and what the table's columns are called.
+VARIANTS: dict[str, Variant] = {
+    "zookeeper-default": Variant("zookeeper", "0.8 group in ZooKeeper, zkconsumer's default profile"),
+    "zookeeper-kafka-0.8": Variant("zookeeper", "0.8 group in ZooKeeper, Kafka 0.8's own behaviour",
+                                   profile="kafka-0.8"),
+    "coordinator": Variant("coordinator", "classic protocol, eager, on zkconsumer's coordinator"),
+    "coordinator-kafka-3.9": Variant("coordinator", "classic protocol, eager, on Kafka 3.9.1's coordinator",
+                                     kafka="3.9.1"),
+    "cooperative-sticky": Variant("coordinator", "classic protocol, incremental (KIP-429), zkconsumer's coordinator",
+                                  strategy="cooperative-sticky"),
+    "static": Variant("coordinator", "classic protocol, eager, static members (KIP-345), zkconsumer's coordinator",
+                      static_members=True),
+    "consumer-protocol-kafka-4": Variant("coordinator", "consumer protocol (KIP-848), server-side uniform assignor, "
+                                         "librdkafka members, Kafka 4.1.1 in KRaft mode", kafka="4.1.1",
+                                         client="librdkafka",
+                                         properties=(("group.protocol", "consumer"),
+                                                     ("group.remote.assignor", "uniform"))),
+}
+#: What ``zkconsumer compare`` runs without ``--variants`` (under 5 minutes on a 2-core machine).
+DEFAULT_VARIANTS = ("zookeeper-default", "zookeeper-kafka-0.8", "coordinator")
+
+
+def unavailable(name: str) -> str | None:
+    """Why a variant cannot run on this machine (one line), or None."""
+    variant = VARIANTS[name]
+    if variant.client == "librdkafka" and importlib.util.find_spec("confluent_kafka") is None:
+        return f"{name}: needs confluent-kafka (librdkafka) installed: pip install confluent-kafka"
+    version = variant.kafka
+    if version is None:
+        return None
+    if cached(version) is not None or shutil.which("mvn"):
+        return None
+    return (f"{name}: Kafka {version}'s jars are not cached and Maven (mvn) is not installed to fetch them "
+            f"(or set ZKCONSUMER_KAFKA_HOME)")
