@@ -124,11 +124,13 @@ def measures_from(summary: dict, report: Path | None) -> dict:
         out["rebalance_ms_max"] = summary.get("rebalance_ms_max")
     out["group_rebalances"] = rebalances
     per = max(1, rebalances or summary.get("consumer_rebalances") or 1)
-    if summary.get("zookeeper_requests") is not None:
+    # Counted on servers the lab started itself: an external ZooKeeper or Apache Kafka's broker shows "-", not 0
+    if summary.get("zookeeper_requests") is not None and not summary.get("external_zookeeper"):
         out["zookeeper_requests_per_rebalance"] = round(summary["zookeeper_requests"] / per, 1)
     counts = summary.get("broker_request_counts") or {}
-    group_requests = sum(n for name, n in counts.items() if name.removesuffix("Request") in GROUP_APIS)
-    out["group_requests_per_rebalance"] = round(group_requests / per, 1)
+    if counts:
+        group_requests = sum(n for name, n in counts.items() if name.removesuffix("Request") in GROUP_APIS)
+        out["group_requests_per_rebalance"] = round(group_requests / per, 1)
     return out
 
 
@@ -150,16 +152,17 @@ def plot(results: list[VariantResult], path: Path) -> Path:
     keys = [(k, label) for k, label in MEASURES if k != "verify_ok"]
     cols = 3
     rows = (len(keys) + cols - 1) // cols
-    fig, axes = plt.subplots(rows, cols, figsize=(4.2 * cols, 3.0 * rows))
+    fig, axes = plt.subplots(rows, cols, figsize=(max(4.2, 0.75 * len(results) + 1.5) * cols, 3.4 * rows))
     names = [r.name for r in results]
     for ax, (key, label) in zip(axes.flat, keys, strict=False):
         values = [r.measures.get(key) for r in results]
         if all(v is None for v in values):
             plots._empty(ax)
         else:
-            ax.bar(range(len(names)), [v or 0 for v in values], color=["#4c72b0", "#dd8452", "#55a868", "#c44e52"]
-                   [:len(names)])
-            ax.set_xticks(range(len(names)), names, rotation=15, fontsize=7)
+            # one colour per variant, the same in every panel (tab10 has ten)
+            ax.bar(range(len(names)), [v or 0 for v in values],
+                   color=[plt.cm.tab10(i % 10) for i in range(len(names))])
+            ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=7)
         ax.set_title(label, fontsize=9)
     for ax in list(axes.flat)[len(keys):]:
         ax.axis("off")
@@ -194,6 +197,7 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
             lab = Lab(run_plan, out / name, zookeeper=zookeeper, bootstrap=bootstrap, console=console)
             summary = lab.run()
         summary["broker_request_counts"] = lab.requests.get("broker", {})
+        summary["external_zookeeper"] = zookeeper is not None
         summaries[name] = summary
     reports: dict[str, Path | None] = {name: None for name in variants}
     if analyze:
