@@ -13,6 +13,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+from helpers import wait_until
+
 from zkconsumer.analysis import jvm, traces
 from zkconsumer.cli import analyze as analyze_cli
 
@@ -58,7 +60,10 @@ def test_no_second_writer_while_a_jvm_is_writing(tmp_path):
     # a process whose command line names the partial file, as the writing JVM's does
     writer = subprocess.Popen([sys.executable, "-c", "import sys; sys.stdin.read()",
                                f"-XX:ArchiveClassesAtExit={plan.partial}"], stdin=subprocess.PIPE)
-    try:  # it lives until its stdin closes (Popen returns once it runs: its command line is in /proc)
+    try:  # it lives until its stdin closes
+        # Popen returns after the fork, maybe before the exec: until then /proc shows the parent's command line
+        cmdline = Path(f"/proc/{writer.pid}/cmdline")
+        wait_until(lambda: str(plan.partial).encode() in cmdline.read_bytes(), message="the writer's exec")
         busy = jvm.plan_one_shot(cache, cds=True)
     finally:
         writer.stdin.close()

@@ -248,6 +248,17 @@ class _Run:
                   member_errors=",".join(code_name(x.error_code) for x in r.members) or "-")
         return r.error_code
 
+    def await_state(self, alias: str, state: str, timeout: float = 30.0) -> None:
+        """Until DescribeGroups says the group is in ``state`` (a parked join has started a rebalance); not
+        written down, it only orders the next request after the coordinator's change."""
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            r = self.members[alias].client.call(DescribeGroupsRequest(groups=[self.group]), V_DESCRIBE)
+            if r.groups and r.groups[0].group_state == state:
+                return
+            time.sleep(0.02)
+        raise TimeoutError(f"group {self.group} did not reach {state} within {timeout:.0f}s")
+
     def describe(self, step: str, alias: str) -> None:
         r = self.members[alias].client.call(DescribeGroupsRequest(groups=[self.group]), V_DESCRIBE)
         g = r.groups[0]
@@ -302,7 +313,7 @@ def run_script(bootstrap: str, group: str, topic: str, session_timeout_ms: int =
         # b joins: a learns of the rebalance through its heartbeat and rejoins; a stays leader
         s.join("b joins without a member id", "b")
         s.send_join("b")
-        wait(0.5)  # b's join is parked at the coordinator now
+        s.await_state("a", "PreparingRebalance")  # b's join is parked at the coordinator now
         s.heartbeat("a heartbeats during the rebalance", "a")
         s.send_join("a")
         s.receive_join("a rejoins", "a")
@@ -320,7 +331,7 @@ def run_script(bootstrap: str, group: str, topic: str, session_timeout_ms: int =
         # a static member joins: one step, a rebalance
         c = s.member("c", instance_id="c-static")
         s.send_join("c")
-        wait(0.5)
+        s.await_state("b", "PreparingRebalance")
         s.heartbeat("b heartbeats while c joins", "b")
         s.send_join("b")
         s.receive_join("b rejoins for c", "b")
