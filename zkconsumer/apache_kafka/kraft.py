@@ -81,10 +81,10 @@ class KraftBroker(KafkaServer):
         props.update(self.properties)
         return props
 
-    def _jvm(self, main: str, args: list[str], log: Path) -> list[str]:
+    def _jvm(self, main: str, args: list[str]) -> list[str]:
         assert self.dist is not None
         cmd = jvm_command(self.dist, main, args, None, quick_start=self.quick_start, heap="512m")
-        # slf4j-simple (the pom): Kafka's logging to stderr, which goes to ``log``; INFO like a broker's server.log
+        # slf4j-simple (the pom): Kafka's logging to stderr, which start() sends to server.log; INFO, as a broker logs
         return [cmd[0], "-Dorg.slf4j.simpleLogger.defaultLogLevel=info",
                 "-Dorg.slf4j.simpleLogger.showDateTime=true", *cmd[1:]]
 
@@ -98,13 +98,13 @@ class KraftBroker(KafkaServer):
         config.write_text("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
         if not (self.data_dir / "logs" / "meta.properties").exists():
             fmt = subprocess.run(self._jvm("kafka.tools.StorageTool", ["format", "-t", cluster_id(), "-c",
-                                                                        str(config)], self.log_file),
+                                                                        str(config)]),
                                  capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
             if fmt.returncode != 0:
                 raise KafkaProcessError(f"Kafka {self.version}'s StorageTool could not format {self.data_dir}:\n"
                                         f"{(fmt.stdout + fmt.stderr)[-3000:]}")
         out = open(self.log_file, "ab")  # noqa: SIM115 - handed to the child
-        self.proc = subprocess.Popen(self._jvm("kafka.Kafka", [str(config)], self.log_file), stdout=out,
+        self.proc = subprocess.Popen(self._jvm("kafka.Kafka", [str(config)]), stdout=out,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.data_dir)
         out.close()
         try:

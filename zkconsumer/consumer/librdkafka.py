@@ -41,7 +41,7 @@ CLASSIC_ONLY = ("session.timeout.ms", "heartbeat.interval.ms", "partition.assign
 
 def client_settings(config: ConsumerConfig, bootstrap: str) -> dict[str, object]:
     """librdkafka's configuration for this member: ours, in its names."""
-    protocol = config.get("group.protocol") or "classic"
+    protocol = config.get("group.protocol")
     settings: dict[str, object] = {
         "bootstrap.servers": bootstrap, "group.id": config.group_id, "client.id": config.client_id,
         "enable.auto.commit": False,  # processed offsets only, committed here
@@ -75,7 +75,7 @@ class RdkafkaMember:
         self.consumer_id = layout.make_consumer_id(self.group, config.consumer_id)
         self.thread_id = f"{self.consumer_id}-0"
         self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id, mode="coordinator")
-        self.protocol = config.get("group.protocol") or "classic"
+        self.protocol = config.get("group.protocol")
         self.consumer = confluent_kafka.Consumer(client_settings(config, config.bootstrap_servers))
         self.owned: set[tuple[str, int]] = set()
         self.processed: dict[tuple[str, int], int] = {}

@@ -179,9 +179,10 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
         raise ValueError(f"unknown variants {unknown}; choose from all, {', '.join(VARIANTS)}")
-    for reason in filter(None, map(unavailable, variants)):
+    reasons = {v: unavailable(v) for v in variants}
+    for reason in filter(None, reasons.values()):
         console.print(f"[yellow]skipped[/] {reason}", highlight=False)
-    variants = [v for v in variants if unavailable(v) is None]
+    variants = [v for v in variants if reasons[v] is None]
     if not variants:
         console.print("nothing to compare on this machine", highlight=False)
         return []
