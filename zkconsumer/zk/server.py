@@ -346,7 +346,9 @@ class ZooKeeperServer:
         node = self.nodes[server_id - 1]
         cp = self._classpath or find_classpath()[0]
         self._spawn(node, self._java or find_java(), cp)
-        self.wait_serving(timeout, [node])
+        # Wait for every running node, not only this one: a node rejoining an ensemble can make its peers
+        # answer 'not currently serving' for a moment, and callers expect the whole ensemble back.
+        self.wait_serving(timeout, [n for n in self.nodes if n.pid])
 
     def stop(self) -> None:
         for node in self.nodes:
