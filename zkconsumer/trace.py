@@ -91,14 +91,16 @@ class TraceWriter:
     def enabled(self) -> bool:
         return self._file is not None
 
-    def emit(self, event: str, **fields: Any) -> None:
+    def emit(self, event: str, at_ms: int | None = None, **fields: Any) -> None:
+        """Append one event, stamped now or at ``at_ms`` (a trace rebuilt from another program's log)."""
         if self._file is None:
             return
         if event not in EVENTS:
             raise ValueError(f"unknown trace event {event!r}")
         with self._lock:
             self._seq += 1
-            record = {"v": SCHEMA_VERSION, "ts": now_ms(), "event": event, "group": self.group,
+            record = {"v": SCHEMA_VERSION, "ts": now_ms() if at_ms is None else at_ms, "event": event,
+                      "group": self.group,
                       "consumer": self.consumer, "seq": self._seq, **self._mode, **fields}
             if self._file is not None:
                 self._file.write(json.dumps(record, separators=(",", ":"), sort_keys=False) + "\n")

@@ -10,6 +10,7 @@ import pandas as pd
 import pytest
 from rich.console import Console
 
+from zkconsumer.assignment.assignors import AssignmentContext, assign
 from zkconsumer.lab.compare import MEASURES, run_compare
 from zkconsumer.lab.runner import LabPlan, Step
 
@@ -39,6 +40,43 @@ def test_compare_runs_both_modes_and_writes_one_table(spark, tmp_path) -> None:
     assert (out / "compare.png").stat().st_size > 10_000
     assert "rebalance latency p50" in buf.getvalue()
 
+
+@pytest.mark.slow
+def test_kafkas_own_consumer_runs_as_a_variant_with_a_trace_rebuilt_from_its_log(spark, tmp_path) -> None:
+    """Apache Kafka 0.8.2.2's high-level consumer, a JVM per member, in the same lab: a join, a graceful stop, a
+    kill -9. Its trace comes from its log and its records; the last share each member's trace says it owned is the
+    Range assignment of the members left, as Kafka computed it."""
+    plan = LabPlan(consumers=2, duration=10.0, rate=50.0, initial_records=50, session_timeout_ms=4000,
+                   commit_interval_ms=300, topics={"orders": 6, "payments": 2},
+                   steps=[Step(1.0, "join", "c3"), Step(4.0, "stop", "c1"), Step(6.0, "kill", "c2")])
+    out = tmp_path / "cmp"
+    results = run_compare(plan, out, ["kafka-0.8.2.2"], Console(file=io.StringIO(), width=200), spark=spark)
+    [result] = results
+    m, summary = result.measures, result.summary
+    assert summary["client"] == "kafka-0.8.2.2" and summary["malformed_trace_lines"] == 0
+    assert m["lost"] == 0 and m["verify_ok"] and m["overlaps"] == 0, m
+    assert m["group_rebalances"] >= 3 and m["rebalance_ms_p50"] is not None, m
+    assert summary["unique_delivered"] == summary["produced"]
+    traces = out / "kafka-0.8.2.2" / "traces"
+    dones: dict[str, list[tuple[int, list[str]]]] = {}
+    last_line: dict[str, int] = {}
+    for path in traces.glob("*.jsonl"):
+        events = [json.loads(x) for x in path.read_text().splitlines()]
+        assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
+        last_line[events[0]["consumer"]] = max(e["ts"] for e in events)
+        dones[events[0]["consumer"]] = [(e["ts"], e["owned"]) for e in events if e["event"] == "rebalance_done"]
+    assert set(dones) == {"lab_c1", "lab_c2", "lab_c3"}
+
+    def range_share(members: list[str], member: str) -> list[str]:
+        ctx = AssignmentContext({c: {"orders": 1, "payments": 1} for c in members},
+                                {"orders": range(6), "payments": range(2)})
+        return sorted(f"{tp.topic}-{tp.partition}" for tp in assign("range", ctx).for_consumer(member))
+
+    # between c1's stop and c2's kill the group was c2 and c3: what each traced last in that window
+    killed_at = last_line["lab_c2"]
+    assert dones["lab_c2"][-1][1] == range_share(["lab_c2", "lab_c3"], "lab_c2")
+    assert [o for ts, o in dones["lab_c3"] if ts <= killed_at][-1] == range_share(["lab_c2", "lab_c3"], "lab_c3")
+    assert dones["lab_c3"][-1][1] == range_share(["lab_c3"], "lab_c3")  # alone after c2's session expired
 
 def test_the_workloads_schedule_what_they_say() -> None:
     from zkconsumer.lab.runner import WORKLOADS

@@ -49,13 +49,42 @@ class KafkaProcessError(ZkConsumerError, RuntimeError):
 
 
 def jvm_command(dist: KafkaDist, main: str, args: Iterable[str], log4j: Path | None = None,
-                quick_start: bool = True, heap: str = "256m", extra_classpath: Iterable[str] = ()) -> list[str]:
+                quick_start: bool = True, heap: str = "256m", extra_classpath: Iterable[str] = (),
+                jvm_options: Iterable[str] = ()) -> list[str]:
     """The command line of one of Kafka's JVM programs. ``quick_start``: serial GC and C1 only (a test's JVM is
     up in about a second); without it the JVM's defaults, as a production consumer runs (benchmarks)."""
     tuning = ["-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1"] if quick_start else []
     cp = os.pathsep.join([*extra_classpath, dist.classpath])
     props = [f"-Dlog4j.configuration={log4j.as_uri()}"] if log4j else ["-Dlog4j.configuration=file:/dev/null"]
-    return [find_java(), f"-Xmx{heap}", *tuning, "-Djava.awt.headless=true", *props, "-cp", cp, main, *args]
+    return [find_java(), f"-Xmx{heap}", *tuning, "-Djava.awt.headless=true", *props, *jvm_options, "-cp", cp, main,
+            *args]
+
+
+def harness_command(dist: KafkaDist, zk_connect: str, group: str, topics: Iterable[str] = (),
+                    whitelist: str | None = None, streams: int = 1, strategy: str = "range",
+                    properties: Mapping[str, object] | None = None, fetch_records: bool = True,
+                    report_records: bool = False, start: Iterable[str] = (), log4j: Path | None = None,
+                    quick_start: bool = True, jvm_options: Iterable[str] = (), until_signal: bool = False) -> list[str]:
+    """The command line of the JVM running Kafka's high-level consumers (``java/HighLevelConsumers.java``, its
+    arguments documented there); ``start``: members started at once; ``until_signal``: the JVM then reads no
+    commands and its members run until it is signalled (one process per member, as the lab runs them)."""
+    args = ["--zookeeper", zk_connect, "--group", group, "--streams", str(streams), "--strategy", strategy]
+    for t in topics:
+        args += ["--topic", t]
+    if whitelist:
+        args += ["--whitelist", whitelist]
+    for k, v in (properties or {}).items():
+        args += ["--property", f"{k}={v}"]
+    if not fetch_records:
+        args.append("--no-fetch")
+    if report_records:
+        args.append("--records")
+    for member in start:
+        args += ["--start", member]
+    if until_signal:
+        args.append("--until-signal")
+    return jvm_command(dist, "HighLevelConsumers", args, log4j, quick_start=quick_start,
+                       extra_classpath=[str(dist.harness_classes())], jvm_options=jvm_options)
 
 
 def write_log4j(path: Path, log_file: Path, level: str = "INFO", consumer_level: str = "INFO") -> Path:
@@ -257,26 +286,14 @@ class HighLevelConsumers:
 
     def start(self, timeout: float = 60.0) -> HighLevelConsumers:
         dist = fetch(self.version)
-        classes = dist.harness_classes()
         self.work_dir.mkdir(parents=True, exist_ok=True)
         log4j = write_log4j(self.work_dir / "log4j.properties", self.log_file, level="WARN")
-        args = ["--zookeeper", self.zk_connect, "--group", self.group, "--streams", str(self.streams),
-                "--strategy", self.strategy]
-        for t in self.topics:
-            args += ["--topic", t]
-        if self.whitelist:
-            args += ["--whitelist", self.whitelist]
-        for k, v in self.properties.items():
-            args += ["--property", f"{k}={v}"]
-        if not self.fetch_records:
-            args.append("--no-fetch")
-        if self.report_records:
-            args.append("--records")
+        cmd = harness_command(dist, self.zk_connect, self.group, self.topics, self.whitelist, self.streams,
+                              self.strategy, self.properties, self.fetch_records, self.report_records, log4j=log4j,
+                              quick_start=self.quick_start)
         err = open(self.work_dir / "stderr.log", "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(
-            jvm_command(dist, "HighLevelConsumers", args, log4j, quick_start=self.quick_start,
-                        extra_classpath=[str(classes)]),
-            stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=self.work_dir, text=True, bufsize=1)
+            cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=self.work_dir, text=True, bufsize=1)
         err.close()
         self._reader = threading.Thread(target=self._read, name=f"kafka-consumers-{self.group}", daemon=True)
         self._reader.start()

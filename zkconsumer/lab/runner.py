@@ -33,6 +33,7 @@ from rich.live import Live
 from rich.table import Table
 
 from zkconsumer import broker_version
+from zkconsumer.apache_kafka import lab_members
 from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition, assign
 from zkconsumer.consoles import make_console
 from zkconsumer.consumer.zookeeper.kafka_offsets import KafkaOffsetStore
@@ -85,7 +86,10 @@ class LabPlan:
     workload: str = "churn"
     #: Coordinator mode: each member joins with ``group.instance.id`` = its name (static membership, KIP-345).
     static_members: bool = False
-    #: Coordinator mode's client: ``kafka-python`` (the streams connector) or ``librdkafka`` (consumer/librdkafka.py).
+    #: The members' client: in coordinator mode ``kafka-python`` (the streams connector) or ``librdkafka``
+    #: (consumer/librdkafka.py); in ZooKeeper mode zkconsumer's connector or ``kafka-0.8.2.2``, Apache Kafka
+    #: 0.8.2.2's own high-level consumer (one JVM per member; its trace is rebuilt from its log, see
+    #: apache_kafka/consumer_trace.py).
     client: str = "kafka-python"
     #: Extra consumer properties, e.g. ``(("group.protocol", "consumer"),)`` for KIP-848 on librdkafka.
     properties: tuple[tuple[str, str], ...] = ()
@@ -192,6 +196,10 @@ class Lab:
         self.migration_result: str | None = None
         self.requests: dict[str, dict[str, int]] = {}
         self._stalls_shown = 0
+        self._kafka_members: lab_members.KafkaLabMembers | None = None
+        if plan.client == lab_members.CLIENT and (plan.mode != "zookeeper" or self.backend.name != "process"):
+            raise ValueError(f"the {lab_members.CLIENT} client runs in ZooKeeper mode on the process backend only "
+                             f"(asked: mode {plan.mode}, backend {self.backend.name})")
 
     # ---------------------------------------------------------------------------------------- setup
     def _start_infrastructure(self) -> None:
@@ -254,6 +262,8 @@ class Lab:
     # ------------------------------------------------------------------------------------- consumers
     def _consumer_args(self, name: str) -> list[str]:
         """The consumer's command line, the same for every backend (each runs the zkconsumer CLI its own way)."""
+        if self.plan.client == lab_members.CLIENT:
+            return self._kafka_member_args(name)
         args = [*self.backend.zkconsumer_command, "consume", "--zookeeper", self.zk_connect, "--group", GROUP,
                 "--consumer-id", name, "--from-beginning", "--output", "none", "--trace-dir", str(self.traces),
                 "--profile", self.plan.profile, "--strategy", self.plan.strategy,
@@ -278,6 +288,22 @@ class Lab:
         for topic in self.plan.topics:
             args += ["--topic", topic]
         return args
+
+    def _kafka_member_args(self, name: str) -> list[str]:
+        """Kafka 0.8.2.2's own consumer as this member: the same settings under Kafka's names."""
+        if self._kafka_members is None:
+            props = {"auto.offset.reset": "smallest", "auto.commit.interval.ms": self.plan.commit_interval_ms,
+                     "zookeeper.session.timeout.ms": self.plan.session_timeout_ms, **dict(self.plan.properties)}
+            self._kafka_members = lab_members.KafkaLabMembers(
+                self.zk_connect, GROUP, self.plan.topics, self.traces, self.logs, strategy=self.plan.strategy,
+                properties=props)
+        return self._kafka_members.command(name)
+
+    def _poll_traces(self) -> None:
+        """Bring the traces up to date: Kafka's members' are rebuilt from their logs, then all are read."""
+        if self._kafka_members is not None:
+            self._kafka_members.poll()
+        self.tail.poll()
 
     def join(self, name: str) -> None:
         self.logs.mkdir(parents=True, exist_ok=True)
@@ -392,7 +418,7 @@ class Lab:
 
     # -------------------------------------------------------------------------------------------- view
     def _view(self, reg: Registry, elapsed: float) -> Group:
-        self.tail.poll()
+        self._poll_traces()
         self._reap()
         for e in self.tail.stalls[self._stalls_shown:]:
             errors = ", ".join(f"{api} {code}" for api, code in (e.get("join_errors") or {}).items() if code)
@@ -508,6 +534,8 @@ class Lab:
                 with contextlib.suppress(Exception):
                     self._kafka_offsets.close()
             self.backend.close()
+            if self._kafka_members is not None:  # every JVM has exited: the rest of their logs is final
+                self._kafka_members.close()
         summary.update(self.summarize())
         self._print_summary(summary)
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2))
@@ -531,7 +559,7 @@ class Lab:
 
     def _verify_by_traces(self) -> bool:
         """Every partition owned, once, by a member still running (what verify checks with owner nodes)."""
-        self.tail.poll()
+        self._poll_traces()
         self._reap()
         live = {f"{GROUP}_{n}" for n, st in self.status.items() if st == "running"}
         seen: Counter = Counter()
@@ -561,7 +589,7 @@ class Lab:
         self.console.print(table)
 
     def summarize(self) -> dict:
-        self.tail.poll()
+        self._poll_traces()
         delivered = self.tail.delivered
         produced = sum(self.produced.values())
         unique = sum(1 for (t, p, o) in delivered if o < self.produced.get((t, p), 0))
@@ -569,7 +597,7 @@ class Lab:
         durations = [e["duration_ms"] for e in self.tail.rebalances]
         return {
             "mode": self.plan.mode, "profile": self.plan.profile, "strategy": self.plan.strategy,
-            "produced": produced,
+            "client": self.plan.client, "produced": produced,
             "delivered": sum(delivered.values()), "unique_delivered": unique, "duplicates": duplicates,
             "lost": produced - unique, "consumer_rebalances": len(durations),
             "failed_rebalances": len(self.tail.failed), "claim_conflicts": self.tail.conflicts,
@@ -583,9 +611,10 @@ class Lab:
         table = Table(title="lab summary")
         table.add_column("measure")
         table.add_column("value", justify="right")
-        for key in ("mode", "profile", "strategy", "produced", "delivered", "unique_delivered", "duplicates", "lost",
-                    "consumer_rebalances", "failed_rebalances", "claim_conflicts", "join_stalls", "rebalance_ms_p50",
-                    "rebalance_ms_max", "zookeeper_requests", "broker_requests", "migration", "verify_ok"):
+        for key in ("mode", "profile", "strategy", "client", "produced", "delivered", "unique_delivered",
+                    "duplicates", "lost", "consumer_rebalances", "failed_rebalances", "claim_conflicts",
+                    "join_stalls", "rebalance_ms_p50", "rebalance_ms_max", "zookeeper_requests", "broker_requests",
+                    "migration", "verify_ok"):
             if key in s:
                 table.add_row(key.replace("_", " "), str(s.get(key)))
         self.console.print(table)

@@ -9,7 +9,8 @@ import importlib.util
 import shutil
 from dataclasses import dataclass
 
-from zkconsumer.apache_kafka.jars import cached
+from zkconsumer.apache_kafka.jars import KafkaDistError, cached, find_javac
+from zkconsumer.apache_kafka.lab_members import CLIENT as KAFKA_08_CLIENT
 
 
 @dataclass(frozen=True)
@@ -26,6 +27,8 @@ class Variant:
     kafka: str | None = None
     client: str = "kafka-python"
     properties: tuple[tuple[str, str], ...] = ()
+    #: Kafka's jars the members run (its own consumer), wherever the broker is
+    consumer_jars: str | None = None
 
     @property
     def kraft(self) -> bool:
@@ -37,6 +40,9 @@ VARIANTS: dict[str, Variant] = {
     "zookeeper-default": Variant("zookeeper", "0.8 group in ZooKeeper, zkconsumer's default profile"),
     "zookeeper-kafka-0.8": Variant("zookeeper", "0.8 group in ZooKeeper, Kafka 0.8's own behaviour",
                                    profile="kafka-0.8"),
+    "kafka-0.8.2.2": Variant("zookeeper", "0.8 group in ZooKeeper, Apache Kafka 0.8.2.2's own consumer (a JVM per "
+                             "member; trace rebuilt from its log), on zkconsumer's broker", profile="kafka-0.8",
+                             client=KAFKA_08_CLIENT, consumer_jars="0.8.2.2"),
     "coordinator": Variant("coordinator", "classic protocol, eager, on zkconsumer's coordinator"),
     "coordinator-kafka-3.9": Variant("coordinator", "classic protocol, eager, on Kafka 3.9.1's coordinator",
                                      kafka="3.9.1"),
@@ -59,10 +65,13 @@ def unavailable(name: str) -> str | None:
     variant = VARIANTS[name]
     if variant.client == "librdkafka" and importlib.util.find_spec("confluent_kafka") is None:
         return f"{name}: needs confluent-kafka (librdkafka) installed: pip install confluent-kafka"
-    version = variant.kafka
-    if version is None:
-        return None
-    if cached(version) is not None or shutil.which("mvn"):
-        return None
-    return (f"{name}: Kafka {version}'s jars are not cached and Maven (mvn) is not installed to fetch them "
-            f"(or set ZKCONSUMER_KAFKA_HOME)")
+    if variant.consumer_jars is not None:
+        try:
+            find_javac()  # the harness around Kafka's consumer is compiled on this machine
+        except KafkaDistError:
+            return f"{name}: needs a JDK's javac to compile the harness around Kafka's consumer"
+    for version in filter(None, (variant.kafka, variant.consumer_jars)):
+        if cached(version) is None and not shutil.which("mvn"):
+            return (f"{name}: Kafka {version}'s jars are not cached and Maven (mvn) is not installed to fetch them "
+                    f"(or set ZKCONSUMER_KAFKA_HOME)")
+    return None

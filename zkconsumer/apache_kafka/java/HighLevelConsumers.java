@@ -3,7 +3,9 @@
 // zkconsumer.apache_kafka.jars (never committed as a class file); zkconsumer.apache_kafka.processes runs it.
 //
 // Arguments: --zookeeper Z --group G (--topic T ... | --whitelist REGEX) [--streams N] [--strategy range|roundrobin]
-//            [--property key=value ...] [--no-fetch] [--records] [--start ID ...]
+//            [--property key=value ...] [--no-fetch] [--records] [--start ID ...] [--until-signal]
+// --until-signal: no commands; the members given with --start run until SIGTERM (each leaves gracefully: a
+//                 deploy's stop) or SIGKILL (a crash), as one consumer process per member runs in production
 // Commands on stdin, one per line:
 //   start ID    a member with consumer.id=ID: createMessageStreams, one thread per stream
 //   spawn ID    the same on a thread of its own: the next command is read at once (members starting together)
@@ -43,7 +45,7 @@ public final class HighLevelConsumers {
     private static final List<String> TOPICS = new ArrayList<>();
     private static final Map<String, String> PROPS = new LinkedHashMap<>();
     private static int streams = 1;
-    private static boolean fetch = true, records = false;
+    private static boolean fetch = true, records = false, untilSignal = false;
 
     public static void main(String[] args) throws Exception {
         List<String> initial = new ArrayList<>();
@@ -59,6 +61,7 @@ public final class HighLevelConsumers {
                 case "--no-fetch": fetch = false; break;
                 case "--records": records = true; break;
                 case "--start": initial.add(args[++i]); break;
+                case "--until-signal": untilSignal = true; break;
                 case "--property": {
                     String kv = args[++i];
                     int eq = kv.indexOf('=');
@@ -74,6 +77,9 @@ public final class HighLevelConsumers {
         Runtime.getRuntime().addShutdownHook(new Thread(HighLevelConsumers::stopAll, "stop-all"));
         emit("ready", null, "\"pid\":" + ProcessHandle.current().pid());
         for (String id : initial) command("start " + id);
+        if (untilSignal) {
+            Thread.currentThread().join();  // SIGTERM runs the shutdown hook: every member shuts down
+        }
         BufferedReader in = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
         String line;
         while ((line = in.readLine()) != null) {
