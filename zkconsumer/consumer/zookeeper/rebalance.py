@@ -198,9 +198,17 @@ class Rebalancer:
                 self._watch_topic(topic)
         self._thread = threading.Thread(target=self._run, name=f"{self.c.consumer_id}_watcher_executor",
                                         daemon=True)
-        self._thread.start()
         self.c.trace.emit("rebalance_triggered", cause="startup")
-        self.synced_rebalance("startup")
+        try:
+            self.synced_rebalance("startup")
+        finally:
+            # Started only now: running, it would take the triggers a watch raises during this first rebalance
+            # and queue a rebalance of its own behind our lock, so this one would not see them. The default
+            # profile then waited out an owner wait and a backoff (4 s) on a membership it knew was stale
+            # (found by comparing with Kafka 0.8.2.2's own consumer in a rolling restart). Kafka 0.8 starts its
+            # watcher thread first, and the kafka-0.8 profile still answers those triggers after the first
+            # rebalance, as Kafka does: they stay flagged until the thread starts.
+            self._thread.start()
 
     def _watch_topic(self, topic: str) -> None:
         if topic in self._topic_watches:
@@ -303,8 +311,9 @@ class Rebalancer:
         self._set_state(RebalancerState.STOPPED)
         with self._cond:
             self._cond.notify_all()
-        if self._thread is not None and self._thread is not threading.current_thread():
-            self._thread.join(30)
+        thread = self._thread
+        if thread is not None and thread.ident is not None and thread is not threading.current_thread():
+            thread.join(30)  # (not started yet while the first rebalance runs: nothing to join)
 
     # ------------------------------------------------------------------------------- the executor thread
     def _run(self) -> None:
