@@ -201,3 +201,39 @@ def test_many_consumers_started_together_converge(registry: Registry, zk_connect
     finally:
         for c in consumers:
             c.shutdown()
+
+
+def test_a_membership_change_during_the_first_rebalance_is_answered_by_it(registry: Registry, zk_connect: str,
+                                                                         monkeypatch: pytest.MonkeyPatch) -> None:
+    """m2 owns t-0..5. m1 starts; right after its first rebalance read the group ({m1, m2}: m1's share t-0..2), m3
+    registers ({m1, m2, m3}: m1 t-0..1, m2 t-2..3, m3 t-4..5). m2 keeps t-2, which m1's stale share wants: the
+    first rebalance must see the change and recompute, not wait for t-2 and back off (its watcher thread used to
+    take the change away from it; found against Kafka 0.8.2.2's own consumer, docs/profiles.md)."""
+    from zkconsumer.consumer.zookeeper.group_view import GroupView
+    from zkconsumer.zk.layout import ConsumerRegistration
+
+    create_topic(registry, "t", 6)
+    m2 = consumer(zk_connect, "g", "m2", rebalance_backoff_ms=2000)
+    m1 = consumer(zk_connect, "g", "m1", rebalance_backoff_ms=2000)
+    original = GroupView.read
+    injected = []
+
+    def read(view: GroupView, ids_watch):
+        result = original(view, ids_watch)
+        if view.c is m1 and not injected:
+            injected.append(True)
+            registry.zk.create("/consumers/g/ids/g_m3", ConsumerRegistration({"t": 1}).encode(), ephemeral=True)
+            wait_until(m1.rebalancer._pending_change, message="m3's registration flagged to m1's first rebalance")
+        return result
+
+    try:
+        m2.create_message_streams({"t": 1})
+        wait_until(lambda: len(owners(registry, "g")) == 6, message="m2 owns everything")
+        monkeypatch.setattr(GroupView, "read", read)
+        m1.create_message_streams({"t": 1})  # returns after the first rebalance
+        number, _, _, phases = m1.rebalancer.phase_log[0]
+        assert number == 1 and phases["backoff"] == 0 and phases["owner_wait"] < 1000, phases
+        assert sorted(f"{tp.topic}-{tp.partition}" for tp in m1.owned_partitions()) == ["t-0", "t-1"]
+    finally:
+        m1.shutdown()
+        m2.shutdown()
