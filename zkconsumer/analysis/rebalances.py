@@ -34,11 +34,40 @@ def _ev(name: str) -> Column:
     return F.col("event") == name
 
 
+def number_across_lives(control: DataFrame) -> DataFrame:
+    """Rebalance numbers that stay unique when a consumer is started again under its id.
+
+    A deploy's restart, or a ``kill -9`` and a start, appends to the same trace file, and the new process counts
+    its rebalances from 1 again. Its lines would join the old life's rebalance of the same number: one consumer
+    rebalance spanning both lives, and, in a rolling restart, the whole run as one group rebalance. A life
+    begins at its ``rebalance_triggered`` line with cause ``startup``. Each life's numbers go on from the
+    previous life's highest.
+
+    Also adds ``life_last_ts``, the last line of the line's life (its ``registered`` line, written by the next
+    process before its startup trigger, left out): a rebalance that life left unfinished ends there, not at the
+    end of the file."""
+    w = Window.partitionBy("group", "consumer").orderBy("seq").rowsBetween(UNBOUNDED, 0)
+    starts = F.when(_ev("rebalance_triggered") & (F.col("cause") == "startup"), 1).otherwise(0)
+    lines = control.withColumn("_life", F.sum(starts).over(w))
+    lives = lines.groupBy("group", "consumer", "_life").agg(
+        F.coalesce(F.max("rebalance"), F.lit(0)).alias("_top"),
+        F.max(F.when(~_ev("registered"), F.col("ts"))).alias("life_last_ts"))
+    before = Window.partitionBy("group", "consumer").orderBy("_life").rowsBetween(UNBOUNDED, -1)
+    offsets = lives.select("group", "consumer", "_life", "life_last_ts",
+                           F.coalesce(F.sum("_top").over(before), F.lit(0)).alias("_offset"))
+    return (lines.join(offsets, ["group", "consumer", "_life"], "left")
+            .withColumn("rebalance", F.col("rebalance") + F.col("_offset"))
+            .drop("_life", "_offset"))
+
+
 def consumer_rebalances(control: DataFrame, consumers: DataFrame) -> DataFrame:
     """One row per (group, consumer, rebalance): start, end, status, attempts, conflicts, owned share.
 
-    ``consumers`` gives each consumer's ``last_ts`` (end of a rebalance cut short by a kill).
+    ``consumers`` gives each consumer's ``last_ts`` (end of a rebalance cut short by a kill); lines numbered by
+    :func:`number_across_lives` carry the end of their process's life (``life_last_ts``), which comes first.
     """
+    if "life_last_ts" not in control.columns:
+        control = control.withColumn("life_last_ts", F.lit(None).cast("long"))
     w_next = Window.partitionBy("group", "consumer").orderBy("seq").rowsBetween(0, UNBOUNDED_F)
     first_attempt = F.when(_ev("attempt_started") & (F.col("attempt") == 1), F.col("rebalance"))
     rb = F.when(_ev("rebalance_triggered"), F.first(first_attempt, ignorenulls=True).over(w_next)
@@ -59,11 +88,12 @@ def consumer_rebalances(control: DataFrame, consumers: DataFrame) -> DataFrame:
         F.max_by(F.col("ids_cversion"), F.when(_ev("attempt_started"), F.col("seq"))).alias("ids_cversion"),
         F.max_by(F.col("strategy"), F.when(_ev("assigned"), F.col("seq"))).alias("strategy"),
         F.max_by(F.col("failure"), F.when(failed, F.col("seq"))).alias("failure"),
+        F.max("life_last_ts").alias("life_last_ts"),
     )
     return (agg.join(consumers.select("group", "consumer", "last_ts"), ["group", "consumer"], "left")
             .select(
                 "group", "consumer", F.col("rb").alias("rebalance"), "start",
-                F.coalesce("done_ts", "failed_ts", "last_ts").alias("end"),
+                F.coalesce("done_ts", "failed_ts", "life_last_ts", "last_ts").alias("end"),
                 F.when(F.col("done_ts").isNotNull(), "done").when(F.col("failed_ts").isNotNull(), "failed")
                 .otherwise("incomplete").alias("status"),
                 F.coalesce("_attempts", "_max_attempt", F.lit(0)).alias("attempts"),
@@ -180,6 +210,7 @@ class RebalanceTables:
 
 def analyze_rebalances(control: DataFrame, consumers: DataFrame) -> RebalanceTables:
     # small tables, checkpointed so that every later query plans against a short lineage
+    control = number_across_lives(control).localCheckpoint(eager=True)
     crb = cluster_group_rebalances(consumer_rebalances(control, consumers)).localCheckpoint(eager=True)
     owners = ownership(control, consumers, crb).localCheckpoint(eager=True)
     moved = moved_partitions(final_assignments(crb))

@@ -120,8 +120,10 @@ class MemberTrace:
 
     def harness(self, event: dict[str, Any]) -> list[Event]:
         kind = event.get("event")
-        if kind == "ready":  # a new JVM for this member: what a killed one held died with its session
+        if kind == "ready":  # a new JVM for this member: what a killed one held died with its session; it
+            # counts its rebalances from 1 again, as a restarted zkconsumer member does
             self.registered, self.owned, self.claimed, self.threads = False, [], {}, {}
+            self.rebalance = 0
             return []
         if kind != "record":
             return []

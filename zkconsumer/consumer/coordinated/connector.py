@@ -636,9 +636,17 @@ class _Listener(AsyncConsumerRebalanceListener):
 
     async def _give_up(self, ktps, lost: bool) -> None:
         tps = {TopicPartition(k.topic, k.partition) for k in ktps}
+        consumer = self.c.poller.consumer
+        # Under cooperative-sticky a revocation comes after SyncGroup, with the new share already in place, and
+        # kafka-python calls the assign callback only when partitions were added (Java always calls it). A
+        # rebalance that only took partitions away must still end with rebalance_done, or the trace leaves it open.
+        ends_here = False
+        if not lost and self.c.strategy == "cooperative-sticky" and not self.c.stopping and consumer is not None:
+            now = {TopicPartition(k.topic, k.partition) for k in consumer.assignment()}
+            with self.c.state_lock:
+                ends_here = not (now - set(self.c.owned))
         values = self.c.revoke(tps, lost)
         committed: dict[TopicPartition, int] = {}
-        consumer = self.c.poller.consumer
         if values and consumer is not None and self.c._commit_to_handover_first(values):
             try:
                 await consumer.commit_async({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1)
@@ -649,6 +657,8 @@ class _Listener(AsyncConsumerRebalanceListener):
         if lost:
             self.c.trace.emit("session_expired", generation=self.c.group_generation, member_id=self.c.member_id)
         self.c.released(tps, committed, lost)
+        if ends_here:
+            await self.on_partitions_assigned([])
 
     async def on_partitions_assigned(self, assigned) -> None:
         consumer = self.c.poller.consumer
