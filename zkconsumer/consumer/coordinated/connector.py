@@ -471,8 +471,8 @@ class CoordinatorConsumerConnector(ConsumerBase):
 
     def assign(self, tps: set[TopicPartition], generation: int, member_id: str) -> None:
         """IO thread, after SyncGroup: own ``tps`` (kafka-python positions them at the committed offsets)."""
-        if self._rebalance_started is None:
-            self._begin_rebalance("coordinator")
+        if self._rebalance_started is None:  # no revocation came first (cooperative-sticky revokes nothing to join)
+            self._begin_rebalance("startup" if self.group_generation < 0 else "coordinator")
         self.group_generation, self.member_id = generation, member_id
         threads = self._threads_for(set(tps))
         with self.state_lock:
