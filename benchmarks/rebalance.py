@@ -542,20 +542,32 @@ def run_scenario(zk_root: str, implementation: str, size: int, partitions: int, 
         host_pids = group.pids()
         cpu_before = cpu_sample(host_pids, zk_pid)
         jit_before = group.jit_ms()
+        unmoved = Counter()  # joins and crashes after which no partition changed hands: not measured
         for r in range(rounds):
             name = f"j{r:03d}"
             placement[name] = r % hosts
+            before = expected_owners(members, partitions)
             t0 = time.time()
             actions.append(time.monotonic())
             group.join(placement[name], name)
             members.append(name)
-            joins.append(wait_converged(expected_owners(members, partitions), reg, since=t0))
+            after = expected_owners(members, partitions)
+            took = wait_converged(after, reg, since=t0)
+            if moved(before, after):
+                joins.append(took)
+            else:
+                unmoved["join"] += 1
             victim = sorted(members)[r % len(members)]
             members.remove(victim)
+            before, after = after, expected_owners(members, partitions)
             t0 = time.time()
             actions.append(time.monotonic())
             group.crash(placement[victim], victim)
-            crashes.append(wait_converged(expected_owners(members, partitions), reg, since=t0))
+            took = wait_converged(after, reg, since=t0)
+            if moved(before, after):
+                crashes.append(took)
+            else:
+                unmoved["crash"] += 1
         cpu_after = cpu_sample(host_pids, zk_pid)
         jit_after = group.jit_ms()
         cpu = {name: None if cpu_before[name] is None or cpu_after[name] is None
@@ -564,8 +576,9 @@ def run_scenario(zk_root: str, implementation: str, size: int, partitions: int, 
                                 else (jit_after - jit_before) / (2 * rounds))
         counts, logged = group.results()
         return {"phases": phase_summary(logged, actions), "profile": implementation, "size": size, "cold_s": cold,
-                "join_p50_ms": statistics.median(joins) * 1000, "join_max_ms": max(joins) * 1000,
-                "crash_p50_ms": statistics.median(crashes) * 1000, "crash_max_ms": max(crashes) * 1000,
+                "partitions": partitions, "unmoved": dict(unmoved),
+                "join_p50_ms": p50_ms(joins), "join_max_ms": max_ms(joins),
+                "crash_p50_ms": p50_ms(crashes), "crash_max_ms": max_ms(crashes),
                 "attempts": counts["attempts"], "claim_conflicts": counts["claim_conflicts"],
                 "failed_attempts": counts["failed_attempts"], "failed_rebalances": counts["failed_rebalances"],
                 "cpu_ms": cpu, "joins_ms": [j * 1000 for j in joins], "crashes_ms": [c * 1000 for c in crashes],
@@ -575,6 +588,29 @@ def run_scenario(zk_root: str, implementation: str, size: int, partitions: int, 
         group.close()
         client.stop()
         client.close()
+
+
+def moved(before: dict, after: dict) -> int:
+    """How many partitions change hands between two assignments. A join or crash that moves none (more consumers
+    than partitions) is no rebalance to measure: the benchmark says so instead of reporting it as 0 ms."""
+    return sum(1 for tp in after.keys() | before.keys() if before.get(tp) != after.get(tp))
+
+
+def p50_ms(seconds: list[float]) -> float | None:
+    return statistics.median(seconds) * 1000 if seconds else None
+
+
+def max_ms(seconds: list[float]) -> float | None:
+    return max(seconds) * 1000 if seconds else None
+
+
+def ratio(a: float | None, b: float | None) -> float | None:
+    """a / b where both were measured and b is not 0; None otherwise (printed as "–", never a ZeroDivisionError)."""
+    return a / b if a is not None and b else None
+
+
+def fmt(value: float | None, spec: str = ".0f") -> str:
+    return "–" if value is None else format(value, spec)
 
 
 def measure_floor(zk_root: str, repeats: int = 50) -> dict[str, float]:
@@ -656,7 +692,8 @@ def warm_up(console, zk: str, zk_pid: int | None, args: argparse.Namespace) -> N
     for n in range(args.warmup):
         implementation = cycle[n % len(cycle)]
         with console.status(f"warming ZooKeeper up ({implementation}, {size} consumers, scenario {n + 1})..."):
-            r = run_scenario(zk, implementation, size, args.partitions, 3, args.processes, zk_pid, kafka_warmup=0)
+            r = run_scenario(zk, implementation, size, partitions_for(args, size), 3, args.processes, zk_pid,
+                             kafka_warmup=0)
         cpu = r["cpu_ms"]
         if cpu["zookeeper"] is None:
             console.print("warm-up: no /proc to read ZooKeeper's CPU from; one scenario only", highlight=False)
@@ -688,18 +725,19 @@ def faithfulness(console, by: dict, sizes: list[int]) -> None:
             continue
         profile, default = by.get(("kafka-0.8", size)), by.get(("default", size))
         if profile:
-            ratios = {label: profile[key] / kafka[key] if kafka[key] else float("nan") for label, key in measures}
-            verdicts[size] = {label: ratios[label] for label in judged}
+            ratios = {label: ratio(profile[key], kafka[key]) for label, key in measures}
+            verdicts[size] = {label: ratios[label] for label in judged if ratios[label] is not None}
             cpu, ours, theirs = "", profile["cpu_ms"]["consumers"], kafka["cpu_ms"]["consumers"]
             if ours and theirs:
                 cpu = f"; consumers' CPU per rebalance {ours / theirs:.2f}x"
             console.print(f"{size} consumers: kafka-0.8 profile / Kafka 0.8.2.2's own (1.00x = the same time, below 1 "
-                          "= the profile is faster) — " + ", ".join(f"{k} {v:.2f}x" for k, v in ratios.items()) + cpu,
+                          "= the profile is faster) — " + ", ".join(f"{k} {fmt(v, '.2f')}x" for k, v in ratios.items())
+                          + cpu,
                           highlight=False)
         if default:
             console.print(f"{size} consumers: default vs Kafka 0.8.2.2's own — " + ", ".join(
-                f"{label} {kafka[key] / default[key]:.1f}x faster" for label, key in measures if default[key]),
-                highlight=False)
+                f"{label} {ratio(kafka[key], default[key]):.1f}x faster" for label, key in measures
+                if ratio(kafka[key], default[key]) is not None), highlight=False)
         for name, r in ((KAFKA, kafka), ("kafka-0.8", profile), ("default", default)):
             if r:
                 if name in totals:
@@ -730,10 +768,16 @@ def faithfulness(console, by: dict, sizes: list[int]) -> None:
                   f"{p['claim_conflicts']}.", highlight=False)
 
 
+def partitions_for(args: argparse.Namespace, size: int) -> int:
+    return args.partitions_per_consumer * size if args.partitions_per_consumer else args.partitions
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 50])
-    ap.add_argument("--partitions", type=int, default=200)
+    ap.add_argument("--partitions", type=int, default=200, help="partitions of the topic (default 200)")
+    ap.add_argument("--partitions-per-consumer", type=int, metavar="K",
+                    help="instead: K partitions per consumer of each size (2: a join at 200 consumers moves some)")
     ap.add_argument("--rounds", type=int, default=5, help="joins and crashes per scenario")
     ap.add_argument("--implementations", "--profiles", dest="implementations", nargs="+", choices=IMPLEMENTATIONS,
                     default=list(IMPLEMENTATIONS),
@@ -762,7 +806,7 @@ def main() -> None:
         for size in args.sizes:
             for implementation in args.implementations:
                 with console.status(f"{implementation}, {size} consumers..."):
-                    results.append(run_scenario(server.connect_string, implementation, size, args.partitions,
+                    results.append(run_scenario(server.connect_string, implementation, size, partitions_for(args, size),
                                                 args.rounds, args.processes, zk_pid, args.kafka_warmup,
                                                 args.kafka_logs))
                 r = results[-1]
@@ -772,19 +816,23 @@ def main() -> None:
                     if r["warm_jit_ms"] is not None:
                         jit += (f" (warm-up: cold start + {r['warm_pairs']} joins and crashes, {r['warm_jit_ms']:.0f} "
                                 f"ms of JIT; its last 3 pairs {r['warm_jit_last'] or 0:.0f} ms per rebalance)")
+                unmoved = "".join(f", {n} {what}s moved no partition (not measured)"
+                                  for what, n in r["unmoved"].items())
                 console.print(f"{implementation:13s} {size:3d}: cold {r['cold_s']:.2f}s, join p50 "
-                              f"{r['join_p50_ms']:.0f} ms, crash p50 {r['crash_p50_ms']:.0f} ms, attempts "
+                              f"{fmt(r['join_p50_ms'])} ms, crash p50 {fmt(r['crash_p50_ms'])} ms{unmoved}, attempts "
                               f"{r['attempts']}, conflicts {r['claim_conflicts']}, failed attempts "
                               f"{r['failed_attempts']}, failed rebalances {r['failed_rebalances']}{jit}",
                               highlight=False)
-    table = Table(title=f"rebalance, {args.partitions} partitions, range, {args.rounds} joins + {args.rounds} crashes")
-    for col in ("implementation", "consumers", "cold start (s)", "join p50 (ms)", "join max (ms)", "crash p50 (ms)",
-                "crash max (ms)", "attempts", "claim conflicts", "failed attempts", "failed rebalances",
-                "consumers' CPU / rebalance (ms)", "ZooKeeper CPU / rebalance (ms)", "of it JIT (ms)"):
+    table = Table(title=f"rebalance, range, {args.rounds} joins + {args.rounds} crashes (a join or crash that moves no "
+                        "partition is not measured)")
+    for col in ("implementation", "consumers", "partitions", "cold start (s)", "join p50 (ms)", "join max (ms)",
+                "crash p50 (ms)", "crash max (ms)", "attempts", "claim conflicts", "failed attempts",
+                "failed rebalances", "consumers' CPU / rebalance (ms)", "ZooKeeper CPU / rebalance (ms)",
+                "of it JIT (ms)"):
         table.add_column(col, justify="right")
     for r in results:
-        table.add_row(r["profile"], str(r["size"]), f"{r['cold_s']:.2f}", f"{r['join_p50_ms']:.0f}",
-                      f"{r['join_max_ms']:.0f}", f"{r['crash_p50_ms']:.0f}", f"{r['crash_max_ms']:.0f}",
+        table.add_row(r["profile"], str(r["size"]), str(r["partitions"]), f"{r['cold_s']:.2f}",
+                      fmt(r["join_p50_ms"]), fmt(r["join_max_ms"]), fmt(r["crash_p50_ms"]), fmt(r["crash_max_ms"]),
                       *(str(r[k]) for k in ("attempts", "claim_conflicts", "failed_attempts", "failed_rebalances")),
                       *("–" if r["cpu_ms"][k] is None else f"{r['cpu_ms'][k]:.0f}"
                         for k in ("consumers", "zookeeper", "jit")))
@@ -813,10 +861,11 @@ def main() -> None:
     for size in args.sizes:
         if ("kafka-0.8", size) in by and ("default", size) in by:
             a, b = by[("kafka-0.8", size)], by[("default", size)]
-            ratio = a["join_p50_ms"] / b["join_p50_ms"]
-            console.print(f"{size} consumers: default vs kafka-0.8 — join p50 {ratio:.1f}x "
-                          f"faster, crash p50 {a['crash_p50_ms'] / b['crash_p50_ms']:.1f}x faster, cold start "
-                          f"{a['cold_s'] / b['cold_s']:.1f}x faster", highlight=False)
+            console.print(f"{size} consumers: default vs kafka-0.8 — join p50 "
+                          f"{fmt(ratio(a['join_p50_ms'], b['join_p50_ms']), '.1f')}x faster, crash p50 "
+                          f"{fmt(ratio(a['crash_p50_ms'], b['crash_p50_ms']), '.1f')}x faster, cold start "
+                          f"{fmt(ratio(a['cold_s'], b['cold_s']), '.1f')}x faster (– : not measured on both sides)",
+                          highlight=False)
     faithfulness(console, by, args.sizes)
 
 

@@ -158,7 +158,7 @@ def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: 
         n_consumers = base.count()
         note.append(f"{n_consumers} consumers")
     with st.stage("rebalances") as note:
-        rb = analyze_rebalances(ts.control(), base)
+        rb = analyze_rebalances(ts.control(), base, ts.rest())
         n_rb = rb.group_rebalances.count()
         note.append(f"{n_rb} group rebalances")
     with st.stage("partitions") as note:

@@ -34,7 +34,14 @@ def _ev(name: str) -> Column:
     return F.col("event") == name
 
 
-def number_across_lives(control: DataFrame) -> DataFrame:
+def _with_life(lines: DataFrame) -> DataFrame:
+    """Each line's life: how many ``rebalance_triggered`` lines with cause ``startup`` its consumer wrote up to it."""
+    w = Window.partitionBy("group", "consumer").orderBy("seq").rowsBetween(UNBOUNDED, 0)
+    starts = F.when(_ev("rebalance_triggered") & (F.col("cause") == "startup"), 1).otherwise(0)
+    return lines.withColumn("_life", F.sum(starts).over(w))
+
+
+def number_across_lives(control: DataFrame, life_lines: DataFrame | None = None) -> DataFrame:
     """Rebalance numbers that stay unique when a consumer is started again under its id.
 
     A deploy's restart, or a ``kill -9`` and a start, appends to the same trace file, and the new process counts
@@ -43,18 +50,21 @@ def number_across_lives(control: DataFrame) -> DataFrame:
     begins at its ``rebalance_triggered`` line with cause ``startup``. Each life's numbers go on from the
     previous life's highest.
 
-    Also adds ``life_last_ts``, the last line of the line's life (its ``registered`` line, written by the next
-    process before its startup trigger, left out): a rebalance that life left unfinished ends there, not at the
-    end of the file."""
-    w = Window.partitionBy("group", "consumer").orderBy("seq").rowsBetween(UNBOUNDED, 0)
-    starts = F.when(_ev("rebalance_triggered") & (F.col("cause") == "startup"), 1).otherwise(0)
-    lines = control.withColumn("_life", F.sum(starts).over(w))
-    lives = lines.groupBy("group", "consumer", "_life").agg(
-        F.coalesce(F.max("rebalance"), F.lit(0)).alias("_top"),
-        F.max(F.when(~_ev("registered"), F.col("ts"))).alias("life_last_ts"))
+    Also adds ``life_last_ts``, the last line of the line's life, when a later life follows: a rebalance or an
+    ownership that life left unfinished ends there, not at the end of the file. It is read from ``life_lines``
+    (the consumers' lines but deliveries: commits, every auto-commit interval, bound how late a killed life's
+    last sign of life can be) and leaves out the next process's ``registered`` line, written before its startup
+    trigger. It is null on the last life, which ends with the consumer's last line (deliveries included)."""
+    lines = _with_life(control)
+    numbers = lines.groupBy("group", "consumer", "_life").agg(F.coalesce(F.max("rebalance"), F.lit(0)).alias("_top"))
+    ends = _with_life(life_lines if life_lines is not None else control).groupBy("group", "consumer", "_life").agg(
+        F.max(F.when(~_ev("registered"), F.col("ts"))).alias("_ends"))
     before = Window.partitionBy("group", "consumer").orderBy("_life").rowsBetween(UNBOUNDED, -1)
-    offsets = lives.select("group", "consumer", "_life", "life_last_ts",
-                           F.coalesce(F.sum("_top").over(before), F.lit(0)).alias("_offset"))
+    later = Window.partitionBy("group", "consumer").orderBy("_life").rowsBetween(1, UNBOUNDED_F)
+    offsets = (numbers.join(ends, ["group", "consumer", "_life"], "left")
+               .select("group", "consumer", "_life",
+                       F.when(F.count("_life").over(later) > 0, F.col("_ends")).alias("life_last_ts"),
+                       F.coalesce(F.sum("_top").over(before), F.lit(0)).alias("_offset")))
     return (lines.join(offsets, ["group", "consumer", "_life"], "left")
             .withColumn("rebalance", F.col("rebalance") + F.col("_offset"))
             .drop("_life", "_offset"))
@@ -118,11 +128,17 @@ def final_assignments(crb: DataFrame) -> DataFrame:
 
 
 def ownership(control: DataFrame, consumers: DataFrame, crb: DataFrame) -> DataFrame:
-    """Ownership intervals: group, topic, partition, consumer, owned_from, owned_to, end_reason, rebalance_id."""
+    """Ownership intervals: group, topic, partition, consumer, owned_from, owned_to, end_reason, rebalance_id.
+
+    An ownership that its process's life ended without a ``released`` (a ``kill -9``) ends with that life, even
+    when the consumer, started again under its id, owns the partition again later."""
+    if "life_last_ts" not in control.columns:
+        control = control.withColumn("life_last_ts", F.lit(None).cast("long"))
     own = control.where(_ev("rebalance_done")).select(
-        "group", "consumer", "seq", "ts", "rebalance", F.explode("owned").alias("tp"), F.lit("own").alias("kind"))
+        "group", "consumer", "seq", "ts", "rebalance", "life_last_ts", F.explode("owned").alias("tp"),
+        F.lit("own").alias("kind"))
     rel = control.where(_ev("released")).select(
-        "group", "consumer", "seq", "ts", "rebalance", F.explode("parts").alias("tp"),
+        "group", "consumer", "seq", "ts", "rebalance", "life_last_ts", F.explode("parts").alias("tp"),
         F.lit("release").alias("kind"))
     w = Window.partitionBy("group", "consumer", "tp").orderBy("seq")
     marks = own.unionByName(rel).select(
@@ -133,9 +149,13 @@ def ownership(control: DataFrame, consumers: DataFrame, crb: DataFrame) -> DataF
     return (marks.where(F.col("kind") == "own")
             .join(ends, ["group", "consumer"], "left")
             .join(rid, ["group", "consumer", "rebalance"], "left")
+            .withColumn("_life_ended", F.col("life_last_ts").isNotNull()
+                        & (F.col("next_ts").isNull() | (F.col("next_ts") > F.col("life_last_ts"))))
             .select("group", topic, partition, "consumer", F.col("ts").alias("owned_from"),
-                    F.coalesce("next_ts", "last_ts").alias("owned_to"),
-                    F.when(F.col("next_kind") == "release", "released")
+                    F.when(F.col("_life_ended"), F.col("life_last_ts"))
+                    .otherwise(F.coalesce("next_ts", "last_ts")).alias("owned_to"),
+                    F.when(F.col("_life_ended"), "its process ended (a later one took the id)")
+                    .when(F.col("next_kind") == "release", "released")
                     .when(F.col("next_kind") == "own", "owned again")
                     .when(F.col("shutdown"), "shutdown")
                     .otherwise("last line (no shutdown)").alias("end_reason"),
@@ -208,9 +228,12 @@ class RebalanceTables:
     unowned: DataFrame
 
 
-def analyze_rebalances(control: DataFrame, consumers: DataFrame) -> RebalanceTables:
+def analyze_rebalances(control: DataFrame, consumers: DataFrame, life_lines: DataFrame | None = None
+                       ) -> RebalanceTables:
+    """``life_lines``: the consumers' lines but deliveries (``TraceSet.rest``), for where each process's life
+    ended (:func:`number_across_lives`); without it, the rebalance lines alone."""
     # small tables, checkpointed so that every later query plans against a short lineage
-    control = number_across_lives(control).localCheckpoint(eager=True)
+    control = number_across_lives(control, life_lines).localCheckpoint(eager=True)
     crb = cluster_group_rebalances(consumer_rebalances(control, consumers)).localCheckpoint(eager=True)
     owners = ownership(control, consumers, crb).localCheckpoint(eager=True)
     moved = moved_partitions(final_assignments(crb))
