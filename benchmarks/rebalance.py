@@ -55,7 +55,7 @@ from zkconsumer.consumer.zookeeper.phases import PHASES
 from zkconsumer.tools.groups import verify
 from zkconsumer.zk.layout import BrokerInfo
 from zkconsumer.zk.registry import Registry, connect
-from zkconsumer.zk.server import ZooKeeperServer
+from zkconsumer.zk.server import ZooKeeperServer, four_letter_word
 from zkconsumer.zk.topics import create_topic
 
 TOPIC = "bench"
@@ -541,6 +541,7 @@ def run_scenario(zk_root: str, implementation: str, size: int, partitions: int, 
         actions: list[float] = []  # monotonic (system-wide on Linux, so comparable across host processes)
         host_pids = group.pids()
         cpu_before = cpu_sample(host_pids, zk_pid)
+        packets_before = zk_packets(zk_root, client.client_id[0])
         jit_before = group.jit_ms()
         unmoved = Counter()  # joins and crashes after which no partition changed hands: not measured
         for r in range(rounds):
@@ -569,6 +570,7 @@ def run_scenario(zk_root: str, implementation: str, size: int, partitions: int, 
             else:
                 unmoved["crash"] += 1
         cpu_after = cpu_sample(host_pids, zk_pid)
+        packets_after = zk_packets(zk_root, client.client_id[0])
         jit_after = group.jit_ms()
         cpu = {name: None if cpu_before[name] is None or cpu_after[name] is None
                else (cpu_after[name] - cpu_before[name]) / (2 * rounds) for name in cpu_before}
@@ -581,6 +583,8 @@ def run_scenario(zk_root: str, implementation: str, size: int, partitions: int, 
                 "crash_p50_ms": p50_ms(crashes), "crash_max_ms": max_ms(crashes),
                 "attempts": counts["attempts"], "claim_conflicts": counts["claim_conflicts"],
                 "failed_attempts": counts["failed_attempts"], "failed_rebalances": counts["failed_rebalances"],
+                "zk_requests": None if packets_before is None or packets_after is None
+                else (packets_after - packets_before) / (2 * rounds),
                 "cpu_ms": cpu, "joins_ms": [j * 1000 for j in joins], "crashes_ms": [c * 1000 for c in crashes],
                 "warm_jit_ms": getattr(group, "warm_jit_ms", None), "warm_pairs": getattr(group, "warm_pairs", 0),
                 "warm_jit_last": getattr(group, "warm_jit_last", None)}
@@ -588,6 +592,27 @@ def run_scenario(zk_root: str, implementation: str, size: int, partitions: int, 
         group.close()
         client.stop()
         client.close()
+
+
+def zk_packets(zk_root: str, own_session: int) -> int | None:
+    """Requests ZooKeeper has received so far from everyone but the benchmark's own session: ``mntr``'s
+    zk_packets_received less what ``cons`` says that session sent (it lists every owner node every 10 ms while
+    it waits for convergence, more than a group's own requests)."""
+    host, _, port = zk_root.split(",")[0].split("/")[0].rpartition(":")
+    try:
+        total = None
+        for line in four_letter_word(host, int(port), "mntr").splitlines():
+            key, _, value = line.partition("\t")
+            if key == "zk_packets_received":
+                total = int(value)
+        ours = 0
+        for line in four_letter_word(host, int(port), "cons").splitlines():
+            m = re.search(r"recved=(\d+).*sid=0x([0-9a-f]+)", line)
+            if m and int(m.group(2), 16) == own_session:
+                ours = int(m.group(1))
+        return None if total is None else total - ours
+    except (OSError, ValueError):
+        return None
 
 
 def moved(before: dict, after: dict) -> int:
@@ -827,13 +852,14 @@ def main() -> None:
                         "partition is not measured)")
     for col in ("implementation", "consumers", "partitions", "cold start (s)", "join p50 (ms)", "join max (ms)",
                 "crash p50 (ms)", "crash max (ms)", "attempts", "claim conflicts", "failed attempts",
-                "failed rebalances", "consumers' CPU / rebalance (ms)", "ZooKeeper CPU / rebalance (ms)",
-                "of it JIT (ms)"):
+                "failed rebalances", "ZooKeeper requests / rebalance", "consumers' CPU / rebalance (ms)",
+                "ZooKeeper CPU / rebalance (ms)", "of it JIT (ms)"):
         table.add_column(col, justify="right")
     for r in results:
         table.add_row(r["profile"], str(r["size"]), str(r["partitions"]), f"{r['cold_s']:.2f}",
                       fmt(r["join_p50_ms"]), fmt(r["join_max_ms"]), fmt(r["crash_p50_ms"]), fmt(r["crash_max_ms"]),
                       *(str(r[k]) for k in ("attempts", "claim_conflicts", "failed_attempts", "failed_rebalances")),
+                      fmt(r["zk_requests"]),
                       *("–" if r["cpu_ms"][k] is None else f"{r['cpu_ms'][k]:.0f}"
                         for k in ("consumers", "zookeeper", "jit")))
     console.print(table)
