@@ -793,6 +793,37 @@ def faithfulness(console, by: dict, sizes: list[int]) -> None:
                   f"{p['claim_conflicts']}.", highlight=False)
 
 
+def plot_scaling(results: list[dict], path: Path) -> Path:
+    """ZooKeeper requests per rebalance and convergence time against the group's size, one line per
+    implementation, log-log: a line of slope 1 grows linearly, of slope 2 quadratically (the references drawn)."""
+    from zkconsumer.analysis import plots  # matplotlib with the Agg backend
+
+    plt = plots.plt
+    fig, (req, lat) = plt.subplots(1, 2, figsize=(11, 4.2))
+    for implementation in dict.fromkeys(r["profile"] for r in results):
+        rows = sorted((r for r in results if r["profile"] == implementation), key=lambda r: r["size"])
+        sizes = [r["size"] for r in rows]
+        if any(r["zk_requests"] is not None for r in rows):
+            req.plot(sizes, [r["zk_requests"] for r in rows], marker="o", label=implementation)
+        lat.plot(sizes, [r["crash_p50_ms"] for r in rows], marker="o", label=f"{implementation}, crash p50")
+        lat.plot(sizes, [r["join_p50_ms"] for r in rows], marker="s", linestyle="--",
+                 label=f"{implementation}, join p50")
+    sizes = sorted({r["size"] for r in results})
+    base = [r for r in results if r["size"] == sizes[0] and r["zk_requests"]]
+    if base and len(sizes) > 1:
+        y0 = min(r["zk_requests"] for r in base)
+        req.plot(sizes, [y0 * s / sizes[0] for s in sizes], color="grey", linestyle=":", label="linear (slope 1)")
+        req.plot(sizes, [y0 * (s / sizes[0]) ** 2 for s in sizes], color="black", linestyle=":",
+                 label="quadratic (slope 2)")
+    for ax, title in ((req, "ZooKeeper requests per join or crash"), (lat, "convergence after a join or crash (ms)")):
+        ax.set_xscale("log")
+        ax.set_yscale("log")
+        ax.set_xlabel("consumers in the group")
+        ax.set_title(title, fontsize=10)
+        ax.legend(fontsize=7)
+    return plots._save(fig, path)
+
+
 def partitions_for(args: argparse.Namespace, size: int) -> int:
     return args.partitions_per_consumer * size if args.partitions_per_consumer else args.partitions
 
@@ -815,6 +846,8 @@ def main() -> None:
                          "JIT is quiet, at most N of them (0: no warm-up)")
     ap.add_argument("--kafka-logs", type=Path, metavar="DIR",
                     help=f"keep the logs of {KAFKA}'s JVMs under DIR (default: deleted)")
+    ap.add_argument("--plot", type=Path, metavar="PNG",
+                    help="draw ZooKeeper requests and convergence time against the group size (log-log)")
     ap.add_argument("--processes", type=int, default=4,
                     help="consumer host processes (1: all consumers in this process, sharing one GIL); "
                          f"{KAFKA}: as many JVMs")
@@ -893,6 +926,8 @@ def main() -> None:
                           f"{fmt(ratio(a['cold_s'], b['cold_s']), '.1f')}x faster (– : not measured on both sides)",
                           highlight=False)
     faithfulness(console, by, args.sizes)
+    if args.plot:
+        console.print(f"figure: {plot_scaling(results, args.plot)}", highlight=False)
 
 
 if __name__ == "__main__":
