@@ -9,8 +9,9 @@ import importlib.util
 import shutil
 from dataclasses import dataclass
 
-from zkconsumer.apache_kafka.jars import KafkaDistError, cached, find_javac
+from zkconsumer.apache_kafka.jars import cached, find_javac
 from zkconsumer.apache_kafka.lab_members import CLIENT as KAFKA_08_CLIENT
+from zkconsumer.errors import ZkConsumerError
 
 
 @dataclass(frozen=True)
@@ -68,8 +69,8 @@ def unavailable(name: str) -> str | None:
     if variant.consumer_jars is not None:
         try:
             find_javac()  # the harness around Kafka's consumer is compiled on this machine
-        except KafkaDistError:
-            return f"{name}: needs a JDK's javac to compile the harness around Kafka's consumer"
+        except ZkConsumerError as e:  # no Java at all, or a runtime without javac
+            return f"{name}: needs a JDK to compile the harness around Kafka's consumer ({e})"
     for version in filter(None, (variant.kafka, variant.consumer_jars)):
         if cached(version) is None and not shutil.which("mvn"):
             return (f"{name}: Kafka {version}'s jars are not cached and Maven (mvn) is not installed to fetch them "
