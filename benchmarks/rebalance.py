@@ -55,7 +55,7 @@ from zkconsumer.consumer.zookeeper.phases import PHASES
 from zkconsumer.tools.groups import verify
 from zkconsumer.zk.layout import BrokerInfo
 from zkconsumer.zk.registry import Registry, connect
-from zkconsumer.zk.server import ZooKeeperServer, four_letter_word
+from zkconsumer.zk.server import ZooKeeperServer, four_letter_word, packets_received
 from zkconsumer.zk.topics import create_topic
 
 TOPIC = "bench"
@@ -599,12 +599,8 @@ def zk_packets(zk_root: str, own_session: int) -> int | None:
     zk_packets_received less what ``cons`` says that session sent (it lists every owner node every 10 ms while
     it waits for convergence, more than a group's own requests)."""
     host, _, port = zk_root.split(",")[0].split("/")[0].rpartition(":")
+    total = packets_received(host, int(port))
     try:
-        total = None
-        for line in four_letter_word(host, int(port), "mntr").splitlines():
-            key, _, value = line.partition("\t")
-            if key == "zk_packets_received":
-                total = int(value)
         ours = 0
         for line in four_letter_word(host, int(port), "cons").splitlines():
             m = re.search(r"recved=(\d+).*sid=0x([0-9a-f]+)", line)

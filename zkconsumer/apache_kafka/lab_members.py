@@ -20,12 +20,11 @@ CLIENT = "kafka-0.8.2.2"
 
 
 class KafkaLabMembers:
-    """Commands and traces of the Kafka members of one lab group.
-
-    ``output`` names the file where the lab's backend writes a member's stdout (the harness's JSON lines)."""
+    """Commands and traces of the Kafka members of one lab group. A member's stdout (the harness's JSON lines) is
+    where the lab's backend writes it, ``<logs_dir>/<member>.log``."""
 
     def __init__(self, zk_connect: str, group: str, topics: Iterable[str], trace_dir: Path, logs_dir: Path,
-                 output: Mapping[str, Path] | None = None, strategy: str = "range",
+                 strategy: str = "range",
                  properties: Mapping[str, object] | None = None, streams: int = 1,
                  version: str = DEFAULT_VERSION) -> None:
         self.zk_connect, self.group = zk_connect, group
@@ -34,12 +33,8 @@ class KafkaLabMembers:
         self.strategy, self.streams = strategy, streams
         self.properties = dict(properties or {})
         self.version = version
-        self._output = dict(output or {})
         self._dist: KafkaDist | None = None
         self.traces: dict[str, KafkaMemberTrace] = {}
-
-    def output_of(self, member: str) -> Path:
-        return self._output.get(member, self.logs_dir / f"{member}.log")
 
     def command(self, member: str) -> list[str]:
         """The member's command line (a JVM that starts it and runs until signalled); its trace starts here."""
@@ -52,7 +47,7 @@ class KafkaLabMembers:
             auto_commit = str(self.properties.get("auto.commit.enable", "true")).lower() == "true"
             self.traces[member] = KafkaMemberTrace(self.trace_dir, self.group, member,
                                                    {t: self.streams for t in self.topics}, log_file,
-                                                   self.output_of(member), auto_commit=auto_commit)
+                                                   self.logs_dir / f"{member}.log", auto_commit=auto_commit)
         # UTC: the trace reads the log's timestamps (log4j writes local time) as UTC
         return harness_command(self._dist, self.zk_connect, self.group, self.topics, streams=self.streams,
                                strategy=self.strategy, properties=self.properties, report_records=True,

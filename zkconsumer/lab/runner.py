@@ -42,7 +42,7 @@ from zkconsumer.migration.driver import MigrationDriver
 from zkconsumer.records import encode_value
 from zkconsumer.tools.groups import verify
 from zkconsumer.zk.registry import Registry
-from zkconsumer.zk.server import four_letter_word
+from zkconsumer.zk.server import packets_received
 from zkconsumer.zk.topics import create_topic
 
 GROUP = "lab"
@@ -546,16 +546,7 @@ class Lab:
     def _zk_requests(self) -> int:
         """Packets the embedded ZooKeeper received so far (``mntr``); 0 with an external ZooKeeper."""
         address = self.backend.zookeeper_address()
-        if address is None:
-            return 0
-        try:
-            for line in four_letter_word(*address, "mntr").splitlines():
-                key, _, value = line.partition("\t")
-                if key == "zk_packets_received":
-                    return int(value)
-        except (OSError, ValueError):
-            pass
-        return 0
+        return (packets_received(*address) or 0) if address is not None else 0
 
     def _verify_by_traces(self) -> bool:
         """Every partition owned, once, by a member still running (what verify checks with owner nodes)."""

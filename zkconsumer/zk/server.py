@@ -414,6 +414,18 @@ class ZooKeeperServer:
         return out
 
 
+def packets_received(host: str, port: int) -> int | None:
+    """Requests the server has received so far (``mntr``'s zk_packets_received), or None if it cannot say."""
+    try:
+        for line in four_letter_word(host, port, "mntr").splitlines():
+            key, _, value = line.partition("\t")
+            if key == "zk_packets_received":
+                return int(value)
+    except (OSError, ValueError):
+        pass
+    return None
+
+
 def pid_alive(pid: int) -> bool:
     """Is this process alive (a zombie counts as dead)?"""
     try:
