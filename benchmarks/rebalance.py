@@ -700,20 +700,21 @@ def phase_summary(logged: list[tuple[float, float | None, dict[str, int]]], acti
 
 
 def warm_up(console, zk: str, zk_pid: int | None, args: argparse.Namespace) -> None:
-    """Unmeasured scenarios (every profile measured, the largest size) until ZooKeeper's JIT compiler threads use
-    under 5 ms of CPU per rebalance, or ``--warmup`` scenarios have run. Kafka's own consumer warms ZooKeeper only
-    when it is measured alone (its rows warm their own JVMs first, which serves ZooKeeper's compiler too).
+    """Unmeasured scenarios (every profile measured, the largest size up to 200) until ZooKeeper's JIT compiler
+    threads use under 5 ms of CPU per rebalance, or ``--warmup`` scenarios have run. Kafka's own consumer warms
+    ZooKeeper only when it is measured alone (its rows warm their own JVMs first, which serves ZooKeeper's compiler
+    too).
 
     A fresh JVM compiles ZooKeeper's request paths during its first thousands of requests: measured from a cold
     start, its compiler threads took 100-230 ms of CPU per rebalance on these 2 cores, as much as the consumers
     and ZooKeeper's own request processing together. A production ZooKeeper compiled them long ago.
     """
-    size = max(args.sizes)
+    size = min(max(args.sizes), 200)  # enough requests to compile ZooKeeper's paths; kafka-0.8 at 500 takes minutes
     cycle = [i for i in args.implementations if i != KAFKA] or [KAFKA]
     for n in range(args.warmup):
         implementation = cycle[n % len(cycle)]
         with console.status(f"warming ZooKeeper up ({implementation}, {size} consumers, scenario {n + 1})..."):
-            r = run_scenario(zk, implementation, size, partitions_for(args, size), 3, args.processes, zk_pid,
+            r = run_scenario(zk, implementation, size, partitions_for(args, size), 3, processes_for(args, size), zk_pid,
                              kafka_warmup=0)
         cpu = r["cpu_ms"]
         if cpu["zookeeper"] is None:
@@ -824,6 +825,13 @@ def partitions_for(args: argparse.Namespace, size: int) -> int:
     return args.partitions_per_consumer * size if args.partitions_per_consumer else args.partitions
 
 
+def processes_for(args: argparse.Namespace, size: int) -> int:
+    """Host processes for a group of ``size``: fixed, or one per ``--consumers-per-process`` consumers."""
+    if args.consumers_per_process:
+        return max(1, -(-size // args.consumers_per_process))
+    return args.processes
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 50])
@@ -847,7 +855,19 @@ def main() -> None:
     ap.add_argument("--processes", type=int, default=4,
                     help="consumer host processes (1: all consumers in this process, sharing one GIL); "
                          f"{KAFKA}: as many JVMs")
+    ap.add_argument("--consumers-per-process", type=int, metavar="K",
+                    help="instead of --processes: one host process per K consumers of each size (25: 8 processes "
+                         "at 200 consumers, 20 at 500)")
+    ap.add_argument("--max-size", action="append", default=[], metavar="IMPLEMENTATION=N",
+                    help="run IMPLEMENTATION only up to N consumers (kafka-0.8=200: its quadratic reads make 500 "
+                         "take tens of minutes); repeatable")
     args = ap.parse_args()
+    try:
+        largest = {impl: int(n) for impl, n in (item.split("=", 1) for item in args.max_size)}
+    except ValueError:
+        ap.error("--max-size takes IMPLEMENTATION=N, e.g. kafka-0.8=200")
+    if unknown := sorted(set(largest) - set(IMPLEMENTATIONS)):
+        ap.error(f"--max-size: unknown implementation {unknown[0]} (one of {', '.join(IMPLEMENTATIONS)})")
     console = make_console()
     results = []
     floor = None
@@ -859,9 +879,13 @@ def main() -> None:
         warm_up(console, server.connect_string, zk_pid, args)
         for size in args.sizes:
             for implementation in args.implementations:
+                if size > largest.get(implementation, size):
+                    console.print(f"{implementation:13s} {size:3d}: not run (--max-size {implementation}="
+                                  f"{largest[implementation]})", highlight=False)
+                    continue
                 with console.status(f"{implementation}, {size} consumers..."):
                     results.append(run_scenario(server.connect_string, implementation, size, partitions_for(args, size),
-                                                args.rounds, args.processes, zk_pid, args.kafka_warmup,
+                                                args.rounds, processes_for(args, size), zk_pid, args.kafka_warmup,
                                                 args.kafka_logs))
                 r = results[-1]
                 jit = ""

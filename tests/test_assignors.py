@@ -315,3 +315,28 @@ def test_sticky_equals_the_plain_rules(steps: list[AssignmentContext]) -> None:
         assert got == _sticky_oracle(ctx, prev)
         _check_exact_cover(ctx, got)
         prev = got
+
+
+@settings(max_examples=150, deadline=None)
+@given(contexts(), st.sampled_from(sorted(STRATEGIES)))
+def test_one_mapping_shared_by_alike_consumers_assigns_as_separate_copies(ctx: AssignmentContext,
+                                                                          strategy: str) -> None:
+    """A rebalancing member hands the assignor one shared mapping per distinct subscription
+    (consumer/zookeeper/group_view.py), and the assignor groups consumers by that identity first: the result
+    must be the one of separate, equal copies, consumer by consumer, idle threads included."""
+    shared: dict = {}
+    interned = {c: shared.setdefault(tuple(sorted(s.items())), dict(s)) for c, s in ctx.subscriptions.items()}
+    copies = AssignmentContext({c: dict(s) for c, s in ctx.subscriptions.items()}, ctx.partitions)
+    alike = AssignmentContext(interned, ctx.partitions)
+    try:
+        expected = assign(strategy, copies)
+    except RoundRobinPreconditionError:
+        with pytest.raises(RoundRobinPreconditionError):
+            assign(strategy, alike)
+        return
+    got = assign(strategy, alike)
+    assert got.owners == expected.owners
+    for consumer in ctx.subscriptions:
+        assert got.for_consumer(consumer) == expected.for_consumer(consumer)
+        assert got.idle_threads(consumer) == [(tid, topic) for tid, topic in expected.idle_threads()
+                                              if expected.context.thread_owner[tid] == consumer]

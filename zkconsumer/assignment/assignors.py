@@ -105,8 +105,12 @@ class AssignmentContext:
         # Consumers with identical subscriptions (the usual case) are handled once, as a block.
         blocks: dict[tuple[tuple[str, int], ...], list[str]] = {}
         subscriptions = self.subscriptions
+        keys: dict[int, tuple[tuple[str, int], ...]] = {}  # by id(): a reader may share one mapping among many
         for consumer in sorted(subscriptions):
-            key = tuple(sorted(subscriptions[consumer].items()))
+            mapping = subscriptions[consumer]
+            key = keys.get(id(mapping))
+            if key is None:
+                key = keys[id(mapping)] = tuple(sorted(mapping.items()))
             if key in blocks:
                 blocks[key].append(consumer)
             else:
@@ -129,8 +133,11 @@ class AssignmentContext:
             if threads is None:
                 threads = []
                 for block, n in sig:
-                    for c in members[block]:
-                        threads += names[c][:n]
+                    if n == 1:  # the usual case: one stream each, no slice per consumer
+                        threads += [names[c][0] for c in members[block]]
+                    else:
+                        for c in members[block]:
+                            threads += names[c][:n]
                 java_sort(threads)  # ConsumerThreadId's order: String.compareTo (UTF-16 units)
                 shared[sig] = threads
             out[topic] = threads
@@ -139,7 +146,14 @@ class AssignmentContext:
     @_memo
     def thread_names(self) -> dict[str, tuple[str, ...]]:
         """Consumer → its thread ids ``<consumer>-<i>`` (as many as its largest stream count)."""
-        return {c: _thread_ids(c, max(subs.values(), default=0)) for c, subs in self.subscriptions.items()}
+        most: dict[int, int] = {}  # by id() of a shared subscription mapping, as in consumers_for_topic
+        out = {}
+        for c, subs in self.subscriptions.items():
+            n = most.get(id(subs))
+            if n is None:
+                n = most[id(subs)] = max(subs.values(), default=0)
+            out[c] = _thread_ids(c, n)
+        return out
 
     @_memo
     def sorted_partitions(self) -> dict[str, list[int]]:
@@ -215,15 +229,24 @@ class Assignment:
 
     def for_consumer(self, consumer_id: str) -> dict[TopicPartition, str]:
         """The share one consumer claims: what Kafka's ``assign(ctx)`` returns inside that consumer."""
-        owner = self.context.thread_owner
-        return {tp: tid for tp, tid in self.owners.items() if owner.get(tid) == consumer_id}
+        mine = frozenset(self.context.thread_names.get(consumer_id, ()))
+        return {tp: tid for tp, tid in self.owners.items() if tid in mine}
 
     def idle_threads(self, consumer_id: str | None = None) -> list[tuple[str, str]]:
-        """(thread, topic) pairs that got no partition of a topic they subscribe to: Kafka's warning cases."""
-        taken = {(tid, tp.topic) for tp, tid in self.owners.items()}
-        owner = self.context.thread_owner
-        return [(tid, topic) for topic, threads in self.context.consumers_for_topic.items() for tid in threads
-                if (tid, topic) not in taken and (consumer_id is None or owner.get(tid) == consumer_id)]
+        """(thread, topic) pairs that got no partition of a topic they subscribe to: Kafka's warning cases.
+
+        For one consumer only its own threads are looked at (a rebalancing member asks on every attempt), in the
+        same order as for the whole group: topics sorted, threads in Java's string order."""
+        if consumer_id is None:
+            taken = {(tid, tp.topic) for tp, tid in self.owners.items()}
+            return [(tid, topic) for topic, threads in self.context.consumers_for_topic.items() for tid in threads
+                    if (tid, topic) not in taken]
+        names = self.context.thread_names.get(consumer_id, ())
+        mine = frozenset(names)
+        taken = {(tid, tp.topic) for tp, tid in self.owners.items() if tid in mine}
+        streams = self.context.subscriptions.get(consumer_id, {})
+        return [(tid, topic) for topic in sorted(streams) for tid in java_sorted(names[:streams[topic]])
+                if (tid, topic) not in taken]
 
     def warn_idle(self, consumer_id: str) -> None:
         for tid, topic in self.idle_threads(consumer_id):
@@ -305,6 +328,7 @@ def _partition_set(key: tuple[tuple[str, tuple[int, ...]], ...]) -> frozenset[To
 
 
 @lru_cache(maxsize=4096)
+@lru_cache(maxsize=8192)
 def _thread_ids(consumer: str, streams: int) -> tuple[str, ...]:
     """``<consumer>-0`` … ``<consumer>-<streams-1>`` (a consumer keeps its ids from one rebalance to the next)."""
     return tuple(f"{consumer}-{i}" for i in range(streams))

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from kazoo.client import KazooClient
@@ -53,6 +53,10 @@ class GroupView:
         #: topic → partitions, kept by the topics' data watches (default profile)
         self.topic_partitions: dict[str, list[int]] = {}
         self._broken_watched: set[str] = set()  # registrations left out as unreadable, watched until fixed
+        #: consumer id → (registration, its subscription; None for a wildcard), see _subscriptions
+        self._member_subs: dict[str, tuple[ConsumerRegistration, Mapping[str, int] | None]] = {}
+        self._shared_subs: dict[tuple[tuple[str, int], ...], Mapping[str, int]] = {}
+        self._any_foreign = False  # a member in pykafka's format was ever read (assignment/foreign.py)
 
     def forget_registrations(self) -> None:
         """A node changed without a child event (or a new session): read every registration next time."""
@@ -76,8 +80,8 @@ class GroupView:
         reg = self.c.registry
         fast = self.c.profile.pipelined_claims
         ids, cversion = reg.consumer_ids_with_version(self.c.group, watch=ids_watch if fast else None)
-        paths = {cid: self.paths.registration(cid) for cid in ids}
         if not fast:
+            paths = {cid: self.paths.registration(cid) for cid in ids}
             raw = {p: reg.read(p) for p in paths.values()}
             gone = [p for p, data in raw.items() if data is None]
             if gone:  # a member left between the listing and the read: Kafka's readData throws, the attempt fails
@@ -90,7 +94,8 @@ class GroupView:
             if cached_version < 0 or cversion - cached_version != changes:
                 known = set()  # cannot tell which nodes are the same: read them all
             todo = [cid for cid in ids if cid not in known]
-            raw = reg.read_many(paths[cid] for cid in todo)
+            paths = {cid: self.paths.registration(cid) for cid in todo}
+            raw = reg.read_many(paths.values())
             registrations = {cid: cached[cid] for cid in ids if cid in known}
             for cid in todo:
                 data = raw[paths[cid]]
@@ -102,10 +107,11 @@ class GroupView:
                 self.registrations, self.registrations_version = registrations, cversion
             else:
                 self.forget_registrations()
-        registrations, outsiders = foreign.split(registrations)
-        all_topics = reg.topics() if any(r.is_wildcard for r in registrations.values()) else []
-        subs = {cid: r.topic_streams(all_topics, self.c.config.exclude_internal_topics)
-                for cid, r in registrations.items()}
+        if self._any_foreign:
+            registrations, outsiders = foreign.split(registrations)
+        else:
+            outsiders = {}
+        subs = self._subscriptions(registrations)
         topics = sorted({t for s in subs.values() for t in s})
         if fast:
             missing = [t for t in topics if t not in self.topic_partitions]
@@ -122,12 +128,54 @@ class GroupView:
             partitions = foreign.yield_topics(partitions, outsiders, self.c.consumer_id)
         return AssignmentContext(subs, partitions), cversion
 
+    def _subscriptions(self, registrations: dict[str, ConsumerRegistration]) -> dict[str, Mapping[str, int]]:
+        """Consumer id → topic → streams, wildcards resolved against the topics read now.
+
+        A static registration's subscription is worked out once per registration object (the default profile
+        keeps them across attempts), and equal subscriptions are one shared mapping: the assignor groups
+        consumers by that identity first, so a group of N alike members costs N dictionary lookups here and
+        there, not N sorts and parses on every attempt of every member.
+        """
+        memo, exclude = self._member_subs, self.c.config.exclude_internal_topics
+        subs: dict[str, Mapping[str, int]] = {}
+        wildcards = []
+        for cid, r in registrations.items():
+            hit = memo.get(cid)
+            if hit is not None and hit[0] is r:
+                mapping = hit[1]
+            else:
+                mapping = None if r.is_wildcard else self._interned(r.topic_streams((), exclude))
+                memo[cid] = (r, mapping)
+            if mapping is None:
+                wildcards.append(cid)
+            else:
+                subs[cid] = mapping
+        if wildcards:
+            all_topics = self.c.registry.topics()
+            for cid in wildcards:
+                subs[cid] = self._interned(registrations[cid].topic_streams(all_topics, exclude))
+        if len(memo) > 2 * len(registrations) + 16:  # members that left
+            self._member_subs = {cid: memo[cid] for cid in registrations if cid in memo}
+        return subs
+
+    def _interned(self, mapping: dict[str, int]) -> Mapping[str, int]:
+        key = tuple(sorted(mapping.items()))
+        shared = self._shared_subs.get(key)
+        if shared is None:
+            if len(self._shared_subs) > 1024:  # wildcards over changing topic lists: keep it bounded
+                self._shared_subs.clear()
+            shared = self._shared_subs[key] = mapping
+        return shared
+
     def decode_member(self, cid: str, path: str, data: bytes | None) -> ConsumerRegistration | None:
         """A member's registration. Unreadable: Kafka's attempt fails (``TopicCount.constructTopicCount``
         throws); the default leaves the member out and watches its node, so a fix starts a rebalance."""
         try:
             if self.c.profile.skip_broken_nodes and cid != self.c.consumer_id:
-                return foreign.decode_member(path, data)  # the default also reads pykafka's (assignment/foreign.py)
+                member = foreign.decode_member(path, data)  # the default also reads pykafka's (assignment/foreign.py)
+                if not isinstance(member, ConsumerRegistration):
+                    self._any_foreign = True  # from now on every read splits the foreign members off
+                return member
             return ConsumerRegistration.decode(path, data)
         except MalformedNodeError as e:
             if not self.c.profile.skip_broken_nodes:

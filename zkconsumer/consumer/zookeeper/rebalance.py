@@ -127,6 +127,8 @@ class Rebalancer:
         #: counters for the lab and benchmarks: attempts, failed_attempts, claim_conflicts, failed_rebalances
         self.stats: Counter[str] = Counter()
         self._watching_brokers = False
+        #: brokers registered, kept by a watch on /brokers/ids (default profile); None: unknown, read them
+        self._broker_count: int | None = None
         self._triggered_at: float | None = None  # monotonic time of the first unanswered trigger
         self._ids_unarmed = False  # the one-shot ids watch was dropped with the connection (pipelined profile)
         self._ids_cversion_seen = -1  # the child version of ids our last rebalance read
@@ -191,6 +193,11 @@ class Rebalancer:
             DataWatch(zk, self.paths.registration(self.c.consumer_id), self._on_own_registration)
         if self.c.profile.watch_own_nodes or self.c.profile.pipelined_claims:
             zk.add_listener(self._on_connection_state)
+        if self.c.profile.keep_unmoved and self.c.needs_registered_brokers:
+            # Brokers come and go rarely: a watch keeps their number, instead of a listing in every attempt of
+            # every member (a path that is missing stops the watch: attempts then read it as Kafka does).
+            self._watching_brokers = True
+            ChildrenWatch(zk, layout.BROKER_IDS_PATH, self._on_brokers_children)
         if self.c.topic_filter is not None:
             ChildrenWatch(zk, layout.BROKER_TOPICS_PATH, self._on_topics_children)
         else:
@@ -209,6 +216,17 @@ class Rebalancer:
             # watcher thread first, and the kafka-0.8 profile still answers those triggers after the first
             # rebalance, as Kafka does: they stay flagged until the thread starts.
             self._thread.start()
+
+    def _on_brokers_children(self, children: list[str]) -> bool | None:
+        """The registered brokers changed (default profile): the first to register after none starts a rebalance,
+        as the watch Kafka sets when it found none does."""
+        if self._stopping.is_set():
+            self._broker_count = None
+            return False
+        had, self._broker_count = self._broker_count, len(broker_ids_of(children))
+        if had == 0 and self._broker_count:
+            self.trigger("brokers_changed")
+        return None
 
     def _watch_topic(self, topic: str) -> None:
         if topic in self._topic_watches:
@@ -527,11 +545,14 @@ class Rebalancer:
             if profile.recheck_membership:
                 self._drain_triggers()
             with clock.phase("reads"):
-                # The broker listing travels with the group's reads (one round trip for both); the group is read
-                # even when no broker is registered, since that read sets the ids watch again.
-                brokers = c.zk.get_children_async(layout.BROKER_IDS_PATH) if c.needs_registered_brokers else None
+                # The brokers' watch says whether any is registered; without it, the listing travels with the
+                # group's reads (one round trip for both). The group is read even when no broker is registered,
+                # since that read sets the ids watch again.
+                known = self._broker_count
+                brokers = (c.zk.get_children_async(layout.BROKER_IDS_PATH)
+                           if c.needs_registered_brokers and known is None else None)
                 ctx, cversion = self._read_group()
-                if brokers is not None and not _any_broker(brokers):
+                if brokers is not None and not _any_broker(brokers) or known == 0 and c.needs_registered_brokers:
                     return self._no_brokers()
                 if c.consumer_id not in ctx.subscriptions:
                     # Our node vanished (an expired session's ghost was cleaned up, or someone deleted or overwrote
