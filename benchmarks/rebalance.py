@@ -64,6 +64,7 @@ GROUP = "g"
 KAFKA = "kafka-0.8.2.2"
 PROFILES = ("kafka-0.8", "default")
 IMPLEMENTATIONS = (KAFKA, *PROFILES)
+CORES = len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") else (os.cpu_count() or 1)
 #: What every member runs with, whatever its implementation (Kafka 0.8's property names). Everything else is
 #: Kafka's default on both sides: range, rebalance.backoff.ms = zookeeper.sync.time.ms = 2000,
 #: zookeeper.connection.timeout.ms = the session timeout, offsets in ZooKeeper, one stream.
@@ -790,9 +791,13 @@ def faithfulness(console, by: dict, sizes: list[int]) -> None:
                   f"{p['claim_conflicts']}.", highlight=False)
 
 
-def plot_scaling(results: list[dict], path: Path) -> Path:
+def plot_scaling(results: list[dict], path: Path, floor: dict[str, float] | None = None) -> Path:
     """ZooKeeper requests per rebalance and convergence time against the group's size, one line per
-    implementation, log-log: a line of slope 1 grows linearly, of slope 2 quadratically (the references drawn)."""
+    implementation, log-log: a line of slope 1 grows linearly, of slope 2 quadratically (the references drawn).
+
+    Beside the convergence, two floors measured in the same run: ZooKeeper's own (the shortest rebalance chain,
+    idle, one client) and, per implementation, the CPU a rebalance cost (consumers and ZooKeeper) spread over
+    this machine's cores: no convergence can be shorter, so where a line meets it the group is CPU-bound."""
     from zkconsumer.analysis import plots  # matplotlib with the Agg backend
 
     plt = plots.plt
@@ -805,6 +810,11 @@ def plot_scaling(results: list[dict], path: Path) -> Path:
         lat.plot(sizes, [r["crash_p50_ms"] for r in rows], marker="o", label=f"{implementation}, crash p50")
         lat.plot(sizes, [r["join_p50_ms"] for r in rows], marker="s", linestyle="--",
                  label=f"{implementation}, join p50")
+        cpu = [(r["size"], (r["cpu_ms"]["consumers"] + r["cpu_ms"]["zookeeper"]) / CORES) for r in rows
+               if r["cpu_ms"]["consumers"] is not None and r["cpu_ms"]["zookeeper"] is not None]
+        if cpu:
+            lat.plot(*zip(*cpu, strict=True), linestyle=":", color=lat.lines[-1].get_color(),
+                     label=f"{implementation}: CPU per rebalance ÷ {CORES} cores")
     sizes = sorted({r["size"] for r in results})
     base = [r for r in results if r["size"] == sizes[0] and r["zk_requests"]]
     if base and len(sizes) > 1:
@@ -812,12 +822,15 @@ def plot_scaling(results: list[dict], path: Path) -> Path:
         req.plot(sizes, [y0 * s / sizes[0] for s in sizes], color="grey", linestyle=":", label="linear (slope 1)")
         req.plot(sizes, [y0 * (s / sizes[0]) ** 2 for s in sizes], color="black", linestyle=":",
                  label="quadratic (slope 2)")
+    if floor and "rebalance chain" in floor and len(sizes) > 1:
+        lat.plot([sizes[0], sizes[-1]], [floor["rebalance chain"]] * 2, color="black", linestyle="-.",
+                 label=f"ZooKeeper alone: the shortest rebalance chain ({floor['rebalance chain']:.1f} ms)")
     for ax, title in ((req, "ZooKeeper requests per join or crash"), (lat, "convergence after a join or crash (ms)")):
         ax.set_xscale("log")
         ax.set_yscale("log")
         ax.set_xlabel("consumers in the group")
         ax.set_title(title, fontsize=10)
-        ax.legend(fontsize=7)
+        ax.legend(fontsize=7, loc="upper left")
     return plots._save(fig, path)
 
 
@@ -947,7 +960,7 @@ def main() -> None:
                           highlight=False)
     faithfulness(console, by, args.sizes)
     if args.plot:
-        console.print(f"figure: {plot_scaling(results, args.plot)}", highlight=False)
+        console.print(f"figure: {plot_scaling(results, args.plot, floor)}", highlight=False)
 
 
 if __name__ == "__main__":

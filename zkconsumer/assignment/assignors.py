@@ -29,7 +29,7 @@ from collections import Counter
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field
 from functools import lru_cache, partial
-from itertools import compress, cycle, filterfalse
+from itertools import compress, cycle, filterfalse, repeat
 
 from zkconsumer.assignment.javacompat import java_sort, java_sorted, string_hash_unsigned
 from zkconsumer.errors import ZkConsumerError
@@ -105,8 +105,11 @@ class AssignmentContext:
         # Consumers with identical subscriptions (the usual case) are handled once, as a block.
         blocks: dict[tuple[tuple[str, int], ...], list[str]] = {}
         subscriptions = self.subscriptions
+        one = self._one_mapping
+        if one is not None:  # every consumer shares one mapping: one block, no per-consumer work
+            blocks[tuple(sorted(one.items()))] = sorted(subscriptions)
         keys: dict[int, tuple[tuple[str, int], ...]] = {}  # by id(): a reader may share one mapping among many
-        for consumer in sorted(subscriptions):
+        for consumer in sorted(subscriptions) if one is None else ():
             mapping = subscriptions[consumer]
             key = keys.get(id(mapping))
             if key is None:
@@ -146,6 +149,10 @@ class AssignmentContext:
     @_memo
     def thread_names(self) -> dict[str, tuple[str, ...]]:
         """Consumer → its thread ids ``<consumer>-<i>`` (as many as its largest stream count)."""
+        one = self._one_mapping
+        if one is not None:
+            return dict(zip(self.subscriptions, map(_thread_ids, self.subscriptions,
+                                                    repeat(max(one.values(), default=0))), strict=True))
         most: dict[int, int] = {}  # by id() of a shared subscription mapping, as in consumers_for_topic
         out = {}
         for c, subs in self.subscriptions.items():
@@ -154,6 +161,13 @@ class AssignmentContext:
                 n = most[id(subs)] = max(subs.values(), default=0)
             out[c] = _thread_ids(c, n)
         return out
+
+    @_memo
+    def _one_mapping(self) -> Mapping[str, int] | None:
+        """The subscription mapping every consumer shares (one object: a rebalancing member interns them,
+        consumer/zookeeper/group_view.py), else None."""
+        distinct = set(map(id, self.subscriptions.values()))
+        return next(iter(self.subscriptions.values())) if len(distinct) == 1 else None
 
     @_memo
     def sorted_partitions(self) -> dict[str, list[int]]:
