@@ -158,10 +158,11 @@ TALKS_TO_ZOOKEEPER = {
     "zkconsumer/migration/member.py": "the plan's data watch, the member's acknowledgement, its session listener",
     "zkconsumer/migration/lease.py": "the driver lease (an ephemeral node) and the plan's versioned write",
     "zkconsumer/zk/server.py": "the health probe of a server it started",
+    "zkconsumer/zk/multiread.py": "ZooKeeper's multiRead, which kazoo lacks, sent through kazoo's own connection",
 }
 KAZOO_CALLS = {"get", "set", "create", "delete", "exists", "get_children", "get_async", "set_async", "create_async",
                "delete_async", "exists_async", "get_children_async", "ensure_path", "ensure_path_async",
-               "transaction", "add_listener", "remove_listener", "sync", "get_acls", "set_acls", "add_auth"}
+               "transaction", "add_listener", "remove_listener", "sync", "get_acls", "set_acls", "add_auth", "_call"}
 KAZOO_RECIPES = {"ChildrenWatch", "DataWatch", "Lock", "Election", "Partitioner"}
 
 
