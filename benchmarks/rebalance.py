@@ -879,6 +879,8 @@ def main() -> None:
         largest = {impl: int(n) for impl, n in (item.split("=", 1) for item in args.max_size)}
     except ValueError:
         ap.error("--max-size takes IMPLEMENTATION=N, e.g. kafka-0.8=200")
+    if args.consumers_per_process is not None and args.consumers_per_process < 1:
+        ap.error("--consumers-per-process must be at least 1")
     if unknown := sorted(set(largest) - set(IMPLEMENTATIONS)):
         ap.error(f"--max-size: unknown implementation {unknown[0]} (one of {', '.join(IMPLEMENTATIONS)})")
     console = make_console()
@@ -930,7 +932,7 @@ def main() -> None:
                         for k in ("consumers", "zookeeper", "jit")))
     console.print(table)
     if any(r["profile"] == KAFKA for r in results):
-        console.print(f"{KAFKA}: Apache Kafka's own ZookeeperConsumerConnector, {args.processes} JVMs, counts from "
+        console.print(f"{KAFKA}: Apache Kafka's own ZookeeperConsumerConnector, one JVM per host process, counts from "
                       "its log; its JVMs ran an unmeasured cold start and joins and crashes first until their JIT was "
                       f"quiet (at most {args.kafka_warmup}). Consumers' CPU includes the JVMs' JIT and GC threads.",
                       highlight=False)

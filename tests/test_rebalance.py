@@ -12,6 +12,7 @@ import pytest
 from helpers import consumer, expire_session, wait_until
 
 from zkconsumer.consumer.zookeeper.connector import MessageStreamsExist
+from zkconsumer.consumer.zookeeper.rebalance import BrokerCount
 from zkconsumer.zk.layout import TopicAssignment
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.topics import add_partitions, create_topic
@@ -237,3 +238,21 @@ def test_a_membership_change_during_the_first_rebalance_is_answered_by_it(regist
     finally:
         m1.shutdown()
         m2.shutdown()
+
+
+def test_the_brokers_watch_counts_triggers_on_the_first_broker_and_gives_up_when_the_path_goes(registry) -> None:
+    """The default profile's BrokerCount: the number of registered brokers without a listing per attempt; the first
+    broker after none starts a rebalance; a deleted /brokers/ids stops kazoo's watch silently, and the count then
+    says "unknown" so that attempts list the brokers themselves again."""
+    zk = registry.zk
+    zk.ensure_path("/brokers/ids")
+    triggered = threading.Event()
+    count = BrokerCount(zk, threading.Event(), lambda cause: cause == "brokers_changed" and triggered.set())
+    assert count.known() == 0
+    zk.create("/brokers/ids/1", b"{}")
+    assert triggered.wait(10)
+    wait_until(lambda: count.known() == 1, message="one broker counted")
+    zk.delete("/brokers/ids/1")
+    wait_until(lambda: count.known() == 0, message="no broker counted")
+    zk.delete("/brokers/ids")
+    wait_until(lambda: count.known() is None, message="the watch stopped with its path")

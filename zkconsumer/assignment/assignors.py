@@ -342,7 +342,6 @@ def _partition_set(key: tuple[tuple[str, tuple[int, ...]], ...]) -> frozenset[To
 
 
 @lru_cache(maxsize=4096)
-@lru_cache(maxsize=8192)
 def _thread_ids(consumer: str, streams: int) -> tuple[str, ...]:
     """``<consumer>-0`` … ``<consumer>-<streams-1>`` (a consumer keeps its ids from one rebalance to the next)."""
     return tuple(f"{consumer}-{i}" for i in range(streams))

@@ -118,7 +118,10 @@ def _ask(servers: list[tuple[str, int]], timeout: float) -> bool:
                     text += chunk
         except OSError:
             continue  # down or unreachable now: the others decide
-        if not serves_multi_read(text.decode("utf-8", "replace")):
+        answer = text.decode("utf-8", "replace")
+        if "not currently serving" in answer:
+            continue  # starting, or cut off from its quorum: it says nothing of its version, the others decide
+        if not serves_multi_read(answer):
             return False
         seen = True
     return seen

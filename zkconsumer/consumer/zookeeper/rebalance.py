@@ -23,6 +23,7 @@ from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Protocol
 
+from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
@@ -47,6 +48,31 @@ def _any_broker(listing) -> bool:
         return bool(broker_ids_of(listing.get()))
     except NoNodeError:
         return False
+
+
+class BrokerCount:
+    """How many brokers are registered, kept by a watch on ``/brokers/ids`` (default profile): brokers come and go
+    rarely, so members need no listing in every attempt. The first broker to register after none starts a
+    rebalance, as the watch Kafka sets when it found none does."""
+
+    def __init__(self, zk: KazooClient, stopping: threading.Event, trigger: Callable[[str], None]) -> None:
+        self._count: int | None = None
+        self._stopping, self._trigger = stopping, trigger
+        self._watch = ChildrenWatch(zk, layout.BROKER_IDS_PATH, self._changed)
+
+    def _changed(self, children: list[str]) -> bool | None:
+        if self._stopping.is_set():
+            self._count = None
+            return False
+        had, self._count = self._count, len(broker_ids_of(children))
+        if had == 0 and self._count:
+            self._trigger("brokers_changed")
+        return None
+
+    def known(self) -> int | None:
+        """What the watch last saw; None when kazoo stopped it (it does, without telling us, when
+        ``/brokers/ids`` is deleted or missing): then an attempt lists the brokers itself."""
+        return None if self._watch._stopped else self._count
 
 
 class Outcome(Enum):
@@ -127,8 +153,7 @@ class Rebalancer:
         #: counters for the lab and benchmarks: attempts, failed_attempts, claim_conflicts, failed_rebalances
         self.stats: Counter[str] = Counter()
         self._watching_brokers = False
-        #: brokers registered, kept by a watch on /brokers/ids (default profile); None: unknown, read them
-        self._broker_count: int | None = None
+        self._brokers: BrokerCount | None = None  # the registered brokers' watch (default profile)
         self._triggered_at: float | None = None  # monotonic time of the first unanswered trigger
         self._ids_unarmed = False  # the one-shot ids watch was dropped with the connection (pipelined profile)
         self._ids_cversion_seen = -1  # the child version of ids our last rebalance read
@@ -194,10 +219,8 @@ class Rebalancer:
         if self.c.profile.watch_own_nodes or self.c.profile.pipelined_claims:
             zk.add_listener(self._on_connection_state)
         if self.c.profile.keep_unmoved and self.c.needs_registered_brokers:
-            # Brokers come and go rarely: a watch keeps their number, instead of a listing in every attempt of
-            # every member (a path that is missing stops the watch: attempts then read it as Kafka does).
             self._watching_brokers = True
-            ChildrenWatch(zk, layout.BROKER_IDS_PATH, self._on_brokers_children)
+            self._brokers = BrokerCount(zk, self._stopping, self.trigger)
         if self.c.topic_filter is not None:
             ChildrenWatch(zk, layout.BROKER_TOPICS_PATH, self._on_topics_children)
         else:
@@ -216,17 +239,6 @@ class Rebalancer:
             # watcher thread first, and the kafka-0.8 profile still answers those triggers after the first
             # rebalance, as Kafka does: they stay flagged until the thread starts.
             self._thread.start()
-
-    def _on_brokers_children(self, children: list[str]) -> bool | None:
-        """The registered brokers changed (default profile): the first to register after none starts a rebalance,
-        as the watch Kafka sets when it found none does."""
-        if self._stopping.is_set():
-            self._broker_count = None
-            return False
-        had, self._broker_count = self._broker_count, len(broker_ids_of(children))
-        if had == 0 and self._broker_count:
-            self.trigger("brokers_changed")
-        return None
 
     def _watch_topic(self, topic: str) -> None:
         if topic in self._topic_watches:
@@ -487,8 +499,8 @@ class Rebalancer:
         """Kafka: "no brokers found when trying to rebalance" counts as done, and a watch on ``/brokers/ids``
         starts the next rebalance when one registers. Nothing is released or claimed meanwhile."""
         log.warning("%s: no brokers found when trying to rebalance; waiting for one to register", self.c.consumer_id)
-        if not self._watching_brokers:
-            self._watching_brokers = True
+        if not self._watching_brokers or self._brokers is not None and self._brokers.known() is None:
+            self._watching_brokers, self._brokers = True, None
             seen = [False]
 
             def on_brokers(children: list[str]) -> bool | None:
@@ -548,7 +560,7 @@ class Rebalancer:
                 # The brokers' watch says whether any is registered; without it, the listing travels with the
                 # group's reads (one round trip for both). The group is read even when no broker is registered,
                 # since that read sets the ids watch again.
-                known = self._broker_count
+                known = None if self._brokers is None else self._brokers.known()
                 brokers = (c.zk.get_children_async(layout.BROKER_IDS_PATH)
                            if c.needs_registered_brokers and known is None else None)
                 ctx, cversion = self._read_group()
