@@ -17,13 +17,14 @@ cannot tell. The wire format is ZooKeeper's ``MultiOperationRecord`` / ``MultiRe
 from __future__ import annotations
 
 import re
-import socket
 import threading
 from collections import namedtuple
 
 from kazoo.exceptions import EXCEPTIONS, NoNodeError
 from kazoo.protocol.serialization import int_struct, multiheader_struct, stat_struct, write_string
 from kazoo.protocol.states import ZnodeStat
+
+from zkconsumer.zk.server import four_letter_word
 
 _GET_DATA = 4  # ZooKeeper's OpCode.getData
 _ERROR = -1  # OpCode.error: a failed operation's result
@@ -111,14 +112,9 @@ def _ask(servers: list[tuple[str, int]], timeout: float) -> bool:
     seen = False
     for host, port in servers:
         try:
-            with socket.create_connection((host, port), timeout=timeout) as s:
-                s.sendall(b"srvr")
-                text = b""
-                while chunk := s.recv(4096):
-                    text += chunk
+            answer = four_letter_word(host, port, "srvr", timeout)
         except OSError:
             continue  # down or unreachable now: the others decide
-        answer = text.decode("utf-8", "replace")
         if "not currently serving" in answer:
             continue  # starting, or cut off from its quorum: it says nothing of its version, the others decide
         if not serves_multi_read(answer):

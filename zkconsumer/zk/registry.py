@@ -165,6 +165,7 @@ class Registry:
 
     def __init__(self, client: KazooClient) -> None:
         self.zk = client
+        self._multi_read: bool | None = None  # whether the ensemble serves multiRead; asked at the first need
 
     @classmethod
     @contextlib.contextmanager
@@ -208,7 +209,9 @@ class Registry:
         """Read many nodes in one round trip: one ``multiRead`` per 1,000 nodes where the ensemble serves it
         (ZooKeeper 3.6+, zk/multiread.py), else pipelined ``getData`` requests."""
         paths = list(paths)
-        if len(paths) > 1 and multiread.supports_multi_read(self.zk.hosts):
+        if len(paths) > 1 and self._multi_read is None:
+            self._multi_read = multiread.supports_multi_read(self.zk.hosts)
+        if len(paths) > 1 and self._multi_read:
             out: dict[str, bytes | None] = {}
             for start in range(0, len(paths), MULTI_READ_CHUNK):
                 out.update(multiread.read_data(self.zk, paths[start:start + MULTI_READ_CHUNK]))

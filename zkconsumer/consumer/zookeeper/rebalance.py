@@ -499,8 +499,10 @@ class Rebalancer:
         """Kafka: "no brokers found when trying to rebalance" counts as done, and a watch on ``/brokers/ids``
         starts the next rebalance when one registers. Nothing is released or claimed meanwhile."""
         log.warning("%s: no brokers found when trying to rebalance; waiting for one to register", self.c.consumer_id)
-        if not self._watching_brokers or self._brokers is not None and self._brokers.known() is None:
-            self._watching_brokers, self._brokers = True, None
+        if self._brokers is not None and self._brokers.known() is None:  # kazoo stopped it: watch as Kafka does
+            self._watching_brokers, self._brokers = False, None
+        if not self._watching_brokers:
+            self._watching_brokers = True
             seen = [False]
 
             def on_brokers(children: list[str]) -> bool | None:
