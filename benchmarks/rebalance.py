@@ -18,6 +18,11 @@ consumer's rebalance spent its time (zkconsumer/consumer/zookeeper/phases.py), t
 alone (--floor), and
 the CPU one rebalance costs the consumers' processes and ZooKeeper (with the part ZooKeeper's JIT compiler took).
 Unmeasured scenarios run first until that compiler is quiet (--warmup), as in a ZooKeeper that has been serving.
+Each join and crash starts on a quiet group: after the previous one converged, the benchmark waits until the
+consumers and ZooKeeper are idle again (the default profile sets its owner watches 300 ms after a claim; charged to
+the next action, they had slowed it). Its CPU is read when it converged and once all is quiet again, and in
+zkconsumer's hosts split into the rebalance threads, kazoo's connection threads and the rest; the CPU until
+convergence over the cores is the floor a CPU-bound rebalance cannot beat.
 
 The third row, ``kafka-0.8.2.2``, is the oracle: Apache Kafka 0.8.2.2's own ``ZookeeperConsumerConnector`` from its
 published jars (zkconsumer/apache_kafka), several members per JVM, one JVM per host process, the same placement,
@@ -50,6 +55,7 @@ from zkconsumer.apache_kafka.processes import HighLevelConsumers, KafkaProcessEr
 from zkconsumer.assignment.assignors import AssignmentContext, assign
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consoles import make_console
+from zkconsumer.consumer.zookeeper.claims import OWNER_WATCH_DELAY_S
 from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
 from zkconsumer.consumer.zookeeper.phases import PHASES
 from zkconsumer.tools.groups import verify
@@ -167,32 +173,86 @@ def process_cpu_ms(pids: list[int]) -> float | None:
         return None
 
 
+#: Per JVM thread, the CPU ns last read, and the running totals (all, JIT) per process: a thread that ended since
+#: (the JVM starts and stops compiler threads as needed) keeps what was read of it.
+_task_clocks: dict[int, tuple[dict[int, tuple[bool, int]], float, float]] = {}
+
+
 def zookeeper_cpu_ms(pid: int | None) -> tuple[float, float] | None:
-    """CPU time (ms) the ZooKeeper server process has used so far, and the part of it its JIT compiler threads
-    used (Linux /proc; None elsewhere). A production ZooKeeper has compiled its hot paths long ago; a fresh one
-    spends more CPU compiling than serving during its first thousands of rebalance requests."""
+    """CPU time (ms) a JVM (the ZooKeeper server, or a Kafka consumer host) has used since first asked, and the
+    part of it its JIT compiler threads used (Linux /proc; None elsewhere). Per thread from ``schedstat``
+    (nanoseconds; ``stat`` counts 10 ms ticks, truncated per thread). A production ZooKeeper has compiled its hot
+    paths long ago; a fresh one spends more CPU compiling than serving during its first thousands of rebalance
+    requests."""
     if pid is None:
         return None
     try:
         tasks = os.listdir(f"/proc/{pid}/task")
     except OSError:
         return None
-    total = jit = 0.0
+    last, total, jit = _task_clocks.get(pid, ({}, 0.0, 0.0))
+    seen: dict[int, tuple[bool, int]] = {}
     for task in tasks:
+        tid = int(task)
         try:
-            name, ms = _cpu_ms(f"/proc/{pid}/task/{task}/stat")
-        except OSError:
+            compiler = last[tid][0] if tid in last else "CompilerThre" in _comm(pid, tid)  # "C2 CompilerThre"
+            with open(f"/proc/{pid}/task/{task}/schedstat") as f:
+                ns = int(f.read().split()[0])
+        except (OSError, ValueError, IndexError):
             continue  # the thread ended
+        seen[tid] = (compiler, ns)
+        ms = (ns - last.get(tid, (compiler, 0))[1]) / 1e6
         total += ms
-        if "CompilerThre" in name:  # "C2 CompilerThre", "C1 CompilerThre" (names are cut at 15 characters)
+        if compiler:
             jit += ms
+    _task_clocks[pid] = (seen, total, jit)
     return total, jit
+
+
+def _comm(pid: int, tid: int) -> str:
+    with open(f"/proc/{pid}/task/{tid}/comm") as f:
+        return f.read()
 
 
 def cpu_sample(host_pids: list[int], zk_pid: int | None) -> dict[str, float | None]:
     """CPU ms used so far by the consumers' host processes, ZooKeeper, and ZooKeeper's JIT (None: no /proc)."""
     zk = zookeeper_cpu_ms(zk_pid)
     return {"consumers": process_cpu_ms(host_pids), "zookeeper": zk and zk[0], "jit": zk and zk[1]}
+
+
+#: A measured join or crash starts on a quiet group: at least this long after the previous one converged (the
+#: default profile sets the exists-watches on the owner nodes it gained OWNER_WATCH_DELAY_S after its claim) and
+#: once the consumers and ZooKeeper used under QUIET_MS of CPU in the last QUIET_WINDOW_S.
+SETTLE_MIN_S = OWNER_WATCH_DELAY_S + 0.1
+QUIET_WINDOW_S = 0.1
+QUIET_MS = 20.0
+
+
+def settle(pids: list[int], since: float, timeout: float = 5.0) -> float:
+    """Wait until the previous join or crash is over everywhere, not only converged: without this, the work a
+    rebalance leaves for later (the default's owner-node watches, 300 ms after its claim) lands in the next one and
+    is charged to it. Returns the seconds waited after ``since`` (monotonic); gives up quietly after ``timeout``."""
+    time.sleep(max(0.0, since + SETTLE_MIN_S - time.monotonic()))
+    deadline = time.monotonic() + timeout
+    last = process_cpu_ms(pids)
+    while last is not None and time.monotonic() < deadline:
+        time.sleep(QUIET_WINDOW_S)
+        now = process_cpu_ms(pids)
+        if now is None or now - last <= QUIET_MS:
+            break
+        last = now
+    return time.monotonic() - since
+
+
+def cpu_delta(before: dict[str, float | None], after: dict[str, float | None]) -> dict[str, float | None]:
+    return {k: None if before.get(k) is None or after.get(k) is None else after[k] - before[k] for k in after}
+
+
+def cpu_mean(samples: list[dict[str, float | None]]) -> dict[str, float | None]:
+    """Per-key mean of per-action CPU (None where any action could not be measured)."""
+    keys = dict.fromkeys(k for s in samples for k in s)
+    return {k: None if not samples or any(s.get(k) is None for s in samples)
+            else statistics.mean(s[k] for s in samples) for k in keys}
 
 
 class Host:
@@ -229,6 +289,30 @@ class Host:
         c.rebalancer.stop()
         c.zk.stop()  # the session ends: its registration and owner nodes vanish at once
         self.gone.append(c)
+
+    def thread_cpu(self) -> dict[str, float]:
+        """CPU ms this process used since the last call, by kind of thread: the consumers' rebalance threads
+        (``<id>_watcher_executor``), kazoo's connection threads (``zk_loop``), and the rest (this host's own
+        threads, and the last slice of threads that ended, such as a crashed consumer's). Per thread from
+        ``/proc/self/task/<tid>/schedstat`` (nanoseconds, where ``/proc/.../stat`` counts 10 ms ticks)."""
+        seen: dict[int, tuple[str, int]] = {}
+        for t in threading.enumerate():
+            kind = ("rebalance" if t.name.endswith("_watcher_executor")
+                    else "connection" if "zk_loop" in t.name else "other")
+            try:
+                with open(f"/proc/self/task/{t.native_id}/schedstat") as f:
+                    seen[t.native_id] = (kind, int(f.read().split()[0]))
+            except (OSError, TypeError):
+                continue  # ended meanwhile, or no /proc
+        process_ns = time.process_time_ns()
+        last, last_process = getattr(self, "_threads_seen", {}), getattr(self, "_process_ns", process_ns)
+        out = {"rebalance": 0.0, "connection": 0.0}
+        for tid, (kind, ns) in seen.items():
+            if kind in out:
+                out[kind] += (ns - last.get(tid, (kind, 0))[1]) / 1e6
+        out["other"] = (process_ns - last_process) / 1e6 - out["rebalance"] - out["connection"]
+        self._threads_seen, self._process_ns = seen, process_ns
+        return out
 
     def stats(self) -> Counter:
         total: Counter = Counter()
@@ -327,6 +411,13 @@ class ZkconsumerGroup:
 
     def jit_ms(self) -> float | None:
         return None  # CPython compiles nothing
+
+    def thread_cpu(self) -> dict[str, float] | None:
+        """CPU ms since the last call, by kind of thread, summed over the hosts (Host.thread_cpu)."""
+        total: Counter = Counter()
+        for h in range(self.host_count):
+            total.update(self.call(h, "thread_cpu"))
+        return dict(total)
 
     def results(self) -> tuple[Counter, list[tuple[float, float | None, dict[str, int]]]]:
         counts: Counter = Counter()
@@ -492,6 +583,9 @@ class KafkaGroup:
     def jit_ms(self) -> float | None:
         return jvm_jit_ms(self.pids())
 
+    def thread_cpu(self) -> dict[str, float] | None:
+        return None  # one JVM's threads are not told apart here
+
     def results(self) -> tuple[Counter, list]:
         """Counts of the measured members, from the JVMs' logs since the measured cold start; no phases."""
         counts: Counter = Counter({k: 0 for k in KAFKA_COUNTS.values()})
@@ -541,42 +635,59 @@ def run_scenario(zk_root: str, implementation: str, size: int, partitions: int, 
         joins, crashes = [], []
         actions: list[float] = []  # monotonic (system-wide on Linux, so comparable across host processes)
         host_pids = group.pids()
-        cpu_before = cpu_sample(host_pids, zk_pid)
+        quiet_pids = host_pids + ([zk_pid] if zk_pid else [])
+        settle(quiet_pids, time.monotonic())
         packets_before = zk_packets(zk_root, client.client_id[0])
-        jit_before = group.jit_ms()
+        spent: dict[str, list[dict[str, float | None]]] = {"join": [], "crash": []}  # CPU per measured action
+        settles: list[float] = []
+
+        def measure(action: str, act, expected_after: dict, moves: bool) -> float:
+            """Run one join or crash on a quiet group; the CPU it cost, up to when the group is quiet again."""
+            before = {**cpu_sample(host_pids, zk_pid), "jit_consumers": group.jit_ms()}
+            group.thread_cpu()
+            t0 = time.time()
+            actions.append(time.monotonic())
+            act()
+            took = wait_converged(expected_after, reg, since=t0)
+            converged = cpu_sample(host_pids, zk_pid)
+            settles.append(settle(quiet_pids, time.monotonic()))
+            after = {**cpu_sample(host_pids, zk_pid), "jit_consumers": group.jit_ms()}
+            split = group.thread_cpu()
+            used = cpu_delta(before, after)
+            used.update({f"{k}_to_converged": v for k, v in cpu_delta(before, converged).items() if k != "jit"})
+            used.update({f"consumers_{k}": v for k, v in (split or {}).items()})
+            if moves:
+                spent[action].append(used)
+            return took
+
         unmoved = Counter()  # joins and crashes after which no partition changed hands: not measured
         for r in range(rounds):
             name = f"j{r:03d}"
             placement[name] = r % hosts
             before = expected_owners(members, partitions)
-            t0 = time.time()
-            actions.append(time.monotonic())
-            group.join(placement[name], name)
+            after = expected_owners([*members, name], partitions)
+            moves = bool(moved(before, after))
+            took = measure("join", lambda n=name: group.join(placement[n], n), after, moves)
             members.append(name)
-            after = expected_owners(members, partitions)
-            took = wait_converged(after, reg, since=t0)
-            if moved(before, after):
+            if moves:
                 joins.append(took)
             else:
                 unmoved["join"] += 1
             victim = sorted(members)[r % len(members)]
             members.remove(victim)
             before, after = after, expected_owners(members, partitions)
-            t0 = time.time()
-            actions.append(time.monotonic())
-            group.crash(placement[victim], victim)
-            took = wait_converged(after, reg, since=t0)
-            if moved(before, after):
+            moves = bool(moved(before, after))
+            took = measure("crash", lambda v=victim: group.crash(placement[v], v), after, moves)
+            if moves:
                 crashes.append(took)
             else:
                 unmoved["crash"] += 1
-        cpu_after = cpu_sample(host_pids, zk_pid)
         packets_after = zk_packets(zk_root, client.client_id[0])
-        jit_after = group.jit_ms()
-        cpu = {name: None if cpu_before[name] is None or cpu_after[name] is None
-               else (cpu_after[name] - cpu_before[name]) / (2 * rounds) for name in cpu_before}
-        cpu["consumers_jit"] = (None if jit_before is None or jit_after is None
-                                else (jit_after - jit_before) / (2 * rounds))
+        per_action = {action: cpu_mean(samples) for action, samples in spent.items()}
+        both = spent["join"] + spent["crash"]
+        cpu = cpu_mean(both)
+        cpu = {"consumers": cpu.get("consumers"), "zookeeper": cpu.get("zookeeper"), "jit": cpu.get("jit"),
+               "consumers_jit": cpu.get("jit_consumers")}
         counts, logged = group.results()
         return {"phases": phase_summary(logged, actions), "profile": implementation, "size": size, "cold_s": cold,
                 "partitions": partitions, "unmoved": dict(unmoved),
@@ -586,7 +697,9 @@ def run_scenario(zk_root: str, implementation: str, size: int, partitions: int, 
                 "failed_attempts": counts["failed_attempts"], "failed_rebalances": counts["failed_rebalances"],
                 "zk_requests": None if packets_before is None or packets_after is None
                 else (packets_after - packets_before) / (2 * rounds),
-                "cpu_ms": cpu, "joins_ms": [j * 1000 for j in joins], "crashes_ms": [c * 1000 for c in crashes],
+                "cpu_ms": cpu, "cpu_join_ms": per_action["join"], "cpu_crash_ms": per_action["crash"],
+                "settle_s": statistics.median(settles) if settles else None,
+                "joins_ms": [j * 1000 for j in joins], "crashes_ms": [c * 1000 for c in crashes],
                 "warm_jit_ms": getattr(group, "warm_jit_ms", None), "warm_pairs": getattr(group, "warm_pairs", 0),
                 "warm_jit_last": getattr(group, "warm_jit_last", None)}
     finally:
@@ -791,6 +904,36 @@ def faithfulness(console, by: dict, sizes: list[int]) -> None:
                   f"{p['claim_conflicts']}.", highlight=False)
 
 
+def floor_ms(cpu: dict[str, float | None]) -> float | None:
+    """The shortest a rebalance can take on this machine when CPU-bound: the CPU the consumers and ZooKeeper used
+    until it converged (read when the benchmark saw it, 30-40 ms later), spread over the cores."""
+    consumers, zookeeper = cpu.get("consumers_to_converged"), cpu.get("zookeeper_to_converged")
+    if consumers is None or zookeeper is None:
+        return None
+    return (consumers + zookeeper) / CORES
+
+
+def cpu_table(results: list[dict]) -> Table:
+    """CPU per join and per crash, until convergence and in all, and where the consumers' share went."""
+    table = Table(title="CPU per join and per crash (ms): until the group converged, and in all (until it is quiet "
+                        f"again); CPU ÷ cores = CPU until converged / {CORES} cores")
+    for col in ("implementation", "consumers", "action", "p50", "CPU ÷ cores", "consumers, to converged",
+                "ZooKeeper, to converged", "consumers, in all", "rebalance threads", "connection threads", "other",
+                "ZooKeeper, in all"):
+        table.add_column(col, justify="right")
+    for r in results:
+        for action in ("join", "crash"):
+            cpu = r[f"cpu_{action}_ms"]
+
+            def cell(key: str, cpu=cpu) -> str:
+                return "–" if cpu.get(key) is None else f"{cpu[key]:.0f}"
+            table.add_row(r["profile"], str(r["size"]), action, fmt(r[f"{action}_p50_ms"]), fmt(floor_ms(cpu)),
+                          cell("consumers_to_converged"), cell("zookeeper_to_converged"), cell("consumers"),
+                          cell("consumers_rebalance"), cell("consumers_connection"), cell("consumers_other"),
+                          cell("zookeeper"))
+    return table
+
+
 def plot_scaling(results: list[dict], path: Path, floor: dict[str, float] | None = None) -> Path:
     """ZooKeeper requests per rebalance and convergence time against the group's size, one line per
     implementation, log-log: a line of slope 1 grows linearly, of slope 2 quadratically (the references drawn).
@@ -810,11 +953,10 @@ def plot_scaling(results: list[dict], path: Path, floor: dict[str, float] | None
         lat.plot(sizes, [r["crash_p50_ms"] for r in rows], marker="o", label=f"{implementation}, crash p50")
         lat.plot(sizes, [r["join_p50_ms"] for r in rows], marker="s", linestyle="--",
                  label=f"{implementation}, join p50")
-        cpu = [(r["size"], (r["cpu_ms"]["consumers"] + r["cpu_ms"]["zookeeper"]) / CORES) for r in rows
-               if r["cpu_ms"]["consumers"] is not None and r["cpu_ms"]["zookeeper"] is not None]
+        cpu = [(r["size"], floor_ms(r["cpu_crash_ms"])) for r in rows if floor_ms(r["cpu_crash_ms"]) is not None]
         if cpu:
-            lat.plot(*zip(*cpu, strict=True), linestyle=":", color=lat.lines[-1].get_color(),
-                     label=f"{implementation}: CPU per rebalance ÷ {CORES} cores")
+            lat.plot(*zip(*cpu, strict=True), linestyle=":", color=lat.lines[-2].get_color(),
+                     label=f"{implementation}: CPU until a crash converged ÷ {CORES} cores")
     sizes = sorted({r["size"] for r in results})
     base = [r for r in results if r["size"] == sizes[0] and r["zk_requests"]]
     if base and len(sizes) > 1:
@@ -931,6 +1073,7 @@ def main() -> None:
                       *("–" if r["cpu_ms"][k] is None else f"{r['cpu_ms'][k]:.0f}"
                         for k in ("consumers", "zookeeper", "jit")))
     console.print(table)
+    console.print(cpu_table(results))
     if any(r["profile"] == KAFKA for r in results):
         console.print(f"{KAFKA}: Apache Kafka's own ZookeeperConsumerConnector, one JVM per host process, counts from "
                       "its log; its JVMs ran an unmeasured cold start and joins and crashes first until their JIT was "

@@ -10,7 +10,9 @@ import pytest
 from helpers import consumer, wait_until
 from kazoo.client import KazooClient
 
+from zkconsumer.consumer.zookeeper.claims import ReadAhead
 from zkconsumer.errors import ConsumerRebalanceFailed
+from zkconsumer.types import TopicPartition
 from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths, encode_owner
 from zkconsumer.zk.registry import Registry, connect
 from zkconsumer.zk.server import ZooKeeperServer, four_letter_word
@@ -175,4 +177,41 @@ def test_the_executor_thread_sets_the_owner_watches_after_the_claim(
         finally:
             b.shutdown()
     finally:
+        a.shutdown()
+
+
+def test_the_start_offsets_travel_with_the_claim_that_completes_it(
+        registry: Registry, zk_connect: str, holder: KazooClient) -> None:
+    """ReadAhead: the read sent right behind the creates that complete the claim sees every node ours (ZooKeeper
+    answers a session's requests in order), one round trip sooner; one sent with a multi-op that failed (a node
+    taken after all) is dropped and sent again with the create that completes the claim."""
+    create_topic(registry, "t", 3)
+    paths = GroupPaths("g")
+    holder.create(paths.owner("t", 1), encode_owner("g_old-0"), ephemeral=True, makepath=True)
+    a = consumer(zk_connect, "g", "a", rebalance_backoff_ms=20_000)
+    sent: list[list[str]] = []
+
+    def read_owner_nodes(tps):  # in a's own session, as the offsets are read
+        sent.append(sorted(f"{tp.topic}-{tp.partition}" for tp in tps))
+        return a.registry.read_many_async(paths.owner(tp.topic, tp.partition) for tp in tps)
+
+    ahead = ReadAhead(read_owner_nodes)
+    decision = {TopicPartition("t", p): "g_a-0" for p in range(3)}
+    done: list[bool] = []
+    claim = threading.Thread(target=lambda: done.append(
+        a.rebalancer.owners.claim_pipelined(decision, 1, 1, read_ahead=ahead)))
+    try:
+        claim.start()  # t-1 is not predicted held: the multi-op fails, then t-0 and t-2 are created one by one
+        wait_until(lambda: owned_by(registry, "g_a-0") == {"t-0", "t-2"}, message="the free nodes claimed")
+        assert claim.is_alive()
+        holder.delete(paths.owner("t", 1))
+        claim.join(10)
+        assert done == [True]
+        answer = ahead.take()
+        assert answer is not None
+        assert answer() == {paths.owner("t", p): encode_owner("g_a-0") for p in range(3)}
+        assert sent == [["t-0", "t-1", "t-2"], ["t-0", "t-1", "t-2"]]  # with the failed multi-op, then with t-1
+        assert ahead.take() is None
+    finally:
+        claim.join(10)
         a.shutdown()

@@ -256,3 +256,59 @@ def test_the_brokers_watch_counts_triggers_on_the_first_broker_and_gives_up_when
     wait_until(lambda: count.known() == 0, message="no broker counted")
     zk.delete("/brokers/ids")
     wait_until(lambda: count.known() is None, message="the watch stopped with its path")
+
+
+def test_a_group_read_again_changes_only_what_changed_and_equals_a_full_read(
+        registry: Registry, zk_connect: str) -> None:
+    """GroupView (default profile): a read after members joined and left starts from the last one (the
+    subscriptions and topics of the members that stayed are kept; set operations, no pass over the group) and
+    gives the very context a first, full read gives, wildcard members included."""
+    import threading
+
+    from zkconsumer.assignment.assignors import assign
+    from zkconsumer.consumer.zookeeper.group_view import GroupView
+    from zkconsumer.zk.layout import ConsumerRegistration, whitelist
+
+    create_topic(registry, "t", 4)
+    create_topic(registry, "u", 2)
+    ids = "/consumers/g/ids"
+
+    def member(name: str, registration: ConsumerRegistration) -> None:
+        registry.zk.create(f"{ids}/g_{name}", registration.encode(), makepath=True)
+
+    a = consumer(zk_connect, "g", "a")
+    try:
+        for i in range(1, 6):
+            member(f"m{i}", ConsumerRegistration({"t": 1}))
+        member("m6", ConsumerRegistration({"t": 1, "u": 2}))
+        view = a.rebalancer.view
+
+        def same_as_a_full_read() -> None:
+            ctx, version = view.read(None)
+            fresh = GroupView(a, a.rebalancer.paths, lambda cause: None, threading.Event())
+            full, full_version = fresh.read(None)
+            assert version == full_version
+            assert dict(ctx.subscriptions) == dict(full.subscriptions)
+            assert dict(ctx.partitions) == dict(full.partitions)
+            assert assign("range", ctx).owners == assign("range", full).owners
+
+        same_as_a_full_read()
+        kept = view.read(None)[0].subscriptions["g_m1"]
+        full_passes = []
+        whole = view._subscriptions
+        view._subscriptions = lambda registrations: full_passes.append(1) or whole(registrations)
+        registry.zk.delete(f"{ids}/g_m2")
+        member("m7", ConsumerRegistration({"u": 1}))
+        same_as_a_full_read()
+        assert view.read(None)[0].subscriptions["g_m1"] is kept  # carried over, not worked out again
+        assert not full_passes  # no pass over the whole group
+        registry.zk.delete(f"{ids}/g_m6")
+        registry.zk.delete(f"{ids}/g_m7")  # nobody subscribes to u any more
+        same_as_a_full_read()
+        assert "u" not in view.read(None)[0].partitions
+        member("m8", ConsumerRegistration.wildcard(whitelist("t|u"), 1))
+        same_as_a_full_read()
+        member("m9", ConsumerRegistration({"t": 2}))
+        same_as_a_full_read()
+    finally:
+        a.shutdown()

@@ -19,6 +19,7 @@ from __future__ import annotations
 import re
 import threading
 from collections import namedtuple
+from collections.abc import Callable
 
 from kazoo.exceptions import EXCEPTIONS, NoNodeError
 from kazoo.protocol.serialization import int_struct, multiheader_struct, stat_struct, write_string
@@ -76,18 +77,27 @@ class MultiRead(namedtuple("MultiRead", "paths")):
 
 def read_data(zk, paths: list[str]) -> dict[str, bytes | None]:
     """Path → data (None: no such node) of every path, in one ``multiRead``; any other error is raised."""
+    return read_data_async(zk, paths)()
+
+
+def read_data_async(zk, paths: list[str]) -> Callable[[], dict[str, bytes | None]]:
+    """Send the ``multiRead`` now; the function returned waits for its answer (as :func:`read_data`). Lets a read
+    travel in the same flush as the write before it: ZooKeeper answers a session's requests in order."""
     prefix = zk.chroot or ""
     result = zk.handler.async_result()
     zk._call(MultiRead([prefix + p for p in paths]), result)  # kazoo's own submission path, as its calls do
-    out: dict[str, bytes | None] = {}
-    for path, entry in zip(paths, result.get(), strict=True):
-        if isinstance(entry, NoNodeError):
-            out[path] = None
-        elif isinstance(entry, Exception):
-            raise entry
-        else:
-            out[path] = entry[0]
-    return out
+
+    def answer() -> dict[str, bytes | None]:
+        out: dict[str, bytes | None] = {}
+        for path, entry in zip(paths, result.get(), strict=True):
+            if isinstance(entry, NoNodeError):
+                out[path] = None
+            elif isinstance(entry, Exception):
+                raise entry
+            else:
+                out[path] = entry[0]
+        return out
+    return answer
 
 
 _VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)")

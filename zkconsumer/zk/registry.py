@@ -208,22 +208,35 @@ class Registry:
     def read_many(self, paths: Iterable[str]) -> dict[str, bytes | None]:
         """Read many nodes in one round trip: one ``multiRead`` per 1,000 nodes where the ensemble serves it
         (ZooKeeper 3.6+, zk/multiread.py), else pipelined ``getData`` requests."""
+        return self.read_many_async(paths)()
+
+    def read_many_async(self, paths: Iterable[str]) -> Callable[[], dict[str, bytes | None]]:
+        """:meth:`read_many`, sent now; the function returned waits for the answers (a read sent right behind a
+        write of this session sees it: ZooKeeper answers a session's requests in order)."""
         paths = list(paths)
         if len(paths) > 1 and self._multi_read is None:
             self._multi_read = multiread.supports_multi_read(self.zk.hosts)
         if len(paths) > 1 and self._multi_read:
-            out: dict[str, bytes | None] = {}
-            for start in range(0, len(paths), MULTI_READ_CHUNK):
-                out.update(multiread.read_data(self.zk, paths[start:start + MULTI_READ_CHUNK]))
-            return out
+            chunks = [multiread.read_data_async(self.zk, paths[start:start + MULTI_READ_CHUNK])
+                      for start in range(0, len(paths), MULTI_READ_CHUNK)]
+
+            def read() -> dict[str, bytes | None]:
+                out: dict[str, bytes | None] = {}
+                for chunk in chunks:
+                    out.update(chunk())
+                return out
+            return read
         pending = [(p, self.zk.get_async(p)) for p in paths]
-        out: dict[str, bytes | None] = {}
-        for path, result in pending:
-            try:
-                out[path] = result.get()[0]
-            except NoNodeError:
-                out[path] = None
-        return out
+
+        def got() -> dict[str, bytes | None]:
+            out: dict[str, bytes | None] = {}
+            for path, result in pending:
+                try:
+                    out[path] = result.get()[0]
+                except NoNodeError:
+                    out[path] = None
+            return out
+        return got
 
     def delete_many(self, paths: Iterable[str]) -> None:
         """Delete many nodes, pipelined; nodes already gone are fine."""

@@ -14,7 +14,7 @@ import logging
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
 from kazoo.client import KazooClient
@@ -43,6 +43,28 @@ class _GiveUp(Exception):  # control flow: never leaves a claim
 
 def nothing() -> None:
     """The completion of a release that has nothing left to do."""
+
+
+class ReadAhead:
+    """A read sent in the same flush as the claim that completes it (the start offsets of the partitions gained):
+    ZooKeeper answers a session's requests in order, so it sees the claim done, one round trip sooner than a read
+    sent after the claim's answer. Kept only when that claim created every node at its first try; otherwise
+    dropped and read again afterwards."""
+
+    def __init__(self, send: Callable[[list[TopicPartition]], Callable[[], object]]) -> None:
+        self._send = send
+        self._pending: Callable[[], object] | None = None
+
+    def send(self, tps: Iterable[TopicPartition]) -> None:
+        self._pending = self._send(list(tps))
+
+    def drop(self) -> None:
+        self._pending = None
+
+    def take(self) -> Callable[[], object] | None:
+        """The answer's wait, if a read was sent and kept (once)."""
+        pending, self._pending = self._pending, None
+        return pending
 
 
 def tp_str(tp: TopicPartition) -> str:
@@ -172,7 +194,7 @@ class OwnerNodes:
 
     def claim_pipelined(self, decision: Mapping[TopicPartition, str], number: int, attempt: int,
                          held: Mapping[TopicPartition, str] | None = None, members: Mapping[str, str] | None = None,
-                         after_send: Callable[[], None] = lambda: None) -> bool:
+                         after_send: Callable[[], None] = lambda: None, read_ahead: ReadAhead | None = None) -> bool:
         """Claim every owner node at once, in as few ZooKeeper writes as possible.
 
         ``held``: partitions whose previous owner (the thread named) is still a member (``members``: thread to
@@ -185,7 +207,8 @@ class OwnerNodes:
         when it is freed, all of them are tried. A multi-op that fails (a node taken after all, or a holder
         that releases node by node) is retried node by node, and a node found held is watched on its own.
         Gives up, deleting what it created, when the group changes (the assignment is stale) or
-        ``rebalance.backoff.ms`` passes; the next attempt recomputes.
+        ``rebalance.backoff.ms`` passes; the next attempt recomputes. ``read_ahead`` is sent right behind the
+        writes that would create the last nodes (:class:`ReadAhead`).
         """
         zk, cond = self.c.zk, self.r.cond
         held, members = held or {}, members or {}
@@ -252,6 +275,8 @@ class OwnerNodes:
                         txn.create(path(tp), layout.encode_owner(todo[tp]), ephemeral=True)
                     multi = txn.commit_async()
                 singles = [] if multi is not None else [(tp, create(tp)) for tp in batch]
+                if read_ahead is not None and len(batch) == len(todo):  # this batch completes the claim
+                    read_ahead.send(decision)
                 reads = [(tp, zk.get_async(path(tp), watch=freed(tp))) for tp in look]
                 look = []
                 after_send()  # our own release, sent before these, completes meanwhile
@@ -267,6 +292,8 @@ class OwnerNodes:
                                 raise NotAuthorized(path(tp), "create")
                         # Nothing was created: one node was taken after all. Node by node, to learn which.
                         singles = [(tp, create(tp)) for tp in batch]
+                        if read_ahead is not None:
+                            read_ahead.drop()  # it was answered before these creates
                 for tp, result in singles:
                     try:
                         result.get()
@@ -298,10 +325,14 @@ class OwnerNodes:
                         if holder != held.get(tp):  # not held by the member predicted: the others may be free
                             wake_followers(tp)
                         hopeful.discard(tp)  # watched on its own from now on
+                if todo and read_ahead is not None:
+                    read_ahead.drop()  # sent with a batch that did not complete the claim
             for tp in decision:
                 self._strays.pop(path(tp), None)
             return True
         except BaseException as e:
+            if read_ahead is not None:
+                read_ahead.drop()
             self._undo_claims({tp: decision[tp] for tp in created})
             if isinstance(e, _GiveUp):
                 return False

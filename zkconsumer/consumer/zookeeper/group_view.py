@@ -57,6 +57,10 @@ class GroupView:
         self._member_subs: dict[str, tuple[ConsumerRegistration, Mapping[str, int] | None]] = {}
         self._shared_subs: dict[tuple[tuple[str, int], ...], Mapping[str, int]] = {}
         self._any_foreign = False  # a member in pykafka's format was ever read (assignment/foreign.py)
+        self._by_id: dict[int, Mapping[str, int]] = {}  # the interned mappings by id() (_topics)
+        self._wildcards = False  # the last full reading had wildcard members: their topics change without them
+        #: the last read's (registrations, subscriptions, topics): the next read changes only what changed
+        self._last: tuple[dict, dict[str, Mapping[str, int]], list[str]] | None = None
 
     def forget_registrations(self) -> None:
         """A node changed without a child event (or a new session): read every registration next time."""
@@ -87,22 +91,29 @@ class GroupView:
             if gone:  # a member left between the listing and the read: Kafka's readData throws, the attempt fails
                 raise NoNodeError(f"{gone[0]} vanished while reading the group")
             registrations = {cid: self.decode_member(cid, paths[cid], raw[paths[cid]]) for cid in ids}
+            base, gone, added = None, set(), []
         else:
+            # Set operations and a dict copy (C loops): an attempt's own work grows with what changed, not with N.
             cached, cached_version = self.registrations, self.registrations_version
-            known = set(cached)
-            changes = len(known.symmetric_difference(ids))
-            if cached_version < 0 or cversion - cached_version != changes:
-                known = set()  # cannot tell which nodes are the same: read them all
-            todo = [cid for cid in ids if cid not in known]
+            present = set(ids)
+            if cached_version < 0 or cversion - cached_version != len(cached.keys() ^ present):
+                cached = {}  # cannot tell which nodes are the same: read them all
+            todo = sorted(present - cached.keys())
+            gone = cached.keys() - present
             paths = {cid: self.paths.registration(cid) for cid in todo}
             raw = reg.read_many(paths.values())
-            registrations = {cid: cached[cid] for cid in ids if cid in known}
+            registrations = cached.copy()
+            for cid in gone:
+                del registrations[cid]
+            added = []
             for cid in todo:
                 data = raw[paths[cid]]
                 if data is not None:  # None: left between the listing and the read; the version check catches it
                     member = self.decode_member(cid, paths[cid], data)
                     if member is not None:
                         registrations[cid] = member
+                        added.append(cid)
+            base = cached if cached is self.registrations else None
             if len(registrations) == len(ids):
                 self.registrations, self.registrations_version = registrations, cversion
             else:
@@ -111,8 +122,12 @@ class GroupView:
             registrations, outsiders = foreign.split(registrations)
         else:
             outsiders = {}
-        subs = self._subscriptions(registrations)
-        topics = sorted({t for s in subs.values() for t in s})
+        if fast and not outsiders and base is not None:
+            subs, topics = self._subscriptions_changed(registrations, base, gone, added)
+        else:
+            subs = self._subscriptions(registrations)
+            topics = self._topics(subs)
+        self._last = (registrations, subs, topics)
         if fast:
             missing = [t for t in topics if t not in self.topic_partitions]
             nodes = reg.read_many(layout.topic_path(t) for t in missing)
@@ -127,6 +142,40 @@ class GroupView:
         if outsiders:
             partitions = foreign.yield_topics(partitions, outsiders, self.c.consumer_id)
         return AssignmentContext(subs, partitions), cversion
+
+    def _subscriptions_changed(self, registrations: dict[str, ConsumerRegistration],
+                               base: dict[str, ConsumerRegistration], gone: set[str], added: list[str]
+                               ) -> tuple[dict[str, Mapping[str, int]], list[str]]:
+        """The subscriptions and topics of the last read, with the members that left or joined since: a member
+        present in both is the very same registration (``base`` is the dict the last read cached). Worked out in
+        full when the last read is not that one, or a wildcard member is involved (its topics depend on the
+        topics that exist now)."""
+        last = self._last
+        if last is None or last[0] is not base or len(last[1]) != len(base) or self._wildcards:
+            subs = self._subscriptions(registrations)
+            return subs, self._topics(subs)
+        memo, exclude = self._member_subs, self.c.config.exclude_internal_topics
+        subs = last[1].copy()
+        for cid in gone:
+            del subs[cid]
+            memo.pop(cid, None)
+        for cid in added:
+            r = registrations[cid]
+            if r.is_wildcard:
+                subs = self._subscriptions(registrations)
+                return subs, self._topics(subs)
+            mapping = self._interned(r.topic_streams((), exclude))
+            memo[cid] = (r, mapping)
+            subs[cid] = mapping
+        return subs, last[2] if not gone and not added else self._topics(subs)
+
+    def _topics(self, subs: Mapping[str, Mapping[str, int]]) -> list[str]:
+        """The topics anyone subscribes to, looked up once per distinct subscription mapping."""
+        by_id = self._by_id
+        distinct = set(map(id, subs.values()))
+        if all(i in by_id for i in distinct):
+            return sorted({t for i in distinct for t in by_id[i]})
+        return sorted({t for s in subs.values() for t in s})
 
     def _subscriptions(self, registrations: dict[str, ConsumerRegistration]) -> dict[str, Mapping[str, int]]:
         """Consumer id → topic → streams, wildcards resolved against the topics read now.
@@ -150,6 +199,7 @@ class GroupView:
                 wildcards.append(cid)
             else:
                 subs[cid] = mapping
+        self._wildcards = bool(wildcards)
         if wildcards:
             all_topics = self.c.registry.topics()
             for cid in wildcards:
@@ -164,7 +214,9 @@ class GroupView:
         if shared is None:
             if len(self._shared_subs) > 1024:  # wildcards over changing topic lists: keep it bounded
                 self._shared_subs.clear()
+                self._by_id.clear()
             shared = self._shared_subs[key] = mapping
+            self._by_id[id(mapping)] = mapping  # holds it, so the id stays its own
         return shared
 
     def decode_member(self, cid: str, path: str, data: bytes | None) -> ConsumerRegistration | None:

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 
 from zkconsumer.consumer.progress import INVALID_OFFSET
 from zkconsumer.trace import TraceWriter
@@ -43,10 +43,22 @@ class ZkOffsetStore:
 
     def fetch(self, tps: Iterable[TopicPartition], pipelined: bool = True) -> dict[TopicPartition, int]:
         """The committed offsets (``INVALID_OFFSET`` when none); they become the checkpoints."""
+        if pipelined:
+            return self.fetch_async(tps)()
         tps = list(tps)
         paths = {tp: GroupPaths(self.group).offset(tp.topic, tp.partition) for tp in tps}
-        raw = self.registry.read_many(paths.values()) if pipelined else {p: self.registry.read(p)
-                                                                           for p in paths.values()}
+        return self._offsets(tps, paths, {p: self.registry.read(p) for p in paths.values()})
+
+    def fetch_async(self, tps: Iterable[TopicPartition]) -> Callable[[], dict[TopicPartition, int]]:
+        """:meth:`fetch` (pipelined), sent now; the function returned waits for it. Sent right behind a claim,
+        the read sees the claim's outcome (ZooKeeper answers a session's requests in order)."""
+        tps = list(tps)
+        paths = {tp: GroupPaths(self.group).offset(tp.topic, tp.partition) for tp in tps}
+        pending = self.registry.read_many_async(paths.values())
+        return lambda: self._offsets(tps, paths, pending())
+
+    def _offsets(self, tps: list[TopicPartition], paths: Mapping[TopicPartition, str],
+                 raw: Mapping[str, bytes | None]) -> dict[TopicPartition, int]:
         out = {}
         for tp in tps:
             data = raw[paths[tp]]

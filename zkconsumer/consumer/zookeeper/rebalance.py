@@ -29,7 +29,7 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from zkconsumer.assignment.assignors import Assignment, AssignmentContext, TopicPartition, assign
 from zkconsumer.consumer.zookeeper import plan as rebalance_plan
-from zkconsumer.consumer.zookeeper.claims import ClaimHost, OwnerNodes, nothing, tp_str
+from zkconsumer.consumer.zookeeper.claims import ClaimHost, OwnerNodes, ReadAhead, nothing, tp_str
 from zkconsumer.consumer.zookeeper.group_view import GroupView
 from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
 from zkconsumer.consumer.zookeeper.phases import PhaseClock
@@ -636,10 +636,14 @@ class Rebalancer:
                 if now != cversion:
                     return Outcome.STALE
         with clock.phase("claim"):
+            # The start offsets, sent with the claim's last write, where they live in ZooKeeper (a broker's offsets
+            # are not ordered behind our ZooKeeper session's writes).
+            send = getattr(c.offsets, "fetch_async", None)
+            ahead = ReadAhead(send) if send is not None else None
             if profile.pipelined_claims:
                 # Held until their previous owner, still a member, releases them (from our last assignment).
                 ok = self.owners.claim_pipelined(gained, number, attempt, dict(step.hold), ctx.thread_owner,
-                                           after_send=finish_release)
+                                                 after_send=finish_release, read_ahead=ahead)
             else:
                 ok = self.owners.claim_one_by_one(gained, number, attempt)
         finish_release()  # (sent with the claim) before the trace says what was claimed
@@ -652,7 +656,9 @@ class Rebalancer:
             self.owners.watch_owned(gained)
         if profile.pipelined_claims:
             with clock.phase("offsets"):
-                offsets = c.offsets.fetch(gained)  # we own them now: nobody else commits these any more
+                # we own them now: nobody else commits these any more
+                sent = ahead.take() if ahead is not None else None
+                offsets = sent() if sent is not None else c.offsets.fetch(gained)
         by_topic: dict[str, dict[int, str]] = {}
         for tp, tid in decision.items():
             by_topic.setdefault(tp.topic, {})[tp.partition] = tid
