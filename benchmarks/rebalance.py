@@ -21,8 +21,9 @@ Unmeasured scenarios run first until that compiler is quiet (--warmup), as in a 
 Each join and crash starts on a quiet group: after the previous one converged, the benchmark waits until the
 consumers and ZooKeeper are idle again (the default profile sets its owner watches 300 ms after a claim; charged to
 the next action, they had slowed it). Its CPU is read when it converged and once all is quiet again, and in
-zkconsumer's hosts split into the rebalance threads, kazoo's connection threads and the rest; the CPU until
-convergence over the cores is the floor a CPU-bound rebalance cannot beat.
+zkconsumer's hosts split into the rebalance threads, kazoo's connection threads and the rest. A CPU-bound rebalance
+cannot beat the CPU until convergence over the cores by much (read 30-40 ms after convergence, it runs a little
+high).
 
 The third row, ``kafka-0.8.2.2``, is the oracle: Apache Kafka 0.8.2.2's own ``ZookeeperConsumerConnector`` from its
 published jars (zkconsumer/apache_kafka), several members per JVM, one JVM per host process, the same placement,
