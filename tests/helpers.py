@@ -89,3 +89,32 @@ def drain(stream, limit: int | None = None) -> list:
     except ConsumerTimeout:
         pass
     return out
+
+
+def send_authorized_operations(broker, bits: set[int]) -> None:
+    """Make the local ``broker`` answer every DescribeGroups and Metadata with these authorized-operation bits, asked
+    for or not, as some Kafka-compatible coordinators do (issue 30: bit 15 is past kafka-python's ACLOperation)."""
+    from kafka.protocol.admin import DescribeGroupsRequest
+    from kafka.protocol.metadata import MetadataRequest
+
+    def wrap(request_class, stamp: Callable[[Any], None]) -> None:
+        handler = broker.apis.get(request_class.API_KEY)
+
+        def handle(ctx, req):
+            response = handler.handle(ctx, req)
+            stamp(response)
+            return response
+
+        broker.apis.register(request_class, handler.min_version, handler.max_version, handle, handler.error_answer)
+
+    def groups(response) -> None:
+        for group in response.groups:
+            group.authorized_operations = set(bits)
+
+    def metadata(response) -> None:
+        response.authorized_operations = set(bits)  # kafka-python's name for the cluster's and each topic's
+        for topic in response.topics:
+            topic.authorized_operations = set(bits)
+
+    wrap(DescribeGroupsRequest, groups)
+    wrap(MetadataRequest, metadata)

@@ -194,7 +194,7 @@ def test_zookeeper_is_talked_to_only_where_the_readme_says() -> None:
 #: and those below; ``zkconsumer/__init__.py`` (the public API) and ``__main__`` stand outside.
 LAYERS = {
     "zkconsumer.errors": 0, "zkconsumer.types": 0, "zkconsumer.records": 0, "zkconsumer.trace": 0,
-    "zkconsumer.consoles": 0, "zkconsumer.broker_version": 0,
+    "zkconsumer.consoles": 0, "zkconsumer.broker_version": 0, "zkconsumer.kafka_admin": 0,
     "zkconsumer.zk": 1, "zkconsumer.assignment": 1, "zkconsumer.config": 1,
     "zkconsumer.consumer": 2, "zkconsumer.broker": 2, "zkconsumer.coordinator": 2, "zkconsumer.migration": 2,
     "zkconsumer.apache_kafka": 2, "zkconsumer.tools": 2,

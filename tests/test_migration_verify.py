@@ -8,9 +8,11 @@ import sys
 import time
 
 import pytest
-from helpers import wait_until
-from kafka import KafkaConsumer, KafkaProducer
+from helpers import send_authorized_operations, wait_until
+from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from kafka.structs import OffsetAndMetadata
 
+from zkconsumer.kafka_admin import AdminClient, operation_names
 from zkconsumer.migration.driver import MigrationDriver, MigrationError
 from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER
 from zkconsumer.migration.verify import (
@@ -102,6 +104,43 @@ def test_describe_and_committed_against_a_real_coordinator(registry: Registry, b
     gone = wait_until(lambda: (c := judge(describe(broker.bootstrap, "g"), ["g_me"], None)).state == "Empty" and c,
                       message="the group to be Empty")
     assert gone.problems == ["the group is Empty, not Stable", "g_me is not a member of the coordinator group"]
+
+
+def test_authorized_operations_are_named_and_an_unknown_one_is_kept() -> None:
+    assert operation_names({15, 3, 8, 1}) == ["READ", "DESCRIBE", 15]  # ANY (1) is a filter's, never an answer's
+    assert operation_names(set()) == []
+
+
+def test_a_coordinator_answering_operations_kafka_python_does_not_know_is_still_read(registry: Registry,
+                                                                                     broker) -> None:
+    """Issue 30: every migration check failed with "15 is not a valid ACLOperation" on such a coordinator."""
+    create_topic(registry, "t", 2)
+    consumer = KafkaConsumer("t", bootstrap_servers=broker.bootstrap, group_id="g", client_id="g_me",
+                             auto_offset_reset="earliest", enable_auto_commit=False)
+    try:
+        wait_until(lambda: consumer.poll(100) is not None and len(consumer.assignment()) == 2,
+                   message="the member owns both partitions")
+        consumer.commit({tp: OffsetAndMetadata(3, "", -1) for tp in consumer.assignment()})
+        send_authorized_operations(broker, {3, 6, 8, 15})
+        plain = KafkaAdminClient(bootstrap_servers=broker.bootstrap)
+        try:  # the condition is real: kafka-python's own admin client fails on it
+            with pytest.raises(ValueError, match="15 is not a valid ACLOperation"):
+                plain.describe_groups(["g"])
+        finally:
+            plain.close()
+        check = judge(describe(broker.bootstrap, "g"), ["g_me"], {"t": range(2)})
+        assert check.ok, check.problems
+        assert committed(broker.bootstrap, "g") == {("t", 0): 3, ("t", 1): 3}
+        admin = AdminClient(bootstrap_servers=broker.bootstrap)
+        try:
+            assert admin.describe_groups(["g"])["g"]["group_state"] == "Stable"
+            assert "t" in admin.list_topics()  # Metadata carries the bits too, for the topic and the cluster
+            topics = admin.describe_topics(["t"])
+            assert topics[0]["authorized_operations"] == ["READ", "DELETE", "DESCRIBE", 15]
+        finally:
+            admin.close()
+    finally:
+        consumer.close()
 
 
 # ------------------------------------------------------------------------------ the driver acts on the checks

@@ -165,13 +165,18 @@ class _Printer:
             for record in stream:
                 with self.lock:
                     if args.max_messages and self.count[0] >= args.max_messages:
-                        stop.set()
-                        return
+                        return  # another stream printed the last one: this record stays unprocessed (uncommitted)
                     self.count[0] += 1
                     if args.output in ("value", "record"):
                         value = (record.value or b"").decode("utf-8", "replace")
                         sys.stdout.write(value + "\n" if args.output == "value" else
                                          f"{record.topic}\t{record.partition}\t{record.offset}\t{value}\n")
+                    stream.ack()  # printed is processed: committable now, whichever way this thread leaves
+                    if args.max_messages and self.count[0] >= args.max_messages:
+                        # the N-th record ends the run now, as Kafka's console consumer does, not when an N+1-th
+                        # arrives (which may never happen)
+                        stop.set()
+                        return
                 if stop.is_set():
                     return
         except ConsumerTimeout:

@@ -26,7 +26,7 @@ from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from kafka import KafkaAdminClient, KafkaProducer
+from kafka import KafkaProducer
 from kafka.admin import NewTopic
 from rich.console import Console, Group
 from rich.live import Live
@@ -37,6 +37,7 @@ from zkconsumer.apache_kafka import lab_members
 from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition, assign
 from zkconsumer.consoles import make_console
 from zkconsumer.consumer.zookeeper.kafka_offsets import KafkaOffsetStore
+from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.lab.backends import GroupSettings, LabBackend, ProcessBackend
 from zkconsumer.migration.driver import MigrationDriver
 from zkconsumer.records import encode_value
@@ -221,7 +222,7 @@ class Lab:
 
     def _create_topics_by_admin(self) -> None:
         """CreateTopics through the cluster's own API: it keeps its metadata elsewhere than in ZooKeeper."""
-        admin = KafkaAdminClient(bootstrap_servers=self.bootstrap, client_id="zkconsumer-lab")
+        admin = AdminClient(bootstrap_servers=self.bootstrap, client_id="zkconsumer-lab")
         try:
             existing = set(admin.list_topics())
             wanted = [NewTopic(t, n, 1) for t, n in self.plan.topics.items() if t not in existing]

@@ -15,7 +15,7 @@ import json
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
-from kafka import KafkaAdminClient
+from zkconsumer.kafka_admin import AdminClient
 
 TP = tuple[str, int]
 
@@ -107,8 +107,8 @@ TIMEOUT_MS = 5000
 
 def _admin(bootstrap: str, api_version: tuple[int, ...] | None):
     extra = {"api_version": api_version} if api_version else {}
-    return KafkaAdminClient(bootstrap_servers=bootstrap, client_id="zkconsumer-migrate", request_timeout_ms=TIMEOUT_MS,
-                            bootstrap_timeout_ms=TIMEOUT_MS, **extra)
+    return AdminClient(bootstrap_servers=bootstrap, client_id="zkconsumer-migrate", request_timeout_ms=TIMEOUT_MS,
+                       bootstrap_timeout_ms=TIMEOUT_MS, **extra)
 
 
 def _field(obj, name: str):

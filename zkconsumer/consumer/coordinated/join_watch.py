@@ -17,12 +17,12 @@ from dataclasses import dataclass
 from typing import Protocol
 
 import kafka.errors as errors
-from kafka import KafkaAdminClient
 from kafka.structs import MemberState
 
 from zkconsumer import broker_version
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import code_name
+from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.trace import TraceWriter
 
 log = logging.getLogger(__name__)
@@ -228,9 +228,9 @@ class JoinWatch:
         c = self.c
         admin = None
         try:
-            admin = KafkaAdminClient(bootstrap_servers=c.bootstrap, client_id=f"{c.config.client_id}-join-watch",
-                                     request_timeout_ms=max(1000, min(10000, c.rebalance_timeout_ms // 2)),
-                                     **broker_version.client_settings(c.bootstrap, c.config.broker_api_version))
+            admin = AdminClient(bootstrap_servers=c.bootstrap, client_id=f"{c.config.client_id}-join-watch",
+                                request_timeout_ms=max(1000, min(10000, c.rebalance_timeout_ms // 2)),
+                                **broker_version.client_settings(c.bootstrap, c.config.broker_api_version))
             described = admin.describe_groups([c.group]).get(c.group) or {}
         except Exception as e:  # noqa: BLE001 - the report goes out without the coordinator's view
             return None, None, [], f"{type(e).__name__}: {e}" if str(e) else type(e).__name__

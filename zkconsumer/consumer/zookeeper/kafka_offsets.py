@@ -19,7 +19,6 @@ import threading
 import time
 from collections.abc import Callable, Iterable, Mapping
 
-from kafka import KafkaAdminClient
 from kafka import TopicPartition as KTP
 from kafka.structs import OffsetAndMetadata
 
@@ -29,6 +28,7 @@ from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.progress import INVALID_OFFSET
 from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.trace import TraceWriter
 
 log = logging.getLogger(__name__)
@@ -73,9 +73,9 @@ class KafkaOffsetStore:
     def _client(self):
         if self._admin is None:
             bootstrap = self._bootstrap() if callable(self._bootstrap) else self._bootstrap
-            self._admin = KafkaAdminClient(bootstrap_servers=bootstrap, client_id=self.client_id,
-                                           request_timeout_ms=max(1000, self.request_timeout_ms),
-                                           **broker_version.client_settings(bootstrap, self._api_version))
+            self._admin = AdminClient(bootstrap_servers=bootstrap, client_id=self.client_id,
+                                      request_timeout_ms=max(1000, self.request_timeout_ms),
+                                      **broker_version.client_settings(bootstrap, self._api_version))
         return self._admin
 
     def _with_retries(self, what: str, call: Callable[[], object]) -> object:
