@@ -61,7 +61,10 @@ def main() -> None:
             if r is base:
                 continue
             v = r.measures.get(key)
-            cells.append("-" if v is None else ("n/a (baseline 0)" if b == 0 else f"{v / b:.2f}x"))
+            if key in r.not_applicable:  # the measure means nothing for this variant (footnoted in the table)
+                cells.append("n/a")
+            else:
+                cells.append("-" if v is None else ("n/a (baseline 0)" if b == 0 else f"{v / b:.2f}x"))
         table.add_row(label, *cells)
     console.print(table)
     console.print(f"runs, reports, compare.csv and compare.png under {out}")

@@ -11,8 +11,18 @@ import pytest
 from rich.console import Console
 
 from zkconsumer.assignment.assignors import AssignmentContext, assign
-from zkconsumer.lab.compare import MEASURES, run_compare
+from zkconsumer.lab.compare import (
+    MEASURES,
+    VariantResult,
+    csv_frame,
+    figure,
+    json_document,
+    render_table,
+    run_compare,
+    table_cells,
+)
 from zkconsumer.lab.runner import LabPlan, Step
+from zkconsumer.lab.variants import VARIANTS, Measure, NotApplicable
 
 
 @pytest.mark.slow
@@ -117,3 +127,90 @@ def test_a_variant_this_machine_cannot_run_is_skipped_with_its_reason(monkeypatc
     assert results == [] and "skipped coordinator-kafka-3.9: Kafka 3.9.1's jars" in " ".join(buf.getvalue().split())
     with pytest.raises(ValueError, match="unknown variants"):
         run_compare(LabPlan(), tmp_path, ["eager-ish"], Console(file=io.StringIO()), analyze=False)
+
+
+# --------------------------------------------------------------------------- the outputs, built from results
+# Measures as the lab and Spark hand them over (the rolling restart of 2026-11-24, benchmarks/README.md): the
+# figures that do not apply are there, as a run records them; "-" where nothing was counted.
+_RUN = {
+    "zookeeper-default": (7, 39, 118, 280, 3029, 215, 3, 0, 0, 411, 0, True),
+    "zookeeper-kafka-0.8": (5, 684, 2081, 2188, 47391, 2032, 0, 0, 0, 627, 0, True),
+    "coordinator": (6, 30, 618, 6042, 76011, 6042, 1, 0, 0, 76, 53, True),
+    "coordinator-kafka-3.9": (6, 44, 452, 6055, 75616, 6055, 2, 0, 0, None, None, True),
+    "cooperative-sticky": (11, 1089, 0.5, 6, 16780, 1097, 2, 0, 0, 42, 25, True),
+    "consumer-protocol-kafka-4": (24, 104, 1.0, 19, 8934, 990, 0, 0, 0, 0.9, None, True),
+}
+
+
+def _results() -> list[VariantResult]:
+    return [VariantResult.of(name, {"client": "x"}, dict(zip((m.value for m in Measure), values, strict=True)))
+            for name, values in _RUN.items()]
+
+
+def test_which_measures_do_not_apply_is_part_of_each_variants_definition() -> None:
+    latency = {Measure.REBALANCE_MS_P50: NotApplicable.NO_HOOK_BEFORE_ASSIGNMENT,
+               Measure.REBALANCE_MS_MAX: NotApplicable.NO_HOOK_BEFORE_ASSIGNMENT}
+    assert {n: dict(v.not_applicable) for n, v in VARIANTS.items() if v.not_applicable} == {
+        "cooperative-sticky": latency,
+        "consumer-protocol-kafka-4": {**latency, Measure.ZOOKEEPER_REQUESTS_PER_REBALANCE: NotApplicable.NO_ZOOKEEPER}}
+    # every group on Kafka 4 runs without ZooKeeper
+    assert all(dict(v.not_applicable).get(Measure.ZOOKEEPER_REQUESTS_PER_REBALANCE) is NotApplicable.NO_ZOOKEEPER
+               for v in VARIANTS.values() if v.kraft)
+    assert MEASURES[2] == ("rebalance_ms_p50", "rebalance latency p50 (ms)")
+
+
+def test_the_table_shows_n_a_with_its_reason_where_a_measure_does_not_apply() -> None:
+    results = _results()
+    cells = table_cells(results)
+    by_label = {row[0]: dict(zip(cells.header[1:], row[1:], strict=True)) for row in cells.rows}
+    p50 = by_label["rebalance latency p50 (ms)"]
+    assert p50["cooperative-sticky"] == p50["consumer-protocol-kafka-4"] == "n/a [1]"
+    assert p50["zookeeper-default"] == "118"
+    assert by_label["rebalance latency max (ms)"]["cooperative-sticky"] == "n/a [1]"
+    zk = by_label["ZooKeeper requests per rebalance"]
+    assert zk["consumer-protocol-kafka-4"] == "n/a [2]" and zk["coordinator"] == "76"
+    assert zk["coordinator-kafka-3.9"] == "-"  # not counted is not "does not apply"
+    assert by_label["broker group requests per rebalance"]["consumer-protocol-kafka-4"] == "-"
+    assert cells.footnotes == [
+        f"[1] cooperative-sticky, consumer-protocol-kafka-4: {NotApplicable.NO_HOOK_BEFORE_ASSIGNMENT.value}",
+        f"[2] consumer-protocol-kafka-4: {NotApplicable.NO_ZOOKEEPER.value}",
+        "- not counted: a server the lab did not start itself, or a run not analysed"]
+    buf = io.StringIO()
+    Console(file=buf, width=300).print(render_table(results, "t"))
+    printed = buf.getvalue()
+    assert "n/a [1]" in printed and "n/a [2]" in printed and "[2] consumer-protocol-kafka-4: the group uses no" \
+        in printed  # the marks are text, not Rich markup
+    assert " 0.5 " not in printed and " 0.9 " not in printed
+
+
+def test_csv_and_json_carry_no_number_where_a_measure_does_not_apply(tmp_path) -> None:
+    results = _results()
+    csv_frame(results).to_csv(tmp_path / "compare.csv", index=False)
+    table = pd.read_csv(tmp_path / "compare.csv").set_index("measure")
+    assert pd.isna(table.loc["rebalance latency p50 (ms)", "cooperative-sticky"])
+    assert pd.isna(table.loc["ZooKeeper requests per rebalance", "consumer-protocol-kafka-4"])
+    assert float(table.loc["rebalance latency p50 (ms)", "zookeeper-default"]) == 118
+    doc = json.loads(json.dumps(json_document(results)))
+    kip848 = doc["consumer-protocol-kafka-4"]
+    assert kip848["measures"]["rebalance_ms_p50"] is None and kip848["measures"]["zookeeper_requests_per_rebalance"] \
+        is None and kip848["measures"]["group_rebalances"] == 24
+    assert kip848["not_applicable"]["zookeeper_requests_per_rebalance"] == NotApplicable.NO_ZOOKEEPER.value
+    assert doc["zookeeper-default"]["not_applicable"] == {} and doc["zookeeper-default"]["summary"] == {"client": "x"}
+
+
+def test_the_figure_says_0_in_every_variant_and_draws_no_bar_for_n_a() -> None:
+    fig = figure(_results())
+    try:
+        panels = {ax.get_title(): ax for ax in fig.axes if ax.get_title()}
+        for label in ("two consumers on one partition at once", "records lost"):
+            ax = panels[label]
+            assert [t.get_text() for t in ax.texts] == ["0 in every variant"] and not ax.patches, label
+        p50 = panels["rebalance latency p50 (ms)"]
+        assert [round(b.get_height(), 1) for b in p50.patches] == [118, 2081, 618, 452]  # no bar for n/a
+        assert [t.get_text() for t in p50.texts] == ["n/a", "n/a"]
+        zk = panels["ZooKeeper requests per rebalance"]
+        assert [t.get_text() for t in zk.texts] == ["-", "n/a"] and len(zk.patches) == 4
+    finally:
+        from zkconsumer.analysis.plots import plt
+
+        plt.close(fig)

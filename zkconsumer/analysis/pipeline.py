@@ -245,6 +245,34 @@ def _ms_columns(df: pd.DataFrame) -> pd.DataFrame:
     return out
 
 
+def _see_table(r: Report, name: str) -> str:
+    """`` (name.csv)``, linked to the table that lists the rows behind a count or a verdict."""
+    return r.see(f"{name}.csv", f"tables/{name}.csv")
+
+
+def invariant_bullets(r: Report, inv: InvariantCounts) -> list[str]:
+    """One line per invariant: what it claims, "holds" or "**broken**" with the count, then the table of its
+    violations in brackets. Built in one place so every verdict is set apart from its link the same way."""
+
+    def verdict(claim: str, broken: str | None, table: str, context: str = "") -> str:
+        return (f"{claim}: {context}{'holds' if broken is None else f'**broken**: {broken}'}"
+                + _see_table(r, table))
+
+    faults = f"{len(inv.faults)} faults, " if inv.faults else "no fault in this run, "
+    return [
+        verdict("zero records lost", f"{inv.lost:,} lost" if inv.lost else None, "lost_offsets"),
+        verdict("never two live owners", f"{inv.overlaps:,} overlaps" if inv.overlaps else None, "overlaps"),
+        verdict("every duplicate inside an uncommitted window",
+                f"{inv.duplicates_committed:,} duplicates of committed records" if inv.duplicates_committed
+                else None, "duplicates_committed"),
+        verdict("no committed offset moving back",
+                f"{inv.commits_backwards:,} commits" if inv.commits_backwards else None, "commits_backwards"),
+        verdict("every partition owned again within session timeout + 1 s of a fault healing",
+                f"{inv.unowned_after_heal:,} partitions unowned" if inv.unowned_after_heal else None, "faults",
+                context=faults),
+    ]
+
+
 def build_report(trace_dir: str, ts: TraceSet, res: AnalysisResult, writer: TableWriter, st: Stages,
                  bad: pd.DataFrame, grb: pd.DataFrame, previews: dict[str, pd.DataFrame]) -> Report:
     r = Report("zkconsumer trace analysis")
@@ -254,31 +282,16 @@ def build_report(trace_dir: str, ts: TraceSet, res: AnalysisResult, writer: Tabl
     r.bullets([
         f"{s.get('consumers', 0)} consumers, {s.get('group_rebalances', 0)} group rebalances, "
         f"{s.get('partitions', 0)} partitions, {s.get('deliveries', 0):,} deliveries",
-        f"duplicates: {s.get('duplicates', 0):,} extra deliveries "
-        + r.link("duplicates.csv", "tables/duplicates.csv"),
+        f"duplicates: {s.get('duplicates', 0):,} extra deliveries" + _see_table(r, "duplicates"),
         f"lost: {s.get('lost_below_committed', 0):,} offsets below the committed offset, "
-        f"{s.get('lost_gap', 0):,} in gaps above it " + r.link("lost_offsets.csv", "tables/lost_offsets.csv"),
-        f"overlap: {s.get('overlaps', 0):,} pairs of consumers delivering a partition at the same time "
-        + r.link("overlaps.csv", "tables/overlaps.csv"),
+        f"{s.get('lost_gap', 0):,} in gaps above it" + _see_table(r, "lost_offsets"),
+        f"overlap: {s.get('overlaps', 0):,} pairs of consumers delivering a partition at the same time"
+        + _see_table(r, "overlaps"),
         f"offset resets: {s.get('offset_resets', 0):,} (a committed offset out of the log's range, reset by "
-        "auto.offset.reset) " + r.link("offset_resets.csv", "tables/offset_resets.csv"),
+        "auto.offset.reset)" + _see_table(r, "offset_resets"),
     ])
-    inv = res.invariants
     r.h2("Invariants")
-    r.bullets([
-        f"zero records lost: {'holds' if not inv.lost else f'**broken**: {inv.lost:,} lost'}",
-        f"never two live owners: {'holds' if not inv.overlaps else f'**broken**: {inv.overlaps:,} overlaps'}",
-        "every duplicate inside an uncommitted window: "
-        + ("holds" if not inv.duplicates_committed else f"**broken**: {inv.duplicates_committed:,} duplicates of "
-           "committed records ") + r.link("duplicates_committed.csv", "tables/duplicates_committed.csv"),
-        "no committed offset moving back: "
-        + ("holds" if not inv.commits_backwards else f"**broken**: {inv.commits_backwards:,} commits ")
-        + r.link("commits_backwards.csv", "tables/commits_backwards.csv"),
-        "every partition owned again within session timeout + 1 s of a fault healing: "
-        + (f"{len(inv.faults)} faults, " if inv.faults else "no fault in this run, ")
-        + ("holds" if not inv.unowned_after_heal else f"**broken**: {inv.unowned_after_heal:,} partitions unowned ")
-        + r.link("faults.csv", "tables/faults.csv"),
-    ])
+    r.bullets(invariant_bullets(r, res.invariants))
     if ts.bad_count:
         r.h2("Malformed lines")
         r.p(f"{ts.bad_count:,} lines could not be used; they were skipped and are listed in "

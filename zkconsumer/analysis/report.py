@@ -1,12 +1,14 @@
 """A one-page report in Markdown and HTML, built from one list of blocks so both always say the same.
 
 No template engine or Markdown library (no new dependencies): blocks are headings, paragraphs, bullet
-lists, small tables (pandas) and images, each rendered twice.
+lists, small tables (pandas) and images, each rendered twice. Inline text knows two marks, both rendered in
+each format: links (:meth:`Report.link`, :meth:`Report.see`) and ``**bold**``.
 """
 
 from __future__ import annotations
 
 import html
+import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -39,6 +41,11 @@ class Report:
     def link(self, text: str, href: str) -> str:
         """An inline link token; rendered per format (``[[text|href]]``)."""
         return f"[[{text}|{href}]]"
+
+    def see(self, text: str, href: str) -> str:
+        """A link that backs up the words before it (a count, a verdict), set apart in brackets with its own
+        leading space: appended to "holds" it reads "holds (duplicates.csv)", never "holds[duplicates.csv]"."""
+        return f" ({self.link(text, href)})"
 
     # ------------------------------------------------------------------ rendering
     def to_markdown(self) -> str:
@@ -123,8 +130,14 @@ def _md_inline(text: str) -> str:
     return "".join(f"[{t}]({h})" if h is not None else t for t, h in _split_links(text))
 
 
+_BOLD = re.compile(r"\*\*(.+?)\*\*")
+
+
 def _html_inline(text: str) -> str:
-    return "".join(f'<a href="{html.escape(h)}">{html.escape(t)}</a>' if h is not None else html.escape(t)
+    """Markdown's inline marks in HTML: links as <a>, ``**bold**`` as <strong> (so "**broken**" is not shown as
+    asterisks in report.html while report.md shows it bold)."""
+    return "".join(f'<a href="{html.escape(h)}">{html.escape(t)}</a>' if h is not None
+                   else _BOLD.sub(r"<strong>\1</strong>", html.escape(t))
                    for t, h in _split_links(text))
 
 

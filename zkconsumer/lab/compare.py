@@ -6,6 +6,10 @@ processes, joins, a graceful stop and a ``kill -9`` at the same moments. The mea
 analysis of each run's traces (group rebalance latency, time partitions sit unowned, duplicates, overlaps,
 lost records) and from the servers (ZooKeeper packets received, broker requests by API), divided by the number
 of group rebalances so that modes with different rebalance counts compare per rebalance.
+
+A measure that means nothing for a variant (its ``Variant.not_applicable``) has no value: "n/a" in the table with
+the reason in a footnote, an empty cell in compare.csv, null in compare.json, no bar in the figure. The builders
+of those (:func:`table_cells`, :func:`csv_frame`, :func:`json_document`, :func:`figure`) do no I/O.
 """
 
 from __future__ import annotations
@@ -14,38 +18,34 @@ import contextlib
 import dataclasses
 import json
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from rich.console import Console
 from rich.table import Table
+from rich.text import Text
 
 from zkconsumer.apache_kafka.kraft import KraftBroker
 from zkconsumer.apache_kafka.processes import KafkaBroker
 from zkconsumer.lab.runner import Lab, LabPlan
-from zkconsumer.lab.variants import VARIANTS, Variant, unavailable
+from zkconsumer.lab.variants import VARIANTS, Measure, NotApplicable, Variant, unavailable
 from zkconsumer.zk.server import ZooKeeperServer
+
+if TYPE_CHECKING:
+    from matplotlib.figure import Figure
 
 #: Broker APIs that coordinate a group (the rest move records or metadata).
 GROUP_APIS = ("FindCoordinator", "JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup", "OffsetCommit",
               "OffsetFetch")
 
-#: (key, label) in the table's order.
-MEASURES = [
-    ("group_rebalances", "group rebalances"),
-    ("stop_the_world_ms", "longest the whole group consumed nothing (ms)"),
-    ("rebalance_ms_p50", "rebalance latency p50 (ms)"),
-    ("rebalance_ms_max", "rebalance latency max (ms)"),
-    ("unowned_ms_total", "partition-time unowned (ms, sum)"),
-    ("unowned_ms_max", "longest a partition sat unowned (ms)"),
-    ("duplicates", "duplicate deliveries"),
-    ("overlaps", "two consumers on one partition at once"),
-    ("lost", "records lost"),
-    ("zookeeper_requests_per_rebalance", "ZooKeeper requests per rebalance"),
-    ("group_requests_per_rebalance", "broker group requests per rebalance"),
-    ("verify_ok", "every partition owned once at the end"),
-]
+#: (key, label) in the table's order, for callers that read measures by their compare.json key.
+MEASURES = [(m.value, m.label) for m in Measure]
+
+#: A cell with no number: not counted (a server the lab did not start, a run not analysed), or not applicable.
+NOT_COUNTED = "-"
+NOT_APPLICABLE = "n/a"
 
 
 @contextlib.contextmanager
@@ -70,9 +70,21 @@ def _servers(variant: Variant, plan: LabPlan, out: Path) -> Iterator[tuple[str |
 
 @dataclass
 class VariantResult:
+    """One variant's run: its lab summary and its measures by compare.json key. A measure in ``not_applicable``
+    is None whatever the run recorded, so no output can show a number that does not measure what its row says."""
+
     name: str
     summary: dict
     measures: dict
+    not_applicable: dict[Measure, NotApplicable] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        self.measures = {**self.measures, **{m.value: None for m in self.not_applicable}}
+
+    @classmethod
+    def of(cls, name: str, summary: dict, measures: dict) -> VariantResult:
+        """The result of the variant called ``name``, with the measures its definition says do not apply."""
+        return cls(name, summary, measures, dict(VARIANTS[name].not_applicable))
 
 
 def _table(report: Path, name: str) -> pd.DataFrame:
@@ -134,39 +146,108 @@ def measures_from(summary: dict, report: Path | None) -> dict:
     return out
 
 
+@dataclass(frozen=True)
+class TableCells:
+    """The comparison as text: one row per measure (its label, then a cell per variant) and the footnotes that
+    give the reason behind each "n/a [k]" (k numbers the distinct reasons in the order the table meets them)."""
+
+    header: list[str]
+    rows: list[list[str]]
+    footnotes: list[str]
+
+
+def table_cells(results: list[VariantResult]) -> TableCells:
+    """The table's text, shared by the terminal table and anything else that prints it."""
+    reasons: list[NotApplicable] = []
+    rows = []
+    for m in Measure:
+        row = [m.label]
+        for r in results:
+            why = r.not_applicable.get(m)
+            if why is not None:
+                if why not in reasons:
+                    reasons.append(why)
+                row.append(f"{NOT_APPLICABLE} [{reasons.index(why) + 1}]")
+            else:
+                value = r.measures.get(m.value)
+                row.append(NOT_COUNTED if value is None else str(value))
+        rows.append(row)
+    footnotes = [f"[{i}] {', '.join(r.name for r in results if why in r.not_applicable.values())}: {why.value}"
+                 for i, why in enumerate(reasons, 1)]
+    if any(NOT_COUNTED in row[1:] for row in rows):
+        footnotes.append(f"{NOT_COUNTED} not counted: a server the lab did not start itself, or a run not analysed")
+    return TableCells(["measure", *(r.name for r in results)], rows, footnotes)
+
+
 def render_table(results: list[VariantResult], title: str) -> Table:
-    table = Table(title=title)
-    table.add_column("measure")
-    for r in results:
-        table.add_column(r.name, justify="right")
-    for key, label in MEASURES:
-        table.add_row(label, *("-" if r.measures.get(key) is None else str(r.measures[key]) for r in results))
+    cells = table_cells(results)
+    # Text, not markup: "[1]" is a footnote mark, not a style
+    table = Table(title=title, caption=Text("\n".join(cells.footnotes)) if cells.footnotes else None,
+                  caption_justify="left")
+    table.add_column(cells.header[0])
+    for name in cells.header[1:]:
+        table.add_column(name, justify="right")
+    for row in cells.rows:
+        table.add_row(*(Text(c) for c in row))
     return table
 
 
-def plot(results: list[VariantResult], path: Path) -> Path:
-    """One bar chart per numeric measure, the variants side by side."""
+def csv_frame(results: list[VariantResult]) -> pd.DataFrame:
+    """compare.csv: a row per measure, a column per variant; no number (not counted, n/a) is an empty cell."""
+    return pd.DataFrame([{"measure": m.label, **{r.name: r.measures.get(m.value) for r in results}}
+                         for m in Measure])
+
+
+def json_document(results: list[VariantResult]) -> dict[str, Any]:
+    """compare.json: per variant its measures (null where there is no number), why the null ones that do not apply
+    do not, and the lab summary."""
+    return {r.name: {"measures": r.measures,
+                     "not_applicable": {m.value: why.value for m, why in r.not_applicable.items()},
+                     "summary": r.summary}
+            for r in results}
+
+
+def figure(results: list[VariantResult]) -> Figure:
+    """One bar chart per numeric measure, the variants side by side. A variant without a number gets no bar but
+    "n/a" or "-" where it would stand; a panel whose measure is 0 in every variant says so rather than drawing
+    empty axes around 0."""
     from zkconsumer.analysis import plots  # matplotlib with the Agg backend
 
     plt = plots.plt
-    keys = [(k, label) for k, label in MEASURES if k != "verify_ok"]
+    measures = [m for m in Measure if m is not Measure.VERIFY_OK]
     cols = 3
-    rows = (len(keys) + cols - 1) // cols
+    rows = (len(measures) + cols - 1) // cols
     fig, axes = plt.subplots(rows, cols, figsize=(max(4.2, 0.75 * len(results) + 1.5) * cols, 3.4 * rows))
     names = [r.name for r in results]
-    for ax, (key, label) in zip(axes.flat, keys, strict=False):
-        values = [r.measures.get(key) for r in results]
-        if all(v is None for v in values):
-            plots._empty(ax)
+    for ax, m in zip(axes.flat, measures, strict=False):
+        values = [r.measures.get(m.value) for r in results]
+        measured = [v for v in values if v is not None]
+        if not measured:
+            plots._empty(ax, f"{NOT_APPLICABLE} in every variant"
+                         if all(m in r.not_applicable for r in results) else "no data")
+        elif not any(measured):
+            plots._empty(ax, "0 in every variant" + ("" if len(measured) == len(values) else " measured"))
         else:
+            at = [i for i, v in enumerate(values) if v is not None]
             # one colour per variant, the same in every panel (tab10 has ten)
-            ax.bar(range(len(names)), [v or 0 for v in values],
-                   color=[plt.cm.tab10(i % 10) for i in range(len(names))])
+            ax.bar(at, [values[i] for i in at], color=[plt.cm.tab10(i % 10) for i in at])
+            for i, r in enumerate(results):
+                if values[i] is None:  # x in data, y in axes: the mark sits on the baseline whatever the scale
+                    ax.text(i, 0.02, NOT_APPLICABLE if m in r.not_applicable else NOT_COUNTED, ha="center",
+                            va="bottom", fontsize=7, color="grey", transform=ax.get_xaxis_transform())
             ax.set_xticks(range(len(names)), names, rotation=30, ha="right", fontsize=7)
-        ax.set_title(label, fontsize=9)
-    for ax in list(axes.flat)[len(keys):]:
+            ax.set_xlim(-0.6, len(names) - 0.4)  # every variant's slot, with or without a bar
+        ax.set_title(m.label, fontsize=9)
+    for ax in list(axes.flat)[len(measures):]:
         ax.axis("off")
-    return plots._save(fig, path)
+    return fig
+
+
+def plot(results: list[VariantResult], path: Path) -> Path:
+    """compare.png: :func:`figure`, written."""
+    from zkconsumer.analysis import plots  # matplotlib: loaded only when a figure is drawn
+
+    return plots._save(figure(results), path)
 
 
 def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console, analyze: bool = True,
@@ -215,14 +296,12 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
         finally:
             if spark is None:
                 session.stop()
-    results = [VariantResult(n, summaries[n], measures_from(summaries[n], reports[n])) for n in variants]
+    results = [VariantResult.of(n, summaries[n], measures_from(summaries[n], reports[n])) for n in variants]
     table = render_table(results, f"workload {plan.workload}, {plan.consumers} consumers, {plan.duration:.0f}s")
     console.print(table)
-    figure = plot(results, out / "compare.png")
-    rows = [{"measure": label, **{r.name: r.measures.get(key) for r in results}} for key, label in MEASURES]
-    pd.DataFrame(rows).to_csv(out / "compare.csv", index=False)
-    (out / "compare.json").write_text(json.dumps({r.name: {"measures": r.measures, "summary": r.summary}
-                                                  for r in results}, indent=2, default=str))
-    console.print(f"table: {out / 'compare.csv'}  figure: {figure}  reports: "
+    png = plot(results, out / "compare.png")
+    csv_frame(results).to_csv(out / "compare.csv", index=False)
+    (out / "compare.json").write_text(json.dumps(json_document(results), indent=2, default=str))
+    console.print(f"table: {out / 'compare.csv'}  figure: {png}  reports: "
                   + ", ".join(str(p) for p in reports.values() if p is not None), highlight=False)
     return results

@@ -8,10 +8,66 @@ from __future__ import annotations
 import importlib.util
 import shutil
 from dataclasses import dataclass
+from enum import Enum, StrEnum
 
 from zkconsumer.apache_kafka.jars import cached, find_javac
 from zkconsumer.apache_kafka.lab_members import CLIENT as KAFKA_08_CLIENT
 from zkconsumer.errors import ZkConsumerError
+
+
+class Measure(StrEnum):
+    """What ``compare`` reports for each variant, in the table's order. The value is the key in compare.json; it
+    lives here, beside :class:`Variant`, so a variant can say which measures mean nothing for it."""
+
+    GROUP_REBALANCES = "group_rebalances"
+    STOP_THE_WORLD_MS = "stop_the_world_ms"
+    REBALANCE_MS_P50 = "rebalance_ms_p50"
+    REBALANCE_MS_MAX = "rebalance_ms_max"
+    UNOWNED_MS_TOTAL = "unowned_ms_total"
+    UNOWNED_MS_MAX = "unowned_ms_max"
+    DUPLICATES = "duplicates"
+    OVERLAPS = "overlaps"
+    LOST = "lost"
+    ZOOKEEPER_REQUESTS_PER_REBALANCE = "zookeeper_requests_per_rebalance"
+    GROUP_REQUESTS_PER_REBALANCE = "group_requests_per_rebalance"
+    VERIFY_OK = "verify_ok"
+
+    @property
+    def label(self) -> str:
+        """The row's name in the table, the CSV and the figure."""
+        return _LABELS[self]
+
+
+_LABELS = {
+    Measure.GROUP_REBALANCES: "group rebalances",
+    Measure.STOP_THE_WORLD_MS: "longest the whole group consumed nothing (ms)",
+    Measure.REBALANCE_MS_P50: "rebalance latency p50 (ms)",
+    Measure.REBALANCE_MS_MAX: "rebalance latency max (ms)",
+    Measure.UNOWNED_MS_TOTAL: "partition-time unowned (ms, sum)",
+    Measure.UNOWNED_MS_MAX: "longest a partition sat unowned (ms)",
+    Measure.DUPLICATES: "duplicate deliveries",
+    Measure.OVERLAPS: "two consumers on one partition at once",
+    Measure.LOST: "records lost",
+    Measure.ZOOKEEPER_REQUESTS_PER_REBALANCE: "ZooKeeper requests per rebalance",
+    Measure.GROUP_REQUESTS_PER_REBALANCE: "broker group requests per rebalance",
+    Measure.VERIFY_OK: "every partition owned once at the end",
+}
+
+
+class NotApplicable(Enum):
+    """Why a measure means nothing for a variant: a run still yields a number, but it does not measure what the
+    row says, so ``compare`` shows "n/a" with this reason (the value) as a footnote instead of the number."""
+
+    NO_HOOK_BEFORE_ASSIGNMENT = ("the client tells a member nothing before its new assignment arrives, so the "
+                                 "latency covers only its callbacks and compares with no other variant's; "
+                                 "compare the time unowned instead")
+    NO_ZOOKEEPER = ("the group uses no ZooKeeper (Kafka 4 in KRaft mode): the only ZooKeeper counted is the lab's "
+                    "own, which has nothing to do with the group")
+
+
+#: Rebalance latency starts at a member's first sign of a rebalance; a client that gives none has no latency.
+_NO_LATENCY = ((Measure.REBALANCE_MS_P50, NotApplicable.NO_HOOK_BEFORE_ASSIGNMENT),
+               (Measure.REBALANCE_MS_MAX, NotApplicable.NO_HOOK_BEFORE_ASSIGNMENT))
 
 
 @dataclass(frozen=True)
@@ -30,6 +86,8 @@ class Variant:
     properties: tuple[tuple[str, str], ...] = ()
     #: Kafka's jars the members run (its own consumer), wherever the broker is
     consumer_jars: str | None = None
+    #: The measures that mean nothing for this variant, and why (a tuple of pairs: the dataclass stays hashable)
+    not_applicable: tuple[tuple[Measure, NotApplicable], ...] = ()
 
     @property
     def kraft(self) -> bool:
@@ -48,14 +106,16 @@ VARIANTS: dict[str, Variant] = {
     "coordinator-kafka-3.9": Variant("coordinator", "classic protocol, eager, on Kafka 3.9.1's coordinator",
                                      kafka="3.9.1"),
     "cooperative-sticky": Variant("coordinator", "classic protocol, incremental (KIP-429), zkconsumer's coordinator",
-                                  strategy="cooperative-sticky"),
+                                  strategy="cooperative-sticky", not_applicable=_NO_LATENCY),
     "static": Variant("coordinator", "classic protocol, eager, static members (KIP-345), zkconsumer's coordinator",
                       static_members=True),
     "consumer-protocol-kafka-4": Variant("coordinator", "consumer protocol (KIP-848), server-side uniform assignor, "
                                          "librdkafka members, Kafka 4.1.1 in KRaft mode", kafka="4.1.1",
                                          client="librdkafka",
                                          properties=(("group.protocol", "consumer"),
-                                                     ("group.remote.assignor", "uniform"))),
+                                                     ("group.remote.assignor", "uniform")),
+                                         not_applicable=(*_NO_LATENCY, (Measure.ZOOKEEPER_REQUESTS_PER_REBALANCE,
+                                                                        NotApplicable.NO_ZOOKEEPER))),
 }
 #: What ``zkconsumer compare`` runs without ``--variants`` (under 5 minutes on a 2-core machine).
 DEFAULT_VARIANTS = ("zookeeper-default", "zookeeper-kafka-0.8", "coordinator")
