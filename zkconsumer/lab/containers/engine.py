@@ -48,9 +48,11 @@ def why_not_available() -> str | None:
 
 
 def install_engine() -> None:
-    """Install Debian's docker.io and debootstrap with apt-get when missing (as root, where apt-get exists): what
-    the docker lab test does on a fresh CI machine. Does nothing where they are installed or cannot be."""
-    missing = [pkg for pkg, binary in (("docker.io", "dockerd"), ("debootstrap", "debootstrap"))
+    """Install Debian's docker.io, debootstrap and docker-compose with apt-get when missing (as root, where
+    apt-get exists): what the docker lab test does on a fresh CI machine, so that it can also bring
+    docker/compose.yaml up. Does nothing where they are installed or cannot be."""
+    missing = [pkg for pkg, binary in (("docker.io", "dockerd"), ("debootstrap", "debootstrap"),
+                                       ("docker-compose", "docker-compose"))
                if not shutil.which(binary)]
     if not missing or os.geteuid() != 0 or not shutil.which("apt-get"):
         return
