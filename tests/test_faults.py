@@ -33,7 +33,8 @@ FULL_ONLY = pytest.mark.faults_full
 @pytest.mark.parametrize("name", ["zk-leader", pytest.param("zk-follower", marks=FULL_ONLY),
                                   pytest.param("zk-quorum", marks=FULL_ONLY), "zk-cut", "broker-kill",
                                   pytest.param("consumers-kill", marks=FULL_ONLY),
-                                  pytest.param("herd-30", marks=FULL_ONLY)])
+                                  pytest.param("herd-30", marks=FULL_ONLY),
+                                  pytest.param("consumer-pause", marks=FULL_ONLY)])
 def test_fault_keeps_the_invariants_in_the_default_profile(spark, tmp_path, name: str) -> None:
     run = run_fault(FAULTS[name], tmp_path / name, "default")
     assert run.error is None, run.error

@@ -170,6 +170,10 @@ class Profile:
     #: while the ZooKeeper connection is suspended, hand out nothing (Kafka's streams keep handing out what is
     #: already queued: the partitions may already belong to someone else)
     pause_when_suspended: bool = True
+    #: hand out nothing while the session is not known alive by this process's own clock (zk/lease.py): a member
+    #: woken from a pause longer than its session (a GC pause) must not deliver what others own now; Kafka 0.8's
+    #: streams hand out whatever is queued until ZooKeeper tells them otherwise
+    fence_on_session_lease: bool = True
     #: a member whose registration cannot be decoded is left out (its node watched until fixed) and an offset
     #: node holding garbage is treated as absent; Kafka fails the rebalance attempt instead (docs/profiles.md)
     skip_broken_nodes: bool = True
@@ -181,7 +185,7 @@ class Profile:
 PROFILE_SETTINGS = {
     "kafka-0.8": Profile("kafka-0.8", pipelined_claims=False, wait_for_release=False, keep_unmoved=False,
                          commit_processed_only=False, recheck_membership=False, pause_when_suspended=False,
-                         skip_broken_nodes=False, watch_own_nodes=False),
+                         fence_on_session_lease=False, skip_broken_nodes=False, watch_own_nodes=False),
     "default": Profile("default", pipelined_claims=True, wait_for_release=True, keep_unmoved=True,
                        commit_processed_only=True, recheck_membership=True),
 }

@@ -93,7 +93,6 @@ class Broker:
             self._server = Server(dispatcher.dispatch, self.host, self._requested_port,
                                   max_frame_bytes=self.socket_request_max_bytes,
                                   idle_timeout_s=self.connections_max_idle_ms / 1000.0)
-            self._server.start()
             self.zk = connect(self.zk_connect, session_timeout_ms=self.session_timeout_ms)
             info = BrokerInfo.plaintext(self.broker_id, self.host, self._server.port)
             self.cluster = ClusterView(self.zk, info, self.registration_timeout_s)
@@ -102,6 +101,10 @@ class Broker:
                 self.coordinator.store = OffsetsLog(self.logs, self.coordinator.config.offsets_topic_num_partitions,
                                                     self.coordinator.config.offsets_retention_minutes * 60_000)
             self.coordinator.start()
+            # Bound above (the registration names its port), accepting only now: a client that connects as soon as
+            # the registration appears waits in the listen backlog instead of reaching a broker without its
+            # cluster view (a Metadata request there failed on it, and the connection was closed).
+            self._server.start()
         except BaseException:
             self._teardown()
             raise

@@ -52,9 +52,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                                          "system engine; without one, a private dockerd is started as root)")
     p.add_argument("--faults", nargs="*", metavar="FAULT",
                    help="run the fault matrix instead (all faults, or the ones named: "
-                        "zk-leader zk-follower zk-quorum zk-cut broker-kill consumers-kill herd-30; with --mode "
-                        "migrate: migrate-kill member-kill-switching bridge-zk-expiry broker-restart rollback-mid "
-                        "stranger-joins) and print one verdict per fault; --profile / --compare choose the profiles")
+                        "zk-leader zk-follower zk-quorum zk-cut broker-kill consumers-kill herd-30 consumer-pause; "
+                        "with --mode migrate: migrate-kill member-kill-switching bridge-zk-expiry broker-restart "
+                        "rollback-mid stranger-joins) and print one verdict per fault; --profile / --compare choose "
+                        "the profiles")
     p.set_defaults(func=cmd_lab)
 
     c = sub.add_parser("compare", help="the same workload and churn in ZooKeeper mode (default, kafka-0.8) and "

@@ -27,6 +27,8 @@ class ConsumerBase:
     """The streams and progress half of a connector. Subclasses subscribe, own partitions and commit."""
 
     config: ConsumerConfig
+    #: set while records may be handed out (each connector decides when it clears)
+    deliverable: threading.Event
 
     def _init_streams(self) -> None:
         """Called by a subclass's ``__init__`` before anything else touches streams or progress."""
@@ -95,6 +97,16 @@ class ConsumerBase:
             progress = self.owned.get(TopicPartition(record.topic, record.partition))
             if progress is not None and progress.generation == generation:
                 progress.processed = max(progress.processed or 0, record.offset + 1)
+
+    # ----------------------------------------------------------------------------------------- delivery
+    def may_hand_out(self) -> bool:
+        """Whether a stream may hand out a record right now (checked just before each one)."""
+        return self.deliverable.is_set()
+
+    def await_deliverable(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for :meth:`may_hand_out` to hold (a stream that may not hand out waits
+        here instead of spinning)."""
+        self.deliverable.wait(timeout)
 
     # ------------------------------------------------------------------------------------------ lifecycle
     def shutdown(self) -> None:

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import queue
-import threading
 import time
 from collections.abc import Iterator
 from dataclasses import dataclass
@@ -34,9 +33,13 @@ class StreamSource(Protocol):
     """What a :class:`KafkaStream` asks of its consumer."""
 
     failure: BaseException | None
-    #: set while records may be handed out (cleared while the consumer cannot be sure they are still its own)
-    deliverable: threading.Event
     closed: bool
+
+    def may_hand_out(self) -> bool:
+        """Whether records may be handed out now (not while the consumer cannot be sure they are still its own)."""
+
+    def await_deliverable(self, timeout: float) -> None:
+        """Wait up to ``timeout`` seconds for :meth:`may_hand_out` to hold."""
 
     @property
     def consumer_timeout_ms(self) -> int: ...
@@ -74,10 +77,11 @@ class KafkaStream:
         while True:
             if c.failure is not None:
                 raise c.failure
-            if not c.deliverable.is_set():
-                # e.g. ZooKeeper SUSPENDED: the session may be gone and our partitions with it; hand out nothing
-                # until it is confirmed again (or replaced, after which a rebalance decides again).
-                c.deliverable.wait(0.1)
+            if not c.may_hand_out():
+                # e.g. ZooKeeper SUSPENDED, or a session not known alive after a pause: our partitions may be gone
+                # with it; hand out nothing until it is confirmed again (or replaced, after which a rebalance
+                # decides again).
+                c.await_deliverable(0.1)
                 self._check_deadline(deadline)
                 continue
             item, self._held = self._held, None
@@ -93,7 +97,7 @@ class KafkaStream:
             if item is SHUTDOWN:
                 self.queue.put(SHUTDOWN)
                 raise StopIteration
-            if not c.deliverable.is_set():
+            if not c.may_hand_out():
                 self._held = item  # suspended while we waited for it: hold it until the session is confirmed
                 continue
             if c.hand_out(item, self):

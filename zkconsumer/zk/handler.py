@@ -23,13 +23,18 @@ import logging
 import select
 import ssl
 import threading
+import time
 from _thread import allocate_lock
+from collections import deque
 from collections.abc import Callable
 
+from kazoo.exceptions import SessionExpiredError, SessionMovedError
 from kazoo.handlers import utils
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
-from kazoo.protocol.connection import ConnectionDropped, ConnectionHandler
+from kazoo.protocol.connection import WATCH_XID, ConnectionDropped, ConnectionHandler
+
+from zkconsumer.zk.lease import SessionLease
 
 _READ_MASK = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | select.POLLNVAL
 _WRITE_MASK = select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL
@@ -225,6 +230,35 @@ class EagerConnection(ConnectionHandler):
     four pipelined reads at a time: 56 → 44 µs of the connection thread's CPU per request. TLS sockets, whose
     framing kazoo handles on its own, keep kazoo's path."""
 
+    # the session lease (zk/lease.py): the send time of each request and ping, until its answer confirms the session
+    _lease: SessionLease
+    _sent: deque[tuple[int, float]]
+    _term_s: float
+
+    def _connect(self, host, hostip, port):  # noqa: ANN001, ANN202 - kazoo's signature
+        sent = time.monotonic()
+        self._sent.clear()  # a new connection: nothing sent on the last one will be answered
+        read_timeout, connect_timeout = super()._connect(host, hostip, port)
+        self._term_s = read_timeout / 1000.0  # kazoo's read timeout: two thirds of the negotiated session timeout
+        self._lease.confirm(sent, self._term_s)  # the server accepted the session: alive when it answered
+        return read_timeout, connect_timeout
+
+    def _submit(self, request, timeout, xid=None):  # noqa: ANN001, ANN202 - kazoo's signature
+        if xid is not None:
+            self._sent.append((xid, time.monotonic()))
+        super()._submit(request, timeout, xid)
+
+    def _read_header(self, timeout):  # noqa: ANN001, ANN202 - kazoo's signature
+        header, buffer, offset = super()._read_header(timeout)
+        # ZooKeeper answers a session's requests in order: an answer's send time is the oldest one sent with its xid
+        if header.xid != WATCH_XID and header.err not in _SESSION_GONE and any(x == header.xid for x, _ in self._sent):
+            while True:
+                xid, sent = self._sent.popleft()
+                if xid == header.xid:
+                    self._lease.confirm(sent, self._term_s)
+                    break
+        return header, buffer, offset
+
     def _read(self, length: int, timeout: float) -> bytes:
         sock = self._socket
         if isinstance(sock, ssl.SSLSocket):
@@ -256,8 +290,23 @@ class EagerConnection(ConnectionHandler):
             super()._write(memoryview(msg)[sent:], timeout)
 
 
+#: Error codes in an answer that say the session is not alive (kazoo raises these; they renew no lease).
+_SESSION_GONE = frozenset({SessionExpiredError.code, SessionMovedError.code})
+
+
 def use_eager_connection(client) -> None:  # noqa: ANN001 - a KazooClient
-    """Give a new (not yet started) kazoo client an :class:`EagerConnection`. Only kazoo's own connection class
-    is replaced (a client built with another one keeps it)."""
+    """Give a new (not yet started) kazoo client an :class:`EagerConnection`, with its session lease
+    (:func:`session_lease`). Only kazoo's own connection class is replaced (a client built with another one keeps
+    it, and has no lease)."""
     if type(client._connection) is ConnectionHandler:
-        client._connection.__class__ = EagerConnection
+        connection = client._connection
+        connection.__class__ = EagerConnection
+        connection._lease = SessionLease()
+        connection._sent = deque()
+        connection._term_s = client._session_timeout / 1000.0 * 2.0 / 3.0  # the requested timeout until negotiated
+
+
+def session_lease(client) -> SessionLease | None:  # noqa: ANN001 - a KazooClient
+    """How long ``client``'s session is known alive (zk/lease.py); None for a client without an EagerConnection."""
+    connection = client._connection
+    return connection._lease if isinstance(connection, EagerConnection) else None

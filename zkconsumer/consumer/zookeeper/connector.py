@@ -34,6 +34,7 @@ from zkconsumer.consumer.zookeeper.rebalance import Rebalancer
 from zkconsumer.errors import ConsumerIdInUse, ConsumerRebalanceFailed, ConsumerTimeout, MessageStreamsExist
 from zkconsumer.trace import TraceWriter
 from zkconsumer.zk import layout
+from zkconsumer.zk.handler import session_lease
 from zkconsumer.zk.layout import ConsumerRegistration, TopicFilter
 from zkconsumer.zk.registry import Registry, connect
 from zkconsumer.zk.server import ZooKeeperServer
@@ -85,6 +86,8 @@ class ZookeeperConsumerConnector(ConsumerBase):
         # streams keep handing out what is already queued (an event that stays set).
         self.deliverable = self.connected if self.profile.pause_when_suspended else threading.Event()
         self.deliverable.set()
+        # ... and, in the default profile, only while the session is known alive by our own clock (zk/lease.py)
+        self._lease = session_lease(self.zk) if self.profile.fence_on_session_lease else None
         self.closed = False
         self.registration: ConsumerRegistration | None = None
         self.fetcher: Fetcher | None = None
@@ -179,6 +182,16 @@ class ZookeeperConsumerConnector(ConsumerBase):
                 except queue.Full:
                     if self._stop.is_set():
                         return
+
+    def may_hand_out(self) -> bool:
+        """Default profile: not while suspended, and not once the session may have expired unseen (a pause longer
+        than two thirds of the session timeout): the lease holds again at the next answer from ZooKeeper, or the
+        session is reported lost and the partitions are disowned (:meth:`_disown_now`)."""
+        return self.deliverable.is_set() and (self._lease is None or self._lease.holds())
+
+    def await_deliverable(self, timeout: float) -> None:
+        if self.deliverable.wait(timeout) and self._lease is not None:
+            self._lease.wait(timeout)
 
     def hand_out(self, item: Queued, stream: KafkaStream) -> bool:
         """Stream thread: atomically check the record is still ours and record that it was handed out."""

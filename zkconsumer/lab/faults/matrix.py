@@ -11,11 +11,15 @@ of the heal. What "healed" means per fault:
 * ``broker-kill``: the broker process ``kill -9``-ed, then restarted on the same port and log;
 * ``consumers-kill``: ``kill -9`` of two consumers at once; healed when ZooKeeper has removed both
   registrations (a crash heals by itself, through session expiry: that moment is when the group *can* react);
-* ``herd-30``: 30 consumers started together; healed when all 30 are registered.
+* ``herd-30``: 30 consumers started together; healed when all 30 are registered;
+* ``consumer-pause``: consumer c1 stopped with SIGSTOP (a GC pause) until its session expired, the others own its
+  partitions and committed past where it stood; healed when it is sent SIGCONT (it wakes still holding what it
+  fetched: the default profile's session lease keeps it from handing any of it out, Kafka 0.8 does not).
 """
 
 from __future__ import annotations
 
+import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -109,6 +113,26 @@ def _consumers_kill(lab: FaultLab) -> None:
     lab.healed("consumers-kill", "their sessions expired")
 
 
+def _pause(lab: FaultLab) -> None:
+    assert lab.registry is not None
+    victim, proc = f"{GROUP}_c1", lab.procs["c1"]
+    held = {tp for tp, thread in lab.registry.owners(GROUP).items() if thread.startswith(f"{victim}-")}
+    before = lab.registry.offsets(GROUP)
+    lab.injected("consumer-pause", victim, "c1 paused with SIGSTOP past its session (a GC pause)")
+    proc.send_signal(signal.SIGSTOP)
+    try:
+        lab.wait(lambda: victim not in lab.registry.consumer_ids(GROUP), 60, "c1's session to expire")
+        lab.wait(lambda: lab.settled([m for m in lab.live_members() if m != "c1"]) and not any(
+            t.startswith(f"{victim}-") for t in lab.registry.owners(GROUP).values()), 60,
+            "the others to own c1's partitions")
+        offsets = lab.registry.offsets
+        lab.wait(lambda: all(offsets(GROUP).get(tp, 0) > before.get(tp, 0) for tp in held), 60,
+                 "the new owners to commit past where c1 stood")
+    finally:
+        proc.send_signal(signal.SIGCONT)
+    lab.healed("consumer-pause", "c1 resumed (SIGCONT)")
+
+
 def _herd(lab: FaultLab) -> None:
     assert lab.registry is not None
     n = lab.plan.consumers
@@ -128,6 +152,8 @@ FAULTS: dict[str, Fault] = {f.name: f for f in [
     Fault("broker-kill", "broker kill -9 and restart under a live group", _broker_kill, broker_process=True),
     Fault("consumers-kill", "kill -9 of two of four consumers at once", _consumers_kill, consumers=4),
     Fault("herd-30", "30 consumers started together", _herd, consumers=30),
+    Fault("consumer-pause", "one consumer paused (SIGSTOP) past its session, then resumed", _pause,
+          kafka08_known=True),
     Fault("migrate-kill", "the migrate process kill -9 mid-step, then run again", migration.migrate_kill,
           mode="migrate"),
     Fault("member-kill-switching", "a member kill -9 while it switches mode", migration.member_kill_switching,
