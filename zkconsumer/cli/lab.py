@@ -17,6 +17,8 @@ from zkconsumer.lab.backends import BackendError, DockerBackend, ProcessBackend
 from zkconsumer.lab.faults.cli import run_matrix
 from zkconsumer.lab.faults.matrix import faults_of
 from zkconsumer.lab.runner import WORKLOADS, Lab, LabPlan
+from zkconsumer.lab.scenario import ScenarioError
+from zkconsumer.lab.scenario import load as load_scenario
 from zkconsumer.lab.variants import DEFAULT_VARIANTS, VARIANTS
 
 if TYPE_CHECKING:
@@ -25,19 +27,22 @@ if TYPE_CHECKING:
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("lab", help="run a live group with joins, stops and kill -9 on a local ZooKeeper + broker")
-    p.add_argument("--consumers", type=int, default=3, help="consumer processes at the start (default 3)")
-    p.add_argument("--duration", type=float, default=30.0, help="seconds of churn (default 30)")
+    p.add_argument("--consumers", type=int, help="consumer processes at the start (default 3)")
+    p.add_argument("--duration", type=float, help="seconds of churn (default 30)")
     p.add_argument("--profile", choices=("default", "kafka-0.8"), default="default",
                    help="kafka-0.8 reproduces the original timing and its weaknesses")
     p.add_argument("--compare", action="store_true", help="run kafka-0.8 then default and compare them")
     p.add_argument("--mode", choices=("zookeeper", "zk", "coordinator", "migrate", "both"), default="zookeeper",
                    help="zookeeper: 0.8 members; coordinator: the broker's group coordinator; migrate: 0.8 members "
                         "moved to the coordinator mid-run; both: zookeeper then coordinator, compared")
-    p.add_argument("--strategy", default="range", choices=("range", "roundrobin", "roundrobin-relaxed"))
-    p.add_argument("--rate", type=float, default=200.0, help="records per second produced during the run")
-    p.add_argument("--workload", choices=WORKLOADS, default="churn",
+    p.add_argument("--strategy", choices=("range", "roundrobin", "roundrobin-relaxed"), help="default range")
+    p.add_argument("--rate", type=float, help="records per second produced during the run (default 200)")
+    p.add_argument("--workload", choices=WORKLOADS,
                    help="churn (default), rolling-restart (every member restarted in turn) or scale-out (members "
                         "added one by one up to the largest partition count)")
+    p.add_argument("--scenario", type=Path, metavar="FILE",
+                   help="a scenario file (TOML, docs/scenarios.md): members, topics, settings and timed actions; "
+                        "flags given as well override its settings")
     p.add_argument("--out", type=Path, help="run directory (default lab-runs/<time>)")
     p.add_argument("--zookeeper", help="use this ZooKeeper instead of starting one")
     p.add_argument("--bootstrap-server", help="use this Kafka cluster instead of the local broker")
@@ -60,13 +65,17 @@ def register(sub: argparse._SubParsersAction) -> None:
 
     c = sub.add_parser("compare", help="the same workload and churn in ZooKeeper mode (default, kafka-0.8) and "
                                         "coordinator mode: one table, one figure, a Spark report per run")
-    c.add_argument("--consumers", type=int, default=3, help="consumer processes at the start (default 3)")
-    c.add_argument("--duration", type=float, default=30.0, help="seconds of churn per run (default 30)")
-    c.add_argument("--strategy", default="range", choices=("range", "roundrobin"))
-    c.add_argument("--rate", type=float, default=200.0, help="records per second produced during each run")
-    c.add_argument("--workload", choices=WORKLOADS, default="churn",
-                   help="churn: a join, a graceful stop, a kill -9, a join; rolling-restart: every member restarted "
-                        "in turn (a deploy); scale-out: members added one by one up to the largest partition count")
+    c.add_argument("--consumers", type=int, help="consumer processes at the start (default 3)")
+    c.add_argument("--duration", type=float, help="seconds of churn per run (default 30)")
+    c.add_argument("--strategy", choices=("range", "roundrobin"), help="default range")
+    c.add_argument("--rate", type=float, help="records per second produced during each run (default 200)")
+    c.add_argument("--workload", choices=WORKLOADS,
+                   help="churn (default): a join, a graceful stop, a kill -9, a join; rolling-restart: every member "
+                        "restarted in turn (a deploy); scale-out: members added one by one up to the largest "
+                        "partition count")
+    c.add_argument("--scenario", type=Path, metavar="FILE",
+                   help="run this scenario file (docs/scenarios.md) on every variant; an action with no counterpart "
+                        "in a variant is skipped and reported n/a")
     c.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
                    help="comma-separated, or all: " + "; ".join(f"{n} ({v.about})" for n, v in VARIANTS.items()))
     c.add_argument("--out", type=Path, help="run directory (default lab-runs/compare-<time>)")
@@ -75,13 +84,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.set_defaults(func=cmd_compare)
 
 
-def cmd_compare(args: argparse.Namespace) -> int:
-    if args.consumers < 1 or args.duration <= 0:
+def lab_plan(args: argparse.Namespace, **settings) -> LabPlan:
+    """The plan the flags describe: a scenario file's settings where it sets them, flags given on top, else the
+    defaults. A scenario file that cannot be run is one error naming its file, line and key."""
+    if args.consumers is not None and args.consumers < 1 or args.duration is not None and args.duration <= 0:
         raise CliError("--consumers must be >= 1 and --duration > 0")
+    flags = {"consumers": args.consumers, "duration": args.duration, "strategy": args.strategy, "rate": args.rate,
+             **settings}
+    if args.scenario is None:
+        return LabPlan(**{k: v for k, v in {**flags, "workload": args.workload}.items() if v is not None})
+    if args.workload is not None:
+        raise CliError("--workload and --scenario both say what happens during the run: give one")
+    try:
+        plan = LabPlan.from_scenario(load_scenario(args.scenario), **flags)
+        plan.schedule()  # a member action on a member never started is the file's mistake: said now, not mid-run
+    except ScenarioError as e:
+        raise CliError(str(e)) from None
+    return plan
+
+
+def cmd_compare(args: argparse.Namespace) -> int:
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     out = args.out or Path("lab-runs") / time.strftime("compare-%Y%m%d-%H%M%S")
-    plan = LabPlan(consumers=args.consumers, duration=args.duration, strategy=args.strategy, rate=args.rate,
-                   workload=args.workload)
+    plan = lab_plan(args)
     try:
         from zkconsumer.lab.compare import run_compare  # pandas: not in the consumer image
 
@@ -92,13 +117,10 @@ def cmd_compare(args: argparse.Namespace) -> int:
 
 
 def cmd_lab(args: argparse.Namespace) -> int:
-    if args.consumers < 1 or args.duration <= 0:
-        raise CliError("--consumers must be >= 1 and --duration > 0")
     base = args.out or Path("lab-runs") / time.strftime("%Y%m%d-%H%M%S")
     mode = "zookeeper" if args.mode == "zk" else args.mode
     if mode == "both":
-        plan = LabPlan(consumers=args.consumers, duration=args.duration, strategy=args.strategy, rate=args.rate,
-                       workload=args.workload)
+        plan = lab_plan(args)
         from zkconsumer.lab.compare import run_compare  # pandas: not in the consumer image
 
         results = run_compare(plan, base, ["zookeeper-default", "coordinator"], console, analyze=args.analyze,
@@ -110,8 +132,7 @@ def cmd_lab(args: argparse.Namespace) -> int:
     summaries = []
     with _backends(args) as new_backend:
         for profile in profiles:
-            plan = LabPlan(consumers=args.consumers, duration=args.duration, profile=profile,
-                           strategy=args.strategy, rate=args.rate, mode=mode, workload=args.workload)
+            plan = lab_plan(args, profile=profile, mode=mode)
             out = base / profile if args.compare else base
             console.rule(f"[bold]lab: {profile} profile ({args.backend} backend)")
             try:

@@ -76,6 +76,11 @@ class LabBackend(ABC):
         """SIGTERM (a clean stop) or, with ``kill``, SIGKILL (a crash: no shutdown hook runs)."""
 
     @abstractmethod
+    def freeze(self, name: str, frozen: bool) -> None:
+        """Stop the consumer's process where it stands (SIGSTOP: a long garbage-collection pause), or let it go
+        on (SIGCONT); nothing of it runs in between, its sockets stay open."""
+
+    @abstractmethod
     def exit_code(self, name: str) -> int | None:
         """The consumer's exit code, or None while it runs."""
 
@@ -131,6 +136,11 @@ class ProcessBackend(LabBackend):
         proc = self.procs.get(name)
         if proc is not None and proc.poll() is None:
             proc.send_signal(signal.SIGKILL if kill else signal.SIGTERM)
+
+    def freeze(self, name: str, frozen: bool) -> None:
+        proc = self.procs.get(name)
+        if proc is not None and proc.poll() is None:
+            proc.send_signal(signal.SIGSTOP if frozen else signal.SIGCONT)
 
     def exit_code(self, name: str) -> int | None:
         return self.procs[name].poll()
@@ -277,6 +287,12 @@ class DockerBackend(LabBackend):
 
         with contextlib.suppress(docker.errors.APIError):  # already exited
             self.containers[name].kill(signal="SIGKILL" if kill else "SIGTERM")
+
+    def freeze(self, name: str, frozen: bool) -> None:
+        import docker.errors
+
+        with contextlib.suppress(docker.errors.APIError):  # already exited
+            self.containers[name].kill(signal="SIGSTOP" if frozen else "SIGCONT")
 
     def exit_code(self, name: str) -> int | None:
         if name in self._exit:

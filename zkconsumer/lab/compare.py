@@ -24,6 +24,7 @@ from typing import TYPE_CHECKING, Any
 
 import pandas as pd
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -270,7 +271,8 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
     summaries: dict[str, dict] = {}
     for name in variants:
         variant = VARIANTS[name]
-        console.rule(f"[bold]compare: {name}[/] ({variant.about}, workload {plan.workload})")
+        what = f"scenario {plan.scenario.name}" if plan.scenario is not None else f"workload {plan.workload}"
+        console.rule(f"[bold]compare: {name}[/] ({variant.about}, {what})")
         run_plan = dataclasses.replace(plan, mode=variant.mode, profile=variant.profile,
                                        strategy=variant.strategy or plan.strategy,
                                        static_members=variant.static_members, client=variant.client,
@@ -297,8 +299,12 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
             if spark is None:
                 session.stop()
     results = [VariantResult.of(n, summaries[n], measures_from(summaries[n], reports[n])) for n in variants]
-    table = render_table(results, f"workload {plan.workload}, {plan.consumers} consumers, {plan.duration:.0f}s")
+    what = f"scenario {plan.scenario.name}" if plan.scenario is not None else f"workload {plan.workload}"
+    table = render_table(results, f"{what}, {plan.consumers} consumers, {plan.duration:.0f}s")
     console.print(table)
+    for r in results:  # a scenario's action with no counterpart in a variant (compare.json: summary.not_applicable)
+        for line in r.summary.get("not_applicable") or ():
+            console.print(f"[yellow]n/a[/] {r.name}: {escape(line)}")
     png = plot(results, out / "compare.png")
     csv_frame(results).to_csv(out / "compare.csv", index=False)
     (out / "compare.json").write_text(json.dumps(json_document(results), indent=2, default=str))

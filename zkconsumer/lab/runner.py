@@ -30,6 +30,7 @@ from kafka import KafkaProducer
 from kafka.admin import NewTopic
 from rich.console import Console, Group
 from rich.live import Live
+from rich.markup import escape
 from rich.table import Table
 
 from zkconsumer import broker_version
@@ -39,6 +40,8 @@ from zkconsumer.consoles import make_console
 from zkconsumer.consumer.zookeeper.kafka_offsets import KafkaOffsetStore
 from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.lab.backends import GroupSettings, LabBackend, ProcessBackend
+from zkconsumer.lab.scenario import ActionKind, Scenario, Step
+from zkconsumer.lab.scenario import builtin as builtin_scenario
 from zkconsumer.migration.driver import MigrationDriver
 from zkconsumer.records import encode_value
 from zkconsumer.tools.groups import verify
@@ -52,14 +55,7 @@ GROUP = "lab"
 MODES = ("zookeeper", "coordinator", "migrate")
 
 
-@dataclass
-class Step:
-    at: float  # seconds after the start
-    action: str  # join | stop | kill | restart | bounce (stop, then start again: a deploy) | migrate | rollback
-    consumer: str
-
-
-#: The workloads a lab (and ``zkconsumer compare``) can run.
+#: The workloads a lab (and ``zkconsumer compare``) can run: built-in scenario files (lab/scenarios/).
 WORKLOADS = ("churn", "rolling-restart", "scale-out")
 
 
@@ -95,28 +91,35 @@ class LabPlan:
     #: Extra consumer properties, e.g. ``(("group.protocol", "consumer"),)`` for KIP-848 on librdkafka.
     properties: tuple[tuple[str, str], ...] = ()
     steps: list[Step] | None = None
+    #: A scenario file's actions (lab/scenario.py), instead of the workload's; see :meth:`from_scenario`.
+    scenario: Scenario | None = None
+
+    @classmethod
+    def from_scenario(cls, scenario: Scenario, **settings) -> LabPlan:
+        """A plan running ``scenario``: its settings where it sets them, else ``settings``, else the defaults."""
+        own = {"duration": scenario.duration, "consumers": scenario.members, "rate": scenario.rate,
+               "initial_records": scenario.initial_records, "session_timeout_ms": scenario.session_timeout_ms,
+               "commit_interval_ms": scenario.commit_interval_ms, "strategy": scenario.strategy,
+               "topics": dict(scenario.topics) or None}
+        merged = {**{k: v for k, v in own.items() if v is not None}, **{k: v for k, v in settings.items()
+                                                                         if v is not None}}
+        return cls(**merged, scenario=scenario)
 
     def group_settings(self) -> GroupSettings:
         """The broker's coordinator settings this plan needs (its sessions may be under Kafka's 6 s minimum)."""
         return GroupSettings(self.initial_rebalance_delay_ms, min(6000, self.session_timeout_ms))
 
     def schedule(self) -> list[Step]:
+        """The timed steps: given ones, the scenario's, or the built-in scenario of the workload (``migration`` in
+        migrate mode: churn before, the migration, churn in coordinator mode after)."""
         if self.steps is not None:
             return self.steps
-        d, n = self.duration, self.consumers
-        if self.mode == "migrate":  # churn before, the migration, churn in coordinator mode after
-            return [Step(0.1 * d, "join", f"c{n + 1}"), Step(0.25 * d, "migrate", ""),
-                    Step(0.8 * d, "kill", "c1")]
-        if self.workload == "rolling-restart":  # one member at a time, spread over the middle of the run
-            return [Step(d * (0.15 + 0.6 * i / n), "bounce", f"c{i + 1}") for i in range(n)]
-        if self.workload == "scale-out":
-            target = max(self.topics.values())
-            added = max(0, target - n)
-            return [Step(d * (0.1 + 0.7 * i / max(1, added)), "join", f"c{n + i + 1}") for i in range(added)]
-        if self.workload != "churn":
-            raise ValueError(f"unknown workload {self.workload!r}; choose from {', '.join(WORKLOADS)}")
-        return [Step(0.15 * d, "join", f"c{n + 1}"), Step(0.35 * d, "stop", "c2" if n >= 2 else "c1"),
-                Step(0.55 * d, "kill", "c3" if n >= 3 else f"c{n + 1}"), Step(0.75 * d, "join", f"c{n + 2}")]
+        scenario = self.scenario
+        if scenario is None:
+            if self.mode != "migrate" and self.workload not in WORKLOADS:
+                raise ValueError(f"unknown workload {self.workload!r}; choose from {', '.join(WORKLOADS)}")
+            scenario = builtin_scenario("migration" if self.mode == "migrate" else self.workload)
+        return scenario.steps(self.duration, self.consumers, self.topics)
 
 
 class TraceTail:
@@ -197,6 +200,9 @@ class Lab:
         self.migration_result: str | None = None
         self.requests: dict[str, dict[str, int]] = {}
         self._stalls_shown = 0
+        self.paused: set[str] = set()
+        #: steps that had no counterpart in this run, and why
+        self.skipped: list[str] = []
         self._kafka_members: lab_members.KafkaLabMembers | None = None
         if plan.client == lab_members.CLIENT and (plan.mode != "zookeeper" or self.backend.name != "process"):
             raise ValueError(f"the {lab_members.CLIENT} client runs in ZooKeeper mode on the process backend only "
@@ -338,6 +344,61 @@ class Lab:
 
         threading.Thread(target=run, daemon=True, name=f"lab-bounce-{name}").start()
 
+    def perform(self, step: Step) -> None:
+        """Carry out one step; one that cannot apply here is skipped and said (``not_applicable`` in the summary)."""
+        why = self.not_applicable(step)
+        if why:
+            self.skipped.append(f"{step.action} {step.consumer}".strip() + f" at {step.at:.1f} s: {why}")
+            self._event(f"{step.action} {step.consumer}: skipped ({why})".replace("  ", " "))
+            return
+        match step.action:
+            case ActionKind.JOIN:
+                self.join(step.consumer)
+            case ActionKind.STOP | ActionKind.KILL:
+                self.stop(step.consumer, kill=step.action is ActionKind.KILL)
+            case ActionKind.RESTART:
+                self.restart(step.consumer)
+            case ActionKind.BOUNCE:
+                self.bounce(step.consumer)
+            case ActionKind.PAUSE:
+                self.pause(step.consumer, step.seconds)
+            case ActionKind.MIGRATE | ActionKind.ROLLBACK:
+                self.migrate(rollback=step.action is ActionKind.ROLLBACK)
+
+    def not_applicable(self, step: Step) -> str | None:
+        """Why ``step`` has no counterpart in this run (None: it applies)."""
+        if step.action in (ActionKind.MIGRATE, ActionKind.ROLLBACK) and self.plan.mode != "migrate":
+            return "only a lab in migrate mode migrates its group"
+        if not step.action.on_member or step.action is ActionKind.JOIN:
+            return None
+        started = step.consumer in self.status
+        running = started and self.backend.exit_code(step.consumer) is None
+        if step.action is ActionKind.RESTART:
+            return None if started and not running else f"{step.consumer} {'runs' if running else 'never started'}"
+        return None if running else f"{step.consumer} is not running"
+
+    def pause(self, name: str, seconds: float) -> None:
+        """SIGSTOP now, SIGCONT ``seconds`` later (a timer: the lab goes on meanwhile), as a GC pause does."""
+        self.backend.freeze(name, True)
+        self.paused.add(name)
+        self.status[name] = "paused"
+        self._event(f"{name} paused (SIGSTOP) for {seconds:g} s")
+
+        def resume() -> None:
+            self.resume(name)
+
+        timer = threading.Timer(seconds, resume)
+        timer.daemon = True
+        timer.start()
+
+    def resume(self, name: str) -> None:
+        if name in self.paused:
+            self.paused.discard(name)
+            self.backend.freeze(name, False)
+            if self.status.get(name) == "paused":
+                self.status[name] = "running"
+            self._event(f"{name} resumed (SIGCONT)")
+
     def stop(self, name: str, kill: bool = False) -> None:
         if name not in self.status or self.backend.exit_code(name) is not None:
             return
@@ -478,17 +539,7 @@ class Lab:
                 with Live(self._view(reg, 0), console=self.console, refresh_per_second=2) as live:
                     while (elapsed := time.monotonic() - started) < self.plan.duration:
                         while steps and steps[0].at <= elapsed:
-                            step = steps.pop(0)
-                            if step.action == "join":
-                                self.join(step.consumer)
-                            elif step.action in ("migrate", "rollback"):
-                                self.migrate(rollback=step.action == "rollback")
-                            elif step.action == "restart":
-                                self.restart(step.consumer)
-                            elif step.action == "bounce":
-                                self.bounce(step.consumer)
-                            else:
-                                self.stop(step.consumer, kill=step.action == "kill")
+                            self.perform(steps.pop(0))
                         live.update(self._view(reg, elapsed))
                         time.sleep(0.5)
                     self._stop_producing.set()
@@ -524,6 +575,8 @@ class Lab:
                     self.requests["broker"] = counts
         finally:
             self._stop_producing.set()
+            for name in list(self.paused):  # a stopped process cannot act on SIGTERM
+                self.resume(name)
             for name in list(self.status):
                 self.stop(name)
             for name in list(self.status):
@@ -597,19 +650,23 @@ class Lab:
             "rebalance_ms_p50": statistics.median(durations) if durations else None,
             "rebalance_ms_max": max(durations) if durations else None,
             "malformed_trace_lines": self.tail.bad_lines, "trace_dir": str(self.traces),
+            "scenario": self.plan.scenario.name if self.plan.scenario is not None else self.plan.workload,
+            "not_applicable": list(self.skipped),
         }
 
     def _print_summary(self, s: dict) -> None:
         table = Table(title="lab summary")
         table.add_column("measure")
         table.add_column("value", justify="right")
-        for key in ("mode", "profile", "strategy", "client", "produced", "delivered", "unique_delivered",
+        for key in ("scenario", "mode", "profile", "strategy", "client", "produced", "delivered", "unique_delivered",
                     "duplicates", "lost", "consumer_rebalances", "failed_rebalances", "claim_conflicts",
                     "join_stalls", "rebalance_ms_p50", "rebalance_ms_max", "zookeeper_requests", "broker_requests",
                     "migration", "verify_ok"):
             if key in s:
                 table.add_row(key.replace("_", " "), str(s.get(key)))
         self.console.print(table)
+        for line in s.get("not_applicable") or ():
+            self.console.print(f"[yellow]skipped[/] {escape(line)}")
         self.console.print(f"traces: {self.traces}  (analyze them: zkconsumer analyze {self.traces} --out "
                            f"{self.out / 'report'})", highlight=False)
 
