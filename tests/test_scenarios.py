@@ -126,7 +126,9 @@ def test_the_built_in_workloads_are_the_schedules_the_lab_always_ran(n: int, dur
 
 
 def test_the_built_in_scenarios_are_shipped_files() -> None:
-    assert builtin_names() == ["churn", "migration", "rolling-restart", "scale-out"]
+    assert builtin_names() == ["churn", "gc-pause", "migration", "rolling-restart", "scale-out"]
+    gc = builtin("gc-pause")
+    assert gc.steps(gc.duration, 3, {}) == [Step(10.0, ActionKind.PAUSE, "c1", 8.0)]
     assert builtin("churn").description and not builtin("churn").strict
     with pytest.raises(ScenarioError, match="no built-in scenario 'nope'"):
         builtin("nope")

@@ -17,7 +17,8 @@ from zkconsumer.lab.backends import BackendError, DockerBackend, ProcessBackend
 from zkconsumer.lab.faults.cli import run_matrix
 from zkconsumer.lab.faults.matrix import faults_of
 from zkconsumer.lab.runner import WORKLOADS, Lab, LabPlan
-from zkconsumer.lab.scenario import ScenarioError
+from zkconsumer.lab.scenario import ScenarioError, builtin_names
+from zkconsumer.lab.scenario import builtin as builtin_scenario
 from zkconsumer.lab.scenario import load as load_scenario
 from zkconsumer.lab.variants import DEFAULT_VARIANTS, VARIANTS
 
@@ -42,7 +43,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "added one by one up to the largest partition count)")
     p.add_argument("--scenario", type=Path, metavar="FILE",
                    help="a scenario file (TOML, docs/scenarios.md): members, topics, settings and timed actions; "
-                        "flags given as well override its settings")
+                        "flags given as well override its settings; or a built-in one by name: "
+                        + ", ".join(builtin_names()))
     p.add_argument("--out", type=Path, help="run directory (default lab-runs/<time>)")
     p.add_argument("--zookeeper", help="use this ZooKeeper instead of starting one")
     p.add_argument("--bootstrap-server", help="use this Kafka cluster instead of the local broker")
@@ -74,8 +76,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "restarted in turn (a deploy); scale-out: members added one by one up to the largest "
                         "partition count")
     c.add_argument("--scenario", type=Path, metavar="FILE",
-                   help="run this scenario file (docs/scenarios.md) on every variant; an action with no counterpart "
-                        "in a variant is skipped and reported n/a")
+                   help="run this scenario file (docs/scenarios.md), or a built-in one by name, on every variant; an "
+                        "action with no counterpart in a variant is skipped and reported n/a")
     c.add_argument("--variants", default=",".join(DEFAULT_VARIANTS),
                    help="comma-separated, or all: " + "; ".join(f"{n} ({v.about})" for n, v in VARIANTS.items()))
     c.add_argument("--out", type=Path, help="run directory (default lab-runs/compare-<time>)")
@@ -96,7 +98,9 @@ def lab_plan(args: argparse.Namespace, **settings) -> LabPlan:
     if args.workload is not None:
         raise CliError("--workload and --scenario both say what happens during the run: give one")
     try:
-        plan = LabPlan.from_scenario(load_scenario(args.scenario), **flags)
+        named = not args.scenario.exists() and str(args.scenario) in builtin_names()
+        scenario = builtin_scenario(str(args.scenario)) if named else load_scenario(args.scenario)
+        plan = LabPlan.from_scenario(scenario, **flags)
         plan.schedule()  # a member action on a member never started is the file's mistake: said now, not mid-run
     except ScenarioError as e:
         raise CliError(str(e)) from None

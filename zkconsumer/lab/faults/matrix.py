@@ -19,7 +19,6 @@ of the heal. What "healed" means per fault:
 
 from __future__ import annotations
 
-import signal
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -115,11 +114,11 @@ def _consumers_kill(lab: FaultLab) -> None:
 
 def _pause(lab: FaultLab) -> None:
     assert lab.registry is not None
-    victim, proc = f"{GROUP}_c1", lab.procs["c1"]
+    victim = f"{GROUP}_c1"
     held = {tp for tp, thread in lab.registry.owners(GROUP).items() if thread.startswith(f"{victim}-")}
     before = lab.registry.offsets(GROUP)
     lab.injected("consumer-pause", victim, "c1 paused with SIGSTOP past its session (a GC pause)")
-    proc.send_signal(signal.SIGSTOP)
+    lab.backend.freeze("c1", True)
     try:
         lab.wait(lambda: victim not in lab.registry.consumer_ids(GROUP), 60, "c1's session to expire")
         lab.wait(lambda: lab.settled([m for m in lab.live_members() if m != "c1"]) and not any(
@@ -129,7 +128,7 @@ def _pause(lab: FaultLab) -> None:
         lab.wait(lambda: all(offsets(GROUP).get(tp, 0) > before.get(tp, 0) for tp in held), 60,
                  "the new owners to commit past where c1 stood")
     finally:
-        proc.send_signal(signal.SIGCONT)
+        lab.backend.freeze("c1", False)
     lab.healed("consumer-pause", "c1 resumed (SIGCONT)")
 
 
