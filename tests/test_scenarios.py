@@ -221,3 +221,40 @@ def test_a_lab_runs_a_scenario_file_pausing_a_member_past_its_session(zk_connect
     # session, it learnt of the expiry on waking and joined the group again
     assert kinds.index("rebalance_done") < kinds.index("session_expired"), kinds
     assert kinds.count("registered") == 2, kinds
+
+
+# ------------------------------------------------------------------------------- shipped as package data
+ZIPPED = """
+import sys, zipfile
+sys.path.insert(0, sys.argv[1])
+import zkconsumer.lab.scenario as s
+assert s.__file__.startswith(sys.argv[1]), s.__file__  # imported from the zip, not from the checkout
+print(",".join(s.builtin_names()))
+from zkconsumer.cli import main
+try:
+    main(["lab", "--help"])
+except SystemExit as e:
+    assert e.code == 0
+"""
+
+
+def test_the_scenarios_travel_in_the_package_zip_and_the_cli_starts_without_them(tmp_path: Path) -> None:
+    """Spark's --py-files zip carries the shipped scenarios; a zip without them still runs the CLI (spark-submit
+    runs zkconsumer's __main__ from one)."""
+    import subprocess
+    import sys
+    import zipfile
+
+    from zkconsumer.analysis.spark import package_zip
+
+    full = package_zip(tmp_path)
+    bare = tmp_path / "bare.zip"
+    with zipfile.ZipFile(full) as src, zipfile.ZipFile(bare, "w") as dst:
+        for name in src.namelist():
+            if name.endswith(".py"):
+                dst.writestr(name, src.read(name))
+    for zipped, names in ((full, ",".join(builtin_names())), (bare, "")):
+        run = subprocess.run([sys.executable, "-c", ZIPPED, str(zipped)], capture_output=True, text=True,
+                             cwd=tmp_path, timeout=120)
+        assert run.returncode == 0, run.stderr[-2000:]
+        assert run.stdout.splitlines()[0] == names

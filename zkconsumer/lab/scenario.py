@@ -130,13 +130,17 @@ def builtin(name: str) -> Scenario:
     files = resources.files("zkconsumer.lab") / "scenarios"
     path = files / f"{name}.toml"
     if not path.is_file():
-        known = sorted(p.name.removesuffix(".toml") for p in files.iterdir() if p.name.endswith(".toml"))
-        raise ScenarioError(f"{name}.toml", None, "", f"no built-in scenario {name!r}; built in: {', '.join(known)}")
+        raise ScenarioError(f"{name}.toml", None, "", f"no built-in scenario {name!r}; built in: "
+                                                      f"{', '.join(builtin_names()) or 'none in this installation'}")
     return dataclasses.replace(loads(path.read_text(), f"scenarios/{name}.toml"), strict=False)
 
 
 def builtin_names() -> list[str]:
+    """The shipped scenarios' names; none where the package came without its data (a zip of .py files only): the
+    CLI, which lists them in its help, must still start there."""
     files = resources.files("zkconsumer.lab") / "scenarios"
+    if not files.is_dir():
+        return []
     return sorted(p.name.removesuffix(".toml") for p in files.iterdir() if p.name.endswith(".toml"))
 
 
