@@ -246,14 +246,18 @@ def run_on_both(scenario: Scenario, kafka: KafkaBroker, ours: Broker, work: Path
 @pytest.mark.parametrize("scenario", SCENARIOS, ids=lambda s: f"{s.client}-{s.strategy}{'-static' * s.static}")
 def test_the_same_group_steps_the_same_way_on_both_coordinators(scenario: Scenario, kafka: KafkaBroker,
                                                                  ours: Broker, tmp_path: Path) -> None:
-    """A difference must show twice in a row. kafka-python's own timing now and then adds a generation on either
-    coordinator, outside the steps :func:`timing_free` covers: under CI's load a leave once took two generations on
-    Kafka's (a member's rejoin raced the generation's end). A coordinator that behaves otherwise differs every time."""
-    transcripts = run_on_both(scenario, kafka, ours, tmp_path / "first")
-    if transcripts["zkconsumer"] != transcripts["kafka-3.9.1"]:
-        first = transcripts
-        transcripts = run_on_both(scenario, kafka, ours, tmp_path / "again")
-        assert transcripts["zkconsumer"] == transcripts["kafka-3.9.1"], f"differed twice; the first time: {first}"
+    """A difference must show three times in a row. kafka-python's own timing now and then adds a generation on
+    either coordinator, outside the steps :func:`timing_free` covers: under CI's load a leave once took two
+    generations on Kafka's (a member's rejoin raced the generation's end), and in whole-suite runs a joining member
+    of the range scenario rejoined once more, on Kafka's side as often as on ours (three runs of 2026-11-25). A
+    coordinator that behaves otherwise differs every time."""
+    differed = []
+    for attempt in ("first", "again", "third"):
+        transcripts = run_on_both(scenario, kafka, ours, tmp_path / attempt)
+        if transcripts["zkconsumer"] == transcripts["kafka-3.9.1"]:
+            break
+        differed.append(transcripts)
+    assert len(differed) < 3, f"differed three times; the first time: {differed[0]}"
     steps = transcripts["kafka-3.9.1"]
     if scenario.static:  # the restarted static member: no rebalance for the others, its share back, nothing moved
         restart = next(line for action, _, line in steps if action == "restart")
