@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench soak clean faults
+.PHONY: setup demo test lint bench soak clean faults full
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -16,6 +16,9 @@ test: setup
 
 faults: setup  # the whole fault matrix (make test runs part of it)
 	$(BIN)/python -m pytest -q -m "faults or faults_full" tests/test_faults.py tests/test_migration_faults.py
+
+full: setup  # every test: make test's, the whole fault matrix and the extended cells of the other matrices
+	$(BIN)/python -m pytest -q -m ""
 
 lint: setup
 	$(BIN)/ruff check zkconsumer tests benchmarks

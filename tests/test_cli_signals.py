@@ -53,7 +53,12 @@ def test_sigterm_to_a_lab_stops_what_it_started(tmp_path) -> None:
                    timeout=90, message="the lab's ZooKeeper and consumer processes")
         started |= children(lab.pid)
         lab.send_signal(signal.SIGTERM)
-        assert lab.wait(60) == 143
+        try:
+            code = lab.wait(60)
+        except subprocess.TimeoutExpired:
+            code = None
+        log.flush()
+        assert code == 143, f"exit {code}; the lab's output:\n{(tmp_path / 'lab.log').read_text()[-6000:]}"
         wait_until(lambda: not [p for p in started if alive(p)], timeout=30,
                    message="every process the lab started to end")
     finally:

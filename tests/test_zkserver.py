@@ -75,6 +75,16 @@ def test_busy_port_is_refused(zk_server: ZooKeeperServer) -> None:
 
 
 @pytest.mark.ensemble
+def test_a_start_that_fails_or_is_interrupted_leaves_no_jvm(tmp_path) -> None:
+    """A start cut short (here: not serving within the time allowed; Ctrl-C or SIGTERM while waiting takes the
+    same path) stops the JVM it spawned: the caller never got the server to stop it."""
+    server = ZooKeeperServer(data_dir=tmp_path / "zk")
+    with pytest.raises(ZooKeeperError):
+        server.start(timeout=0.0)
+    [node] = server.nodes
+    assert node.pid is None and not server._procs, "the spawned JVM was stopped"
+
+
 def test_ensemble_survives_one_node_and_rejoins() -> None:
     with ZooKeeperServer(servers=3) as zk:
         modes = sorted(s["mode"] for s in zk.status())

@@ -25,6 +25,10 @@ from zkconsumer.analysis.spark import package_zip
 from zkconsumer.analysis.sweep import GRID_QUICK, SweepConfig, run_local
 
 REPO = Path(__file__).resolve().parents[2]
+#: A cluster's default is 64 shuffle partitions: 64 tasks per stage, each a round trip to a Python worker, for a
+#: sweep of a few dozen scenarios on one 2-core worker. What these tests check is that the package reaches the
+#: executors, not Spark's shuffle width.
+SMALL_SHUFFLE = ("--shuffle-partitions", "4")
 
 
 def _free_port() -> int:
@@ -97,8 +101,8 @@ def test_cli_sweep_with_master_ships_the_package(cluster, tmp_path):
     before = {p.name for p in work.glob("app-*")}
     out = tmp_path / "out"
     run = subprocess.run([sys.executable, "-m", "zkconsumer", "sweep", "--out", str(out), "--quick",
-                          "--scenarios", "24", "--master", url], env=env, cwd=tmp_path, capture_output=True,
-                         text=True, timeout=300)
+                          "--scenarios", "24", "--master", url, *SMALL_SHUFFLE], env=env, cwd=tmp_path,
+                         capture_output=True, text=True, timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     _check(out, 24, work, before)
 
@@ -113,6 +117,7 @@ def test_spark_submit_with_py_files(cluster, tmp_path):
     submit = Path(pyspark.__file__).parent / "bin" / "spark-submit"
     run = subprocess.run([str(submit), "--master", url, "--py-files", str(zip_path),
                           str(REPO / "zkconsumer" / "__main__.py"), "sweep", "--out", str(out), "--quick",
-                          "--scenarios", "12"], env=env, cwd=tmp_path, capture_output=True, text=True, timeout=300)
+                          "--scenarios", "12", *SMALL_SHUFFLE], env=env, cwd=tmp_path, capture_output=True, text=True,
+                         timeout=300)
     assert run.returncode == 0, run.stdout[-3000:] + run.stderr[-3000:]
     _check(out, 12, work, before)

@@ -250,14 +250,21 @@ class EagerConnection(ConnectionHandler):
 
     def _read_header(self, timeout):  # noqa: ANN001, ANN202 - kazoo's signature
         header, buffer, offset = super()._read_header(timeout)
-        # ZooKeeper answers a session's requests in order: an answer's send time is the oldest one sent with its xid
-        if header.xid != WATCH_XID and header.err not in _SESSION_GONE and any(x == header.xid for x, _ in self._sent):
-            while True:
-                xid, sent = self._sent.popleft()
-                if xid == header.xid:
-                    self._lease.confirm(sent, self._term_s)
-                    break
+        if header.xid != WATCH_XID and header.err not in _SESSION_GONE:
+            self._answered(header.xid)
         return header, buffer, offset
+
+    def _answered(self, xid: int) -> None:
+        """ZooKeeper answers a session's requests in order, so the answer's send time is that of the oldest request
+        sent with its xid (almost always the first in line); the ones before it will get no answer. An xid never
+        sent on this connection (an answer to the last one) confirms nothing."""
+        sent = self._sent
+        for i, (x, at) in enumerate(sent):
+            if x == xid:
+                for _ in range(i + 1):
+                    sent.popleft()
+                self._lease.confirm(at, self._term_s)
+                return
 
     def _read(self, length: int, timeout: float) -> bytes:
         sock = self._socket

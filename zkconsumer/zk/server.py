@@ -252,9 +252,14 @@ class ZooKeeperServer:
             if port_in_use(node.client_port):
                 raise ZooKeeperError(f"port {node.client_port} is already in use (another ZooKeeper?); "
                                      "choose another with --port")
-        for node in self.nodes:
-            self._spawn(node, java, cp)
-        self.wait_serving(timeout)
+        try:
+            for node in self.nodes:
+                self._spawn(node, java, cp)
+            self.wait_serving(timeout)
+        except BaseException:  # a failed start, or Ctrl-C / SIGTERM while waiting: leave no JVM behind
+            with contextlib.suppress(Exception):
+                self.stop()
+            raise
         if self.detach:
             self.save_state()
         return self

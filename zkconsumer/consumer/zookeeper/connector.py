@@ -190,8 +190,10 @@ class ZookeeperConsumerConnector(ConsumerBase):
         return self.deliverable.is_set() and (self._lease is None or self._lease.holds())
 
     def await_deliverable(self, timeout: float) -> None:
+        """Both waits share the one ``timeout``."""
+        deadline = time.monotonic() + timeout
         if self.deliverable.wait(timeout) and self._lease is not None:
-            self._lease.wait(timeout)
+            self._lease.wait(max(0.0, deadline - time.monotonic()))
 
     def hand_out(self, item: Queued, stream: KafkaStream) -> bool:
         """Stream thread: atomically check the record is still ours and record that it was handed out."""
