@@ -15,7 +15,7 @@ test: setup
 	$(BIN)/python -m pytest -q
 
 faults: setup  # the whole fault matrix (make test runs part of it)
-	$(BIN)/python -m pytest -q -m "faults or faults_full" tests/test_faults.py tests/test_migration_faults.py
+	$(BIN)/python -m pytest -q -m "faults or faults_full" tests/test_faults.py tests/test_migration_faults.py tests/test_nemesis_lab.py
 
 full: setup  # every test: make test's, the whole fault matrix and the extended cells of the other matrices
 	$(BIN)/python -m pytest -q -m ""

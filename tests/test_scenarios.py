@@ -12,8 +12,11 @@ import pytest
 from rich.console import Console
 
 from zkconsumer.cli import main
+from zkconsumer.lab.backends import BackendError, ProcessBackend
+from zkconsumer.lab.faults.scenario_lab import ScenarioLab, lab_for, session_password
 from zkconsumer.lab.runner import Lab, LabPlan
 from zkconsumer.lab.scenario import ActionKind, ScenarioError, Step, builtin, builtin_names, load, loads
+from zkconsumer.lab.variants import VARIANTS
 
 
 def scenario(text: str):
@@ -38,6 +41,8 @@ def test_every_setting_and_action_is_read() -> None:
         session_timeout_ms = 4000
         commit_interval_ms = 300
         strategy = "roundrobin"
+        whitelist = "orders|audit.*"
+        zookeeper_nodes = 3
 
         [topics]
         orders = 6
@@ -80,14 +85,92 @@ def test_every_setting_and_action_is_read() -> None:
         [[actions]]
         at = 13
         do = "rollback"
-    """)
+    """ + FAULTS_AND_TOPICS)
     assert (s.name, s.duration, s.members, s.rate, s.initial_records, s.session_timeout_ms, s.commit_interval_ms,
-            s.strategy, s.topics) == ("gc", 20.0, 2, 50.0, 10, 4000, 300, "roundrobin", {"orders": 6})
+            s.strategy, s.topics, s.whitelist, s.zookeeper_nodes) == (
+        "gc", 20.0, 2, 50.0, 10, 4000, 300, "roundrobin", {"orders": 6}, "orders|audit.*", 3)
     assert s.steps(20.0, 2, s.topics) == [
-        Step(2.0, ActionKind.JOIN, "c3"), Step(5.0, ActionKind.PAUSE, "c1", 6.5), Step(8.0, ActionKind.KILL, "c3"),
+        Step(0.5, ActionKind.CUT_ZK, "c1", 2.0), Step(1.0, ActionKind.SLOW_ZK, "c2", 3.0, latency_ms=250.0),
+        Step(1.5, ActionKind.EXPIRE, "c1"), Step(2.0, ActionKind.JOIN, "c3"),
+        Step(3.0, ActionKind.KILL_ZK, node="leader", seconds=2.0), Step(5.0, ActionKind.PAUSE, "c1", 6.5),
+        Step(6.0, ActionKind.KILL_ZK, node=2), Step(7.0, ActionKind.RESTART_ZK, node=2),
+        Step(7.5, ActionKind.QUORUM_LOSS, seconds=1.5), Step(8.0, ActionKind.KILL, "c3"),
         Step(9.0, ActionKind.RESTART, "c3"), Step(10.0, ActionKind.BOUNCE, "c2"), Step(11.0, ActionKind.STOP, "c2"),
-        Step(12.0, ActionKind.MIGRATE, ""), Step(13.0, ActionKind.ROLLBACK, "")]
+        Step(12.0, ActionKind.MIGRATE, ""), Step(13.0, ActionKind.ROLLBACK, ""), Step(14.0, ActionKind.KILL_BROKER),
+        Step(15.0, ActionKind.RESTART_BROKER), Step(16.0, ActionKind.CREATE_TOPIC, topic="audit.log", partitions=2),
+        Step(17.0, ActionKind.ADD_PARTITIONS, topic="orders", partitions=9),
+        Step(18.0, ActionKind.ADD_PARTITIONS, topic="audit.log", partitions=3)]
     assert {a.kind for a in s.actions} == set(ActionKind)  # every action the format knows is covered here
+    assert (s.ensemble, s.needs_fault_lab) == (3, True)
+
+
+#: One of each fault and topic action, appended to the file above (the lab carries them out on a ScenarioLab).
+FAULTS_AND_TOPICS = """
+        [[actions]]
+        at = 0.5
+        do = "cut-zk"
+        member = "c1"
+        seconds = 2
+
+        [[actions]]
+        at = 1
+        do = "slow-zk"
+        member = "c2"
+        seconds = 3
+        latency_ms = 250
+
+        [[actions]]
+        at = 1.5
+        do = "expire"
+        member = "c1"
+
+        [[actions]]
+        at = 3
+        do = "kill-zk"
+        node = "leader"
+        seconds = 2
+
+        [[actions]]
+        at = 6
+        do = "kill-zk"
+        node = 2
+
+        [[actions]]
+        at = 7
+        do = "restart-zk"
+        node = 2
+
+        [[actions]]
+        at = 7.5
+        do = "quorum-loss"
+        seconds = 1.5
+
+        [[actions]]
+        at = 14
+        do = "kill-broker"
+
+        [[actions]]
+        at = 15
+        do = "restart-broker"
+
+        [[actions]]
+        at = 16
+        do = "create-topic"
+        topic = "audit.log"
+        partitions = 2
+
+        [[actions]]
+        at = 17
+        do = "add-partitions"
+        topic = "orders"
+        partitions = 9
+
+        [[actions]]
+        at = 18
+        do = "add-partitions"
+        topic = "audit.log"
+        partitions = 3
+"""
 
 
 def test_the_plan_takes_the_files_settings_and_flags_given_on_top() -> None:
@@ -126,12 +209,35 @@ def test_the_built_in_workloads_are_the_schedules_the_lab_always_ran(n: int, dur
 
 
 def test_the_built_in_scenarios_are_shipped_files() -> None:
-    assert builtin_names() == ["churn", "gc-pause", "migration", "rolling-restart", "scale-out"]
+    assert builtin_names() == ["broker-kill", "churn", "consumer-pause", "gc-pause", "migration", "partitions-added",
+                               "quorum-loss", "rolling-restart", "scale-out", "session-expiry", "topic-created",
+                               "zk-cut", "zk-follower", "zk-leader"]
     gc = builtin("gc-pause")
     assert gc.steps(gc.duration, 3, {}) == [Step(10.0, ActionKind.PAUSE, "c1", 8.0)]
     assert builtin("churn").description and not builtin("churn").strict
     with pytest.raises(ScenarioError, match="no built-in scenario 'nope'"):
         builtin("nope")
+
+
+def test_the_fault_matrix_faults_are_shipped_scenarios_with_the_matrix_settings(tmp_path: Path) -> None:
+    """What each shipped fault scenario starts (an ensemble, the broker as a process, proxies) follows from its
+    actions; the settings are the fault matrix's (docs/faults.md: 4 s sessions, commits every 500 ms, 40/s).
+    Nothing starts before ``run``: the lab's handles are read right after it is made."""
+    expected = {"zk-leader": (3, False, [], ActionKind.KILL_ZK), "zk-follower": (3, False, [], ActionKind.KILL_ZK),
+                "quorum-loss": (3, False, [], ActionKind.QUORUM_LOSS), "zk-cut": (1, False, ["c1"], ActionKind.CUT_ZK),
+                "broker-kill": (1, True, [], ActionKind.KILL_BROKER),
+                "consumer-pause": (1, False, [], ActionKind.PAUSE),
+                "session-expiry": (1, False, [], ActionKind.EXPIRE),
+                "partitions-added": (1, False, [], ActionKind.ADD_PARTITIONS),
+                "topic-created": (1, False, [], ActionKind.CREATE_TOPIC)}
+    for name, (ensemble, broker_process, proxied, kind) in expected.items():
+        s = builtin(name)
+        lab = lab_for(LabPlan.from_scenario(s), tmp_path)  # a pause needs no fault lab: the plain lab has none
+        handles = (lab.zk_servers, lab.broker_process, lab.proxied) if isinstance(lab, ScenarioLab) else (1, False, [])
+        assert (*handles, [a.kind for a in s.actions]) == (ensemble, broker_process, proxied, [kind]), name
+        assert isinstance(lab, ScenarioLab) == (kind is not ActionKind.PAUSE), name
+        assert (s.session_timeout_ms, s.commit_interval_ms, s.rate, s.topics) == (4000, 500, 40.0, {"orders": 6})
+        assert s.steps(s.duration, 3, s.topics)  # every heal comes before the run's end
 
 
 # ------------------------------------------------------------------------------------- errors: file, line, key
@@ -147,9 +253,10 @@ def test_the_built_in_scenarios_are_shipped_files() -> None:
      "s.toml:7: actions[1].at", "a share of the run such as '15%'"),
     ('[[actions]]\nat = 1\ndo = "kill"\n', "s.toml:1: actions[0].member", "'kill' needs a member"),
     ('[[actions]]\nat = 1\ndo = "migrate"\nmember = "c1"\n', "s.toml:4: actions[0].member", "acts on the whole"),
-    ('[[actions]]\nat = 1\ndo = "pause"\nmember = "c1"\n', "s.toml:1: actions[0].seconds", "a pause lasts"),
+    ('[[actions]]\nat = 1\ndo = "pause"\nmember = "c1"\n', "s.toml:1: actions[0].seconds",
+     "'pause' lasts a number of seconds > 0"),
     ('[[actions]]\nat = 1\ndo = "stop"\nmember = "c1"\nseconds = 3\n', "s.toml:5: actions[0].seconds",
-     "only a pause has seconds"),
+     "only 'pause', 'cut-zk', 'slow-zk', 'kill-zk', 'quorum-loss' and 'kill-broker' have seconds, not 'stop'"),
     ('[[actions]]\nat = 1\nuntil = 5\ndo = "stop"\nmember = "c1"\n', "s.toml:3: actions[0].until",
      "spreads repeated actions"),
     ('[[actions]]\nat = 1\ndo = "stop"\nmember = "new"\n', "s.toml:4: actions[0].member", "only with do = 'join'"),
@@ -157,6 +264,70 @@ def test_the_built_in_scenarios_are_shipped_files() -> None:
      "new members only"),
     ('[[actions]]\nat = 1\ndo = "join"\nmember = "new"\n\n[[actions]]\nat = 0.5\ndo = "kill"\nmember = "c4"\n',
      "s.toml:6: actions[1].member", "'c4' is not running at 0.5 s"),
+    # the fault and topic actions
+    ('[[actions]]\nat = 1\ndo = "kill-zk"\nnode = 4\n', "s.toml:4: actions[0].node",
+     "unknown node 4: the ensemble's servers are 1..3, 'leader' or 'follower'"),
+    ('[[actions]]\nat = 1\ndo = "kill-zk"\n', "s.toml:1: actions[0].node", "'kill-zk' needs a node"),
+    ('[[actions]]\nat = 1\ndo = "kill-zk"\nnode = 1\n\n[[actions]]\nat = 2\ndo = "restart-zk"\nnode = "leader"\n',
+     "s.toml:9: actions[1].node", "a killed node is neither leader nor follower"),
+    ('zookeeper_nodes = 1\n[[actions]]\nat = 1\ndo = "kill-zk"\nnode = 1\n', "s.toml:4: actions[0].do",
+     "'kill-zk' needs a ZooKeeper ensemble: this run has zookeeper_nodes = 1"),
+    ('zookeeper_nodes = 1\n[[actions]]\nat = 1\ndo = "quorum-loss"\nseconds = 2\n', "s.toml:4: actions[0].do",
+     "needs a ZooKeeper ensemble"),
+    ("zookeeper_nodes = 2\n", "s.toml:1: zookeeper_nodes", "an odd number of servers"),
+    ('[[actions]]\nat = 1\ndo = "kill-broker"\nnode = 1\n', "s.toml:4: actions[0].node",
+     "only 'kill-zk' and 'restart-zk' name a ZooKeeper node"),
+    ('[[actions]]\nat = 1\ndo = "kill-zk"\nmember = "c1"\nnode = 1\n', "s.toml:4: actions[0].member",
+     "acts on the whole group"),
+    ('[[actions]]\nat = 1\ndo = "cut-zk"\nmember = "c1"\n', "s.toml:1: actions[0].seconds",
+     "'cut-zk' lasts a number of seconds > 0"),
+    ('[[actions]]\nat = 1\ndo = "expire"\nmember = "c1"\nseconds = 2\n', "s.toml:5: actions[0].seconds",
+     "not 'expire'"),
+    ('[[actions]]\nat = 1\ndo = "expire"\n', "s.toml:1: actions[0].member", "'expire' needs a member"),
+    ('[[actions]]\nat = 1\ndo = "slow-zk"\nmember = "c1"\nseconds = 2\nlatency_ms = -5\n',
+     "s.toml:6: actions[0].latency_ms", "adds a number of milliseconds > 0, got -5"),
+    ('[[actions]]\nat = 1\ndo = "slow-zk"\nmember = "c1"\nseconds = 2\n', "s.toml:1: actions[0].latency_ms",
+     "adds a number of milliseconds > 0"),
+    ('[[actions]]\nat = 1\ndo = "cut-zk"\nmember = "c1"\nseconds = 2\nlatency_ms = 5\n',
+     "s.toml:6: actions[0].latency_ms", "only 'slow-zk' has latency_ms"),
+    ('[[actions]]\nat = 1\ndo = "cut-zk"\nmember = "c7"\nseconds = 2\n', "s.toml:1: actions[0].member",
+     "'c7' is not running at 1.0 s"),
+    ('[[actions]]\nat = 28\ndo = "cut-zk"\nmember = "c1"\nseconds = 5\n', "s.toml:1: actions[0].seconds",
+     "heals at 33.0 s, after the run's end at 30.0 s"),
+    ('whitelist = "orders.*"\n[[actions]]\nat = 1\ndo = "create-topic"\npartitions = 2\n',
+     "s.toml:2: actions[0].topic", "missing"),
+    ('[[actions]]\nat = 1\ndo = "create-topic"\ntopic = "orders2"\npartitions = 2\n', "s.toml:3: actions[0].do",
+     "set whitelist"),
+    ('whitelist = "orders.*"\n[[actions]]\nat = 1\ndo = "create-topic"\ntopic = "audit"\npartitions = 2\n',
+     "s.toml:5: actions[0].topic", "does not match the whitelist 'orders.*': no member would consume it"),
+    ('whitelist = "orders.*"\n[[actions]]\nat = 1\ndo = "create-topic"\ntopic = "orders"\npartitions = 2\n',
+     "s.toml:2: actions[0].topic", "'orders' exists already at 1.0 s"),
+    ('whitelist = "orders.*"\n[[actions]]\nat = 1\ndo = "create-topic"\ntopic = "orders x"\npartitions = 2\n',
+     "s.toml:5: actions[0].topic", "not a topic name"),
+    ('whitelist = "orders.*"\n[[actions]]\nat = 1\ndo = "create-topic"\ntopic = "orders2"\npartitions = 0\n',
+     "s.toml:6: actions[0].partitions", "expected an integer >= 1, got 0"),
+    ('whitelist = "orders.*"\n[topics]\naudit = 2\n', "s.toml:3: topics.audit", "does not match the whitelist"),
+    ('whitelist = "orders("\n', "s.toml:1: whitelist", "invalid regex"),
+    ('[[actions]]\nat = 1\ndo = "add-partitions"\ntopic = "orders"\n', "s.toml:1: actions[0].partitions",
+     "missing: the new total"),
+    ('[[actions]]\nat = 1\ndo = "add-partitions"\ntopic = "nope"\npartitions = 3\n', "s.toml:1: actions[0].topic",
+     "no topic 'nope' at 1.0 s: the run has orders"),
+    ('[[actions]]\nat = 1\ndo = "add-partitions"\ntopic = "orders"\npartitions = 8\n',
+     "s.toml:1: actions[0].partitions", "'orders' has 8 partitions at 1.0 s"),
+    ('[[actions]]\nat = 1\ndo = "stop"\nmember = "c1"\npartitions = 3\n', "s.toml:5: actions[0].partitions",
+     "only 'create-topic' and 'add-partitions' have partitions"),
+    ('[[actions]]\nat = 1\ndo = "kill-zk"\nnode = 1\n\n[[actions]]\nat = 2\ndo = "kill-zk"\nnode = "follower"\n',
+     "s.toml:6: actions[1].do", "1 of 3 ZooKeeper nodes are down at 2.0 s already: another loses the quorum"),
+    ('[[actions]]\nat = 1\ndo = "kill-zk"\nnode = 1\nseconds = 2\n\n[[actions]]\nat = 4\ndo = "restart-zk"\n',
+     "s.toml:7: actions[1].do", "no ZooKeeper node is down at 4.0 s"),
+    ('[[actions]]\nat = 1\ndo = "kill-zk"\nnode = 1\n\n[[actions]]\nat = 4\ndo = "restart-zk"\nnode = 3\n',
+     "s.toml:6: actions[1].node", "node 3 is not down at 4.0 s (down: 1)"),
+    ('[[actions]]\nat = 1\ndo = "kill-zk"\nnode = 1\n\n[[actions]]\nat = 2\ndo = "quorum-loss"\nseconds = 3\n',
+     "s.toml:6: actions[1].do", "quorum-loss stops a majority of a whole ensemble"),
+    ('[[actions]]\nat = 1\ndo = "restart-broker"\n', "s.toml:1: actions[0].do", "the broker runs at 1.0 s"),
+    ('[[actions]]\nat = 1\ndo = "kill-broker"\n', "s.toml:1: actions[0].do", "the run ends with the broker down"),
+    ('[[actions]]\nat = 1\ndo = "kill-broker"\nseconds = 3\n\n[[actions]]\nat = 2\ndo = "kill-broker"\n',
+     "s.toml:6: actions[1].do", "the broker is down already at 2.0 s"),
     ("duration = [1\n", "s.toml:1", "not valid TOML"),
     ("duration = 10\nrate = = 3\n", "s.toml:2", "not valid TOML: Invalid value"),
 ])
@@ -179,6 +350,62 @@ def test_the_cli_reports_the_error_and_runs_nothing(tmp_path: Path, capsys) -> N
     assert f"{path}:3: actions[0].do: unknown action 'explode'" in " ".join(err.split())
     assert main(["compare", "--scenario", str(path), "--workload", "churn"]) == 1
     assert "give one" in capsys.readouterr().err
+
+
+# ------------------------------------------------------------------------------------ n/a, per lab and variant
+def test_a_scenario_with_fault_or_topic_actions_gets_a_fault_lab(tmp_path: Path) -> None:
+    faulty = LabPlan.from_scenario(builtin("zk-cut"))
+    assert type(lab_for(faulty, tmp_path)) is ScenarioLab
+    assert type(lab_for(LabPlan.from_scenario(builtin("gc-pause")), tmp_path)) is Lab
+    assert type(lab_for(LabPlan(), tmp_path, backend=ProcessBackend())) is Lab
+    # a plain lab given such a step reports it n/a instead of failing
+    plain = Lab(faulty, tmp_path)
+    assert "no handle" in plain.not_applicable(Step(1.0, ActionKind.CUT_ZK, "c1", 2.0))
+
+    class Elsewhere(ProcessBackend):
+        name = "docker"
+
+    with pytest.raises(BackendError, match="process backend only"):
+        lab_for(faulty, tmp_path, backend=Elsewhere())
+
+
+def test_each_variant_says_which_actions_have_no_counterpart() -> None:
+    session = {ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE}
+    nodes = {ActionKind.KILL_ZK, ActionKind.RESTART_ZK, ActionKind.QUORUM_LOSS}
+    broker = {ActionKind.KILL_BROKER, ActionKind.RESTART_BROKER}
+    expected = {"zookeeper-default": set(), "zookeeper-kafka-0.8": set(), "kafka-0.8.2.2": {ActionKind.CREATE_TOPIC},
+                "coordinator": session, "cooperative-sticky": session, "static": session,
+                "coordinator-kafka-3.9": session | nodes | broker,
+                "consumer-protocol-kafka-4": session | nodes | broker | {ActionKind.CREATE_TOPIC}}
+    assert {name: {kind for kind, _ in v.absent()} for name, v in VARIANTS.items()} == expected
+    assert "KRaft" in VARIANTS["consumer-protocol-kafka-4"].no_counterpart(ActionKind.KILL_ZK)
+    assert "no ZooKeeper session" in VARIANTS["coordinator"].no_counterpart(ActionKind.EXPIRE)
+
+
+def test_a_step_without_counterpart_is_skipped_and_said(tmp_path: Path) -> None:
+    """compare passes the variant's absent actions in the plan; a plain lab (no fault handles) skips fault steps."""
+    plan = LabPlan(absent=VARIANTS["coordinator"].absent(), steps=[])
+    lab = Lab(plan, tmp_path)
+    lab.perform(Step(4.0, ActionKind.EXPIRE, "c1"))
+    lab.perform(Step(5.0, ActionKind.KILL_ZK, node="leader"))
+    assert lab.skipped == ["expire c1 at 4.0 s: a coordinator-mode member has no ZooKeeper session or link",
+                           "kill-zk at 5.0 s: this lab has no handle on servers, links or topics (a ScenarioLab has, "
+                           "on the process backend)"]
+
+
+def test_a_sessions_password_follows_from_its_id(zk_connect: str) -> None:
+    """What ``expire`` relies on: ZooKeeper derives the password from the session id, so the id seen as a node's
+    ephemeralOwner is enough to open (and close) the session from outside."""
+    from kazoo.client import KazooClient
+
+    client = KazooClient(zk_connect)
+    client.start(10)
+    try:
+        session, password = client.client_id
+        assert session_password(session) == password
+    finally:
+        client.stop()
+        client.close()
 
 
 # ------------------------------------------------------------------------------------------- a real run
@@ -221,6 +448,94 @@ def test_a_lab_runs_a_scenario_file_pausing_a_member_past_its_session(zk_connect
     # session, it learnt of the expiry on waking and joined the group again
     assert kinds.index("rebalance_done") < kinds.index("session_expired"), kinds
     assert kinds.count("registered") == 2, kinds
+
+
+FAULTS_ON_AN_ENSEMBLE = """
+    name = "ensemble-faults"
+    duration = 17
+    members = 2
+    rate = 40
+    initial_records = 20
+    session_timeout_ms = 4000
+    commit_interval_ms = 300
+
+    [topics]
+    orders = 4
+
+    [[actions]]
+    at = 3
+    do = "kill-zk"
+    node = "follower"
+    seconds = 2
+
+    [[actions]]
+    at = 4
+    do = "cut-zk"
+    member = "c1"
+    seconds = 6
+
+    [[actions]]
+    at = 11
+    do = "add-partitions"
+    topic = "orders"
+    partitions = 6
+"""
+
+
+@pytest.mark.slow
+@pytest.mark.ensemble
+def test_a_scenario_kills_a_zookeeper_node_cuts_a_member_off_and_adds_partitions(tmp_path: Path) -> None:
+    """A real 3-node ensemble started because an action kills a node, c1 behind a proxy per server because an action
+    cuts it off (past its session), and partitions added to the live topic: each fault written to the lab's trace
+    as struck and healed, the new partitions owned and consumed, nothing lost."""
+    path = tmp_path / "faults.toml"
+    path.write_text(textwrap.dedent(FAULTS_ON_AN_ENSEMBLE))
+    lab = lab_for(LabPlan.from_scenario(load(path)), tmp_path / "run", console=Console(file=io.StringIO()))
+    assert isinstance(lab, ScenarioLab)
+    summary = lab.run()
+    assert summary["zookeeper_servers"] == 3 and summary["fault_errors"] == [], summary
+    # the follower is found when the step runs (its role asked of each server): the cut may strike first
+    assert sorted((f["fault"], f["target"].startswith("zk")) for f in summary["faults"]) == [
+        ("cut-zk", False), ("kill-zk", True)], summary["faults"]
+    assert all(f["healed_s"] is not None for f in summary["faults"]), summary["faults"]
+    lines = [json.loads(line) for line in (tmp_path / "run" / "traces" / "lab.jsonl").read_text().splitlines()]
+    assert sorted((e["event"], e["fault"]) for e in lines) == [
+        ("fault_healed", "cut-zk"), ("fault_healed", "kill-zk"), ("fault_injected", "cut-zk"),
+        ("fault_injected", "kill-zk")]
+    assert all(e["session_timeout_ms"] == 4000 for e in lines if e["event"] == "fault_healed")
+    # the new partitions were produced to, consumed and committed to the end; verify saw all six owned
+    assert summary["lost"] == 0 and summary["verify_ok"], summary
+    assert {("orders", 4), ("orders", 5)} <= set(lab.produced) and lab.produced[("orders", 5)] > 0
+    assert {(t, p) for (t, p, _o) in lab.tail.delivered} == {("orders", p) for p in range(6)}
+    # c1 was cut past its session: it learnt of the expiry once the link passed again, and registered anew
+    c1 = [json.loads(line)["event"] for line in (tmp_path / "run" / "traces" / "lab_c1.jsonl").read_text().splitlines()]
+    assert "session_expired" in c1 and c1.count("registered") == 2, c1
+
+
+SHIPPED_FAULTS = ["zk-leader", "zk-follower", "quorum-loss", "zk-cut", "broker-kill", "consumer-pause",
+                  "session-expiry", "partitions-added", "topic-created"]
+
+
+@pytest.mark.faults_full
+@pytest.mark.parametrize("name", SHIPPED_FAULTS)
+def test_each_shipped_fault_scenario_passes_the_invariants_in_the_default_profile(name: str, tmp_path: Path,
+                                                                                  spark) -> None:
+    """The shipped fault scenarios, run as ``lab --scenario NAME`` runs them, judged as the fault matrix judges its
+    runs (zero lost, never two live owners, duplicates only uncommitted, commits never backwards, owned again within
+    session timeout + 1 s of each heal)."""
+    import time
+
+    from zkconsumer.lab.faults.matrix import FaultRun
+    from zkconsumer.lab.faults.verdict import judge
+
+    started = time.monotonic()
+    summary = lab_for(LabPlan.from_scenario(builtin(name)), tmp_path, console=Console(file=io.StringIO())).run()
+    assert summary["lost"] == 0 and summary["verify_ok"] and not summary.get("fault_errors"), summary
+    verdict = judge(spark, FaultRun(name, "default", str(tmp_path), time.monotonic() - started))
+    if name in ("partitions-added", "topic-created"):  # topic actions are not faults: no heal to judge from
+        assert verdict.line == "no fault_healed line in the trace", verdict.line
+    else:
+        assert verdict.status == "PASS", verdict.line
 
 
 # ------------------------------------------------------------------------------- shipped as package data

@@ -87,3 +87,32 @@ def test_blackhole_accepts_new_connections_without_answering(proxy: TcpProxy) ->
             s.recv(10)
     with pytest.raises(ValueError):
         proxy.set_mode("cut")  # type: ignore[arg-type]
+
+
+def test_latency_delays_every_answer_and_keeps_their_order(proxy: TcpProxy, zk_connect: str) -> None:
+    """slow-zk's link: each request and its answer held back, in order; back at full speed once set to 0."""
+    import time
+
+    chroot = "/" + zk_connect.split("/", 1)[1]
+    client, _states = client_through(proxy, chroot, timeout_ms=6000)
+    try:
+        client.create("/slow", b"0")
+
+        def round_trip() -> float:
+            started = time.monotonic()
+            client.get("/slow")
+            return time.monotonic() - started
+
+        proxy.set_latency(150)
+        assert proxy.latency_ms == 150
+        assert round_trip() >= 0.29  # 150 ms each way
+        asyncs = [client.set_async("/slow", str(i).encode()) for i in range(1, 21)]
+        assert [a.get(10).version for a in asyncs] == list(range(1, 21))  # in order, every one
+        proxy.set_latency(0)
+        assert round_trip() < 0.15
+        with pytest.raises(ValueError):
+            proxy.set_latency(-1)
+    finally:
+        proxy.set_latency(0)
+        client.stop()
+        client.close()

@@ -16,7 +16,10 @@ from zkconsumer.cli import CliError, console
 from zkconsumer.lab.backends import BackendError, DockerBackend, ProcessBackend
 from zkconsumer.lab.faults.cli import run_matrix
 from zkconsumer.lab.faults.matrix import faults_of
-from zkconsumer.lab.runner import WORKLOADS, Lab, LabPlan
+from zkconsumer.lab.faults.scenario_lab import lab_for
+from zkconsumer.lab.nemesis import DEFAULT_KINDS, NemesisSettings, drawable, parse_kinds
+from zkconsumer.lab.nemesis_run import NEMESIS_VARIANTS, PROFILE_VARIANTS, run_nemesis
+from zkconsumer.lab.runner import WORKLOADS, LabPlan
 from zkconsumer.lab.scenario import ScenarioError, builtin_names
 from zkconsumer.lab.scenario import builtin as builtin_scenario
 from zkconsumer.lab.scenario import load as load_scenario
@@ -63,6 +66,25 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "with --mode migrate: migrate-kill member-kill-switching bridge-zk-expiry broker-restart "
                         "rollback-mid stranger-joins) and print one verdict per fault; --profile / --compare choose "
                         "the profiles")
+    n = p.add_argument_group("randomized fault schedules (--nemesis; docs/scenarios.md)")
+    n.add_argument("--nemesis", action="store_true",
+                   help="draw a schedule of actions from --seed, print it (a scenario file), run it, judge it with "
+                        "the invariants; on a breach shrink it to a minimal scenario file (<out>/seed-S/minimal.toml) "
+                        "and print the command that replays it")
+    n.add_argument("--seed", type=int, default=0, help="the first seed (default 0); the same seed draws the same "
+                                                       "schedule")
+    n.add_argument("--runs", type=int, default=1, help="run seeds S..S+N-1 (default 1)")
+    n.add_argument("--actions", default=",".join(k.value for k in DEFAULT_KINDS),
+                   help="the action kinds drawn, comma-separated (default and drawable: "
+                        f"{','.join(drawable())})")
+    n.add_argument("--max-actions", type=int, default=4, help="at most this many actions per run (default 4)")
+    n.add_argument("--shrink-budget", type=int, default=30,
+                   help="at most this many reruns to shrink one breach (default 30; 0: do not shrink)")
+    n.add_argument("--shrink-confirm", type=int, default=1,
+                   help="keep a smaller schedule only if it breaches this many runs in a row (default 1)")
+    n.add_argument("--variant", choices=NEMESIS_VARIANTS,
+                   help="run the members of this variant instead of --profile's (e.g. kafka-0.8.2.2: Apache Kafka "
+                        "0.8.2.2's own consumer)")
     p.set_defaults(func=cmd_lab)
 
     c = sub.add_parser("compare", help="the same workload and churn in ZooKeeper mode (default, kafka-0.8) and "
@@ -131,6 +153,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
                               master=args.master)
         return 0 if all(r.measures.get("verify_ok") and r.measures.get("lost") == 0 for r in results) else 1
     profiles = ["kafka-0.8", "default"] if args.compare else [args.profile]
+    if args.nemesis:
+        return _nemesis(args, base)
     if args.faults is not None:
         return _faults(args, base, profiles)
     summaries = []
@@ -140,8 +164,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
             out = base / profile if args.compare else base
             console.rule(f"[bold]lab: {profile} profile ({args.backend} backend)")
             try:
-                summaries.append(Lab(plan, out, args.zookeeper, args.bootstrap_server, console,
-                                     backend=new_backend()).run(args.analyze, args.master))
+                summaries.append(lab_for(plan, out, args.zookeeper, args.bootstrap_server, console,
+                                         backend=new_backend()).run(args.analyze, args.master))
             except BrokerTooOld as e:  # --mode coordinator | migrate against a Kafka 0.8 cluster
                 raise CliError(str(e)) from None
     if args.compare:
@@ -184,3 +208,27 @@ def _faults(args: argparse.Namespace, base: Path, profiles: list[str]) -> int:
         raise CliError(f"unknown fault(s) for --mode {mode}: {', '.join(unknown)}; known: {', '.join(known)}")
     verdicts = run_matrix(names, profiles, base, console, args.master)
     return 0 if all(v.ok for v in verdicts) else 1
+
+
+def _nemesis(args: argparse.Namespace, base: Path) -> int:
+    """``lab --nemesis``: exit 1 when a run breached an invariant (or could not run), as a lab whose verify failed
+    does."""
+    if args.scenario is not None or args.workload is not None or args.faults is not None or args.compare:
+        raise CliError("--nemesis draws its own schedule: not with --scenario, --workload, --faults or --compare")
+    if args.mode not in ("zookeeper", "zk") or args.backend != "process" or args.zookeeper or args.bootstrap_server:
+        raise CliError("--nemesis runs on the process backend with its own servers; choose the members with "
+                       "--profile or --variant")
+    if min(args.runs, args.shrink_confirm, args.consumers or 1) < 1 or args.shrink_budget < 0:
+        raise CliError("--runs, --shrink-confirm and --consumers must be >= 1, --shrink-budget >= 0")
+    try:
+        kinds = parse_kinds(args.actions)
+        given = {"duration": args.duration, "members": args.consumers}
+        settings = NemesisSettings(kinds=kinds, max_actions=args.max_actions,
+                                   **{k: v for k, v in given.items() if v is not None})
+        results = run_nemesis(list(range(args.seed, args.seed + args.runs)), settings,
+                              args.variant or PROFILE_VARIANTS[args.profile], base, console,
+                              budget=args.shrink_budget, flags={"strategy": args.strategy, "rate": args.rate},
+                              master=args.master, confirm=args.shrink_confirm)
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    return 0 if all(r.breach is None and r.error is None for r in results) else 1

@@ -30,7 +30,8 @@ from rich.text import Text
 
 from zkconsumer.apache_kafka.kraft import KraftBroker
 from zkconsumer.apache_kafka.processes import KafkaBroker
-from zkconsumer.lab.runner import Lab, LabPlan
+from zkconsumer.lab.faults.scenario_lab import lab_for
+from zkconsumer.lab.runner import LabPlan
 from zkconsumer.lab.variants import VARIANTS, Measure, NotApplicable, Variant, unavailable
 from zkconsumer.zk.server import ZooKeeperServer
 
@@ -276,9 +277,9 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
         run_plan = dataclasses.replace(plan, mode=variant.mode, profile=variant.profile,
                                        strategy=variant.strategy or plan.strategy,
                                        static_members=variant.static_members, client=variant.client,
-                                       properties=variant.properties)
+                                       properties=variant.properties, absent=variant.absent())
         with _servers(variant, run_plan, out / name) as (zookeeper, bootstrap):
-            lab = Lab(run_plan, out / name, zookeeper=zookeeper, bootstrap=bootstrap, console=console)
+            lab = lab_for(run_plan, out / name, zookeeper=zookeeper, bootstrap=bootstrap, console=console)
             summary = lab.run()
         summary["broker_request_counts"] = lab.requests.get("broker", {})
         summary["external_zookeeper"] = zookeeper is not None

@@ -45,6 +45,7 @@ from zkconsumer.lab.scenario import builtin as builtin_scenario
 from zkconsumer.migration.driver import MigrationDriver
 from zkconsumer.records import encode_value
 from zkconsumer.tools.groups import verify
+from zkconsumer.trace import TraceWriter
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import packets_received
 from zkconsumer.zk.topics import create_topic
@@ -93,6 +94,12 @@ class LabPlan:
     steps: list[Step] | None = None
     #: A scenario file's actions (lab/scenario.py), instead of the workload's; see :meth:`from_scenario`.
     scenario: Scenario | None = None
+    #: Members subscribe by this regex (Kafka's whitelist) instead of naming :attr:`topics`, where their client can
+    #: (zkconsumer's, in either mode); a scenario's ``whitelist``.
+    whitelist: str | None = None
+    #: Actions with no counterpart in this run, and why (``compare`` fills it from Variant.no_counterpart): their
+    #: steps are skipped and reported n/a.
+    absent: tuple[tuple[ActionKind, str], ...] = ()
 
     @classmethod
     def from_scenario(cls, scenario: Scenario, **settings) -> LabPlan:
@@ -100,10 +107,16 @@ class LabPlan:
         own = {"duration": scenario.duration, "consumers": scenario.members, "rate": scenario.rate,
                "initial_records": scenario.initial_records, "session_timeout_ms": scenario.session_timeout_ms,
                "commit_interval_ms": scenario.commit_interval_ms, "strategy": scenario.strategy,
-               "topics": dict(scenario.topics) or None}
+               "topics": dict(scenario.topics) or None, "whitelist": scenario.whitelist}
         merged = {**{k: v for k, v in own.items() if v is not None}, **{k: v for k, v in settings.items()
                                                                          if v is not None}}
         return cls(**merged, scenario=scenario)
+
+    @property
+    def subscribes_by_regex(self) -> bool:
+        """The members subscribe by :attr:`whitelist`: zkconsumer's members can (librdkafka's and Kafka 0.8.2.2's,
+        as the lab runs them, name their topics)."""
+        return self.whitelist is not None and self.client == "kafka-python"
 
     def group_settings(self) -> GroupSettings:
         """The broker's coordinator settings this plan needs (its sessions may be under Kafka's 6 s minimum)."""
@@ -177,6 +190,10 @@ class TraceTail:
 
 
 class Lab:
+    #: Whether this lab has the handles fault and topic actions need (ScenarioLab, in zkconsumer/lab/faults/, has;
+    #: ``lab_for`` there picks the lab a plan needs). A lab without them reports such a step n/a.
+    fault_handles = False
+
     def __init__(self, plan: LabPlan, out_dir: Path, zookeeper: str | None = None,
                  bootstrap: str | None = None, console: Console | None = None,
                  backend: LabBackend | None = None) -> None:
@@ -201,6 +218,7 @@ class Lab:
         self.requests: dict[str, dict[str, int]] = {}
         self._stalls_shown = 0
         self.paused: set[str] = set()
+        self.lab_trace: TraceWriter | None = None  # lab.jsonl: fault_injected / fault_healed, from the first fault
         #: steps that had no counterpart in this run, and why
         self.skipped: list[str] = []
         self._kafka_members: lab_members.KafkaLabMembers | None = None
@@ -292,6 +310,8 @@ class Lab:
             args += ["--property", f"{key}={value}"]
         if self.plan.strategy.startswith("roundrobin"):
             args += ["--streams", "1"]
+        if self.plan.subscribes_by_regex:
+            return [*args, "--whitelist", self.plan.whitelist]
         for topic in self.plan.topics:
             args += ["--topic", topic]
         return args
@@ -367,6 +387,11 @@ class Lab:
 
     def not_applicable(self, step: Step) -> str | None:
         """Why ``step`` has no counterpart in this run (None: it applies)."""
+        absent = dict(self.plan.absent).get(step.action)
+        if absent:
+            return absent
+        if step.action.needs_fault_lab and not self.fault_handles:
+            return "this lab has no handle on servers, links or topics (a ScenarioLab has, on the process backend)"
         if step.action in (ActionKind.MIGRATE, ActionKind.ROLLBACK) and self.plan.mode != "migrate":
             return "only a lab in migrate mode migrates its group"
         if not step.action.on_member or step.action is ActionKind.JOIN:
@@ -383,21 +408,28 @@ class Lab:
         self.paused.add(name)
         self.status[name] = "paused"
         self._event(f"{name} paused (SIGSTOP) for {seconds:g} s")
-
-        def resume() -> None:
-            self.resume(name)
-
-        timer = threading.Timer(seconds, resume)
+        self._lab_line("fault_injected", fault=str(ActionKind.PAUSE), target=f"{GROUP}_{name}")
+        timer = threading.Timer(seconds, self.resume, args=(name,))
         timer.daemon = True
         timer.start()
 
     def resume(self, name: str) -> None:
-        if name in self.paused:
-            self.paused.discard(name)
-            self.backend.freeze(name, False)
-            if self.status.get(name) == "paused":
-                self.status[name] = "running"
-            self._event(f"{name} resumed (SIGCONT)")
+        """SIGCONT, once: the timer and the lab's cleanup may both call it."""
+        try:
+            self.paused.remove(name)  # atomic: only one caller gets past it
+        except KeyError:
+            return
+        self.backend.freeze(name, False)
+        if self.status.get(name) == "paused":
+            self.status[name] = "running"
+        self._event(f"{name} resumed (SIGCONT)")
+        self._lab_line("fault_healed", fault=str(ActionKind.PAUSE), session_timeout_ms=self.plan.session_timeout_ms)
+
+    def _lab_line(self, event: str, **fields: object) -> None:
+        """The lab's trace: a pause is a fault, judged as the fault matrix's (owned again soon after the heal)."""
+        if self.lab_trace is None:
+            self.lab_trace = TraceWriter(self.traces, GROUP, "lab")
+        self.lab_trace.emit(event, **fields)
 
     def stop(self, name: str, kill: bool = False) -> None:
         if name not in self.status or self.backend.exit_code(name) is not None:
@@ -584,6 +616,8 @@ class Lab:
                     self.backend.signal(name, kill=True)
                     self.backend.wait(name, 30)
             self._reap()
+            if self.lab_trace is not None:
+                self.lab_trace.close()
             if self._kafka_offsets is not None:
                 with contextlib.suppress(Exception):
                     self._kafka_offsets.close()

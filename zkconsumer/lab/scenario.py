@@ -1,9 +1,12 @@
 """A lab run as data: a scenario file (TOML) says what runs, for how long, and what happens when (docs/scenarios.md).
 
 Pure: parsing, checking and expanding a scenario into timed :class:`Step` objects does no I/O beyond reading the
-file, so every rule is unit-tested alone; the lab (runner.py) carries the steps out. The built-in workloads
-(``churn``, ``rolling-restart``, ``scale-out``, ``migration``) are scenario files shipped in the package
-(zkconsumer/lab/scenarios/), read the same way as a user's.
+file, so every rule is unit-tested alone; the lab (runner.py) carries the steps out, and for the fault and topic
+actions (a ZooKeeper server or the leader killed, quorum loss, a member's ZooKeeper link cut or slowed, its session
+expired, the broker killed, a topic created or grown) a ScenarioLab does (lab/faults/scenario_lab.py), whose
+ensemble, broker process and proxies follow from the actions. The built-in workloads (``churn``,
+``rolling-restart``, ``scale-out``, ``migration``) and the fault matrix's faults (``zk-leader``, ``zk-cut``, ...)
+are scenario files shipped in the package (zkconsumer/lab/scenarios/), read the same way as a user's.
 
 A malformed file raises one :class:`ScenarioError` naming the file, the line and the key, e.g.
 ``churn.toml:14: actions[2].do: unknown action 'kil'; one of: join, stop, kill, ...``.
@@ -25,13 +28,15 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from importlib import resources
 from pathlib import Path
-from typing import Any
+from typing import Any, NoReturn
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.zk.layout import LayoutError, whitelist
 
 
 class ActionKind(StrEnum):
-    """What a step does. Member actions name a member; the others act on the group's topics or on the run."""
+    """What a step does. Member actions name a member; the others act on the group's topics, on the servers or on
+    the run. The values are what a scenario file writes in ``do`` (and what ``--nemesis`` draws from)."""
 
     JOIN = "join"  # start a member (a new one, or one that left, under its old id)
     STOP = "stop"  # SIGTERM: a graceful leave
@@ -41,14 +46,64 @@ class ActionKind(StrEnum):
     PAUSE = "pause"  # SIGSTOP for ``seconds``, then SIGCONT: a long garbage-collection pause
     MIGRATE = "migrate"  # ``zkconsumer migrate`` on the whole group (lab mode migrate)
     ROLLBACK = "rollback"  # ``zkconsumer migrate --rollback``
+    CUT_ZK = "cut-zk"  # a member's ZooKeeper link blackholed in its proxy for ``seconds``, then passing again
+    SLOW_ZK = "slow-zk"  # a member's ZooKeeper link delayed by ``latency_ms`` each way for ``seconds``
+    EXPIRE = "expire"  # a member's ZooKeeper session closed from outside (a twin client on its id and password)
+    KILL_ZK = "kill-zk"  # SIGKILL of a ZooKeeper node (``node``: 1..N, leader, follower), restarted after ``seconds``
+    RESTART_ZK = "restart-zk"  # a killed ZooKeeper node started again (``node``, or every node down)
+    QUORUM_LOSS = "quorum-loss"  # a majority of the ensemble SIGKILLed for ``seconds``, then started again
+    KILL_BROKER = "kill-broker"  # SIGKILL of the broker process, restarted (same port, same log) after ``seconds``
+    RESTART_BROKER = "restart-broker"  # the killed broker started again on its port and log
+    CREATE_TOPIC = "create-topic"  # a new ``topic`` with ``partitions``, matched by the run's ``whitelist``
+    ADD_PARTITIONS = "add-partitions"  # ``topic`` grown to ``partitions`` in total, under a live group
 
     @property
     def on_member(self) -> bool:
         return self in _MEMBER_ACTIONS
 
+    @property
+    def on_zookeeper_session(self) -> bool:
+        """Strikes a member's own ZooKeeper session or link: nothing to strike for a coordinator-mode member."""
+        return self in (ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE)
+
+    @property
+    def on_zookeeper_nodes(self) -> bool:
+        """Stops or starts ZooKeeper servers: the run needs an ensemble the lab started itself."""
+        return self in (ActionKind.KILL_ZK, ActionKind.RESTART_ZK, ActionKind.QUORUM_LOSS)
+
+    @property
+    def on_broker(self) -> bool:
+        """Kills or starts the broker: the run needs the broker as a process of the lab's own."""
+        return self in (ActionKind.KILL_BROKER, ActionKind.RESTART_BROKER)
+
+    @property
+    def on_topics(self) -> bool:
+        return self in (ActionKind.CREATE_TOPIC, ActionKind.ADD_PARTITIONS)
+
+    @property
+    def fault(self) -> bool:
+        """Written to the lab's trace as ``fault_injected`` / ``fault_healed`` (docs/trace.md), so the analysis
+        judges "owned again within session timeout + 1 s of the heal"; a fault lab carries these out
+        (zkconsumer/lab/faults/scenario_lab.py)."""
+        return self.on_zookeeper_session or self.on_zookeeper_nodes or self.on_broker or self is ActionKind.PAUSE
+
+    @property
+    def needs_fault_lab(self) -> bool:
+        """Needs handles a plain lab lacks (an ensemble, a broker process, proxies, the lab's trace)."""
+        return self.fault and self is not ActionKind.PAUSE or self.on_topics
+
 
 _MEMBER_ACTIONS = {ActionKind.JOIN, ActionKind.STOP, ActionKind.KILL, ActionKind.RESTART, ActionKind.BOUNCE,
-                   ActionKind.PAUSE}
+                   ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE}
+#: Actions that last ``seconds`` (required), and those where ``seconds`` is optional (the heal comes with it;
+#: without it a later restart-zk / restart-broker heals).
+_TIMED = {ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.QUORUM_LOSS}
+_OPTIONALLY_TIMED = {ActionKind.KILL_ZK, ActionKind.KILL_BROKER}
+#: ``node`` of a kill-zk: a server id, or the role the node has when the step runs.
+LEADER, FOLLOWER = "leader", "follower"
+ZOOKEEPER_NODES = (1, 3, 5)
+_TOPIC_NAME = re.compile(r"^[A-Za-z0-9._-]{1,249}$")
+_NODE_ACTIONS = {k.value for k in ActionKind if k.on_zookeeper_nodes}
 #: A member reference that names no member by itself.
 NEW, EACH = "new", "each"
 #: ``count`` for a join: as many members as the largest topic has partitions.
@@ -71,7 +126,11 @@ class Step:
     at: float
     action: ActionKind
     consumer: str = ""
-    seconds: float = 0.0  # pause: how long
+    seconds: float = 0.0  # pause, cut-zk, slow-zk, quorum-loss (and kill-zk / kill-broker if given): how long
+    node: int | str | None = None  # kill-zk / restart-zk: a server id, "leader" or "follower" (None: every one down)
+    topic: str = ""  # create-topic / add-partitions
+    partitions: int = 0  # create-topic: its partitions; add-partitions: the new total
+    latency_ms: float = 0.0  # slow-zk: added each way
 
     def __post_init__(self) -> None:
         object.__setattr__(self, "action", ActionKind(self.action))
@@ -87,6 +146,10 @@ class Action:
     until: float | str | None = None
     count: int | str = 1
     seconds: float = 0.0
+    node: int | str | None = None
+    topic: str = ""
+    partitions: int = 0
+    latency_ms: float = 0.0
     line: int | None = None  # where it is written, for errors found when it is expanded
 
 
@@ -105,6 +168,10 @@ class Scenario:
     commit_interval_ms: int | None = None
     strategy: str | None = None
     topics: dict[str, int] = field(default_factory=dict)
+    #: members subscribe by this regex (Kafka's whitelist) instead of naming the topics: what create-topic needs
+    whitelist: str | None = None
+    #: ZooKeeper servers the run starts; None: 3 when an action stops a node, else 1 (see :attr:`ensemble`)
+    zookeeper_nodes: int | None = None
     actions: tuple[Action, ...] = ()
     #: a member action on a member not running by then is an error (a user's file); the built-in workloads are
     #: written for three members and adapt to fewer: such a step is skipped by the lab, which says so
@@ -113,14 +180,26 @@ class Scenario:
     def steps(self, duration: float, members: int, topics: Mapping[str, int]) -> list[Step]:
         """The actions as timed steps for a run of ``duration`` seconds that starts ``members`` members (c1..cN)
         on ``topics``, in time order (the file's order among equal times)."""
-        return expand(self.actions, duration, members, topics, self.source, self.strict)
+        return expand(self.actions, duration, members, topics, self.source, self.strict, self.ensemble)
+
+    @property
+    def ensemble(self) -> int:
+        """ZooKeeper servers the run needs: as set, or 3 when an action stops a node (a quorum survives one)."""
+        if self.zookeeper_nodes is not None:
+            return self.zookeeper_nodes
+        return 3 if any(a.kind.on_zookeeper_nodes for a in self.actions) else 1
+
+    @property
+    def needs_fault_lab(self) -> bool:
+        """Some action needs a fault lab's handles (zkconsumer/lab/faults/scenario_lab.py)."""
+        return any(a.kind.needs_fault_lab for a in self.actions) or self.ensemble > 1
 
 
 # ---------------------------------------------------------------------------------------------- reading
 _TOP = {"name": str, "description": str, "duration": (int, float), "members": int, "rate": (int, float),
         "initial_records": int, "session_timeout_ms": int, "commit_interval_ms": int, "strategy": str,
-        "topics": dict, "actions": list}
-_ACTION_KEYS = {"at", "do", "member", "until", "count", "seconds"}
+        "topics": dict, "whitelist": str, "zookeeper_nodes": int, "actions": list}
+_ACTION_KEYS = {"at", "do", "member", "until", "count", "seconds", "node", "topic", "partitions", "latency_ms"}
 _STRATEGIES = ("range", "roundrobin", "roundrobin-relaxed")
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
 
@@ -188,16 +267,35 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
         if isinstance(n, bool) or not isinstance(n, int) or n < 1:
             where.fail(("topics", topic), f"partitions must be an integer >= 1, got {n!r}")
         topics[topic] = n
-    actions = tuple(_action(where, i, a) for i, a in enumerate(data.get("actions") or []))
+    nodes = data.get("zookeeper_nodes")
+    if nodes is not None and nodes not in ZOOKEEPER_NODES:
+        where.fail(("zookeeper_nodes",), f"an ensemble has an odd number of servers: one of "
+                                         f"{', '.join(map(str, ZOOKEEPER_NODES))}, got {nodes!r}")
+    raw_whitelist = data.get("whitelist")
+    if raw_whitelist is not None:
+        try:
+            allows = whitelist(raw_whitelist).allows
+        except LayoutError as e:
+            where.fail(("whitelist",), str(e))
+        for topic in topics:
+            if not allows(topic):
+                where.fail(("topics", topic), f"does not match the whitelist {raw_whitelist!r}: no member would "
+                                              "consume it")
+    raw_actions = data.get("actions") or []
+    ensemble = nodes if nodes is not None else (
+        3 if any(isinstance(a, dict) and a.get("do") in _NODE_ACTIONS for a in raw_actions) else 1)
+    actions = tuple(_action(where, i, a, ensemble, nodes is not None, raw_whitelist)
+                    for i, a in enumerate(raw_actions))
     return Scenario(name=name, description=data.get("description", ""), source=source,
                     duration=float(duration) if duration is not None else None, members=members,
                     rate=float(data["rate"]) if "rate" in data else None,
                     initial_records=data.get("initial_records"), session_timeout_ms=data.get("session_timeout_ms"),
                     commit_interval_ms=data.get("commit_interval_ms"), strategy=strategy, topics=topics,
-                    actions=actions)
+                    whitelist=raw_whitelist, zookeeper_nodes=nodes, actions=actions)
 
 
-def _action(where: _Locator, i: int, raw: Any) -> Action:
+def _action(where: _Locator, i: int, raw: Any, ensemble: int = 1, ensemble_set: bool = False,
+            topic_filter: str | None = None) -> Action:
     if not isinstance(raw, dict):
         where.fail(("actions", i), "each action is a table: [[actions]] with at = ..., do = ...")
     for key in raw:
@@ -234,13 +332,81 @@ def _action(where: _Locator, i: int, raw: Any) -> Action:
         where.fail(("actions", i, "until"), "spreads repeated actions (member = 'each', or count); here there is "
                                             "one")
     seconds = raw.get("seconds", 0)
-    if kind is ActionKind.PAUSE:
+    if kind in _TIMED or (kind in _OPTIONALLY_TIMED and "seconds" in raw):
         if isinstance(seconds, bool) or not isinstance(seconds, int | float) or seconds <= 0:
-            where.fail(("actions", i, "seconds"), f"a pause lasts a number of seconds > 0, got {seconds!r}")
+            where.fail(("actions", i, "seconds"), f"'{kind}' lasts a number of seconds > 0, got {seconds!r}")
     elif "seconds" in raw:
-        where.fail(("actions", i, "seconds"), f"only a pause has seconds, not '{kind}'")
-    return Action(at=at, kind=kind, member=member, until=until, count=count, seconds=float(seconds),
-                  line=where.line(("actions", i)))
+        where.fail(("actions", i, "seconds"), f"only {_names(_TIMED | _OPTIONALLY_TIMED)} have seconds, not "
+                                              f"'{kind}'")
+    if kind.on_zookeeper_nodes and ensemble_set and ensemble == 1:
+        where.fail(("actions", i, "do"), f"'{kind}' needs a ZooKeeper ensemble: this run has zookeeper_nodes = 1 "
+                                         "(leave it out, or 3)")
+    node = _node(where, i, kind, raw, ensemble)
+    topic, partitions = _topic_change(where, i, kind, raw, topic_filter)
+    latency = raw.get("latency_ms", 0)
+    if kind is ActionKind.SLOW_ZK:
+        if isinstance(latency, bool) or not isinstance(latency, int | float) or latency <= 0:
+            where.fail(("actions", i, "latency_ms"), f"a slowed link adds a number of milliseconds > 0, got "
+                                                     f"{latency!r}")
+    elif "latency_ms" in raw:
+        where.fail(("actions", i, "latency_ms"), f"only 'slow-zk' has latency_ms, not '{kind}'")
+    return Action(at=at, kind=kind, member=member, until=until, count=count, seconds=float(seconds), node=node,
+                  topic=topic, partitions=partitions, latency_ms=float(latency), line=where.line(("actions", i)))
+
+
+def _names(kinds: Iterable[ActionKind]) -> str:
+    ordered = [k for k in ActionKind if k in set(kinds)]
+    return ", ".join(f"'{k}'" for k in ordered[:-1]) + f" and '{ordered[-1]}'" if len(ordered) > 1 else \
+        f"'{ordered[0]}'"
+
+
+def _node(where: _Locator, i: int, kind: ActionKind, raw: dict, ensemble: int) -> int | str | None:
+    """``node`` of kill-zk (required: a server id or a role) and restart-zk (a server id; none: every node down)."""
+    key = ("actions", i, "node")
+    if kind not in (ActionKind.KILL_ZK, ActionKind.RESTART_ZK):
+        if "node" in raw:
+            where.fail(key, f"only 'kill-zk' and 'restart-zk' name a ZooKeeper node, not '{kind}'")
+        return None
+    if "node" not in raw:
+        if kind is ActionKind.KILL_ZK:
+            where.fail(key, f"'kill-zk' needs a node: 1..{ensemble}, {LEADER!r} or {FOLLOWER!r}")
+        return None
+    node = raw["node"]
+    roles = (LEADER, FOLLOWER) if kind is ActionKind.KILL_ZK else ()
+    if isinstance(node, str) and node in roles:
+        return node
+    if isinstance(node, bool) or not isinstance(node, int) or not 1 <= node <= ensemble:
+        choices = f"1..{ensemble}" + (f", {LEADER!r} or {FOLLOWER!r}" if roles else
+                                      " (a killed node is neither leader nor follower; leave node out to restart "
+                                      "every node down)")
+        where.fail(key, f"unknown node {node!r}: the ensemble's servers are {choices}")
+    return node
+
+
+def _topic_change(where: _Locator, i: int, kind: ActionKind, raw: dict, topic_filter: str | None) -> tuple[str, int]:
+    """``topic`` and ``partitions`` of create-topic and add-partitions (both required there, refused elsewhere)."""
+    if not kind.on_topics:
+        for key in ("topic", "partitions"):
+            if key in raw:
+                where.fail(("actions", i, key), f"only 'create-topic' and 'add-partitions' have {key}, not '{kind}'")
+        return "", 0
+    for key in ("topic", "partitions"):
+        if key not in raw:
+            where.fail(("actions", i, key), "missing" + (": the new total" if kind is ActionKind.ADD_PARTITIONS and
+                                                          key == "partitions" else ""))
+    topic, partitions = raw["topic"], raw["partitions"]
+    if not isinstance(topic, str) or not _TOPIC_NAME.match(topic) or topic in (".", ".."):
+        where.fail(("actions", i, "topic"), f"not a topic name (letters, digits, '.', '_', '-'): {topic!r}")
+    if isinstance(partitions, bool) or not isinstance(partitions, int) or partitions < 1:
+        where.fail(("actions", i, "partitions"), f"expected an integer >= 1, got {partitions!r}")
+    if kind is ActionKind.CREATE_TOPIC:
+        if topic_filter is None:
+            where.fail(("actions", i, "do"), "a created topic is consumed only by members subscribed by a regex: "
+                                             "set whitelist (top level) to one the new topic matches")
+        if not whitelist(topic_filter).allows(topic):
+            where.fail(("actions", i, "topic"), f"does not match the whitelist {topic_filter!r}: no member would "
+                                                "consume it")
+    return topic, partitions
 
 
 def _time(where: _Locator, key: tuple, value: Any) -> float | str:
@@ -255,15 +421,15 @@ def _time(where: _Locator, key: tuple, value: Any) -> float | str:
         if m and float(m.group(1)) <= 100:
             return f"{float(m.group(1))}%"
     where.fail(key, f"expected seconds (a number) or a share of the run such as '15%', got {value!r}")
-    raise AssertionError  # unreachable: fail raises
 
 
 # ------------------------------------------------------------------------------------------- expanding
 def expand(actions: Iterable[Action], duration: float, members: int, topics: Mapping[str, int],
-           source: str = "<scenario>", strict: bool = True) -> list[Step]:
+           source: str = "<scenario>", strict: bool = True, ensemble: int | None = None) -> list[Step]:
     """Resolve shares of the run, ``new``, ``each`` and ``count`` into steps, sorted by time (stable; ``new``
     numbers the joins in the file's order). A member action on a name not running by then (not started at the
-    beginning, not joined before) is an error: the lab would otherwise skip it without a word."""
+    beginning, not joined before) is an error: the lab would otherwise skip it without a word. So is a server or
+    topic action that cannot happen then (see :func:`_check_servers_and_topics`)."""
     actions = list(actions)
     timed: list[tuple[Step, int]] = []
     next_member = members + 1
@@ -282,22 +448,106 @@ def expand(actions: Iterable[Action], duration: float, members: int, topics: Map
         span = (end - start) if end is not None else 0.0
         for k, name in enumerate(names):
             at = start + span * k / max(1, len(names))
-            timed.append((Step(at, action.kind, name, action.seconds), i))
+            timed.append((Step(at, action.kind, name, action.seconds, action.node, action.topic, action.partitions,
+                               action.latency_ms), i))
     timed.sort(key=lambda pair: pair[0].at)
-    known = _first(members)
+    first = {f"c{n}" for n in range(1, members + 1)}
+    known = set(first)
     for step, i in timed:
         if step.action is ActionKind.JOIN:
             known.add(step.consumer)
         elif strict and step.action.on_member and step.consumer not in known:
             raise ScenarioError(source, actions[i].line, f"actions[{i}].member",
                                 f"{step.consumer!r} is not running at {step.at:.1f} s: the run starts "
-                                f"c1..c{members} and joins {', '.join(sorted(known - _first(members))) or 'nobody'}"
+                                f"c1..c{members} and joins {', '.join(sorted(known - first)) or 'nobody'}"
                                 " before then")
+    if ensemble is None:
+        ensemble = 3 if any(a.kind.on_zookeeper_nodes for a in actions) else 1
+    _check_servers_and_topics(timed, actions, duration, topics, source, ensemble)
     return [step for step, _ in timed]
 
 
-def _first(members: int) -> set[str]:
-    return {f"c{n}" for n in range(1, members + 1)}
+def _check_servers_and_topics(timed: list[tuple[Step, int]], actions: list[Action], duration: float,
+                              topics: Mapping[str, int], source: str, ensemble: int) -> None:
+    """Follow the servers and topics through the run and refuse what cannot happen when it is written: a second
+    ZooKeeper node down where that loses the quorum (quorum-loss is the action for that), a node restarted that is
+    not down, the broker killed twice or restarted while it runs, a run that ends with the broker down (its
+    catch-up reads the broker's log), a fault healed after the run's end, a topic created twice or grown that does
+    not exist, or grown by no partition. Roles (``leader``) are resolved when the step runs, so a node killed by
+    role counts as one node down, whichever it is."""
+
+    def fail(i: int, key: str, problem: str) -> NoReturn:
+        raise ScenarioError(source, actions[i].line, f"actions[{i}].{key}", problem)
+
+    ends = [(step.at + step.seconds, 0, step, i) for step, i in timed
+            if step.action in (_TIMED | _OPTIONALLY_TIMED) - {ActionKind.PAUSE} and step.seconds > 0]
+    for end, _, step, i in ends:
+        if end > duration + 1e-9:
+            fail(i, "seconds", f"'{step.action}' at {step.at:.1f} s heals at {end:.1f} s, after the run's end at "
+                               f"{duration:.1f} s: the run must end whole")
+    # ends before starts at the same instant: a node restarted at 10 s may be killed again at 10 s
+    timeline = sorted([*ends, *((step.at, 1, step, i) for step, i in timed)], key=lambda e: (e[0], e[1]))
+    quorum = ensemble // 2 + 1
+    down: list[int | str] = []  # ZooKeeper nodes down: server ids, or roles resolved when the step runs
+    broker_down: int | None = None  # the action that killed it
+    sizes = dict(topics)
+    for t, is_start, step, i in timeline:
+        kind = step.action
+        if not is_start:  # a timed fault heals
+            if kind is ActionKind.KILL_ZK and step.node in down:
+                down.remove(step.node)
+            elif kind is ActionKind.QUORUM_LOSS:
+                down.clear()
+            elif kind is ActionKind.KILL_BROKER:
+                broker_down = None
+            continue
+        if kind is ActionKind.KILL_ZK:
+            if isinstance(step.node, int) and step.node in down:
+                fail(i, "node", f"node {step.node} is down already at {t:.1f} s")
+            if len(down) + 1 >= quorum:
+                fail(i, "do", f"{len(down)} of {ensemble} ZooKeeper nodes are down at {t:.1f} s already: another "
+                              "loses the quorum (quorum-loss does that on purpose)")
+            down.append(step.node)  # type: ignore[arg-type]
+        elif kind is ActionKind.RESTART_ZK:
+            if not down:
+                fail(i, "do", f"no ZooKeeper node is down at {t:.1f} s")
+            if step.node is None:
+                down.clear()
+            elif step.node in down:
+                down.remove(step.node)
+            elif all(isinstance(n, int) for n in down):
+                fail(i, "node", f"node {step.node} is not down at {t:.1f} s (down: "
+                                f"{', '.join(map(str, down))})")
+            else:
+                down.remove(next(n for n in down if isinstance(n, str)))  # the node killed by its role, maybe
+        elif kind is ActionKind.QUORUM_LOSS:
+            if down:
+                fail(i, "do", f"ZooKeeper nodes are down at {t:.1f} s already: quorum-loss stops a majority of a "
+                              "whole ensemble")
+            down.extend([LEADER] * quorum)
+        elif kind is ActionKind.KILL_BROKER:
+            if broker_down is not None:
+                fail(i, "do", f"the broker is down already at {t:.1f} s")
+            broker_down = i
+        elif kind is ActionKind.RESTART_BROKER:
+            if broker_down is None:
+                fail(i, "do", f"the broker runs at {t:.1f} s: nothing to restart")
+            broker_down = None
+        elif kind is ActionKind.CREATE_TOPIC:
+            if step.topic in sizes:
+                fail(i, "topic", f"{step.topic!r} exists already at {t:.1f} s")
+            sizes[step.topic] = step.partitions
+        elif kind is ActionKind.ADD_PARTITIONS:
+            if step.topic not in sizes:
+                fail(i, "topic", f"no topic {step.topic!r} at {t:.1f} s: the run has "
+                                 f"{', '.join(sorted(sizes)) or 'none'}")
+            if step.partitions <= sizes[step.topic]:
+                fail(i, "partitions", f"{step.topic!r} has {sizes[step.topic]} partitions at {t:.1f} s: partitions "
+                                      "is the new total, and a topic only grows")
+            sizes[step.topic] = step.partitions
+    if broker_down is not None:
+        fail(broker_down, "do", "the run ends with the broker down (its catch-up reads the broker's log): give the "
+                                "kill seconds, or restart it with restart-broker")
 
 
 def _seconds(value: float | str, duration: float) -> float:
@@ -330,10 +580,10 @@ class _Locator:
     _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"']+)\s*=")
 
     def __init__(self, text: str, source: str) -> None:
-        self.lines = text.splitlines()
         self.source = source
+        self._found, self._headers = self._index(text.splitlines())
 
-    def fail(self, key: tuple, problem: str):  # noqa: ANN201 - never returns
+    def fail(self, key: tuple, problem: str) -> NoReturn:
         raise ScenarioError(self.source, self.line(key), self._name(key), problem)
 
     @staticmethod
@@ -343,26 +593,33 @@ class _Locator:
             out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
         return out
 
-    def line(self, key: tuple) -> int | None:
+    @classmethod
+    def _index(cls, lines: list[str]) -> tuple[dict[tuple[str | None, int, str], int], dict[tuple[str, int], int]]:
+        """One pass over the file: the line of each key, by (table, n-th table of that name, key), and of each
+        table header, by (table, n)."""
         table: str | None = None  # None: top level
         seen: dict[str, int] = {}
-        header_line: dict[tuple[str, int], int] = {}
+        headers: dict[tuple[str, int], int] = {}
         found: dict[tuple[str | None, int, str], int] = {}
-        for number, text in enumerate(self.lines, start=1):
-            m = self._HEADER.match(text)
+        for number, text in enumerate(lines, start=1):
+            m = cls._HEADER.match(text)
             if m:
                 table = m.group(2).strip("\"'")
                 seen[table] = seen.get(table, -1) + 1 if m.group(1) == "[[" else 0
-                header_line[(table, seen[table])] = number
+                headers[(table, seen[table])] = number
                 continue
-            k = self._KEY.match(text)
+            k = cls._KEY.match(text)
             if k:
                 found.setdefault((table, seen.get(table, 0) if table else 0, k.group(1).strip("\"'")), number)
+        return found, headers
+
+    def line(self, key: tuple) -> int | None:
+        found, headers = self._found, self._headers
         if len(key) == 1:
-            return found.get((None, 0, key[0])) or header_line.get((key[0], 0))
+            return found.get((None, 0, key[0])) or headers.get((key[0], 0))
         table_name, rest = key[0], key[1:]
         index = rest[0] if isinstance(rest[0], int) else 0
         leaf = rest[-1] if not isinstance(rest[-1], int) else None
         if leaf is not None and (line := found.get((table_name, index, leaf))):
             return line
-        return header_line.get((table_name, index)) or found.get((None, 0, table_name))
+        return headers.get((table_name, index)) or found.get((None, 0, table_name))

@@ -13,6 +13,7 @@ from enum import Enum, StrEnum
 from zkconsumer.apache_kafka.jars import cached, find_javac
 from zkconsumer.apache_kafka.lab_members import CLIENT as KAFKA_08_CLIENT
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.lab.scenario import ActionKind
 
 
 class Measure(StrEnum):
@@ -92,6 +93,27 @@ class Variant:
     @property
     def kraft(self) -> bool:
         return self.kafka is not None and int(self.kafka.split(".")[0]) >= 4
+
+    def no_counterpart(self, action: ActionKind) -> str | None:
+        """Why a scenario action has nothing to strike in this variant's runs (None: it has). ``compare
+        --scenario`` skips such steps and reports them n/a instead of failing the variant's run."""
+        if action.on_zookeeper_session and self.mode == "coordinator":
+            return "a coordinator-mode member has no ZooKeeper session or link"
+        if action.on_zookeeper_nodes and self.kraft:
+            return "the group uses no ZooKeeper (Kafka 4 in KRaft mode)"
+        if action.on_zookeeper_nodes and self.kafka is not None:
+            return (f"Apache Kafka {self.kafka}'s ZooKeeper is the single server compare starts for it: the lab stops "
+                    "only the servers of an ensemble of its own")
+        if action.on_broker and self.kafka is not None:
+            return (f"the broker is Apache Kafka {self.kafka}, started by compare: the lab kills and restarts only "
+                    "its own broker process")
+        if action is ActionKind.CREATE_TOPIC and self.client != "kafka-python":
+            return "its members subscribe to topics by name as the lab runs them: nobody would consume a new one"
+        return None
+
+    def absent(self) -> tuple[tuple[ActionKind, str], ...]:
+        """Every action without a counterpart here, with why (what LabPlan.absent takes)."""
+        return tuple((kind, why) for kind in ActionKind if (why := self.no_counterpart(kind)))
 
 
 #: Names are what ``--variants`` takes and what the table's columns are called.

@@ -400,6 +400,12 @@ class Registry:
         data = self.read(path)
         return None if data is None else ConsumerRegistration.decode(path, data)
 
+    def registration_session(self, group: str, consumer_id: str) -> int | None:
+        """The session holding a consumer's registration (the node's ephemeralOwner), None when it has none: what
+        the lab's ``expire`` closes from outside (zkconsumer/lab/faults/scenario_lab.py)."""
+        stat = self.zk.exists(GroupPaths(group).registration(consumer_id))
+        return stat.ephemeralOwner if stat is not None else None
+
     def owner(self, group: str, topic: str, partition: int) -> str | None:
         path = GroupPaths(group).owner(topic, partition)
         data = self.read(path)

@@ -78,14 +78,7 @@ class FaultLab(Lab):
         quiet.addHandler(logging.NullHandler())
         self._registry_cm = Registry.open(self.zk_connect, session_timeout_ms=30000, logger=quiet)
         self.registry = self._registry_cm.__enter__()
-        if self.broker_process:
-            self.start_broker()
-        else:
-            group = self.plan.group_settings()
-            self._broker = Broker(self.zk_connect, data_dir=self.out / "broker",
-                                  group_initial_rebalance_delay_ms=group.initial_rebalance_delay_ms,
-                                  group_min_session_timeout_ms=group.min_session_timeout_ms).start()
-            self.bootstrap = self._broker.bootstrap
+        self.start_lab_broker()
         existing = set(self.registry.topics())  # a run directory used again keeps its ZooKeeper data
         for topic, n in self.plan.topics.items():
             if topic not in existing:
@@ -94,6 +87,17 @@ class FaultLab(Lab):
             for p in range(n):
                 self.produced[(topic, p)] = 0
         return self
+
+    def start_lab_broker(self) -> None:
+        """The broker in its own process when a fault kills it (``broker_process``), else in this one."""
+        if self.broker_process:
+            self.start_broker()
+            return
+        group = self.plan.group_settings()
+        self._broker = Broker(self.zk_connect, data_dir=self.out / "broker",
+                              group_initial_rebalance_delay_ms=group.initial_rebalance_delay_ms,
+                              group_min_session_timeout_ms=group.min_session_timeout_ms).start()
+        self.bootstrap = self._broker.bootstrap
 
     def __exit__(self, *exc: object) -> None:
         self._stop_producing.set()

@@ -14,15 +14,22 @@ Modes:
 
 Leaving ``blackhole`` resets the connections it swallowed (their byte streams lost data and cannot resume).
 One selector thread serves every connection; the proxy only moves small ZooKeeper packets.
+
+Latency (:meth:`TcpProxy.set_latency`) holds every chunk read, in either direction, that long before forwarding it
+(in order per direction), in ``pass`` mode: a slow link rather than a cut one, so a session's pings and answers
+arrive late and the client's view of the tree lags (scenario action ``slow-zk``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import heapq
+import itertools
 import selectors
 import socket
 import struct
 import threading
+import time
 from typing import Literal
 
 Mode = Literal["pass", "drop", "blackhole"]
@@ -53,6 +60,12 @@ class TcpProxy:
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, daemon=True, name=f"tcpproxy-{self.port}")
         self.accepted = 0  # connections accepted in any mode (tests read it)
+        self._latency_s = 0.0
+        #: chunks held back by the latency: (due, order, destination, data), and the last due time per destination
+        #: (a chunk never overtakes the one before it when the latency is lowered)
+        self._delayed: list[tuple[float, int, socket.socket, bytes]] = []
+        self._order = itertools.count()
+        self._last_due: dict[socket.socket, float] = {}
 
     @property
     def address(self) -> str:
@@ -77,6 +90,17 @@ class TcpProxy:
             self._pending_reset = mode == "drop" or (previous == "blackhole" and mode != "blackhole")
         self._wake_w.send(b"x")
 
+    @property
+    def latency_ms(self) -> float:
+        return self._latency_s * 1000.0
+
+    def set_latency(self, ms: float) -> None:
+        """Hold every chunk this many milliseconds before forwarding it (0: forward at once)."""
+        if ms < 0:
+            raise ValueError(f"latency must be >= 0 ms, got {ms!r}")
+        self._latency_s = ms / 1000.0
+        self._wake_w.send(b"x")
+
     def connections(self) -> int:
         with self._lock:
             return sum(1 for s, p in self._peer.items() if p is None or s.fileno() < p.fileno())
@@ -86,7 +110,10 @@ class TcpProxy:
 
     def _loop(self) -> None:
         while not self._stopping:
-            for key, _ in self._sel.select(0.5):
+            timeout = 0.5
+            if self._delayed:
+                timeout = min(timeout, max(0.0, self._delayed[0][0] - time.monotonic()))
+            for key, _ in self._sel.select(timeout):
                 if key.data == "wake":
                     with contextlib.suppress(OSError):
                         self._wake_r.recv(4096)
@@ -95,6 +122,7 @@ class TcpProxy:
                     self._accept()
                 else:
                     self._pump(key.fileobj)  # type: ignore[arg-type]
+            self._release_due()
         for sock in list(self._peer):
             self._close(sock, reset=True)
 
@@ -145,6 +173,24 @@ class TcpProxy:
         peer = self._peer.get(sock)
         if self._mode != "pass" or peer is None:
             return  # blackhole: swallowed
+        if self._latency_s > 0 or self._last_due.get(peer, 0.0) > time.monotonic():
+            due = max(time.monotonic() + self._latency_s, self._last_due.get(peer, 0.0))
+            self._last_due[peer] = due
+            heapq.heappush(self._delayed, (due, next(self._order), peer, data))
+            return
+        self._forward(sock, peer, data)
+
+    def _release_due(self) -> None:
+        """Forward the held chunks whose time came (those of connections closed meanwhile are dropped)."""
+        now = time.monotonic()
+        while self._delayed and self._delayed[0][0] <= now:
+            _, _, peer, data = heapq.heappop(self._delayed)
+            source = self._peer.get(peer)
+            if source is None or self._mode != "pass":
+                continue
+            self._forward(source, peer, data)
+
+    def _forward(self, sock: socket.socket, peer: socket.socket, data: bytes) -> None:
         try:
             peer.setblocking(True)
             peer.settimeout(2.0)
@@ -161,6 +207,7 @@ class TcpProxy:
         for s in (sock, peer):
             if s is None:
                 continue
+            self._last_due.pop(s, None)
             with contextlib.suppress(KeyError, ValueError):
                 self._sel.unregister(s)
             if reset:
