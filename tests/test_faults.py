@@ -31,7 +31,10 @@ FULL_ONLY = pytest.mark.faults_full
 
 
 @pytest.mark.parametrize("name", ["zk-leader", pytest.param("zk-follower", marks=FULL_ONLY),
-                                  pytest.param("zk-quorum", marks=FULL_ONLY), "zk-cut", "broker-kill",
+                                  pytest.param("zk-quorum", marks=FULL_ONLY),
+                                  # a member cut past its session: in make test through the scenario format
+                                  # (tests/test_scenarios.py, on an ensemble), and here in make faults
+                                  pytest.param("zk-cut", marks=FULL_ONLY), "broker-kill",
                                   pytest.param("consumers-kill", marks=FULL_ONLY),
                                   pytest.param("herd-30", marks=FULL_ONLY),
                                   pytest.param("consumer-pause", marks=FULL_ONLY)])

@@ -107,6 +107,7 @@ def test_cli_sweep_with_master_ships_the_package(cluster, tmp_path):
     _check(out, 24, work, before)
 
 
+@pytest.mark.extended  # the second way to the same executors (~45 s): make full; make test runs --master's
 def test_spark_submit_with_py_files(cluster, tmp_path):
     import pyspark
 
