@@ -407,8 +407,7 @@ class Lab:
         self.backend.freeze(name, True)
         self.paused.add(name)
         self.status[name] = "paused"
-        self._event(f"{name} paused (SIGSTOP) for {seconds:g} s")
-        self._lab_line("fault_injected", fault=str(ActionKind.PAUSE), target=f"{GROUP}_{name}")
+        self.injected(str(ActionKind.PAUSE), f"{GROUP}_{name}", f"{name} paused (SIGSTOP) for {seconds:g} s")
         timer = threading.Timer(seconds, self.resume, args=(name,))
         timer.daemon = True
         timer.start()
@@ -422,14 +421,22 @@ class Lab:
         self.backend.freeze(name, False)
         if self.status.get(name) == "paused":
             self.status[name] = "running"
-        self._event(f"{name} resumed (SIGCONT)")
-        self._lab_line("fault_healed", fault=str(ActionKind.PAUSE), session_timeout_ms=self.plan.session_timeout_ms)
+        self.healed(str(ActionKind.PAUSE), f"{name} resumed (SIGCONT)", target=f"{GROUP}_{name}")
 
-    def _lab_line(self, event: str, **fields: object) -> None:
-        """The lab's trace: a pause is a fault, judged as the fault matrix's (owned again soon after the heal)."""
+    def injected(self, fault: str, target: str = "", text: str = "") -> None:
+        """A fault struck: a line in the lab's trace (lab.jsonl, opened at the first fault) and an event."""
         if self.lab_trace is None:
             self.lab_trace = TraceWriter(self.traces, GROUP, "lab")
-        self.lab_trace.emit(event, **fields)
+        self.lab_trace.emit("fault_injected", fault=fault, target=target)
+        self._event(text or f"{fault}: injected {target}".strip())
+
+    def healed(self, fault: str, text: str = "", target: str = "") -> None:
+        """The system is whole again after ``fault`` (on ``target``, where several may be open): the analysis
+        judges every partition owned again within session timeout + 1 s of this line."""
+        if self.lab_trace is None:
+            self.lab_trace = TraceWriter(self.traces, GROUP, "lab")
+        self.lab_trace.emit("fault_healed", fault=fault, session_timeout_ms=self.plan.session_timeout_ms)
+        self._event(text or f"{fault}: healed")
 
     def stop(self, name: str, kill: bool = False) -> None:
         if name not in self.status or self.backend.exit_code(name) is not None:

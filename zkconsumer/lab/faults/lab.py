@@ -39,6 +39,16 @@ class FaultTimeout(ZkConsumerError, RuntimeError):
     """A condition the fault waits for did not come: the verdict reports it as a failure."""
 
 
+def quiet_logger(name: str) -> logging.Logger:
+    """A logger for a kazoo client of the lab's own, kept off the console: the faults make kazoo warn on purpose
+    (reconnects, lost sessions)."""
+    quiet = logging.getLogger(name)
+    quiet.propagate = False
+    if not quiet.handlers:
+        quiet.addHandler(logging.NullHandler())
+    return quiet
+
+
 class FaultLab(Lab):
     """One group under one fault. ``with FaultLab(plan, out, zk_servers=3) as lab: ...``"""
 
@@ -73,9 +83,7 @@ class FaultLab(Lab):
         self.zk_connect = self.zk.connect_string + "/lab"
         # The lab's own view of the tree: a long session (it outlives every outage), and kazoo's reconnect
         # warnings kept off the console (the faults cause them on purpose).
-        quiet = logging.getLogger("zkconsumer.lab.faults.lab.kazoo")
-        quiet.propagate = False
-        quiet.addHandler(logging.NullHandler())
+        quiet = quiet_logger("zkconsumer.lab.faults.lab.kazoo")
         self._registry_cm = Registry.open(self.zk_connect, session_timeout_ms=30000, logger=quiet)
         self.registry = self._registry_cm.__enter__()
         self.start_lab_broker()
@@ -216,16 +224,6 @@ class FaultLab(Lab):
             consumer.close()
 
     # -------------------------------------------------------------------------------------- fault events
-    def injected(self, fault: str, target: str = "", text: str = "") -> None:
-        assert self.lab_trace is not None
-        self.lab_trace.emit("fault_injected", fault=fault, target=target)
-        self._event(text or f"{fault}: injected {target}".strip())
-
-    def healed(self, fault: str, text: str = "") -> None:
-        assert self.lab_trace is not None
-        self.lab_trace.emit("fault_healed", fault=fault, session_timeout_ms=self.plan.session_timeout_ms)
-        self._event(text or f"{fault}: healed")
-
     # -------------------------------------------------------------------------------------------- waits
     def wait(self, condition: Callable[[], object], timeout: float, what: str) -> object:
         """Poll ``condition`` (exceptions count as "not yet": ZooKeeper may be down) until it holds."""

@@ -25,7 +25,6 @@ per client.
 from __future__ import annotations
 
 import contextlib
-import logging
 import threading
 import time
 from pathlib import Path
@@ -40,7 +39,7 @@ from rich.console import Console, Group
 from zkconsumer import broker_version
 from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.lab.backends import BackendError, LabBackend, ProcessBackend
-from zkconsumer.lab.faults.lab import FaultLab, FaultTimeout
+from zkconsumer.lab.faults.lab import FaultLab, FaultTimeout, quiet_logger
 from zkconsumer.lab.faults.proxy import TcpProxy
 from zkconsumer.lab.runner import GROUP, Lab, LabPlan
 from zkconsumer.lab.scenario import FOLLOWER, LEADER, ActionKind, Step
@@ -134,9 +133,7 @@ class ScenarioLab(FaultLab):
         """What the scenario needs: FaultLab's ensemble, broker (a process when an action kills it), the lab's
         trace and registry; a given ZooKeeper or cluster is used as Lab uses it."""
         self.lab_trace = TraceWriter(self.traces, GROUP, "lab")
-        quiet = logging.getLogger("zkconsumer.lab.faults.scenario.kazoo")
-        quiet.propagate = False
-        quiet.addHandler(logging.NullHandler())
+        quiet = quiet_logger("zkconsumer.lab.faults.scenario.kazoo")
         if not self._zk_given:
             self.zk = ZooKeeperServer(servers=self.zk_servers, data_dir=self.out / "zookeeper").start()
             self.zk_connect = self.zk.connect_string + "/lab"
@@ -320,9 +317,10 @@ class ScenarioLab(FaultLab):
         super().injected(fault, target, text)
         self.faults.append({"fault": fault, "target": target, "injected_s": self._since_start(), "healed_s": None})
 
-    def healed(self, fault: str, text: str = "") -> None:
-        super().healed(fault, text)
-        open_one = next((f for f in self.faults if f["fault"] == fault and f["healed_s"] is None), None)
+    def healed(self, fault: str, text: str = "", target: str = "") -> None:
+        super().healed(fault, text, target)
+        open_one = next((f for f in self.faults if f["fault"] == fault and f["healed_s"] is None
+                         and (not target or f["target"] == target)), None)
         if open_one is not None:
             open_one["healed_s"] = self._since_start()
 
@@ -331,20 +329,6 @@ class ScenarioLab(FaultLab):
         self._closing.wait(seconds)
 
     # ------------------------------------------------------------------------------------ the faults
-    def pause(self, name: str, seconds: float) -> None:
-        """Lab's pause (it writes the trace's lines), listed among the summary's faults."""
-        self.faults.append({"fault": str(ActionKind.PAUSE), "target": f"{GROUP}_{name}",
-                            "injected_s": self._since_start(), "healed_s": None})
-        super().pause(name, seconds)
-
-    def resume(self, name: str) -> None:
-        was_paused = name in self.paused
-        super().resume(name)
-        pause = next((f for f in self.faults if f["fault"] == ActionKind.PAUSE and f["target"] == f"{GROUP}_{name}"
-                      and f["healed_s"] is None), None)
-        if was_paused and pause is not None:
-            pause["healed_s"] = self._since_start()
-
     def _cut(self, name: str, seconds: float) -> None:
         self.injected(str(ActionKind.CUT_ZK), f"{GROUP}_{name}",
                       f"{name}'s ZooKeeper link blackholed for {seconds:g} s (it still fetches)")
@@ -379,9 +363,7 @@ class ScenarioLab(FaultLab):
         self.injected(str(ActionKind.EXPIRE), f"{GROUP}_{name}", f"{name}'s session 0x{session:x} expired from "
                                                                   "outside")
         hosts, _chroot = split_connect(self.zk_connect)  # no chroot: no round trip before the close
-        quiet = logging.getLogger("zkconsumer.lab.faults.scenario.twin")
-        quiet.propagate = False
-        quiet.addHandler(logging.NullHandler())
+        quiet = quiet_logger("zkconsumer.lab.faults.scenario.twin")
         for _ in range(attempts):
             twin = KazooClient(hosts=hosts, client_id=(session, session_password(session)), logger=quiet)
             try:
