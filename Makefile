@@ -14,8 +14,9 @@ test: setup
 	$(BIN)/ruff check zkconsumer tests benchmarks
 	$(BIN)/python -m pytest -q
 
-faults: setup  # the whole fault matrix (make test runs part of it)
-	$(BIN)/python -m pytest -q -m "faults or faults_full" tests/test_faults.py tests/test_migration_faults.py tests/test_nemesis_lab.py
+faults: setup  # the whole fault matrix and the failure catalogue's modes (make test runs part of them)
+	$(BIN)/python -m pytest -q -m "faults or faults_full" tests/test_faults.py tests/test_migration_faults.py tests/test_nemesis_lab.py \
+		tests/test_scenarios.py tests/test_failure_modes.py
 
 full: setup  # every test: make test's, the whole fault matrix and the extended cells of the other matrices
 	$(BIN)/python -m pytest -q -m ""

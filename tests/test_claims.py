@@ -5,6 +5,7 @@ session creating the owner node itself, as a previous owner that has not release
 from __future__ import annotations
 
 import threading
+import time
 
 import pytest
 from helpers import consumer, wait_until
@@ -65,14 +66,51 @@ def test_a_claim_that_gives_up_leaves_no_owner_node_behind(
         registry: Registry, zk_connect: str, holder: KazooClient) -> None:
     create_topic(registry, "t", 4)
     holder.create(GroupPaths("g").owner("t", 1), encode_owner("g_squatter-0"), ephemeral=True, makepath=True)
-    a = consumer(zk_connect, "g", "a", rebalance_backoff_ms=300, rebalance_max_retries=2)
+    a = consumer(zk_connect, "g", "a", rebalance_backoff_ms=300, rebalance_max_retries=2,
+                 zookeeper_session_timeout_ms=2000)
     try:
-        with pytest.raises(ConsumerRebalanceFailed):
+        began = time.monotonic()
+        with pytest.raises(ConsumerRebalanceFailed, match="can't rebalance after [3-9] retries"):
             a.create_message_streams({"t": 1})
+        # 2 retries x 300 ms is less than the session: the default profile went on until a session timeout had
+        # passed (a dead holder's node would have expired by then); a live holder keeps it, and it gives up
+        assert time.monotonic() - began >= 2.0
         # Every attempt created t-0, t-2 and t-3, waited for t-1 and gave up: what it created is gone again.
         assert owners(registry) == {"t-1": "g_squatter-0"}
-        assert a.rebalancer.stats["failed_attempts"] == 2
+        assert a.rebalancer.stats["failed_attempts"] > 2
         assert not a.owned_partitions()
+    finally:
+        a.shutdown()
+
+
+@pytest.mark.parametrize("profile", ["default", "kafka-0.8"])
+def test_an_owner_node_held_past_retries_times_backoff(registry: Registry, zk_connect: str, holder: KazooClient,
+                                                       profile: str) -> None:
+    """Failure mode b ("can't rebalance after 4 retries"): a holder whose node outlives rebalance.max.retries x
+    rebalance.backoff.ms (Kafka's FAQ rule broken) but goes within a session timeout, as a dead member's does.
+    Kafka 0.8 gives up; the default profile outlasts it and claims the partition."""
+    create_topic(registry, "t", 2)
+    a = consumer(zk_connect, "g", "a", zkconsumer_profile=profile)
+    try:
+        a.create_message_streams({"t": 1})
+        wait_until(lambda: owners(registry) == {"t-0": "g_a-0", "t-1": "g_a-0"}, message="a owns both")
+        # b's claim of t-1 meets a node a stranger holds (a's released it; the stranger took it before b)
+        b = consumer(zk_connect, "g", "b", zkconsumer_profile=profile, rebalance_backoff_ms=200,
+                     rebalance_max_retries=2, zookeeper_session_timeout_ms=3000)
+        a.shutdown()
+        wait_until(lambda: "t-1" not in owners(registry), message="a gone")
+        holder.create(GroupPaths("g").owner("t", 1), encode_owner("g_dead-0"), ephemeral=True)
+        threading.Timer(1.5, holder.delete, args=(GroupPaths("g").owner("t", 1),)).start()  # "expires" at 1.5 s
+        try:
+            if profile == "kafka-0.8":
+                with pytest.raises(ConsumerRebalanceFailed, match="can't rebalance after 2 retries"):
+                    b.create_message_streams({"t": 1})
+            else:
+                b.create_message_streams({"t": 1})
+                assert owners(registry) == {"t-0": "g_b-0", "t-1": "g_b-0"}
+                assert b.rebalancer.stats["failed_attempts"] >= 2 and b.failure is None
+        finally:
+            b.shutdown()
     finally:
         a.shutdown()
 

@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 from collections import defaultdict
 from pathlib import Path
 
@@ -242,6 +243,74 @@ def test_a_member_killed_with_sigkill_is_replaced_after_its_session(zk_connect, 
     finally:
         if proc.poll() is None:
             proc.kill()
+        if survivor is not None:
+            survivor.connector.shutdown()
+
+
+PAUSED_VICTIM = """
+import sys, time
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
+bootstrap, traces = sys.argv[1:3]
+c = CoordinatorConsumerConnector(ConsumerConfig.from_properties({
+    "group.id": "g", "consumer.id": "victim", "bootstrap.servers": bootstrap, "auto.offset.reset": "smallest",
+    "session.timeout.ms": 2000, "heartbeat.interval.ms": 300, "metadata.max.age.ms": 500,
+    "auto.commit.interval.ms": 200, "consumer.timeout.ms": -1, "zkconsumer.trace.dir": traces}))
+for record in c.create_message_streams({"t": 1})["t"][0]:
+    time.sleep(0.02)  # an application at work: the queue stays full
+"""
+
+
+@needs_coordinator
+@pytest.mark.slow
+def test_a_member_woken_from_a_pause_past_its_session_hands_out_nothing_before_its_rebalance(
+        zk_connect, registry, cbroker, tmp_path) -> None:
+    """Failure modes a and b of docs/failure-modes.md in coordinator mode: a member SIGSTOPped past its session
+    while another takes its partitions and commits past it. Woken, its streams hand out nothing of what it had
+    queued until its next assignment (before the fence, 150 records in 25 ms went out before kafka-python's
+    heartbeat noticed the session was gone)."""
+    create_topic(registry, "t", 2)
+    produce(cbroker.bootstrap, "t", 2, 2000)
+    traces = tmp_path / "traces"
+    trace = traces / "g_victim.jsonl"
+
+    def events() -> list[dict]:
+        return [json.loads(line) for line in trace.read_text().splitlines() if line.strip()] if trace.exists() else []
+
+    victim = subprocess.Popen([sys.executable, "-c", PAUSED_VICTIM, cbroker.bootstrap, str(traces)],
+                              stderr=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
+    survivor = None
+    try:
+        wait_until(lambda: sum(e["event"] == "record_delivered" for e in events()) > 20, timeout=60,
+                   message="the victim delivering")
+        victim.send_signal(signal.SIGSTOP)  # a GC pause
+        time.sleep(0.2)  # not a synchronisation: a line the victim was writing as the signal came is complete
+        paused_at = len(events())
+        try:
+            survivor = Reader(member(cbroker.bootstrap, "g", "survivor"), "t")
+            wait_until(lambda: len(survivor.owned()) == 2, timeout=30, message="the survivor owning both")
+            victim_at = {e["partition"]: e["offset"] for e in events() if e["event"] == "record_delivered"}
+
+            def committed_past() -> bool:
+                survivor.connector.commit_offsets()
+                done = committed(cbroker.bootstrap, "g", "t", 2)
+                return all(done.get(p, -1) > victim_at.get(p, -1) + 1 for p in range(2))
+
+            wait_until(committed_past, message="the survivor committing past where the victim stood")
+        finally:
+            victim.send_signal(signal.SIGCONT)
+        # woken: it finds its session gone, rejoins and gets a share again
+        wait_until(lambda: any(e["event"] == "rebalance_done" for e in events()[paused_at:]), timeout=30,
+                   message="the victim's rebalance after waking")
+        woken = events()[paused_at:]
+        assert any(e["event"] == "session_expired" for e in woken), woken[:5]
+        first_rebalance = next(i for i, e in enumerate(woken) if e["event"] == "rebalance_done")
+        zombie = [e for e in woken[:first_rebalance] if e["event"] == "record_delivered"]
+        assert zombie == [], f"handed out after waking, of partitions the survivor owns: {zombie[:3]} " \
+                             f"{[(e['event'], e['ts']) for e in woken[:6]]}"
+    finally:
+        victim.kill()
+        victim.wait(30)
         if survivor is not None:
             survivor.connector.shutdown()
 

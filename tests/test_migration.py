@@ -211,7 +211,7 @@ def test_a_migration_rolled_back_leaves_a_working_0_8_group(zk_connect: str, tmp
         plan_now = MigrationPlan.decode(plan_path(GROUP), reg.read(plan_path(GROUP)))
         assert plan_now.phase == "mixed" and set(plan_now.members.values()) == {ZOOKEEPER}
     modes = {}
-    for path in (tmp_path / "run" / "traces").glob("*.jsonl"):
+    for path in (tmp_path / "run" / "traces").glob("lab_*.jsonl"):  # the members' (lab.jsonl is the lab's steps)
         events = [json.loads(line) for line in path.read_text().splitlines()]
         modes[path.stem] = {e.get("mode", "zookeeper") for e in events}
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))  # one sequence across modes

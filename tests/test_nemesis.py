@@ -13,6 +13,7 @@ from hypothesis import strategies as st
 
 from zkconsumer.lab.nemesis import (
     DEFAULT_KINDS,
+    QUORUM,
     RULES,
     Breach,
     Invariant,
@@ -28,6 +29,8 @@ from zkconsumer.lab.nemesis import (
 from zkconsumer.lab.nemesis_run import replay_command
 from zkconsumer.lab.scenario import (
     EACH,
+    FOLLOWER,
+    LEADER,
     NEW,
     TO_PARTITIONS,
     Action,
@@ -40,6 +43,22 @@ from zkconsumer.lab.scenario import (
 from zkconsumer.lab.scenario_toml import dumps
 
 SETTINGS = NemesisSettings()
+#: the fault kinds with a drawing rule, drawn only when --actions names them
+FAULTS = parse_kinds("pause,cut-zk,slow-zk,expire,kill-zk,quorum-loss,kill-broker")
+#: what the lab's default topics are, for the strict expansion
+TOPICS = {"orders": 8, "payments": 4}
+#: faults that last ``seconds`` drawn as a pause's
+HELD = {ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.KILL_ZK, ActionKind.QUORUM_LOSS,
+        ActionKind.KILL_BROKER}
+
+
+def loads_strictly(s: Scenario) -> Scenario:
+    """``s`` written as a file and read again, every check of scenario.py passed (the strict expansion included:
+    members running, servers down, heals before the end), reading to the same steps."""
+    back = loads(dumps(s), f"{s.name}.toml")
+    assert back.strict and back.ensemble == s.ensemble
+    assert back.steps(s.duration, s.members, TOPICS) == s.steps(s.duration, s.members, TOPICS)
+    return back
 
 
 # -------------------------------------------------------------------------------------------------- drawing
@@ -56,7 +75,11 @@ def test_a_schedule_is_the_same_across_spellings_of_the_action_set() -> None:
 
 
 @pytest.mark.parametrize("kinds", [DEFAULT_KINDS, (ActionKind.PAUSE,), (ActionKind.KILL, ActionKind.RESTART),
-                                   (ActionKind.STOP, ActionKind.JOIN), (ActionKind.BOUNCE, ActionKind.PAUSE)])
+                                   (ActionKind.STOP, ActionKind.JOIN), (ActionKind.BOUNCE, ActionKind.PAUSE),
+                                   FAULTS, (*DEFAULT_KINDS, *FAULTS), (ActionKind.KILL_ZK, ActionKind.QUORUM_LOSS),
+                                   (ActionKind.KILL_BROKER,), (ActionKind.EXPIRE, ActionKind.JOIN, ActionKind.KILL,
+                                                               ActionKind.RESTART, ActionKind.BOUNCE),
+                                   (ActionKind.CUT_ZK, ActionKind.SLOW_ZK)])
 def test_every_drawn_schedule_keeps_the_rules(kinds: tuple[ActionKind, ...]) -> None:
     rules = NemesisSettings(kinds=kinds, max_actions=6)
     session = rules.session
@@ -67,14 +90,80 @@ def test_every_drawn_schedule_keeps_the_rules(kinds: tuple[ActionKind, ...]) -> 
         empty += not s.actions  # every time drawn had nobody to act on (a pause drawn too late to fit): rare
         assert violations(s, rules) == [], (seed, dumps(s))
         assert {a.kind for a in s.actions} <= set(kinds)
-        # what the scenario reader says of it: every member acted on is running by then (strict expansion)
-        s.steps(s.duration, s.members, {"orders": 8, "payments": 4})
-        assert loads(dumps(s)).steps(s.duration, s.members, {}) == s.steps(s.duration, s.members, {})
+        # what the scenario reader says of it: every member acted on is running by then, no second server down
+        # where that loses the quorum, every fault healed before the end (strict expansion), after a round trip
+        loads_strictly(s)
+        assert s.ensemble == (3 if any(a.kind.on_zookeeper_nodes for a in s.actions) else 1)
         for a in s.actions:
             assert rules.first_at <= a.at <= rules.last_end and a.at % rules.resolution == 0
-            if a.kind is ActionKind.PAUSE:
+            if a.kind in HELD:
                 assert session * 0.25 <= a.seconds <= session * 2.5 and a.at + a.seconds <= rules.last_end
+                assert a.seconds % rules.resolution == 0
+            if a.kind is ActionKind.SLOW_ZK:
+                assert 100 <= a.latency_ms <= 2 * rules.session_timeout_ms / 3 and a.latency_ms % 100 == 0
+            if a.kind is ActionKind.KILL_ZK:
+                assert a.node in (LEADER, FOLLOWER)
+            if a.kind is ActionKind.EXPIRE:
+                assert a.at + rules.expire_busy <= rules.last_end
     assert empty < 300 * 0.05
+
+
+def test_the_fault_kinds_are_drawn_only_when_asked_for() -> None:
+    assert DEFAULT_KINDS == (ActionKind.JOIN, ActionKind.STOP, ActionKind.KILL, ActionKind.RESTART,
+                             ActionKind.BOUNCE, ActionKind.PAUSE)
+    assert all(not a.kind.needs_fault_lab for seed in range(200) for a in draw(seed, SETTINGS).actions)
+    rules = NemesisSettings(kinds=FAULTS, max_actions=5)
+    drawn = [a for seed in range(300) for a in draw(seed, rules).actions]
+    assert {a.kind for a in drawn} == set(FAULTS)  # each kind drawn
+    assert {a.node for a in drawn if a.kind is ActionKind.KILL_ZK} == {LEADER, FOLLOWER}
+    # a slowed link's round trip on both sides of the client's read timeout (2/3 of the session)
+    latencies = [a.latency_ms for a in drawn if a.kind is ActionKind.SLOW_ZK]
+    read_timeout = 2 * rules.session_timeout_ms / 3
+    assert any(2 * x < read_timeout for x in latencies) and any(2 * x > read_timeout for x in latencies)
+    cuts = [a.seconds for a in drawn if a.kind is ActionKind.CUT_ZK]
+    assert min(cuts) < rules.session < max(cuts)
+
+
+def test_the_fault_rules_hold_fault_by_fault() -> None:
+    """Simulated by hand: a ZooKeeper server fault only with every server up and restarted restart_grace before
+    (one server down at a time: a 3-node quorum survives one), no quorum loss or kill during an expire, which needs
+    every server; the broker killed only while it runs and restarted restart_grace before; a cut, slowed or
+    expired member idle with another consuming, an expired one registered; every fault healed before the run
+    settles."""
+    rules = NemesisSettings(kinds=(*DEFAULT_KINDS, *FAULTS), max_actions=8, duration=60)
+    grace = rules.restart_grace
+    for seed in range(400):
+        s = draw(seed, rules)
+        running = {f"c{i}" for i in range(1, rules.members + 1)}
+        busy: dict[str, float] = {}
+        registered: dict[str, float] = {}
+        zk_up_at = broker_up_at = expired_until = 0.0
+        for a in s.actions:
+            idle = {m for m in running if busy.get(m, 0) <= a.at}
+            ends = a.at + (a.seconds if a.kind in HELD else 0.0)
+            assert ends <= rules.last_end, (seed, a)
+            if a.kind in (ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE, ActionKind.PAUSE,
+                          ActionKind.STOP, ActionKind.KILL, ActionKind.BOUNCE):
+                assert a.member in idle and idle - {a.member}, (seed, a)
+            if a.kind in (ActionKind.KILL_ZK, ActionKind.QUORUM_LOSS):
+                assert a.at >= zk_up_at + grace and a.at >= expired_until, (seed, a)
+                zk_up_at = ends
+            if a.kind is ActionKind.KILL_BROKER:
+                assert a.at >= broker_up_at + grace, (seed, a)
+                broker_up_at = ends
+            if a.kind is ActionKind.EXPIRE:
+                assert a.at >= zk_up_at + grace and registered.get(a.member, 0.0) <= a.at, (seed, a)
+                busy[a.member] = registered[a.member] = expired_until = a.at + rules.expire_busy
+            if a.kind in (ActionKind.JOIN, ActionKind.RESTART):
+                running.add(a.member)
+                busy.pop(a.member, None)
+                registered[a.member] = a.at + rules.rejoin_grace
+            if a.kind in (ActionKind.STOP, ActionKind.KILL):
+                running.discard(a.member)
+            if a.kind in (ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.BOUNCE):
+                busy[a.member] = a.at + (rules.bounce_busy if a.kind is ActionKind.BOUNCE else a.seconds)
+                registered[a.member] = busy[a.member] + rules.rejoin_grace
+        loads_strictly(s)
 
 
 def test_the_rules_hold_member_by_member() -> None:
@@ -119,6 +208,11 @@ def test_pauses_straddle_the_session_timeout() -> None:
 def test_actions_names_only_kinds_with_a_rule() -> None:
     assert set(drawable()) == {k.value for k in RULES}
     assert parse_kinds("kill,pause") == (ActionKind.KILL, ActionKind.PAUSE)
+    assert parse_kinds("quorum-loss,kill-broker,cut-zk") == (ActionKind.CUT_ZK, ActionKind.QUORUM_LOSS,
+                                                            ActionKind.KILL_BROKER)
+    for topic_action in ("create-topic", "add-partitions", "restart-zk", "restart-broker"):
+        with pytest.raises(ValueError, match=f"no drawing rule yet for {topic_action}"):
+            parse_kinds(f"pause,{topic_action}")
     with pytest.raises(ValueError, match="unknown action.*kil.*drawable: join"):
         parse_kinds("kil,pause")
     with pytest.raises(ValueError, match="no drawing rule yet for migrate"):
@@ -215,6 +309,74 @@ def test_candidates_are_deterministic_smallest_first_and_keep_the_rules() -> Non
     changes = dict(first)
     assert "action 4 dropped (and 1 that needed them)" in changes
     assert "action 3 (pause c2) 9.5 s -> 5 s" in changes
+
+
+def fault_schedule() -> Scenario:
+    actions = [Action(at=9.0, kind=ActionKind.KILL_ZK, node=LEADER, seconds=5.0),
+               Action(at=10.0, kind=ActionKind.SLOW_ZK, member="c1", seconds=6.0, latency_ms=2400.0),
+               Action(at=12.0, kind=ActionKind.KILL_BROKER, seconds=3.0),
+               Action(at=18.5, kind=ActionKind.EXPIRE, member="c2"),  # every server up for 4 s
+               Action(at=19.0, kind=ActionKind.CUT_ZK, member="c3", seconds=4.0),
+               Action(at=25.0, kind=ActionKind.QUORUM_LOSS, seconds=5.0)]  # the expire over
+    s = schedule(dataclasses.replace(SETTINGS, kinds=FAULTS), actions, seed=98, duration=40.0)
+    assert violations(s, SETTINGS) == []
+    return s
+
+
+def test_a_server_fault_that_overlaps_another_breaks_the_rules() -> None:
+    s = fault_schedule()
+    for bad in (Action(at=12.0, kind=ActionKind.KILL_ZK, node=FOLLOWER, seconds=1.0),  # a second node down
+                Action(at=16.0, kind=ActionKind.QUORUM_LOSS, seconds=1.0),  # the node killed at 9 s back at 14 s
+                Action(at=15.0, kind=ActionKind.KILL_BROKER, seconds=1.0),  # killed at 12 s, back at 15 s
+                Action(at=14.0, kind=ActionKind.EXPIRE, member="c3"),  # a node down
+                Action(at=31.0, kind=ActionKind.KILL_BROKER, seconds=2.0),  # heals after the run settles
+                Action(at=10.5, kind=ActionKind.CUT_ZK, member="c1", seconds=1.0)):  # c1 slowed already
+        actions = sorted([*s.actions, bad], key=lambda a: a.at)
+        found = violations(dataclasses.replace(s, actions=tuple(actions)), SETTINGS)
+        assert len(found) == 1 and found[0].startswith(f"actions[{actions.index(bad)}]: "), (bad, found)
+    # a second node down where that loses the quorum: what the format refuses as well
+    overlapping = dataclasses.replace(s, actions=(*s.actions[:1], Action(at=10.0, kind=ActionKind.KILL_ZK,
+                                                                         node=FOLLOWER, seconds=1.0)))
+    with pytest.raises(ValueError, match="another loses the quorum"):
+        loads(dumps(overlapping)).steps(40.0, 3, TOPICS)
+    assert QUORUM == 2
+
+
+def test_fault_schedules_shrink_to_candidates_that_load() -> None:
+    s = fault_schedule()
+    changes = []
+    for c in candidates(s, SETTINGS):
+        assert violations(c.scenario, SETTINGS) == [], c.change
+        loads_strictly(c.scenario)
+        changes.append(c.change)
+    assert "action 2 (slow-zk c1) 2400 ms -> 1200 ms of latency" in changes
+    assert "action 2 (slow-zk c1) 6 s -> 3 s" in changes
+    assert "action 1 (kill-zk leader) 5 s -> 2.5 s" in changes
+    assert "action 6 (quorum-loss) 5 s -> 4.5 s" in changes
+    rules = NemesisSettings(kinds=(*DEFAULT_KINDS, *FAULTS), max_actions=6)
+    for seed in range(60):  # and those of drawn schedules
+        for c in candidates(draw(seed, rules), rules):
+            loads_strictly(c.scenario)
+
+
+def test_a_slowed_link_shrinks_to_the_least_latency_and_time_that_breach() -> None:
+    """A stand-in judge: a link slowed past 1 s each way for more than 2 s breaks "re-owned after the heal"."""
+
+    def judge(s: Scenario) -> Breach | None:
+        slow = any(a.kind is ActionKind.SLOW_ZK and a.latency_ms > 1000 and a.seconds > 2 for a in s.actions)
+        return Breach(frozenset({Invariant.REOWNED_AFTER_HEAL})) if slow else None
+
+    start = fault_schedule()
+    shrunk = minimise(start, judge(start), judge, SETTINGS)
+    assert shrunk.minimal
+    assert shrunk.scenario.actions == (Action(at=10.0, kind=ActionKind.SLOW_ZK, member="c1", seconds=2.5,
+                                              latency_ms=1100.0),)
+    assert shrunk.scenario.members == 2 and shrunk.scenario.duration == 10.0 + 2.5 + SETTINGS.settle
+
+
+def test_a_schedule_with_no_action_shrinks_without_failing() -> None:
+    s = schedule(SETTINGS, [], seed=5)
+    assert [c.change for c in candidates(s, SETTINGS)] == ["2 members at the start", "run of 16.5 s"]
 
 
 def test_a_schedule_with_no_breach_to_find_is_left_as_it_is() -> None:

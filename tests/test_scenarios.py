@@ -3,6 +3,7 @@ workloads as shipped files, and a lab run driven by one (a pause, a step with no
 
 from __future__ import annotations
 
+import dataclasses
 import io
 import json
 import textwrap
@@ -12,9 +13,12 @@ import pytest
 from rich.console import Console
 
 from zkconsumer.cli import main
+from zkconsumer.config import property_names
 from zkconsumer.lab.backends import BackendError, ProcessBackend
 from zkconsumer.lab.faults.scenario_lab import ScenarioLab, lab_for, session_password
-from zkconsumer.lab.runner import Lab, LabPlan
+from zkconsumer.lab.member_properties import KINDS, member_kind, member_properties, merge_properties
+from zkconsumer.lab.runner import Lab, LabPlan, planned_assignments
+from zkconsumer.lab.scenario import _SET_BY_THE_LAB as SET_BY_THE_LAB
 from zkconsumer.lab.scenario import ActionKind, ScenarioError, Step, builtin, builtin_names, load, loads
 from zkconsumer.lab.variants import VARIANTS
 
@@ -209,9 +213,11 @@ def test_the_built_in_workloads_are_the_schedules_the_lab_always_ran(n: int, dur
 
 
 def test_the_built_in_scenarios_are_shipped_files() -> None:
-    assert builtin_names() == ["broker-kill", "churn", "consumer-pause", "gc-pause", "migration", "partitions-added",
-                               "quorum-loss", "rolling-restart", "scale-out", "session-expiry", "topic-created",
-                               "zk-cut", "zk-follower", "zk-leader"]
+    names = builtin_names()
+    assert names == ["broker-kill", "churn", "consumer-pause", "gc-pause", "migration", "owner-held",
+                     "partitions-added", "quorum-loss", "reconnect-mid-rebalance", "rolling-restart", "scale-out",
+                     "session-expiry", "shared-group-id", "stale-view", "topic-created", "zk-cut", "zk-follower",
+                     "zk-leader"]
     gc = builtin("gc-pause")
     assert gc.steps(gc.duration, 3, {}) == [Step(10.0, ActionKind.PAUSE, "c1", 8.0)]
     assert builtin("churn").description and not builtin("churn").strict
@@ -330,6 +336,43 @@ def test_the_fault_matrix_faults_are_shipped_scenarios_with_the_matrix_settings(
      "s.toml:6: actions[1].do", "the broker is down already at 2.0 s"),
     ("duration = [1\n", "s.toml:1", "not valid TOML"),
     ("duration = 10\nrate = = 3\n", "s.toml:2", "not valid TOML: Invalid value"),
+    # [properties]: Kafka's names (config.py's), of their type, accepted by ConsumerConfig, not the lab's own
+    ('[properties]\n"rebalance.max.retry" = 2\n', 's.toml:2: properties."rebalance.max.retry"',
+     "not a consumer property; did you mean 'rebalance.max.retries'?"),
+    ('[properties]\n"rebalance.max.retries" = "2"\n', 's.toml:2: properties."rebalance.max.retries"',
+     "expected an integer, got '2'"),
+    ('[properties]\n"auto.commit.enable" = "yes"\n', 's.toml:2: properties."auto.commit.enable"',
+     "expected a boolean (true or false), got 'yes'"),
+    ('[properties]\n"rebalance.backoff.ms" = 1000\n"rebalance.max.retries" = -1\n',
+     's.toml:3: properties."rebalance.max.retries"', "rebalance.max.retries must be >= 0, got -1"),
+    ('[properties]\n"offsets.storage" = "redis"\n', 's.toml:2: properties."offsets.storage"',
+     "Wrong value redis of offsets.storage in consumer config; Valid values are 'zookeeper' and 'kafka'"),
+    ('[properties]\n"auto.offset.reset" = "largest"\n', 's.toml:2: properties."auto.offset.reset"',
+     "set by the lab for each member (smallest: the lab checks that every record produced is consumed)"),
+    ('[properties]\n"fetch.wait.max.ms" = 40000\n', 's.toml:2: properties."fetch.wait.max.ms"',
+     "socket.timeout.ms should always be at least fetch.wait.max.ms"),
+    ('[properties]\n"zookeeper.session.timeout.ms" = 4000\n', 's.toml:2: properties."zookeeper.session.timeout.ms"',
+     "set by the lab for each member (use session_timeout_ms)"),
+    ('[properties]\n"group.id" = "mine"\n', 's.toml:2: properties."group.id"', "set by the lab"),
+    ('properties = 3\n', "s.toml:1: properties", "expected a table, got 3"),
+    # [subscriptions]: topics of [topics], a member that runs, no whitelist, every topic consumed by someone
+    ('[topics]\norders = 2\n[subscriptions]\nc1 = ["payments"]\n', "s.toml:4: subscriptions.c1",
+     "no topic 'payments' in [topics] (orders)"),
+    ('[topics]\norders = 2\n[subscriptions]\nc1 = []\n', "s.toml:4: subscriptions.c1",
+     "expected an array of topic names (at least one), got []"),
+    ('[topics]\norders = 2\n[subscriptions]\nc1 = "orders"\n', "s.toml:4: subscriptions.c1",
+     "expected an array of topic names"),
+    ('[topics]\norders = 2\n[subscriptions]\nc1 = ["orders", "orders"]\n', "s.toml:4: subscriptions.c1",
+     "a topic named twice"),
+    ('[topics]\norders = 2\n[subscriptions]\nnew = ["orders"]\n', "s.toml:4: subscriptions.new",
+     "a member's name such as 'c3'"),
+    ('[subscriptions]\nc1 = ["orders"]\n', "s.toml:1: subscriptions", "name the run's topics in [topics]"),
+    ('whitelist = "o.*"\n[topics]\norders = 2\n[subscriptions]\nc1 = ["orders"]\n', "s.toml:4: subscriptions",
+     "the members subscribe by the whitelist regex here"),
+    ('[topics]\norders = 2\n[subscriptions]\nc7 = ["orders"]\n[[actions]]\nat = 1\ndo = "join"\nmember = "new"\n',
+     "s.toml:4: subscriptions.c7", "'c7' never runs: the run starts c1..c3 and joins c4"),
+    ('[topics]\norders = 2\npay = 1\n[subscriptions]\nc1 = ["orders"]\nc2 = ["orders"]\nc3 = ["orders"]\n',
+     "s.toml:4: subscriptions", "no member subscribes to pay: every member of the run is listed"),
 ])
 def test_a_malformed_file_is_one_error_naming_file_line_and_key(text: str, where: str, says: str) -> None:
     e = error(text)
@@ -406,6 +449,153 @@ def test_a_sessions_password_follows_from_its_id(zk_connect: str) -> None:
     finally:
         client.stop()
         client.close()
+
+
+# ---------------------------------------------------------------------------- [properties] and [subscriptions]
+SHARED = """
+    members = 2
+    [topics]
+    orders = 6
+    payments = 2
+    [properties]
+    "rebalance.max.retries" = 2
+    "rebalance.backoff.ms" = 1000
+    "auto.commit.enable" = true
+    "heartbeat.interval.ms" = 500
+    [subscriptions]
+    c1 = ["orders"]
+    c3 = ["payments"]
+    [[actions]]
+    at = 8
+    do = "join"
+    member = "c3"
+"""
+
+
+def test_properties_and_subscriptions_are_read_into_the_plan() -> None:
+    s = scenario(SHARED)
+    assert s.properties == {"rebalance.max.retries": 2, "rebalance.backoff.ms": 1000, "auto.commit.enable": True,
+                            "heartbeat.interval.ms": 500}
+    assert s.subscriptions == {"c1": ("orders",), "c3": ("payments",)}
+    plan = LabPlan.from_scenario(s)
+    assert plan.properties == (("rebalance.max.retries", "2"), ("rebalance.backoff.ms", "1000"),
+                               ("auto.commit.enable", "true"), ("heartbeat.interval.ms", "500"))
+    assert [plan.topics_of(m) for m in ("c1", "c2", "c3")] == [["orders"], ["orders", "payments"], ["payments"]]
+    # a variant's properties (compare's, the nemesis') go on top: they are what makes the variant
+    kip848 = LabPlan.from_scenario(s, properties=(("heartbeat.interval.ms", "900"), ("group.protocol", "consumer")))
+    assert dict(kip848.properties)["heartbeat.interval.ms"] == "900" and dict(kip848.properties)["group.protocol"]
+    assert merge_properties(plan.properties, (("rebalance.backoff.ms", "5"),))[1] == ("rebalance.backoff.ms", "5")
+
+
+def test_each_member_kind_takes_the_properties_it_has_a_counterpart_for() -> None:
+    """The pure decision: what each kind of member is given, and what the run's summary reports n/a."""
+    props = (("rebalance.max.retries", "2"), ("auto.offset.reset", "smallest"), ("heartbeat.interval.ms", "500"),
+             ("zkconsumer.fetch.enable", "true"), ("group.protocol", "classic"))
+    taken = {kind: [name for name, _ in member_properties(kind, props)[0]] for kind in KINDS}
+    assert taken == {
+        "zookeeper": ["rebalance.max.retries", "auto.offset.reset", "zkconsumer.fetch.enable"],
+        "kafka-0.8.2.2": ["rebalance.max.retries", "auto.offset.reset"],
+        "coordinator": ["auto.offset.reset", "heartbeat.interval.ms"],
+        "librdkafka": ["auto.offset.reset", "heartbeat.interval.ms", "group.protocol"],
+        "migratable": ["rebalance.max.retries", "auto.offset.reset", "heartbeat.interval.ms",
+                       "zkconsumer.fetch.enable"],
+    }
+    _, notes = member_properties("coordinator", props)
+    assert notes[0] == ("property rebalance.max.retries=2: a coordinator-mode member (kafka-python) has no "
+                        "counterpart; not given to its members")
+    # under KIP-848 the broker decides the group's timings: librdkafka takes none of them
+    given, _ = member_properties("librdkafka", (("group.protocol", "consumer"), ("heartbeat.interval.ms", "500")))
+    assert given == (("group.protocol", "consumer"),)
+    # a scenario's property the variant sets otherwise is said; a name no kind knows is passed on
+    given, notes = member_properties("zookeeper", (("rebalance.backoff.ms", "5"), ("x.y", "1")),
+                                     {"rebalance.backoff.ms": 1000})
+    assert given == (("rebalance.backoff.ms", "5"), ("x.y", "1"))
+    assert notes == ["property rebalance.backoff.ms=1000: the run sets rebalance.backoff.ms=5 (the variant's own "
+                     "properties win)"]
+    assert [member_kind(m, c) for m, c in [("zookeeper", "kafka-python"), ("zookeeper", "kafka-0.8.2.2"),
+                                           ("coordinator", "kafka-python"), ("coordinator", "librdkafka"),
+                                           ("migrate", "kafka-python")]] == list(KINDS)
+    settable = set(property_names()) - set(SET_BY_THE_LAB)
+    assert settable <= frozenset().union(*(names for _, names in KINDS.values())), "a property no member takes"
+
+
+def test_the_failure_mode_scenarios_break_the_retry_rule_and_share_a_group() -> None:
+    """owner-held: retries x backoff under the session (Kafka's FAQ rule broken), the pause past the session and the
+    join inside it, healed with the deadline inside the run; shared-group-id: the orders members and c3 on payments."""
+    held = builtin("owner-held")
+    retries, backoff = held.properties["rebalance.max.retries"], held.properties["rebalance.backoff.ms"]
+    assert retries * backoff < held.session_timeout_ms
+    pause, join = held.steps(held.duration, 3, held.topics)
+    assert (pause.action, join.action, join.consumer) == (ActionKind.PAUSE, ActionKind.JOIN, "c4")
+    assert pause.at < join.at < pause.at + held.session_timeout_ms / 1000 < pause.at + pause.seconds
+    assert pause.at + pause.seconds + held.session_timeout_ms / 1000 + 1 < held.duration
+    shared = dataclasses.replace(builtin("shared-group-id"), strict=True)
+    plan = LabPlan.from_scenario(shared)
+    assert [plan.topics_of(m) for m in ("c1", "c2", "c3")] == [["orders"], ["orders"], ["payments"]]
+    assert [(s.action, s.consumer) for s in shared.steps(plan.duration, plan.consumers, plan.topics)] == [
+        (ActionKind.JOIN, "c3"), (ActionKind.STOP, "c3"), (ActionKind.JOIN, "c3")]
+
+
+def _arg_values(args: list[str], flag: str) -> list[str]:
+    return [args[i + 1] for i, a in enumerate(args) if a == flag]
+
+
+@pytest.mark.parametrize(("mode", "client"), [("zookeeper", "kafka-python"), ("coordinator", "kafka-python"),
+                                              ("coordinator", "librdkafka"), ("migrate", "kafka-python")])
+def test_every_zkconsumer_member_gets_its_topics_and_the_properties_it_takes(mode: str, client: str,
+                                                                             tmp_path: Path) -> None:
+    plan = dataclasses.replace(LabPlan.from_scenario(scenario(SHARED)), mode=mode, client=client)
+    lab = Lab(plan, tmp_path)
+    assert [_arg_values(lab._consumer_args(m), "--topic") for m in ("c1", "c2", "c3")] == [
+        ["orders"], ["orders", "payments"], ["payments"]]
+    kind = member_kind(mode, client)
+    expected = [f"{k}={v}" for k, v in member_properties(kind, plan.properties)[0]]
+    given = _arg_values(lab._consumer_args("c1"), "--property")
+    assert given[-len(expected):] == expected  # after the lab's own: a later --property wins (heartbeat.interval.ms)
+    retries_taken = kind in ("zookeeper", "migratable")
+    assert ("rebalance.max.retries=2" in given) == retries_taken
+    assert any(line.startswith("property rebalance.max.retries=2:") for line in lab.skipped) != retries_taken
+    assert lab.summarize()["not_applicable"] == lab.skipped  # the summary's list, where n/a steps are said too
+
+
+def test_kafkas_own_members_get_their_topics_and_the_properties_it_takes(tmp_path: Path, monkeypatch) -> None:
+    """Kafka 0.8.2.2's harness gets each member's own topics (and its trace that subscription); no JVM is run."""
+    from zkconsumer.apache_kafka import lab_members
+
+    calls = []
+    monkeypatch.setattr(lab_members, "fetch", lambda version: object())
+    monkeypatch.setattr(lab_members, "harness_command",
+                        lambda dist, zk, group, topics, **kw: calls.append((list(topics), kw["properties"])) or [])
+    plan = dataclasses.replace(LabPlan.from_scenario(scenario(SHARED)), client=lab_members.CLIENT)
+    lab = Lab(plan, tmp_path)
+    for m in ("c1", "c2", "c3"):
+        lab._consumer_args(m)
+    assert [topics for topics, _ in calls] == [["orders"], ["orders", "payments"], ["payments"]]
+    assert calls[0][1]["rebalance.max.retries"] == "2" and "heartbeat.interval.ms" not in calls[0][1]
+    assert lab.skipped == ["property heartbeat.interval.ms=500: Kafka 0.8.2.2's own consumer has no counterpart; "
+                           "not given to its members"]
+    assert lab._kafka_members.traces["c3"].core.subscription == {"payments": 1}
+
+
+def test_the_lab_plans_and_verifies_by_the_subscriptions(tmp_path: Path) -> None:
+    """The expected assignment printed at the start (RoundRobin refuses members on different topics, as Kafka's
+    does) and the ownership check of a coordinator-mode run: a topic no live member subscribes to is not checked."""
+    out = io.StringIO()
+    plan = dataclasses.replace(LabPlan.from_scenario(scenario(SHARED)), consumers=3, mode="coordinator")
+    lab = Lab(plan, tmp_path, console=Console(file=out, width=200))
+    lab.console.print(planned_assignments(plan))
+    text = " ".join(out.getvalue().split())
+    for line in ("lab_c1-0 │ orders-0 orders-1 orders-2 │", "lab_c2-0 │ orders-3 orders-4 orders-5 payments-0 │",
+                 "lab_c3-0 │ payments-1 │"):
+        assert line in text, text
+    assert text.count("(refused: members on different topics)") == 3, text
+    lab.produced.update({("orders", p): 0 for p in range(6)} | {("payments", p): 0 for p in range(2)})
+    lab.status = {"c1": "running", "c2": "stopped"}
+    lab._reap = lambda: None
+    lab.tail.owned = {"lab_c1": {f"orders-{p}" for p in range(6)}}
+    assert lab._verify_by_traces()  # only c1 runs: payments is nobody's now
+    lab.status["c3"] = "running"
+    assert not lab._verify_by_traces()  # c3 runs and owns nothing
 
 
 # ------------------------------------------------------------------------------------------- a real run
@@ -499,6 +689,9 @@ def test_a_scenario_kills_a_zookeeper_node_cuts_a_member_off_and_adds_partitions
         ("cut-zk", False), ("kill-zk", True)], summary["faults"]
     assert all(f["healed_s"] is not None for f in summary["faults"]), summary["faults"]
     lines = [json.loads(line) for line in (tmp_path / "run" / "traces" / "lab.jsonl").read_text().splitlines()]
+    # the topic action is a step of the lab's trace, not a fault
+    assert [(e["step"], e["target"]) for e in lines if e["event"] == "lab_step"] == [("add-partitions", "")]
+    lines = [e for e in lines if e["event"] != "lab_step"]
     assert sorted((e["event"], e["fault"]) for e in lines) == [
         ("fault_healed", "cut-zk"), ("fault_healed", "kill-zk"), ("fault_injected", "cut-zk"),
         ("fault_injected", "kill-zk")]

@@ -180,12 +180,22 @@ class Profile:
     #: watch our own owner nodes and registration: someone deleting or overwriting them triggers a rebalance
     #: that puts them back (Kafka 0.8 watches neither)
     watch_own_nodes: bool = True
+    #: a rebalance whose claims wait on owner nodes another session holds goes on trying until a session timeout
+    #: has passed since it began, whatever ``rebalance.max.retries`` x ``rebalance.backoff.ms`` says: Kafka's FAQ
+    #: rule (that product must exceed zookeeper.session.timeout.ms, so a dead holder's nodes expire first)
+    #: enforced instead of advised. Kafka 0.8 gives up after its retries ("can't rebalance after 4 retries")
+    claims_outlast_session: bool = True
+    #: a rebalance that gives up after the start raises ConsumerRebalanceFailed through the streams; Kafka 0.8's
+    #: watcher thread only logs it ("error during syncedRebalance") and the consumer sits registered with no
+    #: partitions until the next change of the group (failure mode b, docs/failure-modes.md)
+    surface_rebalance_failure: bool = True
 
 
 PROFILE_SETTINGS = {
     "kafka-0.8": Profile("kafka-0.8", pipelined_claims=False, wait_for_release=False, keep_unmoved=False,
                          commit_processed_only=False, recheck_membership=False, pause_when_suspended=False,
-                         fence_on_session_lease=False, skip_broken_nodes=False, watch_own_nodes=False),
+                         fence_on_session_lease=False, skip_broken_nodes=False, watch_own_nodes=False,
+                         claims_outlast_session=False, surface_rebalance_failure=False),
     "default": Profile("default", pipelined_claims=True, wait_for_release=True, keep_unmoved=True,
                        commit_processed_only=True, recheck_membership=True),
 }
@@ -496,5 +506,12 @@ def _unescape(s: str) -> str:
 
 def property_names() -> list[str]:
     return [p.name for p in KAFKA_PROPERTIES]
+
+
+def property_kind(name: str) -> type | None:
+    """The type of a known property's value (``int``, ``bool`` or ``str``); None for a name this consumer does not
+    know (a scenario's ``[properties]`` refuses those, where a properties file keeps and ignores them)."""
+    prop = _BY_NAME.get(name)
+    return prop.kind if prop is not None else None
 
 

@@ -21,9 +21,10 @@ EVENTS = frozenset({
     "offset_committed", "offset_reset", "record_delivered", "shutdown",
     "join_stalled",  # coordinator mode: a join that has not completed within the rebalance timeout
     "fault_injected", "fault_healed",  # written by the lab's fault matrix (zkconsumer.lab.faults), not by consumers
+    "lab_step",  # written by the lab: a step that changes the group (a join, stop, kill -9, restart, topic action)
 })
 #: The lab's own events: they describe the run, not a consumer (the analysis keeps them apart).
-LAB_EVENTS = frozenset({"fault_injected", "fault_healed"})
+LAB_EVENTS = frozenset({"fault_injected", "fault_healed", "lab_step"})
 SCHEMA_VERSION = 1
 
 

@@ -21,6 +21,7 @@ from zkconsumer.lab.compare import (
     run_compare,
     table_cells,
 )
+from zkconsumer.lab.nemesis import Invariant
 from zkconsumer.lab.runner import LabPlan, Step
 from zkconsumer.lab.variants import VARIANTS, Measure, NotApplicable
 
@@ -45,8 +46,11 @@ def test_compare_runs_both_modes_and_writes_one_table(spark, tmp_path) -> None:
     assert by_name["coordinator"]["group_requests_per_rebalance"] > \
         by_name["zookeeper-default"]["group_requests_per_rebalance"]
     table = pd.read_csv(out / "compare.csv")
-    assert list(table["measure"]) == [label for _, label in MEASURES]
-    assert set(json.loads((out / "compare.json").read_text())) == {"zookeeper-default", "coordinator"}
+    assert list(table["measure"]) == [label for _, label in MEASURES] + [f"invariant: {i.claim}" for i in Invariant]
+    document = json.loads((out / "compare.json").read_text())
+    assert set(document) == {"zookeeper-default", "coordinator"}
+    # each run judged by the analysis' invariants: a join and a kill -9 break none
+    assert all(document[v]["invariants"] == {i.value: 0 for i in Invariant} for v in document), document
     assert (out / "compare.png").stat().st_size > 10_000
     assert "rebalance latency p50" in buf.getvalue()
 
@@ -70,7 +74,7 @@ def test_kafkas_own_consumer_runs_as_a_variant_with_a_trace_rebuilt_from_its_log
     traces = out / "kafka-0.8.2.2" / "traces"
     dones: dict[str, list[tuple[int, list[str]]]] = {}
     last_line: dict[str, int] = {}
-    for path in traces.glob("*.jsonl"):
+    for path in traces.glob("lab_*.jsonl"):  # the members' (lab.jsonl holds the lab's own steps)
         events = [json.loads(x) for x in path.read_text().splitlines()]
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))
         last_line[events[0]["consumer"]] = max(e["ts"] for e in events)
@@ -133,12 +137,12 @@ def test_a_variant_this_machine_cannot_run_is_skipped_with_its_reason(monkeypatc
 # Measures as the lab and Spark hand them over (the rolling restart of 2026-11-24, benchmarks/README.md): the
 # figures that do not apply are there, as a run records them; "-" where nothing was counted.
 _RUN = {
-    "zookeeper-default": (7, 39, 118, 280, 3029, 215, 3, 0, 0, 411, 0, True),
-    "zookeeper-kafka-0.8": (5, 684, 2081, 2188, 47391, 2032, 0, 0, 0, 627, 0, True),
-    "coordinator": (6, 30, 618, 6042, 76011, 6042, 1, 0, 0, 76, 53, True),
-    "coordinator-kafka-3.9": (6, 44, 452, 6055, 75616, 6055, 2, 0, 0, None, None, True),
-    "cooperative-sticky": (11, 1089, 0.5, 6, 16780, 1097, 2, 0, 0, 42, 25, True),
-    "consumer-protocol-kafka-4": (24, 104, 1.0, 19, 8934, 990, 0, 0, 0, 0.9, None, True),
+    "zookeeper-default": (7, 39, 118, 280, 3029, 215, 3, 0, 0, 0, 411, 0, True),
+    "zookeeper-kafka-0.8": (5, 684, 2081, 2188, 47391, 2032, 0, 0, 0, 0, 627, 0, True),
+    "coordinator": (6, 30, 618, 6042, 76011, 6042, 1, 0, 0, 0, 76, 53, True),
+    "coordinator-kafka-3.9": (6, 44, 452, 6055, 75616, 6055, 2, 0, 0, 0, None, None, True),
+    "cooperative-sticky": (11, 1089, 0.5, 6, 16780, 1097, 2, 0, 0, 0, 42, 25, True),
+    "consumer-protocol-kafka-4": (24, 104, 1.0, 19, 8934, 990, 0, 0, 0, 0, 0.9, None, True),
 }
 
 

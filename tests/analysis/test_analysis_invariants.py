@@ -6,6 +6,7 @@ import io
 
 from rich.console import Console
 
+from zkconsumer.analysis.invariants import judged_deadlines
 from zkconsumer.analysis.pipeline import run_analysis
 
 
@@ -64,3 +65,55 @@ def test_each_broken_invariant_is_named(spark, trace_builder, tmp_path) -> None:
     assert inv.unowned_after_heal == 1
     assert len(inv.violations()) == 5
     assert res.report_md is None
+
+
+def _line(ts: int, event: str, **fields) -> dict:
+    return {"group": "g", "ts": ts, "event": event, "fault": None, "target": None, "session_timeout_ms": None,
+            **fields}
+
+
+def test_a_quiet_heal_is_judged_session_plus_grace_after_it() -> None:
+    lines = [_line(100, "fault_injected", fault="pause", target="g_c1"),
+             _line(1100, "fault_healed", fault="pause", target="g_c1", session_timeout_ms=4000),
+             _line(6200, "lab_step")]  # after the deadline: no effect
+    assert judged_deadlines(lines) == [("g", "pause", 1100, 1100 + 4000 + 1000)]
+
+
+def test_a_step_before_the_deadline_moves_it_to_the_step() -> None:
+    """The nemesis' seed 17: a pause healed at 17 s, a kill -9 at 17.5 s; the group is judged 5 s after the kill."""
+    lines = [_line(16000, "fault_injected", fault="pause", target="g_c4"),
+             _line(17000, "fault_healed", fault="pause", target="g_c4", session_timeout_ms=4000),
+             _line(17500, "lab_step", step="kill", target="g_c4"),
+             _line(21000, "lab_step", step="join", target="g_c5")]  # inside the kill's window: chained again
+    assert judged_deadlines(lines) == [("g", "pause", 17000, 21000 + 5000)]
+
+
+def test_a_fault_open_at_the_deadline_moves_it_to_that_heal_and_one_never_healed_is_not_judged() -> None:
+    lines = [_line(0, "fault_injected", fault="cut-zk", target="g_c1"),
+             _line(500, "fault_injected", fault="kill-zk", target="2"),
+             _line(1000, "fault_healed", fault="cut-zk", target="g_c1", session_timeout_ms=1000),
+             _line(9000, "fault_healed", fault="kill-zk", target="", session_timeout_ms=1000)]
+    assert judged_deadlines(lines) == [("g", "cut-zk", 1000, 9000 + 2000), ("g", "kill-zk", 9000, 11000)]
+    lines = [_line(0, "fault_injected", fault="kill-broker"), _line(100, "fault_injected", fault="pause"),
+             _line(200, "fault_healed", fault="pause", session_timeout_ms=1000)]
+    assert judged_deadlines(lines) == []
+
+
+def test_a_kill_after_a_heal_is_judged_on_the_settled_group(spark, trace_builder, tmp_path) -> None:
+    """At the pause's own deadline the killed member still owns t-0 (its session has not expired yet); judged
+    from the kill, the survivor owns it."""
+    tb = trace_builder
+    tb.rebalance("g_a", 100, 1, ["t-0"], cause="startup")
+    tb.deliver("g_a", 110, "t", 0, 0)
+    lab_line(tb, 200, "fault_injected", fault="pause", target="g_a")
+    lab_line(tb, 300, "fault_healed", fault="pause", target="g_a", session_timeout_ms=1000)
+    lab_line(tb, 2000, "lab_step", step="kill", target="g_a")  # g_a writes nothing more: owns t-0 to its last line
+    tb.deliver("g_a", 2100, "t", 0, 1)
+    tb.rebalance("g_b", 3500, 1, ["t-0"], cause="ids_changed")
+    tb.deliver("g_b", 3600, "t", 0, 2)
+    tb.emit("g_b", 5000, "shutdown", committed=False)
+    res = run_analysis(spark, str(tb.dir), tmp_path / "out", Console(file=io.StringIO()), from_zero=True,
+                       plots_and_report=False)
+    [fault] = res.invariants.faults
+    assert fault["deadline"] == 2000 + 2000 and fault["unowned_at_deadline"] == 0
+    assert res.invariants.ok, res.invariants.violations()

@@ -10,17 +10,24 @@
 5. every partition owned again within session timeout + 1 s of a fault healing: at ``fault_healed.ts +
    session_timeout_ms + 1000`` every partition seen in the run has an owner. A consumer's ownership ends at its
    ``released`` line, at its own ``session_expired`` line (its owner nodes died with the session, whatever it
-   believes) or at its last line.
+   believes) or at its last line. When the group is disturbed again before that deadline (a lab step such as a
+   kill -9 or a join, another fault struck or healed), or another fault is still open at it, the deadline runs
+   from the last such disturbance instead (:func:`judged_deadlines`): a heal is judged on the settled group, not
+   on a rebalance a later step started (found by the nemesis: a kill 0.5 s after a pause's heal, judged at the
+   pause's deadline, read as a breach).
 
 Each check returns its violating rows, so a failing verdict can say which partition and when.
 """
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
+from typing import Any
 
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
+from pyspark.sql import types as T
 
 PKEY = ["group", "topic", "partition"]
 GRACE_MS = 1000
@@ -101,11 +108,67 @@ def effective_ownership(owners: DataFrame, control: DataFrame) -> DataFrame:
                     F.least("owned_to", F.coalesce("_exp", "owned_to")).alias("owned_to"))
 
 
-def reowned_after_heal(lab: DataFrame, owners: DataFrame, control: DataFrame, partitions: DataFrame) -> DataFrame:
-    """Per ``fault_healed`` line and partition: the owner at heal + session timeout + 1 s (null: none)."""
-    heals = lab.where(F.col("event") == "fault_healed").select(
-        "group", "fault", F.col("ts").alias("healed"),
-        (F.col("ts") + F.col("session_timeout_ms") + GRACE_MS).alias("deadline"))
+def judged_deadlines(lines: Iterable[Mapping[str, Any]], grace_ms: int = GRACE_MS) -> list[tuple[Any, ...]]:
+    """Per ``fault_healed`` line of the lab's trace: ``(group, fault, healed, deadline)``, the moment the group
+    must own every partition again. Pure, on the driver: a run has a few dozen lab lines.
+
+    The deadline is ``healed + session_timeout_ms + grace`` unless the group is disturbed again by then: a later
+    ``lab_step`` (a join, stop, kill -9, restart, a topic action), a fault struck or another healed inside the
+    window moves the anchor to it, and a fault still open at the deadline moves it to that fault's heal; repeated
+    until the window is quiet. A heal whose window ends under a fault never healed is not judged (no row)."""
+    rows = sorted(lines, key=lambda r: (r["group"], r["ts"]))
+    out = []
+    for group in dict.fromkeys(r["group"] for r in rows):
+        mine = [r for r in rows if r["group"] == group]
+        spans = _fault_spans(mine)
+        moments = sorted({r["ts"] for r in mine if r["event"] in ("lab_step", "fault_injected", "fault_healed")})
+        for heal in (r for r in mine if r["event"] == "fault_healed"):
+            window = int(heal.get("session_timeout_ms") or 0) + grace_ms
+            anchor, judged = heal["ts"], True
+            while True:
+                deadline = anchor + window
+                later = [t for t in moments if anchor < t <= deadline]
+                open_at = [end for start, end in spans if start <= deadline and (end is None or end > deadline)]
+                if any(end is None for end in open_at):
+                    judged = False
+                    break
+                nxt = max([*later, *open_at], default=anchor)
+                if nxt <= anchor:
+                    break
+                anchor = nxt
+            if judged:
+                out.append((group, heal["fault"], heal["ts"], deadline))
+    return out
+
+
+def _fault_spans(lines: list[Mapping[str, Any]]) -> list[tuple[int, int | None]]:
+    """(struck, healed or None) per ``fault_injected`` line: paired with the first later heal of the same fault
+    and target (a heal line without a target, as the fault matrix writes, pairs by the fault's name), in order."""
+    spans: list[tuple[int, int | None]] = []
+    used: set[int] = set()
+    for r in (r for r in lines if r["event"] == "fault_injected"):
+        end = None
+        for i, h in enumerate(lines):
+            if (i not in used and h["event"] == "fault_healed" and h["fault"] == r["fault"] and h["ts"] >= r["ts"]
+                    and (not h.get("target") or h.get("target") == r.get("target"))):
+                used.add(i)
+                end = h["ts"]
+                break
+        spans.append((r["ts"], end))
+    return spans
+
+
+_DEADLINES = T.StructType([T.StructField("group", T.StringType()), T.StructField("fault", T.StringType()),
+                           T.StructField("healed", T.LongType()), T.StructField("deadline", T.LongType())])
+
+
+def reowned_after_heal(lab: DataFrame, owners: DataFrame, control: DataFrame, partitions: DataFrame,
+                       heals: bool = True) -> DataFrame:
+    """Per ``fault_healed`` line and partition: the owner at its judged deadline (null: none). ``heals=False``
+    (no heal line in the run) reads nothing: an empty table of the same shape."""
+    lines = [r.asDict() for r in lab.select("group", "event", "ts", "fault", "target", "session_timeout_ms")
+             .collect()] if heals else []
+    heals = lab.sparkSession.createDataFrame(judged_deadlines(lines), _DEADLINES)
     eff = effective_ownership(owners, control)
     grid = heals.join(partitions.select(*PKEY).distinct(), "group")
     covering = grid.join(eff, PKEY, "left").where(
@@ -141,7 +204,7 @@ def compute_invariants(events: DataFrame, lab: DataFrame | None, owners: DataFra
     control = events.where(F.col("event") == "session_expired").select("group", "consumer", "ts", "event")
     if lab is None:
         lab = events.limit(0)
-    reowned = reowned_after_heal(lab, owners, control, partitions)
+    reowned = reowned_after_heal(lab, owners, control, partitions, heals)
     reowned = reowned.cache() if heals else reowned.limit(0)
     faults = fault_summary(lab, reowned)
     dup_committed = duplicates_of_committed(dups, commits)

@@ -39,7 +39,7 @@ FIELDS: dict[str, T.DataType] = {
     "topic": S, "partition": L, "thread": S, "holder": S, "owned": S, "error": S,
     "same_session": B, "committed": B, "offset": L, "from_offset": L, "to_offset": L, "reset": S,
     "generation": L, "member_id": S, "store": S,  # coordinator mode; the broker-side offset store
-    "fault": S, "target": S, "session_timeout_ms": L,  # the lab's fault events
+    "fault": S, "target": S, "session_timeout_ms": L, "step": S,  # the lab's fault and step events
     "waited_ms": L, "rebalance_timeout_ms": L, "member_state": S, "waiting_for": S, "join_errors": S,  # join_stalled
     "group_state": S, "group_protocol": S, "group_members": S, "describe_error": S,
 }
@@ -59,7 +59,7 @@ REQUIRED: dict[str, tuple[str, ...]] = {
     "offset_committed": ("topic", "partition", "offset"),
     "offset_reset": ("topic", "partition", "from_offset", "to_offset"),
     "record_delivered": ("topic", "partition", "offset", "thread"),
-    "fault_injected": ("fault",), "fault_healed": ("fault", "session_timeout_ms"),
+    "fault_injected": ("fault",), "fault_healed": ("fault", "session_timeout_ms"), "lab_step": ("step",),
     "join_stalled": ("waited_ms",),
 }
 assert set(REQUIRED) == EVENTS, "REQUIRED must cover every trace event"
@@ -222,7 +222,7 @@ def _parse(df: DataFrame) -> DataFrame:
 #: Parsed fields the analysis uses; the others are validated but not staged.
 STAGED = ("ts", "event", "group", "consumer", "seq", "cause", "rebalance", "attempt", "ids_cversion", "attempts",
           "strategy", "topic", "partition", "offset", "from_offset", "to_offset", "reset", "store", "fault", "target",
-          "session_timeout_ms")
+          "session_timeout_ms", "step")
 
 
 def _local_jsonl(trace_dir: str) -> list[Path] | None:

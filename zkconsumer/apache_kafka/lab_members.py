@@ -36,8 +36,10 @@ class KafkaLabMembers:
         self._dist: KafkaDist | None = None
         self.traces: dict[str, KafkaMemberTrace] = {}
 
-    def command(self, member: str) -> list[str]:
-        """The member's command line (a JVM that starts it and runs until signalled); its trace starts here."""
+    def command(self, member: str, topics: Iterable[str] | None = None) -> list[str]:
+        """The member's command line (a JVM that starts it and runs until signalled); its trace starts here.
+        ``topics``: the member's own subscription, where it is not the group's :attr:`topics`."""
+        topics = list(topics) if topics is not None else self.topics
         if self._dist is None:
             self._dist = fetch(self.version)
         self.logs_dir.mkdir(parents=True, exist_ok=True)
@@ -46,10 +48,10 @@ class KafkaLabMembers:
         if member not in self.traces:
             auto_commit = str(self.properties.get("auto.commit.enable", "true")).lower() == "true"
             self.traces[member] = KafkaMemberTrace(self.trace_dir, self.group, member,
-                                                   {t: self.streams for t in self.topics}, log_file,
+                                                   {t: self.streams for t in topics}, log_file,
                                                    self.logs_dir / f"{member}.log", auto_commit=auto_commit)
         # UTC: the trace reads the log's timestamps (log4j writes local time) as UTC
-        return harness_command(self._dist, self.zk_connect, self.group, self.topics, streams=self.streams,
+        return harness_command(self._dist, self.zk_connect, self.group, topics, streams=self.streams,
                                strategy=self.strategy, properties=self.properties, report_records=True,
                                start=[member], log4j=log4j, jvm_options=["-Duser.timezone=UTC"], until_signal=True)
 

@@ -14,6 +14,8 @@ from rich.table import Table
 from zkconsumer.broker_version import BrokerTooOld
 from zkconsumer.cli import CliError, console
 from zkconsumer.lab.backends import BackendError, DockerBackend, ProcessBackend
+from zkconsumer.lab.catalogue import CATALOGUE_VARIANTS, MODES, run_catalogue
+from zkconsumer.lab.catalogue import modes as catalogue_modes
 from zkconsumer.lab.faults.cli import run_matrix
 from zkconsumer.lab.faults.matrix import faults_of
 from zkconsumer.lab.faults.scenario_lab import lab_for
@@ -107,6 +109,17 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--master", help="Spark master (default local[*])")
     c.set_defaults(func=cmd_compare)
 
+    f = sub.add_parser("catalogue", help="the failure catalogue (docs/failure-modes.md): each known failure of the 0.8 "
+                                         "design as its shipped scenario, on every variant with a counterpart, "
+                                         "judged by the invariants: one table, mode × variant")
+    f.add_argument("--modes", help="comma-separated letters or scenario names (default all): "
+                                   + "; ".join(f"{m.key} {m.scenario or '(benchmark)'}" for m in MODES))
+    f.add_argument("--variants", default=",".join(CATALOGUE_VARIANTS),
+                   help=f"comma-separated, or all (default {','.join(CATALOGUE_VARIANTS)})")
+    f.add_argument("--out", type=Path, help="run directory (default lab-runs/catalogue-<time>)")
+    f.add_argument("--master", help="Spark master (default local[*])")
+    f.set_defaults(func=cmd_catalogue)
+
 
 def lab_plan(args: argparse.Namespace, **settings) -> LabPlan:
     """The plan the flags describe: a scenario file's settings where it sets them, flags given on top, else the
@@ -140,6 +153,21 @@ def cmd_compare(args: argparse.Namespace) -> int:
     except ValueError as e:
         raise CliError(str(e)) from None
     return 0 if all(r.measures.get("verify_ok") and r.measures.get("lost") == 0 for r in results) else 1
+
+
+def cmd_catalogue(args: argparse.Namespace) -> int:
+    variants = [v.strip() for v in args.variants.split(",") if v.strip()]
+    variants = list(VARIANTS) if variants == ["all"] else variants
+    unknown = [v for v in variants if v not in VARIANTS]
+    if unknown:
+        raise CliError(f"unknown variants {unknown}; choose from all, {', '.join(VARIANTS)}")
+    try:
+        chosen = catalogue_modes([k.strip() for k in (args.modes or "").split(",") if k.strip()])
+    except ValueError as e:
+        raise CliError(str(e)) from None
+    out = args.out or Path("lab-runs") / time.strftime("catalogue-%Y%m%d-%H%M%S")
+    cells = run_catalogue(chosen, variants, out, console, master=args.master)
+    return 0 if cells else 1
 
 
 def cmd_lab(args: argparse.Namespace) -> int:

@@ -31,6 +31,8 @@ from rich.text import Text
 from zkconsumer.apache_kafka.kraft import KraftBroker
 from zkconsumer.apache_kafka.processes import KafkaBroker
 from zkconsumer.lab.faults.scenario_lab import lab_for
+from zkconsumer.lab.member_properties import merge_properties
+from zkconsumer.lab.nemesis import Invariant, invariant_counts
 from zkconsumer.lab.runner import LabPlan
 from zkconsumer.lab.variants import VARIANTS, Measure, NotApplicable, Variant, unavailable
 from zkconsumer.zk.server import ZooKeeperServer
@@ -79,14 +81,17 @@ class VariantResult:
     summary: dict
     measures: dict
     not_applicable: dict[Measure, NotApplicable] = field(default_factory=dict)
+    #: per invariant, the violations the analysis found (0: it holds); None: the run was not analysed
+    invariants: dict[Invariant, int] | None = None
 
     def __post_init__(self) -> None:
         self.measures = {**self.measures, **{m.value: None for m in self.not_applicable}}
 
     @classmethod
-    def of(cls, name: str, summary: dict, measures: dict) -> VariantResult:
+    def of(cls, name: str, summary: dict, measures: dict,
+           invariants: dict[Invariant, int] | None = None) -> VariantResult:
         """The result of the variant called ``name``, with the measures its definition says do not apply."""
-        return cls(name, summary, measures, dict(VARIANTS[name].not_applicable))
+        return cls(name, summary, measures, dict(VARIANTS[name].not_applicable), invariants)
 
 
 def _table(report: Path, name: str) -> pd.DataFrame:
@@ -118,7 +123,7 @@ def stop_the_world_ms(trace_dir: Path | str | None) -> int | None:
 def measures_from(summary: dict, report: Path | None) -> dict:
     """The table's measures for one run: the lab summary plus its analysis tables (when analysed)."""
     out: dict = {"lost": summary.get("lost"), "verify_ok": summary.get("verify_ok"),
-                 "duplicates": summary.get("duplicates"),
+                 "duplicates": summary.get("duplicates"), "failed_rebalances": summary.get("failed_rebalances"),
                  "stop_the_world_ms": stop_the_world_ms(summary.get("trace_dir"))}
     rebalances = None
     if report is not None:
@@ -174,11 +179,34 @@ def table_cells(results: list[VariantResult]) -> TableCells:
                 value = r.measures.get(m.value)
                 row.append(NOT_COUNTED if value is None else str(value))
         rows.append(row)
+    if any(r.invariants is not None for r in results):
+        rows += [[f"invariant: {i.claim}", *(invariant_cell(r, i) for r in results)] for i in Invariant]
     footnotes = [f"[{i}] {', '.join(r.name for r in results if why in r.not_applicable.values())}: {why.value}"
                  for i, why in enumerate(reasons, 1)]
     if any(NOT_COUNTED in row[1:] for row in rows):
         footnotes.append(f"{NOT_COUNTED} not counted: a server the lab did not start itself, or a run not analysed")
     return TableCells(["measure", *(r.name for r in results)], rows, footnotes)
+
+
+#: The invariants about commits: not judged where the members' commits are not traced.
+COMMIT_INVARIANTS = (Invariant.DUPLICATES_UNCOMMITTED, Invariant.COMMITS_FORWARD)
+NOT_JUDGED = "not judged"
+
+
+def judged(counts: dict[Invariant, int], variant: Variant) -> dict[Invariant, int]:
+    """The invariants a variant's traces can judge: without its commits (Kafka 0.8.2.2's own consumer), none about
+    commits; an absent key reads "not judged", never "holds"."""
+    return {i: n for i, n in counts.items() if not (variant.commits_untraced and i in COMMIT_INVARIANTS)}
+
+
+def invariant_cell(result: VariantResult, invariant: Invariant) -> str:
+    """``holds``, ``BROKEN (n)`` with the violations found, ``not judged``, or ``-`` for a run not analysed."""
+    if result.invariants is None:
+        return NOT_COUNTED
+    if invariant not in result.invariants:
+        return NOT_JUDGED
+    n = result.invariants[invariant]
+    return f"BROKEN ({n})" if n else "holds"
 
 
 def render_table(results: list[VariantResult], title: str) -> Table:
@@ -196,8 +224,12 @@ def render_table(results: list[VariantResult], title: str) -> Table:
 
 def csv_frame(results: list[VariantResult]) -> pd.DataFrame:
     """compare.csv: a row per measure, a column per variant; no number (not counted, n/a) is an empty cell."""
-    return pd.DataFrame([{"measure": m.label, **{r.name: r.measures.get(m.value) for r in results}}
-                         for m in Measure])
+    rows = [{"measure": m.label, **{r.name: r.measures.get(m.value) for r in results}} for m in Measure]
+    if any(r.invariants is not None for r in results):  # violations found: 0 holds, empty not judged
+        rows += [{"measure": f"invariant: {i.claim}",
+                  **{r.name: None if r.invariants is None else r.invariants.get(i) for r in results}}
+                 for i in Invariant]
+    return pd.DataFrame(rows)
 
 
 def json_document(results: list[VariantResult]) -> dict[str, Any]:
@@ -205,6 +237,7 @@ def json_document(results: list[VariantResult]) -> dict[str, Any]:
     do not, and the lab summary."""
     return {r.name: {"measures": r.measures,
                      "not_applicable": {m.value: why.value for m, why in r.not_applicable.items()},
+                     "invariants": None if r.invariants is None else {i.value: n for i, n in r.invariants.items()},
                      "summary": r.summary}
             for r in results}
 
@@ -277,7 +310,8 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
         run_plan = dataclasses.replace(plan, mode=variant.mode, profile=variant.profile,
                                        strategy=variant.strategy or plan.strategy,
                                        static_members=variant.static_members, client=variant.client,
-                                       properties=variant.properties, absent=variant.absent())
+                                       properties=merge_properties(plan.properties, variant.properties),
+                                       absent=variant.absent())
         with _servers(variant, run_plan, out / name) as (zookeeper, bootstrap):
             lab = lab_for(run_plan, out / name, zookeeper=zookeeper, bootstrap=bootstrap, console=console)
             summary = lab.run()
@@ -285,6 +319,7 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
         summary["external_zookeeper"] = zookeeper is not None
         summaries[name] = summary
     reports: dict[str, Path | None] = {name: None for name in variants}
+    verdicts: dict[str, dict[Invariant, int] | None] = {name: None for name in variants}
     if analyze:
         from zkconsumer.analysis.pipeline import run_analysis
         from zkconsumer.analysis.spark import build_session
@@ -294,12 +329,14 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
             for name in variants:
                 console.rule(f"[bold]analysis: {name}")
                 report = out / name / "report"
-                run_analysis(session, summaries[name]["trace_dir"], report, console)
+                analysed = run_analysis(session, summaries[name]["trace_dir"], report, console)
                 reports[name] = report
+                verdicts[name] = judged(invariant_counts(analysed.invariants), VARIANTS[name])
         finally:
             if spark is None:
                 session.stop()
-    results = [VariantResult.of(n, summaries[n], measures_from(summaries[n], reports[n])) for n in variants]
+    results = [VariantResult.of(n, summaries[n], measures_from(summaries[n], reports[n]), verdicts[n])
+               for n in variants]
     what = f"scenario {plan.scenario.name}" if plan.scenario is not None else f"workload {plan.workload}"
     table = render_table(results, f"{what}, {plan.consumers} consumers, {plan.duration:.0f}s")
     console.print(table)

@@ -12,8 +12,16 @@ A schedule is a :class:`~zkconsumer.lab.scenario.Scenario` with absolute times a
 what happened.
 
 How each action kind is drawn, checked and shortened is one :class:`KindRule` in :data:`RULES`: an action kind added
-to scenario.py (a ZooKeeper node killed, a link cut) is drawable once it has a rule there, and ``--actions``
-accepts exactly the kinds that have one.
+to scenario.py is drawable once it has a rule there, and ``--actions`` accepts exactly the kinds that have one. The
+member actions, pause, and the faults on a member's ZooKeeper link or session (cut-zk, slow-zk, expire), on the
+ensemble (kill-zk, quorum-loss) and on the broker (kill-broker) have one. The topic actions (create-topic,
+add-partitions) have none: the world would have to know the run's topics and their sizes, which a schedule leaves
+to the lab's defaults; a created topic is consumed only by members subscribed by a whitelist, set for the whole run,
+so a shrink that drops the creation would still run another group than the schedule without it; and on a
+coordinator variant new partitions reach the classic members only at their next metadata refresh (minutes), so
+their records would count as lost, a breach of the run's length rather than of the rebalance. restart-zk and
+restart-broker have none either: a drawn kill carries its restart (``seconds``), so every fault heals by itself and
+a dropped kill leaves no restart behind.
 """
 
 from __future__ import annotations
@@ -24,8 +32,9 @@ import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from enum import StrEnum
+from typing import Any
 
-from zkconsumer.lab.scenario import Action, ActionKind, Scenario
+from zkconsumer.lab.scenario import FOLLOWER, LEADER, Action, ActionKind, Scenario
 from zkconsumer.lab.scenario_toml import dumps
 
 
@@ -51,6 +60,16 @@ _CLAIMS = {
     Invariant.COMMITS_FORWARD: "commits never backwards",
     Invariant.REOWNED_AFTER_HEAL: "re-owned within session timeout + 1 s of the heal",
 }
+
+
+def invariant_counts(counts: Any) -> dict[Invariant, int]:
+    """Per invariant, how many violations an analysis found (``analysis.invariants.InvariantCounts``; 0: it
+    holds): lost records, times two live owners, duplicates of committed records, commits moving back,
+    partitions unowned at a heal's deadline."""
+    return {Invariant.ZERO_LOST: counts.lost, Invariant.ONE_LIVE_OWNER: counts.overlaps,
+            Invariant.DUPLICATES_UNCOMMITTED: counts.duplicates_committed,
+            Invariant.COMMITS_FORWARD: counts.commits_backwards,
+            Invariant.REOWNED_AFTER_HEAL: counts.unowned_after_heal}
 
 
 @dataclass(frozen=True)
@@ -103,8 +122,23 @@ class NemesisSettings:
     exit_grace: float = 4.0
     #: a bounced member is left alone this long (stop, wait for the exit, start)
     bounce_busy: float = 6.0
-    #: pauses are drawn between these shares of the session timeout: both sides of it
+    #: pauses are drawn between these shares of the session timeout: both sides of it; so are the other faults'
+    #: lengths (a link cut or slowed, a ZooKeeper server or the quorum or the broker down)
     pause_range: tuple[float, float] = (0.25, 2.5)
+    #: a slowed ZooKeeper link's latency (each way) is a multiple of this, from one step to ``latency_max_share``
+    #: of the session timeout: both sides of the client's read timeout (2/3 of the session), past which a round
+    #: trip of twice the latency drops the connection
+    latency_step_ms: int = 100
+    latency_max_share: float = 2 / 3
+    #: a member whose session was expired from outside is left alone this long (the expire itself, a twin client
+    #: opened and closed, then the member's new session and registration)
+    expire_busy: float = 6.0
+    #: a member started (a join, a restart), or one whose session may have ended (after a pause, a cut, a slowed
+    #: link, a bounce), is registered again this long after: an expire, which needs its registration, waits
+    rejoin_grace: float = 4.0
+    #: a ZooKeeper server or the broker started again serves this long after its fault's end: the next fault on
+    #: the servers (or on the broker) comes no sooner
+    restart_grace: float = 4.0
     #: times and pause lengths are multiples of this
     resolution: float = 0.5
     #: the name the run's scenario takes (``nemesis-<seed>``)
@@ -131,16 +165,31 @@ class NemesisSettings:
 
 
 # ------------------------------------------------------------------------------------------------ the world
+#: ZooKeeper servers of a schedule that stops one: a schedule leaves ``zookeeper_nodes`` unset, and
+#: ``Scenario.ensemble`` is then 3 when an action stops a node; a quorum survives one server down
+ENSEMBLE = 3
+QUORUM = ENSEMBLE // 2 + 1
+
+
 @dataclass
 class World:
-    """The members as a schedule leaves them at each moment, simulated from the actions so far: who runs, who is
-    paused or being bounced until when, who has left (and since when)."""
+    """The members and servers as a schedule leaves them at each moment, simulated from the actions so far: who
+    runs, who is paused, cut off or being bounced until when, who is registered from when, who has left (and since
+    when); which ZooKeeper servers are down until when, and the broker."""
 
     settings: NemesisSettings
     running: set[str] = field(default_factory=set)
     busy_until: dict[str, float] = field(default_factory=dict)
     gone_since: dict[str, float] = field(default_factory=dict)
     next_new: int = 1
+    #: per member, from when it is surely registered (the members started at the beginning: from the start)
+    registered_from: dict[str, float] = field(default_factory=dict)
+    #: per ZooKeeper server down (a kill-zk's node, each of a quorum loss's majority), when it is started again
+    zk_down_until: list[float] = field(default_factory=list)
+    #: when the broker killed last is started again
+    broker_down_until: float | None = None
+    #: when the last expire is over (it needs every ZooKeeper server up until then)
+    expiring_until: float = 0.0
 
     @classmethod
     def start(cls, settings: NemesisSettings) -> World:
@@ -164,6 +213,17 @@ class World:
         meanwhile would then wait for the end, and a lab run that ends unconsumed reads as records lost)."""
         return any(m != member for m in self.idle(at))
 
+    def registered(self, member: str, at: float) -> bool:
+        return self.registered_from.get(member, 0.0) <= at
+
+    def servers_down(self, at: float) -> int:
+        """ZooKeeper servers down at ``at``, or started again less than ``restart_grace`` before."""
+        return sum(1 for until in self.zk_down_until if until + self.settings.restart_grace > at)
+
+    def broker_down(self, at: float) -> bool:
+        """The broker is down at ``at``, or started again less than ``restart_grace`` before."""
+        return self.broker_down_until is not None and self.broker_down_until + self.settings.restart_grace > at
+
     def apply(self, action: Action) -> None:
         rule = RULES.get(action.kind)
         if rule is not None:
@@ -178,13 +238,15 @@ def _by_number(names: Iterator[str] | set[str] | list[str]) -> list[str]:
 @dataclass(frozen=True)
 class KindRule:
     """How the nemesis treats one action kind: ``draw`` one at ``at`` (None: none is possible then), whether a
-    given one ``applies`` at its time (a shrunk schedule must still make sense), its ``effect`` on the world, and
-    the shorter ``variants`` of it a shrink tries (a shorter pause)."""
+    given one ``applies`` at its time (a shrunk schedule must still make sense), its ``effect`` on the world, the
+    shorter ``variants`` of it a shrink tries (a shorter pause), and how long it ``lasts`` (it ends before the run
+    settles)."""
 
     draw: Callable[[random.Random, World, float], Action | None]
     applies: Callable[[World, Action], bool]
     effect: Callable[[World, Action], None]
     variants: Callable[[Action, NemesisSettings], list[Action]] = lambda action, settings: []
+    lasts: Callable[[Action, NemesisSettings], float] = lambda action, settings: 0.0
 
 
 def _snap(x: float, resolution: float) -> float:
@@ -214,13 +276,6 @@ def _leave(world: World, action: Action) -> None:
     world.gone_since[action.member] = action.at
 
 
-def _busy_for(seconds: Callable[[Action, NemesisSettings], float]) -> Callable[[World, Action], None]:
-    def effect(world: World, action: Action) -> None:
-        world.busy_until[action.member] = action.at + seconds(action, world.settings)
-
-    return effect
-
-
 def _draw_join(rng: random.Random, world: World, at: float) -> Action | None:
     """A new member (the next name), or one that left, under its old id (a join after a stop)."""
     if world.alive() >= world.settings.max_members:
@@ -238,6 +293,7 @@ def _start(world: World, action: Action) -> None:
     world.running.add(action.member)
     world.gone_since.pop(action.member, None)
     world.busy_until.pop(action.member, None)
+    world.registered_from[action.member] = action.at + world.settings.rejoin_grace
     number = int(action.member[1:]) if action.member[1:].isdigit() else 0
     world.next_new = max(world.next_new, number + 1)
 
@@ -257,30 +313,148 @@ def _pause_bounds(settings: NemesisSettings) -> tuple[float, float]:
             _snap(settings.session * hi, settings.resolution))
 
 
-def _draw_pause(rng: random.Random, world: World, at: float) -> Action | None:
-    """A pause of an idle member, its length drawn on both sides of the session timeout (one shorter is a pause
-    the group should not even notice; one longer is the 0.8 zombie), ending before the run settles."""
-    lo, hi = _pause_bounds(world.settings)
-    hi = min(hi, _snap(world.settings.last_end - at, world.settings.resolution))
-    choices = [m for m in world.idle(at) if world.others_idle(m, at)]
-    if hi < lo or not choices:
-        return None
-    seconds = _snap(rng.uniform(lo, hi), world.settings.resolution)
-    return Action(at=at, kind=ActionKind.PAUSE, member=rng.choice(choices), seconds=min(max(seconds, lo), hi))
+def _seconds_bounds(settings: NemesisSettings, at: float) -> tuple[float, float]:
+    """A fault's length at ``at``: on both sides of the session timeout, ending before the run settles (lo > hi:
+    none fits)."""
+    lo, hi = _pause_bounds(settings)
+    return lo, min(hi, _snap(settings.last_end - at, settings.resolution))
 
 
-def _applies_pause(world: World, action: Action) -> bool:
+def _draw_seconds(rng: random.Random, settings: NemesisSettings, at: float) -> float:
+    lo, hi = _seconds_bounds(settings, at)
+    return min(max(_snap(rng.uniform(lo, hi), settings.resolution), lo), hi)
+
+
+def _latency_steps(settings: NemesisSettings) -> int:
+    return max(1, math.floor(settings.session_timeout_ms * settings.latency_max_share / settings.latency_step_ms))
+
+
+def _draw_held(kind: ActionKind) -> Callable[[random.Random, World, float], Action | None]:
+    """A pause, cut or slowed link of an idle member, its length drawn on both sides of the session timeout (one
+    shorter is a fault the group should not even notice; one longer is the 0.8 zombie), ending before the run
+    settles; a slowed link's latency drawn on a step, up to ``latency_max_share`` of the session."""
+
+    def draw(rng: random.Random, world: World, at: float) -> Action | None:
+        lo, hi = _seconds_bounds(world.settings, at)
+        choices = [m for m in world.idle(at) if world.others_idle(m, at)]
+        if hi < lo or not choices:
+            return None
+        seconds = _draw_seconds(rng, world.settings, at)
+        action = Action(at=at, kind=kind, member=rng.choice(choices), seconds=seconds)
+        if kind is ActionKind.SLOW_ZK:
+            step = world.settings.latency_step_ms
+            action = dataclasses.replace(action, latency_ms=float(rng.randint(1, _latency_steps(world.settings))
+                                                                  * step))
+        return action
+
+    return draw
+
+
+def _applies_held(world: World, action: Action) -> bool:
     return (action.seconds > 0 and action.at + action.seconds <= world.settings.last_end
+            and (action.kind is not ActionKind.SLOW_ZK or action.latency_ms > 0)
             and _applies_running(world, action))
 
 
+def _held(world: World, action: Action) -> None:
+    """Busy while the fault lasts (a bounce: while it stops and starts), registered again ``rejoin_grace`` after
+    (its session may have ended meanwhile)."""
+    end = action.at + RULES[action.kind].lasts(action, world.settings)
+    world.busy_until[action.member] = end
+    world.registered_from[action.member] = end + world.settings.rejoin_grace
+
+
 def _shorter_pauses(action: Action, settings: NemesisSettings) -> list[Action]:
-    """Half the pause, three quarters, then one step less: a breach that needs a pause past the session shrinks
-    to one just past it."""
+    """Half the pause (or cut, or outage), three quarters, then one step less: a breach that needs a pause past the
+    session shrinks to one just past it."""
     step = settings.resolution
     values = sorted({_snap(action.seconds * 0.5, step), _snap(action.seconds * 0.75, step),
                      _snap(action.seconds - step, step)})
     return [dataclasses.replace(action, seconds=v) for v in values if step <= v < action.seconds]
+
+
+def _shorter_and_slower(action: Action, settings: NemesisSettings) -> list[Action]:
+    """A slowed link: shorter (as a pause), then less latency (half, three quarters, one step less)."""
+    step = settings.latency_step_ms
+    values = sorted({_snap(action.latency_ms * 0.5, step), _snap(action.latency_ms * 0.75, step),
+                     _snap(action.latency_ms - step, step)})
+    return [*_shorter_pauses(action, settings),
+            *(dataclasses.replace(action, latency_ms=float(v)) for v in values if step <= v < action.latency_ms)]
+
+
+def _seconds_of(action: Action, settings: NemesisSettings) -> float:
+    return action.seconds
+
+
+def _draw_expire(rng: random.Random, world: World, at: float) -> Action | None:
+    """An idle member's session expired from outside: a member registered (the expire needs its session id), with
+    another one consuming, every ZooKeeper server up (the expire reads the member's registration and opens a twin
+    session), and time for it to register again before the run settles."""
+    if not _expire_fits(world, at):
+        return None
+    choices = [m for m in world.idle(at) if world.others_idle(m, at) and world.registered(m, at)]
+    return Action(at=at, kind=ActionKind.EXPIRE, member=rng.choice(choices)) if choices else None
+
+
+def _expire_fits(world: World, at: float) -> bool:
+    return at + world.settings.expire_busy <= world.settings.last_end and world.servers_down(at) == 0
+
+
+def _applies_expire(world: World, action: Action) -> bool:
+    return (_expire_fits(world, action.at) and world.registered(action.member, action.at)
+            and _applies_running(world, action))
+
+
+def _expired(world: World, action: Action) -> None:
+    end = action.at + world.settings.expire_busy
+    world.busy_until[action.member] = end
+    world.registered_from[action.member] = end
+    world.expiring_until = max(world.expiring_until, end)
+
+
+def _server_fault_fits(world: World, action_at: float, seconds: float, kind: ActionKind) -> bool:
+    """Ends before the run settles; a kill-zk leaves a quorum up (no other server down, nor restarted less than
+    ``restart_grace`` before), a quorum loss strikes a whole ensemble, neither while an expire is under way; a
+    broker kill strikes a broker that runs."""
+    if seconds <= 0 or action_at + seconds > world.settings.last_end:
+        return False
+    if kind is ActionKind.KILL_BROKER:
+        return not world.broker_down(action_at)
+    if action_at < world.expiring_until:
+        return False
+    if kind is ActionKind.KILL_ZK:
+        return world.servers_down(action_at) + 1 < QUORUM
+    return world.servers_down(action_at) == 0
+
+
+def _draw_server_fault(kind: ActionKind) -> Callable[[random.Random, World, float], Action | None]:
+    """A ZooKeeper server (the leader or a follower, as the step finds them) killed, a quorum lost, or the broker
+    killed, for a length drawn as a pause's, then started again (``seconds``: the fault heals by itself)."""
+
+    def draw(rng: random.Random, world: World, at: float) -> Action | None:
+        lo, hi = _seconds_bounds(world.settings, at)
+        if hi < lo or not _server_fault_fits(world, at, lo, kind):
+            return None
+        action = Action(at=at, kind=kind, seconds=_draw_seconds(rng, world.settings, at))
+        if kind is ActionKind.KILL_ZK:
+            action = dataclasses.replace(action, node=rng.choice([LEADER, FOLLOWER]))
+        return action
+
+    return draw
+
+
+def _applies_server_fault(world: World, action: Action) -> bool:
+    if action.kind is ActionKind.KILL_ZK and action.node not in (LEADER, FOLLOWER):
+        return False
+    return _server_fault_fits(world, action.at, action.seconds, action.kind)
+
+
+def _server_down(world: World, action: Action) -> None:
+    until = action.at + action.seconds
+    if action.kind is ActionKind.KILL_BROKER:
+        world.broker_down_until = until
+    else:
+        world.zk_down_until += [until] * (1 if action.kind is ActionKind.KILL_ZK else QUORUM)
 
 
 RULES: dict[ActionKind, KindRule] = {
@@ -288,10 +462,20 @@ RULES: dict[ActionKind, KindRule] = {
     ActionKind.STOP: KindRule(_running_action(ActionKind.STOP), _applies_running, _leave),
     ActionKind.KILL: KindRule(_running_action(ActionKind.KILL), _applies_running, _leave),
     ActionKind.RESTART: KindRule(_draw_restart, _applies_restart, _start),
-    ActionKind.BOUNCE: KindRule(_running_action(ActionKind.BOUNCE), _applies_running,
-                                _busy_for(lambda action, settings: settings.bounce_busy)),
-    ActionKind.PAUSE: KindRule(_draw_pause, _applies_pause, _busy_for(lambda action, settings: action.seconds),
-                               _shorter_pauses),
+    ActionKind.BOUNCE: KindRule(_running_action(ActionKind.BOUNCE), _applies_running, _held,
+                                lasts=lambda action, settings: settings.bounce_busy),
+    ActionKind.PAUSE: KindRule(_draw_held(ActionKind.PAUSE), _applies_held, _held, _shorter_pauses, _seconds_of),
+    ActionKind.CUT_ZK: KindRule(_draw_held(ActionKind.CUT_ZK), _applies_held, _held, _shorter_pauses, _seconds_of),
+    ActionKind.SLOW_ZK: KindRule(_draw_held(ActionKind.SLOW_ZK), _applies_held, _held, _shorter_and_slower,
+                                 _seconds_of),
+    ActionKind.EXPIRE: KindRule(_draw_expire, _applies_expire, _expired,
+                                lasts=lambda action, settings: settings.expire_busy),
+    ActionKind.KILL_ZK: KindRule(_draw_server_fault(ActionKind.KILL_ZK), _applies_server_fault, _server_down,
+                                 _shorter_pauses, _seconds_of),
+    ActionKind.QUORUM_LOSS: KindRule(_draw_server_fault(ActionKind.QUORUM_LOSS), _applies_server_fault,
+                                     _server_down, _shorter_pauses, _seconds_of),
+    ActionKind.KILL_BROKER: KindRule(_draw_server_fault(ActionKind.KILL_BROKER), _applies_server_fault,
+                                     _server_down, _shorter_pauses, _seconds_of),
 }
 
 
@@ -372,7 +556,7 @@ def violations(scenario: Scenario, settings: NemesisSettings) -> list[str]:
         if rule is None:
             out.append(f"actions[{i}]: no rule for {action.kind}")
         elif action.at < rules.first_at or not rule.applies(world, action):
-            out.append(f"actions[{i}]: {action.kind} {action.member} does not apply at {action.at:g} s")
+            out.append(f"actions[{i}]: {_what(action)} does not apply at {action.at:g} s")
         else:
             world.apply(action)
     return out
@@ -419,13 +603,13 @@ def candidates(scenario: Scenario, settings: NemesisSettings) -> Iterator[Candid
         for shorter in (rule.variants(action, settings) if rule else []):
             new = [*actions[:i], shorter, *actions[i + 1:]]
             yield from offer(dataclasses.replace(scenario, actions=tuple(new)),
-                             f"action {i + 1} ({action.kind} {action.member}) {_shortened(action, shorter)}")
+                             f"action {i + 1} ({_what(action)}) {_shortened(action, shorter)}")
     if scenario.members is not None and scenario.members > 1:
         yield from offer(dataclasses.replace(scenario, members=scenario.members - 1),
                          f"{scenario.members - 1} members at the start")
     if scenario.duration is not None:
         ends = [a.at + _lasts(a, settings) for a in actions if isinstance(a.at, float | int)]
-        shortest = max(settings.first_at + settings.resolution, *ends) + settings.settle
+        shortest = max([settings.first_at + settings.resolution, *ends]) + settings.settle  # ends: maybe none
         shortest = round(math.ceil(shortest / settings.resolution - 1e-9) * settings.resolution, 6)  # rounded up
         if shortest < scenario.duration:
             yield from offer(dataclasses.replace(scenario, duration=shortest), f"run of {shortest:g} s")
@@ -436,16 +620,20 @@ def _key(scenario: Scenario) -> str:
 
 
 def _lasts(action: Action, settings: NemesisSettings) -> float:
-    if action.kind is ActionKind.PAUSE:
-        return action.seconds
-    if action.kind is ActionKind.BOUNCE:
-        return settings.bounce_busy
-    return 0.0
+    rule = RULES.get(action.kind)
+    return rule.lasts(action, settings) if rule is not None else 0.0
+
+
+def _what(action: Action) -> str:
+    """``pause c2``, ``kill-zk leader``, ``quorum-loss``."""
+    return " ".join(str(x) for x in (action.kind, action.member or action.node) if x)
 
 
 def _shortened(before: Action, after: Action) -> str:
     if before.seconds != after.seconds:
         return f"{before.seconds:g} s -> {after.seconds:g} s"
+    if before.latency_ms != after.latency_ms:
+        return f"{before.latency_ms:g} ms -> {after.latency_ms:g} ms of latency"
     return "shortened"
 
 

@@ -28,7 +28,17 @@ from rich.markup import escape
 from rich.table import Table
 
 from zkconsumer.lab.faults.scenario_lab import lab_for
-from zkconsumer.lab.nemesis import Breach, Candidate, Invariant, NemesisSettings, Shrunk, draw, minimal_name, minimise
+from zkconsumer.lab.nemesis import (
+    Breach,
+    Candidate,
+    Invariant,
+    NemesisSettings,
+    Shrunk,
+    draw,
+    invariant_counts,
+    minimal_name,
+    minimise,
+)
 from zkconsumer.lab.runner import LabPlan
 from zkconsumer.lab.scenario import Scenario
 from zkconsumer.lab.scenario_toml import dumps
@@ -43,11 +53,7 @@ PROFILE_VARIANTS = {"default": "zookeeper-default", "kafka-0.8": "zookeeper-kafk
 
 def breach_of(counts: Any) -> Breach | None:
     """The invariants an analysis found broken (``analysis.invariants.InvariantCounts``), or None."""
-    broken = {Invariant.ZERO_LOST: counts.lost, Invariant.ONE_LIVE_OWNER: counts.overlaps,
-              Invariant.DUPLICATES_UNCOMMITTED: counts.duplicates_committed,
-              Invariant.COMMITS_FORWARD: counts.commits_backwards,
-              Invariant.REOWNED_AFTER_HEAL: counts.unowned_after_heal}
-    invariants = frozenset(i for i, n in broken.items() if n)
+    invariants = frozenset(i for i, n in invariant_counts(counts).items() if n)
     return Breach(invariants, "; ".join(counts.violations())) if invariants else None
 
 

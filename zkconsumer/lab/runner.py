@@ -35,11 +35,12 @@ from rich.table import Table
 
 from zkconsumer import broker_version
 from zkconsumer.apache_kafka import lab_members
-from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition, assign
+from zkconsumer.assignment.assignors import AssignmentContext, RoundRobinPreconditionError, TopicPartition, assign
 from zkconsumer.consoles import make_console
 from zkconsumer.consumer.zookeeper.kafka_offsets import KafkaOffsetStore
 from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.lab.backends import GroupSettings, LabBackend, ProcessBackend
+from zkconsumer.lab.member_properties import member_kind, member_properties, merge_properties, property_text
 from zkconsumer.lab.scenario import ActionKind, Scenario, Step
 from zkconsumer.lab.scenario import builtin as builtin_scenario
 from zkconsumer.migration.driver import MigrationDriver
@@ -89,8 +90,11 @@ class LabPlan:
     #: 0.8.2.2's own high-level consumer (one JVM per member; its trace is rebuilt from its log, see
     #: apache_kafka/consumer_trace.py).
     client: str = "kafka-python"
-    #: Extra consumer properties, e.g. ``(("group.protocol", "consumer"),)`` for KIP-848 on librdkafka.
+    #: Extra consumer properties, e.g. ``(("group.protocol", "consumer"),)`` for KIP-848 on librdkafka, and a
+    #: scenario's ``[properties]``; each member takes those its client has a counterpart for (member_properties.py)
     properties: tuple[tuple[str, str], ...] = ()
+    #: Members that consume only some of :attr:`topics` (a scenario's ``[subscriptions]``); the others consume all
+    subscriptions: dict[str, tuple[str, ...]] = field(default_factory=dict)
     steps: list[Step] | None = None
     #: A scenario file's actions (lab/scenario.py), instead of the workload's; see :meth:`from_scenario`.
     scenario: Scenario | None = None
@@ -110,7 +114,14 @@ class LabPlan:
                "topics": dict(scenario.topics) or None, "whitelist": scenario.whitelist}
         merged = {**{k: v for k, v in own.items() if v is not None}, **{k: v for k, v in settings.items()
                                                                          if v is not None}}
-        return cls(**merged, scenario=scenario)
+        # the scenario's properties, then the given ones (a variant's: they make the variant, so they win)
+        merged["properties"] = merge_properties(((k, property_text(v)) for k, v in scenario.properties.items()),
+                                                merged.get("properties", ()))
+        return cls(**merged, scenario=scenario, subscriptions=dict(scenario.subscriptions))
+
+    def topics_of(self, member: str) -> list[str]:
+        """The topics ``member`` subscribes to by name: its subscription, else every topic of the run."""
+        return list(self.subscriptions.get(member) or self.topics)
 
     @property
     def subscribes_by_regex(self) -> bool:
@@ -189,6 +200,25 @@ class TraceTail:
             self.conflicts += 1
 
 
+def planned_assignments(plan: LabPlan) -> Table:
+    """What the first consumers will own under Range and RoundRobin (the assignors, as each member runs them)."""
+    subs = {f"{GROUP}_c{i}": {t: 1 for t in plan.topics_of(f"c{i}")} for i in range(1, plan.consumers + 1)}
+    ctx = AssignmentContext(subs, {t: range(n) for t, n in plan.topics.items()})
+    table = Table(title=f"assignments of the first {plan.consumers} consumers (this run uses {plan.strategy})")
+    table.add_column("consumer thread id")
+    results: dict[str, dict[str, list[str]]] = {}
+    for strategy in ("range", "roundrobin"):
+        table.add_column(strategy)
+        try:
+            results[strategy] = assign(strategy, ctx).by_thread()
+        except RoundRobinPreconditionError:  # every member on the same topics: not so with subscriptions
+            results[strategy] = {}
+    for tid in results["range"]:
+        table.add_row(tid, *(" ".join(results[s].get(tid, ["(refused: members on different topics)"]))
+                             for s in ("range", "roundrobin")))
+    return table
+
+
 class Lab:
     #: Whether this lab has the handles fault and topic actions need (ScenarioLab, in zkconsumer/lab/faults/, has;
     #: ``lab_for`` there picks the lab a plan needs). A lab without them reports such a step n/a.
@@ -219,8 +249,13 @@ class Lab:
         self._stalls_shown = 0
         self.paused: set[str] = set()
         self.lab_trace: TraceWriter | None = None  # lab.jsonl: fault_injected / fault_healed, from the first fault
-        #: steps that had no counterpart in this run, and why
+        #: steps that had no counterpart in this run, and why; and properties no member of this run takes
         self.skipped: list[str] = []
+        #: the run's properties this run's members take (each kind of member has counterparts for some)
+        self.member_properties, dropped = member_properties(
+            member_kind(plan.mode, plan.client), plan.properties,
+            plan.scenario.properties if plan.scenario is not None else None)
+        self.skipped += dropped
         self._kafka_members: lab_members.KafkaLabMembers | None = None
         if plan.client == lab_members.CLIENT and (plan.mode != "zookeeper" or self.backend.name != "process"):
             raise ValueError(f"the {lab_members.CLIENT} client runs in ZooKeeper mode on the process backend only "
@@ -306,13 +341,13 @@ class Lab:
                 args += ["--client", self.plan.client]
         elif self.plan.mode == "migrate":
             args += ["--migratable", *group_session]
-        for key, value in self.plan.properties:
+        for key, value in self.member_properties:
             args += ["--property", f"{key}={value}"]
         if self.plan.strategy.startswith("roundrobin"):
             args += ["--streams", "1"]
         if self.plan.subscribes_by_regex:
             return [*args, "--whitelist", self.plan.whitelist]
-        for topic in self.plan.topics:
+        for topic in self.plan.topics_of(name):
             args += ["--topic", topic]
         return args
 
@@ -320,11 +355,11 @@ class Lab:
         """Kafka 0.8.2.2's own consumer as this member: the same settings under Kafka's names."""
         if self._kafka_members is None:
             props = {"auto.offset.reset": "smallest", "auto.commit.interval.ms": self.plan.commit_interval_ms,
-                     "zookeeper.session.timeout.ms": self.plan.session_timeout_ms, **dict(self.plan.properties)}
+                     "zookeeper.session.timeout.ms": self.plan.session_timeout_ms, **dict(self.member_properties)}
             self._kafka_members = lab_members.KafkaLabMembers(
                 self.zk_connect, GROUP, self.plan.topics, self.traces, self.logs, strategy=self.plan.strategy,
                 properties=props)
-        return self._kafka_members.command(name)
+        return self._kafka_members.command(name, self.plan.topics_of(name))
 
     def _poll_traces(self) -> None:
         """Bring the traces up to date: Kafka's members' are rebuilt from their logs, then all are read."""
@@ -371,6 +406,8 @@ class Lab:
             self.skipped.append(f"{step.action} {step.consumer}".strip() + f" at {step.at:.1f} s: {why}")
             self._event(f"{step.action} {step.consumer}: skipped ({why})".replace("  ", " "))
             return
+        if not step.action.fault:
+            self.stepped(step)
         match step.action:
             case ActionKind.JOIN:
                 self.join(step.consumer)
@@ -423,19 +460,25 @@ class Lab:
             self.status[name] = "running"
         self.healed(str(ActionKind.PAUSE), f"{name} resumed (SIGCONT)", target=f"{GROUP}_{name}")
 
-    def injected(self, fault: str, target: str = "", text: str = "") -> None:
-        """A fault struck: a line in the lab's trace (lab.jsonl, opened at the first fault) and an event."""
+    def stepped(self, step: Step) -> None:
+        """A step that changes the group (not a fault: those write their own lines) in the lab's trace, so the
+        analysis judges a fault's heal on the group settled after the steps that followed it."""
+        self._lab_line("lab_step", step=str(step.action), target=f"{GROUP}_{step.consumer}" if step.consumer else "")
+
+    def _lab_line(self, event: str, **fields: object) -> None:
         if self.lab_trace is None:
             self.lab_trace = TraceWriter(self.traces, GROUP, "lab")
-        self.lab_trace.emit("fault_injected", fault=fault, target=target)
+        self.lab_trace.emit(event, **fields)
+
+    def injected(self, fault: str, target: str = "", text: str = "") -> None:
+        """A fault struck: a line in the lab's trace (lab.jsonl, opened at its first line) and an event."""
+        self._lab_line("fault_injected", fault=fault, target=target)
         self._event(text or f"{fault}: injected {target}".strip())
 
     def healed(self, fault: str, text: str = "", target: str = "") -> None:
         """The system is whole again after ``fault`` (on ``target``, where several may be open): the analysis
         judges every partition owned again within session timeout + 1 s of this line."""
-        if self.lab_trace is None:
-            self.lab_trace = TraceWriter(self.traces, GROUP, "lab")
-        self.lab_trace.emit("fault_healed", fault=fault, session_timeout_ms=self.plan.session_timeout_ms)
+        self._lab_line("fault_healed", fault=fault, target=target, session_timeout_ms=self.plan.session_timeout_ms)
         self._event(text or f"{fault}: healed")
 
     def stop(self, name: str, kill: bool = False) -> None:
@@ -564,7 +607,7 @@ class Lab:
         for topic, n in self.plan.topics.items():
             for p in range(n):
                 self.produced[(topic, p)] = 0
-        self._print_planned_assignments()
+        self.console.print(planned_assignments(self.plan))
         producer = threading.Thread(target=self._producer, daemon=True, name="lab-producer")
         producer.start()
         summary: dict = {}
@@ -647,32 +690,21 @@ class Lab:
         """Every partition owned, once, by a member still running (what verify checks with owner nodes)."""
         self._poll_traces()
         self._reap()
-        live = {f"{GROUP}_{n}" for n, st in self.status.items() if st == "running"}
+        running = [n for n, st in self.status.items() if st == "running"]
+        live = {f"{GROUP}_{n}" for n in running}
         seen: Counter = Counter()
         for consumer, owned in self.tail.owned.items():
             if consumer in live:
                 seen.update(owned)
-        expected = {f"{t}-{p}" for (t, p) in self.produced}
+        # with subscriptions, a topic no live member subscribes to has no owner to check (as verify's, by owner nodes)
+        subscribed = {t for n in running for t in self.plan.topics_of(n)} if self.plan.subscriptions else None
+        expected = {f"{t}-{p}" for (t, p) in self.produced if subscribed is None or t in subscribed}
         ok = set(seen) == expected and all(n == 1 for n in seen.values())
         self.console.print()
         self.console.print("every partition owned once by a live member" if ok else
                            f"ownership check failed: unowned {sorted(expected - set(seen))}, "
                            f"shared {sorted(tp for tp, n in seen.items() if n > 1)}", highlight=False)
         return ok
-
-    def _print_planned_assignments(self) -> None:
-        """What the first consumers will own under Range and RoundRobin (the assignors, as each member runs them)."""
-        subs = {f"{GROUP}_c{i}": {t: 1 for t in self.plan.topics} for i in range(1, self.plan.consumers + 1)}
-        ctx = AssignmentContext(subs, {t: range(n) for t, n in self.plan.topics.items()})
-        table = Table(title=f"assignments of the first {self.plan.consumers} consumers "
-                            f"(this run uses {self.plan.strategy})")
-        table.add_column("consumer thread id")
-        for strategy in ("range", "roundrobin"):
-            table.add_column(strategy)
-        results = {s: assign(s, ctx).by_thread() for s in ("range", "roundrobin")}
-        for tid in results["range"]:
-            table.add_row(tid, *(" ".join(results[s][tid]) for s in ("range", "roundrobin")))
-        self.console.print(table)
 
     def summarize(self) -> dict:
         self._poll_traces()

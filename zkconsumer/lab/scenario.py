@@ -21,6 +21,7 @@ largest topic has partitions), spread the same way.
 from __future__ import annotations
 
 import dataclasses
+import difflib
 import re
 import tomllib
 from collections.abc import Iterable, Mapping
@@ -30,6 +31,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, NoReturn
 
+from zkconsumer.config import ConfigError, ConsumerConfig, property_kind, property_names
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zk.layout import LayoutError, whitelist
 
@@ -173,14 +175,47 @@ class Scenario:
     #: ZooKeeper servers the run starts; None: 3 when an action stops a node, else 1 (see :attr:`ensemble`)
     zookeeper_nodes: int | None = None
     actions: tuple[Action, ...] = ()
+    #: Kafka consumer properties given to every member (``[properties]``, by Kafka's names, values as written)
+    properties: dict[str, int | bool | str] = field(default_factory=dict)
+    #: members that consume only some of the topics (``[subscriptions]``); the others consume every topic
+    subscriptions: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: where the subscriptions are written (``"subscriptions"``, ``"subscriptions.c3"``), for errors found when
+    #: the run's members are known; not part of what the scenario says
+    lines: dict[str, int | None] = field(default_factory=dict, compare=False, repr=False)
     #: a member action on a member not running by then is an error (a user's file); the built-in workloads are
     #: written for three members and adapt to fewer: such a step is skipped by the lab, which says so
     strict: bool = True
 
     def steps(self, duration: float, members: int, topics: Mapping[str, int]) -> list[Step]:
         """The actions as timed steps for a run of ``duration`` seconds that starts ``members`` members (c1..cN)
-        on ``topics``, in time order (the file's order among equal times)."""
-        return expand(self.actions, duration, members, topics, self.source, self.strict, self.ensemble)
+        on ``topics``, in time order (the file's order among equal times). The subscriptions are checked against
+        the members the run starts and joins (known only now: ``--consumers`` may change how many start)."""
+        steps = expand(self.actions, duration, members, topics, self.source, self.strict, self.ensemble)
+        if self.strict:
+            self._check_subscriptions(steps, members)
+        return steps
+
+    def _check_subscriptions(self, steps: list[Step], members: int) -> None:
+        """Every member named in ``[subscriptions]`` runs at some time; and, when every member of the run is named
+        there, every topic is consumed by one of them (else its records would all count as lost)."""
+        if not self.subscriptions:
+            return
+        first = [f"c{n}" for n in range(1, members + 1)]
+        joined = [s.consumer for s in steps if s.action is ActionKind.JOIN and s.consumer not in first]
+        running = set(first) | set(joined)
+        for name in self.subscriptions:
+            if name not in running:
+                key = _Locator._name(("subscriptions", name))
+                raise ScenarioError(self.source, self.lines.get(f"subscriptions.{name}"), key,
+                                    f"{name!r} never runs: the run starts c1..c{members} and joins "
+                                    f"{', '.join(dict.fromkeys(joined)) or 'nobody'}")
+        if running <= set(self.subscriptions):
+            consumed = {t for name in running for t in self.subscriptions[name]}
+            missing = [t for t in self.topics if t not in consumed]
+            if missing:
+                raise ScenarioError(self.source, self.lines.get("subscriptions"), "subscriptions",
+                                    f"no member subscribes to {', '.join(missing)}: every member of the run is listed "
+                                    "and none has it, so its records would all count as lost")
 
     @property
     def ensemble(self) -> int:
@@ -198,7 +233,8 @@ class Scenario:
 # ---------------------------------------------------------------------------------------------- reading
 _TOP = {"name": str, "description": str, "duration": (int, float), "members": int, "rate": (int, float),
         "initial_records": int, "session_timeout_ms": int, "commit_interval_ms": int, "strategy": str,
-        "topics": dict, "whitelist": str, "zookeeper_nodes": int, "actions": list}
+        "topics": dict, "whitelist": str, "zookeeper_nodes": int, "actions": list, "properties": dict,
+        "subscriptions": dict}
 _ACTION_KEYS = {"at", "do", "member", "until", "count", "seconds", "node", "topic", "partitions", "latency_ms"}
 _STRATEGIES = ("range", "roundrobin", "roundrobin-relaxed")
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
@@ -286,12 +322,80 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
         3 if any(isinstance(a, dict) and a.get("do") in _NODE_ACTIONS for a in raw_actions) else 1)
     actions = tuple(_action(where, i, a, ensemble, nodes is not None, raw_whitelist)
                     for i, a in enumerate(raw_actions))
+    properties = _properties(where, data.get("properties") or {})
+    subscriptions = _subscriptions(where, data.get("subscriptions") or {}, topics, raw_whitelist)
+    lines = {"subscriptions": where.line(("subscriptions",)),
+             **{f"subscriptions.{m}": where.line(("subscriptions", m)) for m in subscriptions}}
     return Scenario(name=name, description=data.get("description", ""), source=source,
                     duration=float(duration) if duration is not None else None, members=members,
                     rate=float(data["rate"]) if "rate" in data else None,
                     initial_records=data.get("initial_records"), session_timeout_ms=data.get("session_timeout_ms"),
                     commit_interval_ms=data.get("commit_interval_ms"), strategy=strategy, topics=topics,
-                    whitelist=raw_whitelist, zookeeper_nodes=nodes, actions=actions)
+                    whitelist=raw_whitelist, zookeeper_nodes=nodes, actions=actions, properties=properties,
+                    subscriptions=subscriptions, lines=lines)
+
+
+#: Properties the lab sets for each member itself, and what to write instead.
+_SET_BY_THE_LAB = {
+    "group.id": "the lab names the group", "consumer.id": "each member's id is its name",
+    "zookeeper.connect": "the lab's ZooKeeper", "bootstrap.servers": "the lab's broker",
+    "zkconsumer.trace.dir": "the run directory's traces/", "zkconsumer.profile": "--profile, or compare's variant",
+    "group.instance.id": "compare's static variant, one per member", "partition.assignment.strategy": "use strategy",
+    "zookeeper.session.timeout.ms": "use session_timeout_ms", "session.timeout.ms": "use session_timeout_ms",
+    "auto.commit.interval.ms": "use commit_interval_ms",
+    "auto.offset.reset": "smallest: the lab checks that every record produced is consumed",
+}
+
+
+def _properties(where: _Locator, raw: dict) -> dict[str, int | bool | str]:
+    """``[properties]``: Kafka consumer properties by Kafka's names (config.py knows them), each value of its
+    property's type and accepted by the consumer's own checks (ConsumerConfig.validate)."""
+    for name, value in raw.items():
+        key = ("properties", name)
+        kind = property_kind(name)
+        if kind is None:
+            close = difflib.get_close_matches(name, property_names(), n=1)
+            where.fail(key, "not a consumer property" + (f"; did you mean {close[0]!r}?" if close else
+                                                         " (docs/profiles.md lists them)"))
+        if name in _SET_BY_THE_LAB:
+            where.fail(key, f"set by the lab for each member ({_SET_BY_THE_LAB[name]})")
+        if not isinstance(value, kind) or (kind is int and isinstance(value, bool)):
+            where.fail(key, f"expected {_type_name(kind)}, got {value!r}")
+    try:
+        ConsumerConfig.from_properties({"group.id": "lab", **raw})
+    except ConfigError as whole:  # the property to blame: the first one refused alone, else the table
+        for name, value in raw.items():
+            try:
+                ConsumerConfig.from_properties({"group.id": "lab", name: value})
+            except ConfigError as e:
+                where.fail(("properties", name), str(e))
+        where.fail(("properties",), str(whole))
+    return dict(raw)
+
+
+def _subscriptions(where: _Locator, raw: dict, topics: Mapping[str, int],
+                   topic_filter: str | None) -> dict[str, tuple[str, ...]]:
+    """``[subscriptions]``: a member's name and the topics of ``[topics]`` it consumes (the names are checked
+    against the run's members when it is expanded: :meth:`Scenario.steps`)."""
+    if raw and topic_filter is not None:
+        where.fail(("subscriptions",), "the members subscribe by the whitelist regex here: a list of topics per "
+                                       "member needs the topics named in [topics] and no whitelist")
+    if raw and not topics:
+        where.fail(("subscriptions",), "name the run's topics in [topics]: a subscription is a list of some of them")
+    out = {}
+    for name, value in raw.items():
+        key = ("subscriptions", name)
+        if name in (NEW, EACH):
+            where.fail(key, f"a member's name such as 'c3' ({name!r} names no member by itself)")
+        if not isinstance(value, list) or not value or not all(isinstance(t, str) for t in value):
+            where.fail(key, f"expected an array of topic names (at least one), got {value!r}")
+        for topic in value:
+            if topic not in topics:
+                where.fail(key, f"no topic {topic!r} in [topics] ({', '.join(topics)})")
+        if len(set(value)) != len(value):
+            where.fail(key, f"a topic named twice: {value!r}")
+        out[name] = tuple(value)
+    return out
 
 
 def _action(where: _Locator, i: int, raw: Any, ensemble: int = 1, ensemble_set: bool = False,
@@ -558,7 +662,8 @@ def _seconds(value: float | str, duration: float) -> float:
 
 # ------------------------------------------------------------------------------------- error locations
 def _type_name(t: type | tuple[type, ...]) -> str:
-    names = {str: "a string", int: "an integer", float: "a number", dict: "a table", list: "an array of tables"}
+    names = {str: "a string", int: "an integer", float: "a number", dict: "a table", list: "an array of tables",
+             bool: "a boolean (true or false)"}
     types = t if isinstance(t, tuple) else (t,)
     return names[float] if float in types else names[types[0]]
 
@@ -577,7 +682,7 @@ class _Locator:
     of the n-th ``[[array]]`` table; a missing key points at its table's header."""
 
     _HEADER = re.compile(r"^\s*(\[\[?)\s*([A-Za-z0-9_.\-\"']+)\s*\]\]?")
-    _KEY = re.compile(r"^\s*([A-Za-z0-9_\-\"']+)\s*=")
+    _KEY = re.compile(r"^\s*(\"[^\"]*\"|'[^']*'|[A-Za-z0-9_\-]+)\s*=")  # bare, or quoted (dots and all)
 
     def __init__(self, text: str, source: str) -> None:
         self.source = source
@@ -588,9 +693,14 @@ class _Locator:
 
     @staticmethod
     def _name(key: tuple) -> str:
+        """As TOML writes the key: ``actions[2].do``, ``properties."rebalance.max.retries"``."""
         out = ""
         for part in key:
-            out += f"[{part}]" if isinstance(part, int) else (f".{part}" if out else str(part))
+            if isinstance(part, int):
+                out += f"[{part}]"
+                continue
+            name = str(part) if re.fullmatch(r"[A-Za-z0-9_-]+", str(part)) else f'"{part}"'
+            out += f".{name}" if out else name
         return out
 
     @classmethod

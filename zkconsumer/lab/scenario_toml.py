@@ -21,7 +21,9 @@ from typing import Any
 from zkconsumer.lab.scenario import Action, Scenario
 
 #: Scenario fields not written as top-level keys: where it came from, its tables, and a flag of the built-ins.
-_NOT_TOP = {"source", "topics", "actions", "strict"}
+_NOT_TOP = {"source", "topics", "actions", "strict", "properties", "subscriptions", "lines"}
+#: The tables of names and values, in the order they are written (before the actions).
+_TABLES = ("topics", "properties", "subscriptions")
 #: Action fields not written: where it was written.
 _NOT_WRITTEN = {"line"}
 _BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
@@ -38,9 +40,11 @@ def dumps(scenario: Scenario) -> str:
         if value is None or (f.name == "description" and not value):
             continue
         lines.append(f"{key(f.name)} = {value_toml(value)}")
-    if scenario.topics:
-        lines += ["", "[topics]"]
-        lines += [f"{key(topic)} = {value_toml(n)}" for topic, n in scenario.topics.items()]
+    for table in _TABLES:
+        entries = getattr(scenario, table)
+        if entries:
+            lines += ["", f"[{table}]"]
+            lines += [f"{key(name)} = {value_toml(value)}" for name, value in entries.items()]
     for action in scenario.actions:
         lines += ["", "[[actions]]"]
         lines += [f"{key(k)} = {value_toml(v)}" for k, v in action_items(action)]

@@ -28,6 +28,7 @@ from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from zkconsumer.assignment.assignors import Assignment, AssignmentContext, TopicPartition, assign
+from zkconsumer.config import ConsumerConfig, Profile
 from zkconsumer.consumer.zookeeper import plan as rebalance_plan
 from zkconsumer.consumer.zookeeper.claims import ClaimHost, OwnerNodes, ReadAhead, nothing, tp_str
 from zkconsumer.consumer.zookeeper.group_view import GroupView
@@ -79,6 +80,16 @@ class Outcome(Enum):
     DONE = "done"
     FAILED = "failed"
     STALE = "stale"  # the membership changed under us: recompute at once (default profile)
+    HELD = "held"  # a claim waited in vain for an owner node another session holds: failed, but worth outlasting
+
+
+def outlasting(outcome: Outcome, elapsed: float, config: ConsumerConfig, profile: Profile) -> bool:
+    """One more attempt past ``rebalance.max.retries`` (Kafka's FAQ rule enforced, ``Profile.claims_outlast_session``):
+    the claims waited on nodes another session holds and a session timeout plus a backoff has not passed since the
+    rebalance began (``elapsed`` seconds ago). A holder that died has expired by then; one still alive and holding
+    is a member whose node is not ours to take."""
+    window = (config.session_timeout_ms + config.rebalance_backoff_ms) / 1000.0
+    return outcome is Outcome.HELD and profile.claims_outlast_session and elapsed < window
 
 
 class RebalancerState(Enum):
@@ -367,10 +378,12 @@ class Rebalancer:
                     self._handle_new_session()
                 else:
                     self.synced_rebalance(causes[0])
-            except Exception as e:  # noqa: BLE001 - reported through the streams, never silent
-                log.error("rebalance of %s failed: %s", self.c.consumer_id, e)
+            except Exception as e:  # noqa: BLE001 - logged always; raised through the streams by the default
                 self._set_state(RebalancerState.FAILED)
-                if self.c.failure is None:
+                surface = self.c.profile.surface_rebalance_failure  # Kafka 0.8's watcher thread only logs it
+                log.error("rebalance of %s failed: %s" if surface else "error during syncedRebalance of %s: %s; no "
+                          "partitions until the group changes again", self.c.consumer_id, e)
+                if surface and self.c.failure is None:
                     self.c.failure = e if isinstance(e, ConsumerRebalanceFailed) else ConsumerRebalanceFailed(
                         f"{self.c.consumer_id} rebalance error: {e}")
 
@@ -406,7 +419,8 @@ class Rebalancer:
             last_error = ""
             stale_retries = 0
             attempt = 0
-            while attempt < cfg.rebalance_max_retries:
+            more = cfg.rebalance_max_retries > 0
+            while more:
                 attempt += 1
                 self.stats["attempts"] += 1
                 try:
@@ -432,11 +446,13 @@ class Rebalancer:
                     attempt -= 1  # a changed membership is not a failed attempt: recompute immediately
                     continue
                 self.stats["failed_attempts"] += 1
+                more = attempt < cfg.rebalance_max_retries or outlasting(
+                    outcome, time.monotonic() - started, cfg, self.c.profile)
                 # Kafka: stop all fetchers, clear the queues and commit (closeFetchersForQueues), then back off.
                 # What is still owned stays owned: the next attempt releases it (releasePartitionOwnership).
                 if not self.c.profile.keep_unmoved:
                     self.c.stop_fetching(None)
-                if attempt < cfg.rebalance_max_retries or not self.c.profile.keep_unmoved:
+                if more or not self.c.profile.keep_unmoved:
                     with clock.phase("backoff"):
                         self._backoff(cfg.rebalance_backoff_ms / 1000.0)
                 if self._stopping.is_set():
@@ -445,13 +461,13 @@ class Rebalancer:
                     self._set_state(RebalancerState.EXPIRED)
                     return False  # the executor thread re-registers and rebalances on the new session
             error = ConsumerRebalanceFailed(
-                f"{self.c.consumer_id} can't rebalance after {cfg.rebalance_max_retries} retries"
+                f"{self.c.consumer_id} can't rebalance after {max(attempt, cfg.rebalance_max_retries)} retries"
                 + (f" (last error: {last_error})" if last_error else ""))
             self.stats["failed_rebalances"] += 1
             self.phase_log.append((number, started, triggered_at, clock.as_ms()))
             self.c.trace.emit("rebalance_failed", rebalance=number, attempts=attempt, error=str(error),
                               phases_ms=clock.as_ms())
-            self.c.failure = error
+            self.c.failure = error if self.c.profile.surface_rebalance_failure else self.c.failure  # streams raise it
             self._set_state(RebalancerState.FAILED)
             raise error
 
@@ -648,7 +664,7 @@ class Rebalancer:
                 ok = self.owners.claim_one_by_one(gained, number, attempt)
         finish_release()  # (sent with the claim) before the trace says what was claimed
         if not ok:
-            return Outcome.STALE if profile.recheck_membership and self._pending_trigger() else Outcome.FAILED
+            return Outcome.STALE if profile.recheck_membership and self._pending_trigger() else Outcome.HELD
         c.trace.emit("claimed", rebalance=number, attempt=attempt,
                      partitions={tp_str(tp): tid for tp, tid in sorted(gained.items())})
         self._last_owners = whole.owners

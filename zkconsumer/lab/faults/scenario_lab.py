@@ -275,6 +275,8 @@ class ScenarioLab(FaultLab):
         """A fault or topic action on a thread of its own (a fault lasts seconds; the schedule goes on meanwhile);
         the others as Lab does them."""
         if step.action.needs_fault_lab and not self.not_applicable(step):
+            if step.action.on_topics:
+                self.stepped(step)
             worker = threading.Thread(target=self._carry_out, args=(step,), daemon=True,
                                       name=f"lab-{step.action}-{step.at:.0f}")
             self._workers.append(worker)
@@ -337,7 +339,7 @@ class ScenarioLab(FaultLab):
         self._hold(seconds)
         for proxy in self.links[name]:
             proxy.set_mode("pass")
-        self.healed(str(ActionKind.CUT_ZK), f"{name}'s ZooKeeper link passes again")
+        self.healed(str(ActionKind.CUT_ZK), f"{name}'s ZooKeeper link passes again", f"{GROUP}_{name}")
 
     def _slow(self, name: str, seconds: float, latency_ms: float) -> None:
         self.injected(str(ActionKind.SLOW_ZK), f"{GROUP}_{name}",
@@ -347,7 +349,7 @@ class ScenarioLab(FaultLab):
         self._hold(seconds)
         for proxy in self.links[name]:
             proxy.set_latency(0)
-        self.healed(str(ActionKind.SLOW_ZK), f"{name}'s ZooKeeper link at full speed again")
+        self.healed(str(ActionKind.SLOW_ZK), f"{name}'s ZooKeeper link at full speed again", f"{GROUP}_{name}")
 
     def _session_of(self, name: str) -> int | None:
         assert self.registry is not None
@@ -376,7 +378,8 @@ class ScenarioLab(FaultLab):
                     twin.close()
             with contextlib.suppress(FaultTimeout):
                 self.wait(lambda: self._session_of(name) != session, 6, f"{name}'s session to end")
-                self.healed(str(ActionKind.EXPIRE), f"{name}'s session 0x{session:x} gone from the server")
+                self.healed(str(ActionKind.EXPIRE), f"{name}'s session 0x{session:x} gone from the server",
+                             f"{GROUP}_{name}")
                 return
         raise FaultTimeout(f"{name}'s session 0x{session:x} did not end after {attempts} attempts")
 
