@@ -55,7 +55,10 @@ def test_the_table_names_each_broken_invariant_with_its_count() -> None:
     assert own.verdict == ("BROKEN: never two live owners (9) (not judged: duplicates only inside uncommitted "
                            "windows, commits never backwards)")
     assert judged({i: 0 for i in Invariant}, VARIANTS["coordinator"]) == {i: 0 for i in Invariant}
+    # records nobody consumed (new partitions a classic member has not discovered) are lost, though no trace shows
+    # a gap: the lab's own tally counts
+    assert judged({i: 0 for i in Invariant}, VARIANTS["coordinator"], 255)[Invariant.ZERO_LOST] == 255
     text = markdown([broken, holds, na])
-    assert ("| a | `gc-pause` | `zookeeper-kafka-0.8` | BROKEN: never two live owners (10) | 10 | 707 | "
+    assert ("| a | `gc-pause` | `zookeeper-kafka-0.8` | BROKEN: never two live owners (10) | - | 10 | 707 | "
             "18,500 (1,900) | 0 |") in text
     assert "n/a: a coordinator-mode member has no ZooKeeper session" in text

@@ -158,13 +158,13 @@ class Cell:
 
 def markdown(cells: list[Cell]) -> str:
     """catalogue.md: one row per mode and variant."""
-    lines = ["| mode | scenario | variant | invariants | two live owners | duplicates | partition-time unowned (ms, "
-             "longest) | rebalances given up |", "|---|---|---|---|---|---|---|---|"]
+    lines = ["| mode | scenario | variant | invariants | records lost | two live owners | duplicates | partition-time "
+             "unowned (ms, longest) | rebalances given up |", "|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         if c.not_applicable:
-            lines.append(f"| {c.mode} | `{c.scenario}` | `{c.variant}` | n/a: {c.not_applicable} | | | | |")
+            lines.append(f"| {c.mode} | `{c.scenario}` | `{c.variant}` | n/a: {c.not_applicable} | | | | | |")
             continue
-        lines.append(f"| {c.mode} | `{c.scenario}` | `{c.variant}` | {c.verdict} | {_n(c.overlaps)} | "
+        lines.append(f"| {c.mode} | `{c.scenario}` | `{c.variant}` | {c.verdict} | {_n(c.lost)} | {_n(c.overlaps)} | "
                      f"{_n(c.duplicates)} | {_n(c.unowned_ms_total)} ({_n(c.unowned_ms_max)}) | "
                      f"{_n(c.failed_rebalances)} |")
     return "\n".join(lines) + "\n"
@@ -176,15 +176,16 @@ def _n(value: object) -> str:
 
 def render(cells: list[Cell]) -> Table:
     table = Table(title="failure catalogue: mode × variant")
-    for column in ("mode", "variant", "invariants", "two owners", "duplicates", "unowned ms (longest)",
+    for column in ("mode", "variant", "invariants", "lost", "two owners", "duplicates", "unowned ms (longest)",
                    "given up"):
         table.add_column(column)
     for c in cells:
         if c.not_applicable:
-            table.add_row(f"{c.mode} {c.scenario}", c.variant, "n/a", "", "", "", "")
+            table.add_row(f"{c.mode} {c.scenario}", c.variant, "n/a", "", "", "", "", "")
         else:
-            table.add_row(f"{c.mode} {c.scenario}", c.variant, c.verdict, _n(c.overlaps), _n(c.duplicates),
-                          f"{_n(c.unowned_ms_total)} ({_n(c.unowned_ms_max)})", _n(c.failed_rebalances))
+            table.add_row(f"{c.mode} {c.scenario}", c.variant, c.verdict, _n(c.lost), _n(c.overlaps),
+                          _n(c.duplicates), f"{_n(c.unowned_ms_total)} ({_n(c.unowned_ms_max)})",
+                          _n(c.failed_rebalances))
     return table
 
 

@@ -193,10 +193,16 @@ COMMIT_INVARIANTS = (Invariant.DUPLICATES_UNCOMMITTED, Invariant.COMMITS_FORWARD
 NOT_JUDGED = "not judged"
 
 
-def judged(counts: dict[Invariant, int], variant: Variant) -> dict[Invariant, int]:
-    """The invariants a variant's traces can judge: without its commits (Kafka 0.8.2.2's own consumer), none about
-    commits; an absent key reads "not judged", never "holds"."""
-    return {i: n for i, n in counts.items() if not (variant.commits_untraced and i in COMMIT_INVARIANTS)}
+def judged(counts: dict[Invariant, int], variant: Variant, never_consumed: int | None = None) -> dict[Invariant, int]:
+    """The verdicts a run can give. Without its members' commits in the traces (Kafka 0.8.2.2's own consumer), none
+    about commits: an absent key reads "not judged", never "holds". "Zero lost" counts the lab's own tally too
+    (``never_consumed``: produced and never delivered by the end), which sees what the traces cannot: records of a
+    partition nobody consumed at all (new partitions a classic member has not discovered yet; the share of a member
+    whose start failed but whose registration stayed)."""
+    out = {i: n for i, n in counts.items() if not (variant.commits_untraced and i in COMMIT_INVARIANTS)}
+    if never_consumed and Invariant.ZERO_LOST in out:
+        out[Invariant.ZERO_LOST] = max(out[Invariant.ZERO_LOST], never_consumed)
+    return out
 
 
 def invariant_cell(result: VariantResult, invariant: Invariant) -> str:
@@ -331,7 +337,8 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
                 report = out / name / "report"
                 analysed = run_analysis(session, summaries[name]["trace_dir"], report, console)
                 reports[name] = report
-                verdicts[name] = judged(invariant_counts(analysed.invariants), VARIANTS[name])
+                verdicts[name] = judged(invariant_counts(analysed.invariants), VARIANTS[name],
+                                        summaries[name].get("lost"))
         finally:
             if spark is None:
                 session.stop()
