@@ -16,7 +16,7 @@ test: setup
 
 faults: setup  # the whole fault matrix and the failure catalogue's modes (make test runs part of them)
 	$(BIN)/python -m pytest -q -m "faults or faults_full" tests/test_faults.py tests/test_migration_faults.py tests/test_nemesis_lab.py \
-		tests/test_scenarios.py tests/test_failure_modes.py
+		tests/test_scenarios.py tests/test_failure_modes.py tests/test_kafka_cluster.py
 
 full: setup  # every test: make test's, the whole fault matrix and the extended cells of the other matrices
 	$(BIN)/python -m pytest -q -m ""

@@ -23,7 +23,7 @@ def test_every_mode_of_the_issue_is_there_with_a_shipped_scenario_or_where_it_is
 
 
 def test_modes_are_chosen_by_letter_or_scenario_in_the_catalogues_order() -> None:
-    assert [m.scenario for m in modes(["k", "a"])] == ["gc-pause", "quorum-loss", "broker-kill"]
+    assert [m.scenario for m in modes(["k", "a"])] == ["gc-pause", "quorum-loss", "broker-kill", "coordinator-kill"]
     assert [m.key for m in modes(["zk-cut"])] == ["f"]
     assert len(modes(None)) == len(MODES)
     with pytest.raises(ValueError, match="unknown failure modes \\['z'\\]"):

@@ -94,14 +94,17 @@ def test_every_setting_and_action_is_read() -> None:
             s.strategy, s.topics, s.whitelist, s.zookeeper_nodes) == (
         "gc", 20.0, 2, 50.0, 10, 4000, 300, "roundrobin", {"orders": 6}, "orders|audit.*", 3)
     assert s.steps(20.0, 2, s.topics) == [
-        Step(0.5, ActionKind.CUT_ZK, "c1", 2.0), Step(1.0, ActionKind.SLOW_ZK, "c2", 3.0, latency_ms=250.0),
-        Step(1.5, ActionKind.EXPIRE, "c1"), Step(2.0, ActionKind.JOIN, "c3"),
+        Step(0.5, ActionKind.CUT_ZK, "c1", 2.0), Step(0.75, ActionKind.CUT_BROKER, "c2", 1.0),
+        Step(1.0, ActionKind.SLOW_ZK, "c2", 3.0, latency_ms=250.0),
+        Step(1.25, ActionKind.SLOW_BROKER, "c1", 2.0, latency_ms=100.0), Step(1.5, ActionKind.EXPIRE, "c1"),
+        Step(2.0, ActionKind.JOIN, "c3"),
         Step(3.0, ActionKind.KILL_ZK, node="leader", seconds=2.0), Step(5.0, ActionKind.PAUSE, "c1", 6.5),
         Step(6.0, ActionKind.KILL_ZK, node=2), Step(7.0, ActionKind.RESTART_ZK, node=2),
         Step(7.5, ActionKind.QUORUM_LOSS, seconds=1.5), Step(8.0, ActionKind.KILL, "c3"),
         Step(9.0, ActionKind.RESTART, "c3"), Step(10.0, ActionKind.BOUNCE, "c2"), Step(11.0, ActionKind.STOP, "c2"),
         Step(12.0, ActionKind.MIGRATE, ""), Step(13.0, ActionKind.ROLLBACK, ""), Step(14.0, ActionKind.KILL_BROKER),
-        Step(15.0, ActionKind.RESTART_BROKER), Step(16.0, ActionKind.CREATE_TOPIC, topic="audit.log", partitions=2),
+        Step(15.0, ActionKind.RESTART_BROKER), Step(15.5, ActionKind.KILL_COORDINATOR, seconds=2.0),
+        Step(16.0, ActionKind.CREATE_TOPIC, topic="audit.log", partitions=2),
         Step(17.0, ActionKind.ADD_PARTITIONS, topic="orders", partitions=9),
         Step(18.0, ActionKind.ADD_PARTITIONS, topic="audit.log", partitions=3)]
     assert {a.kind for a in s.actions} == set(ActionKind)  # every action the format knows is covered here
@@ -122,6 +125,19 @@ FAULTS_AND_TOPICS = """
         member = "c2"
         seconds = 3
         latency_ms = 250
+
+        [[actions]]
+        at = 0.75
+        do = "cut-broker"
+        member = "c2"
+        seconds = 1
+
+        [[actions]]
+        at = 1.25
+        do = "slow-broker"
+        member = "c1"
+        seconds = 2
+        latency_ms = 100
 
         [[actions]]
         at = 1.5
@@ -156,6 +172,11 @@ FAULTS_AND_TOPICS = """
         [[actions]]
         at = 15
         do = "restart-broker"
+
+        [[actions]]
+        at = 15.5
+        do = "kill-coordinator"
+        seconds = 2
 
         [[actions]]
         at = 16
@@ -214,10 +235,10 @@ def test_the_built_in_workloads_are_the_schedules_the_lab_always_ran(n: int, dur
 
 def test_the_built_in_scenarios_are_shipped_files() -> None:
     names = builtin_names()
-    assert names == ["broker-kill", "churn", "consumer-pause", "gc-pause", "migration", "owner-held",
-                     "partitions-added", "quorum-loss", "reconnect-mid-rebalance", "rolling-restart", "scale-out",
-                     "session-expiry", "shared-group-id", "stale-view", "topic-created", "zk-cut", "zk-follower",
-                     "zk-leader"]
+    assert names == ["broker-cut", "broker-kill", "churn", "consumer-pause", "coordinator-kill", "gc-pause",
+                     "migration", "owner-held", "partitions-added", "quorum-loss", "reconnect-mid-rebalance",
+                     "rolling-restart", "scale-out", "session-expiry", "shared-group-id", "stale-view",
+                     "topic-created", "zk-cut", "zk-follower", "zk-leader"]
     gc = builtin("gc-pause")
     assert gc.steps(gc.duration, 3, {}) == [Step(10.0, ActionKind.PAUSE, "c1", 8.0)]
     assert builtin("churn").description and not builtin("churn").strict
@@ -262,7 +283,8 @@ def test_the_fault_matrix_faults_are_shipped_scenarios_with_the_matrix_settings(
     ('[[actions]]\nat = 1\ndo = "pause"\nmember = "c1"\n', "s.toml:1: actions[0].seconds",
      "'pause' lasts a number of seconds > 0"),
     ('[[actions]]\nat = 1\ndo = "stop"\nmember = "c1"\nseconds = 3\n', "s.toml:5: actions[0].seconds",
-     "only 'pause', 'cut-zk', 'slow-zk', 'kill-zk', 'quorum-loss' and 'kill-broker' have seconds, not 'stop'"),
+     "only 'pause', 'cut-zk', 'slow-zk', 'cut-broker', 'slow-broker', 'kill-zk', 'quorum-loss', 'kill-broker' and "
+     "'kill-coordinator' have seconds, not 'stop'"),
     ('[[actions]]\nat = 1\nuntil = 5\ndo = "stop"\nmember = "c1"\n', "s.toml:3: actions[0].until",
      "spreads repeated actions"),
     ('[[actions]]\nat = 1\ndo = "stop"\nmember = "new"\n', "s.toml:4: actions[0].member", "only with do = 'join'"),
@@ -295,7 +317,7 @@ def test_the_fault_matrix_faults_are_shipped_scenarios_with_the_matrix_settings(
     ('[[actions]]\nat = 1\ndo = "slow-zk"\nmember = "c1"\nseconds = 2\n', "s.toml:1: actions[0].latency_ms",
      "adds a number of milliseconds > 0"),
     ('[[actions]]\nat = 1\ndo = "cut-zk"\nmember = "c1"\nseconds = 2\nlatency_ms = 5\n',
-     "s.toml:6: actions[0].latency_ms", "only 'slow-zk' has latency_ms"),
+     "s.toml:6: actions[0].latency_ms", "only 'slow-zk' and 'slow-broker' have latency_ms"),
     ('[[actions]]\nat = 1\ndo = "cut-zk"\nmember = "c7"\nseconds = 2\n', "s.toml:1: actions[0].member",
      "'c7' is not running at 1.0 s"),
     ('[[actions]]\nat = 28\ndo = "cut-zk"\nmember = "c1"\nseconds = 5\n', "s.toml:1: actions[0].seconds",
@@ -334,6 +356,10 @@ def test_the_fault_matrix_faults_are_shipped_scenarios_with_the_matrix_settings(
     ('[[actions]]\nat = 1\ndo = "kill-broker"\n', "s.toml:1: actions[0].do", "the run ends with the broker down"),
     ('[[actions]]\nat = 1\ndo = "kill-broker"\nseconds = 3\n\n[[actions]]\nat = 2\ndo = "kill-broker"\n',
      "s.toml:6: actions[1].do", "the broker is down already at 2.0 s"),
+    ('[[actions]]\nat = 1\ndo = "kill-coordinator"\n', "s.toml:1: actions[0].seconds",
+     "'kill-coordinator' lasts a number of seconds > 0"),
+    ('[[actions]]\nat = 1\ndo = "kill-coordinator"\nseconds = 5\n\n[[actions]]\nat = 2\ndo = "kill-coordinator"\n'
+     'seconds = 3\n', "s.toml:6: actions[1].do", "a coordinator's broker is down already at 2.0 s"),
     ("duration = [1\n", "s.toml:1", "not valid TOML"),
     ("duration = 10\nrate = = 3\n", "s.toml:2", "not valid TOML: Invalid value"),
     # [properties]: Kafka's names (config.py's), of their type, accepted by ConsumerConfig, not the lab's own
@@ -404,6 +430,11 @@ def test_a_scenario_with_fault_or_topic_actions_gets_a_fault_lab(tmp_path: Path)
     # a plain lab given such a step reports it n/a instead of failing
     plain = Lab(faulty, tmp_path)
     assert "no handle" in plain.not_applicable(Step(1.0, ActionKind.CUT_ZK, "c1", 2.0))
+    # a coordinator is killed only in a cluster of Apache Kafka's brokers that compare started for the run
+    killing = lab_for(LabPlan.from_scenario(builtin("coordinator-kill")), tmp_path)
+    assert type(killing) is ScenarioLab and killing.replication_factor == 1
+    assert "no cluster of Apache Kafka's brokers" in killing.not_applicable(Step(1.0, ActionKind.KILL_COORDINATOR,
+                                                                                 seconds=3.0))
 
     class Elsewhere(ProcessBackend):
         name = "docker"
@@ -416,11 +447,16 @@ def test_each_variant_says_which_actions_have_no_counterpart() -> None:
     session = {ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE}
     nodes = {ActionKind.KILL_ZK, ActionKind.RESTART_ZK, ActionKind.QUORUM_LOSS}
     broker = {ActionKind.KILL_BROKER, ActionKind.RESTART_BROKER}
-    expected = {"zookeeper-default": set(), "zookeeper-kafka-0.8": set(), "kafka-0.8.2.2": {ActionKind.CREATE_TOPIC},
-                "coordinator": session, "cooperative-sticky": session, "static": session,
-                "coordinator-kafka-3.9": session | nodes | broker,
-                "consumer-protocol-kafka-4": session | nodes | broker | {ActionKind.CREATE_TOPIC}}
+    cluster = {ActionKind.KILL_COORDINATOR}  # only Apache Kafka's brokers, three of them, fail a group over
+    link = {ActionKind.CUT_BROKER, ActionKind.SLOW_BROKER}  # a listener per member: zkconsumer's broker only
+    expected = {"zookeeper-default": cluster, "zookeeper-kafka-0.8": cluster,
+                "kafka-0.8.2.2": cluster | link | {ActionKind.CREATE_TOPIC},
+                "coordinator": session | cluster, "cooperative-sticky": session | cluster, "static": session | cluster,
+                "coordinator-kafka-3.9": session | nodes | broker | link,
+                "consumer-protocol-kafka-4": session | nodes | broker | link | {ActionKind.CREATE_TOPIC}}
     assert {name: {kind for kind, _ in v.absent()} for name, v in VARIANTS.items()} == expected
+    assert "ZooKeeper coordinates it" in VARIANTS["zookeeper-default"].no_counterpart(ActionKind.KILL_COORDINATOR)
+    assert "replicates nothing" in VARIANTS["static"].no_counterpart(ActionKind.KILL_COORDINATOR)
     assert "KRaft" in VARIANTS["consumer-protocol-kafka-4"].no_counterpart(ActionKind.KILL_ZK)
     assert "no ZooKeeper session" in VARIANTS["coordinator"].no_counterpart(ActionKind.EXPIRE)
 

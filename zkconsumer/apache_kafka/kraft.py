@@ -47,7 +47,8 @@ class KraftBroker(KafkaServer):
 
     def __init__(self, port: int | None = None, controller_port: int | None = None,
                  data_dir: str | os.PathLike | None = None, version: str = KRAFT_VERSION,
-                 properties: Mapping[str, object] | None = None, quick_start: bool = True) -> None:
+                 properties: Mapping[str, object] | None = None, quick_start: bool = True, node_id: int = 1,
+                 voters: str | None = None, cluster: str | None = None) -> None:
         self.port = port or free_port()
         self.controller_port = controller_port or free_port()
         self._owns_dir = data_dir is None
@@ -55,7 +56,11 @@ class KraftBroker(KafkaServer):
         self.version = version
         self.properties = dict(properties or {})
         self.quick_start = quick_start
-        self.node_id = 1
+        self.node_id = node_id
+        #: ``controller.quorum.voters``: this node alone, or every node of a cluster (KafkaCluster)
+        self.voters = voters or f"{node_id}@127.0.0.1:{self.controller_port}"
+        #: the cluster id its storage is formatted with: the same on every node of a cluster
+        self.cluster_id = cluster or cluster_id()
         self.proc: subprocess.Popen | None = None
         self.dist: KafkaDist | None = None
 
@@ -65,7 +70,7 @@ class KraftBroker(KafkaServer):
         enforces; in KIP-848 both are the broker's, not the client's)."""
         props: dict[str, object] = {
             "process.roles": "broker,controller", "node.id": self.node_id,
-            "controller.quorum.voters": f"{self.node_id}@127.0.0.1:{self.controller_port}",
+            "controller.quorum.voters": self.voters,
             "listeners": f"PLAINTEXT://127.0.0.1:{self.port},CONTROLLER://127.0.0.1:{self.controller_port}",
             "advertised.listeners": f"PLAINTEXT://127.0.0.1:{self.port}",
             "controller.listener.names": "CONTROLLER", "inter.broker.listener.name": "PLAINTEXT",
@@ -89,6 +94,9 @@ class KraftBroker(KafkaServer):
                 "-Dorg.slf4j.simpleLogger.showDateTime=true", *cmd[1:]]
 
     def start(self, timeout: float = 90.0) -> KraftBroker:
+        return super().start(timeout)
+
+    def launch(self) -> None:
         for port in (self.port, self.controller_port):
             if port_in_use(port):
                 raise KafkaProcessError(f"port {port} is already in use")
@@ -97,7 +105,7 @@ class KraftBroker(KafkaServer):
         config = self.data_dir / "server.properties"
         config.write_text("".join(f"{k}={v}\n" for k, v in self.server_properties().items()))
         if not (self.data_dir / "logs" / "meta.properties").exists():
-            fmt = subprocess.run(self._jvm("kafka.tools.StorageTool", ["format", "-t", cluster_id(), "-c",
+            fmt = subprocess.run(self._jvm("kafka.tools.StorageTool", ["format", "-t", self.cluster_id, "-c",
                                                                         str(config)]),
                                  capture_output=True, text=True, timeout=120, stdin=subprocess.DEVNULL)
             if fmt.returncode != 0:
@@ -107,16 +115,10 @@ class KraftBroker(KafkaServer):
         self.proc = subprocess.Popen(self._jvm("kafka.Kafka", [str(config)]), stdout=out,
                                      stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.data_dir)
         out.close()
-        try:
-            self._wait_ready(timeout)
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
-    def _wait_ready(self, timeout: float) -> None:
-        """Until a Metadata answer names this node as the controller (KRaft has elected itself and the broker is
-        unfenced), never a fixed sleep."""
+    def wait_ready(self, timeout: float) -> None:
+        """Until a Metadata answer of this node names a controller and lists this node among the brokers (the
+        quorum has a leader and the broker is unfenced), never a fixed sleep."""
         deadline = time.monotonic() + timeout
         while True:
             if self.proc is None or self.proc.poll() is not None:
@@ -126,7 +128,7 @@ class KraftBroker(KafkaServer):
                 try:
                     with RawClient.to(self.bootstrap, timeout=5.0) as raw:
                         answer = raw.call(MetadataRequest(topics=[]), 4)
-                    if answer.controller_id == self.node_id and answer.brokers:
+                    if answer.controller_id >= 0 and self.node_id in {b[0] for b in answer.brokers}:
                         return
                 except (OSError, ValueError, AssertionError):
                     pass  # not serving yet

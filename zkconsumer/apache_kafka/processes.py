@@ -138,6 +138,21 @@ class KafkaServer:
         return self.data_dir / "server.log"
 
     def start(self, timeout: float = 60.0) -> Self:
+        """Launch, then wait until the server serves; a server that does not is stopped before the error."""
+        self.launch()
+        try:
+            self.wait_ready(timeout)
+        except BaseException:
+            self.stop()
+            raise
+        return self
+
+    def launch(self) -> None:
+        """Start the JVM and return at once (a cluster launches every node before waiting for any)."""
+        raise NotImplementedError
+
+    def wait_ready(self, timeout: float) -> None:
+        """Until the server serves, by what it answers (never a fixed sleep)."""
         raise NotImplementedError
 
     def stop(self, kill: bool = False, timeout: float = 30.0) -> None:
@@ -201,7 +216,7 @@ class KafkaBroker(KafkaServer):
         props.update(self.properties)
         return props
 
-    def start(self, timeout: float = 60.0) -> KafkaBroker:
+    def launch(self) -> None:
         if port_in_use(self.port):
             raise KafkaProcessError(f"port {self.port} is already in use")
         self.dist = fetch(self.version)
@@ -214,14 +229,9 @@ class KafkaBroker(KafkaServer):
             jvm_command(self.dist, "kafka.Kafka", [str(config)], log4j, quick_start=self.quick_start, heap="512m"),
             stdout=out, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL, cwd=self.data_dir)
         out.close()
-        try:
-            self._wait_registered(timeout)
-        except BaseException:
-            self.stop()
-            raise
-        return self
 
-    def _wait_registered(self, timeout: float) -> None:
+    def wait_ready(self, timeout: float) -> None:
+        """Until its registration under /brokers/ids names this process's port and the port answers."""
         deadline = time.monotonic() + timeout
         with Registry.open(self.zk_connect) as reg:
             while True:

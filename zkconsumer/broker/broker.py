@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import functools
 import logging
 import os
 import shutil
 import tempfile
+from collections.abc import Mapping
 from pathlib import Path
 
 from kazoo.client import KazooClient
@@ -25,10 +27,15 @@ from zkconsumer.broker.storage import LogConfig, LogManager
 from zkconsumer.coordinator.apis import GroupApis
 from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
 from zkconsumer.coordinator.offsets_log import OffsetsLog
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zk.layout import BrokerInfo
 from zkconsumer.zk.registry import connect
 
 log = logging.getLogger(__name__)
+
+
+class BrokerConfigError(ZkConsumerError, ValueError):
+    """A broker setting that cannot be served (an advertised address that is not host:port)."""
 
 
 class Broker:
@@ -47,11 +54,18 @@ class Broker:
                  group_initial_rebalance_delay_ms: int = 3000, group_min_session_timeout_ms: int = 6000,
                  group_max_session_timeout_ms: int = 1800000, offsets_topic_num_partitions: int = 50,
                  offsets_retention_minutes: int = 10080, offset_store=None,
-                 socket_request_max_bytes: int = MAX_FRAME_BYTES, connections_max_idle_ms: int = 600_000) -> None:
+                 socket_request_max_bytes: int = MAX_FRAME_BYTES, connections_max_idle_ms: int = 600_000,
+                 listeners: Mapping[str, tuple[int, str]] | None = None) -> None:
         if socket_request_max_bytes < 1 or connections_max_idle_ms < 1:
             raise ValueError("socket.request.max.bytes and connections.max.idle.ms must be >= 1")
 
         self.zk_connect = zk_connect
+        #: further listeners, by name: (port to bind, "host:port" advertised to the clients that come through it),
+        #: Kafka's ``listeners`` / ``advertised.listeners`` for one more name. The lab puts a proxy at the
+        #: advertised address, so that one member's every connection to this broker passes through it.
+        self.listeners = {name: (int(port), _host_port(advertised)) for name, (port, advertised) in
+                          (listeners or {}).items()}
+        self._extra: dict[str, Server] = {}
         self.broker_id = int(broker_id)
         self.host = host
         self._requested_port = int(port)
@@ -93,6 +107,10 @@ class Broker:
             self._server = Server(dispatcher.dispatch, self.host, self._requested_port,
                                   max_frame_bytes=self.socket_request_max_bytes,
                                   idle_timeout_s=self.connections_max_idle_ms / 1000.0)
+            for name, (port, _) in self.listeners.items():
+                self._extra[name] = Server(functools.partial(dispatcher.dispatch, listener=name), self.host, port,
+                                           max_frame_bytes=self.socket_request_max_bytes,
+                                           idle_timeout_s=self.connections_max_idle_ms / 1000.0)
             self.zk = connect(self.zk_connect, session_timeout_ms=self.session_timeout_ms)
             info = BrokerInfo.plaintext(self.broker_id, self.host, self._server.port)
             self.cluster = ClusterView(self.zk, info, self.registration_timeout_s)
@@ -105,6 +123,8 @@ class Broker:
             # the registration appears waits in the listen backlog instead of reaching a broker without its
             # cluster view (a Metadata request there failed on it, and the connection was closed).
             self._server.start()
+            for server in self._extra.values():
+                server.start()
         except BaseException:
             self._teardown()
             raise
@@ -138,6 +158,9 @@ class Broker:
             self.logs.wake_waiters()  # long-polling fetches return now instead of at their max_wait
         if self._server is not None:
             self._server.stop()
+        for server in self._extra.values():
+            server.stop()
+        self._extra.clear()
         if self.logs is not None:
             self.logs.close()
         if self._own_data_dir and self.data_dir is not None:
@@ -160,6 +183,21 @@ class Broker:
     def bootstrap(self) -> str:
         return f"{self.host}:{self.port}"
 
+    def advertised(self, listener: str | None) -> tuple[str, int] | None:
+        """The (host, port) this broker is to the clients of a further listener (None: its registration's)."""
+        return self.listeners[listener][1] if listener in self.listeners else None
+
+    def listener_port(self, name: str) -> int:
+        """The port a further listener is bound to."""
+        return self._extra[name].port
+
     def __repr__(self) -> str:
         where = self.bootstrap if self._server is not None else "stopped"
         return f"Broker(id={self.broker_id}, {where}, data_dir={self.data_dir})"
+
+
+def _host_port(address: str) -> tuple[str, int]:
+    host, sep, port = address.rpartition(":")
+    if not sep or not host or not port.isdigit():
+        raise BrokerConfigError(f"an advertised listener address is host:port, not {address!r}")
+    return host, int(port)

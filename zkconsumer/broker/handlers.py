@@ -57,6 +57,10 @@ class BrokerState(Protocol):
     options: BrokerOptions
     apis: ApiTable
 
+    def advertised(self, listener: str | None) -> tuple[str, int] | None:
+        """This broker's address to the clients of a further listener (None: its registration's)."""
+        ...
+
 
 def _partition_error(snap: ClusterSnapshot, topic: str, partition: int) -> int:
     ta = snap.topics.get(topic)
@@ -99,8 +103,11 @@ class CoreApis:
         allow_create = self.broker.options.auto_create_topics and (
             ctx.api_version < 4 or req.allow_auto_topic_creation)
         topics = [self._topic_metadata(snap, name, allow_create) for name in names]
+        advertised = self.broker.advertised(ctx.listener)  # this broker as the listener the request came by
         brokers = [MetadataResponse.MetadataResponseBroker(node_id=b.broker_id, host=host, port=port, rack=b.rack)
-                   for b in snap.broker_list() for host, port in [b.plaintext_address()]]
+                   for b in snap.broker_list()
+                   for host, port in [advertised if advertised and b.broker_id == snap.broker_id
+                                      else b.plaintext_address()]]
         return MetadataResponse(throttle_time_ms=0, brokers=brokers, cluster_id=snap.cluster_id,
                                 controller_id=snap.controller_id, topics=topics, error_code=KafkaCode.NONE)
 

@@ -48,6 +48,9 @@ class RequestContext:
     correlation_id: int
     client_id: str | None
     peer: str
+    #: the broker's further listener the request came through (None: its main one); Metadata and FindCoordinator
+    #: then name this broker by that listener's advertised address, as Kafka does per listener name
+    listener: str | None = None
 
 
 Handler = Callable[[RequestContext, ApiMessage], ApiMessage | None]
@@ -136,7 +139,7 @@ class Dispatcher:
         self.requests: Counter[str] = Counter()
         self._count_lock = threading.Lock()
 
-    def dispatch(self, frame: bytes, peer: str = "") -> bytes | None:
+    def dispatch(self, frame: bytes, peer: str = "", listener: str | None = None) -> bytes | None:
         if len(frame) < _HEADER_START.size:
             raise MalformedRequest(f"frame of {len(frame)} bytes is shorter than a request header")
         api_key, version, correlation_id = _HEADER_START.unpack_from(frame)
@@ -155,7 +158,7 @@ class Dispatcher:
         if api is None or not api.min_version <= version <= api.max_version:
             return self._unsupported(api_key, version, correlation_id, frame, api, peer)
         request = self._decode(api, frame, version)
-        ctx = RequestContext(api_key, version, correlation_id, request.header.client_id, peer)
+        ctx = RequestContext(api_key, version, correlation_id, request.header.client_id, peer, listener)
         response = api.handle(ctx, request)
         if response is None:
             return None

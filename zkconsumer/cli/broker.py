@@ -56,6 +56,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                        help="Kafka's socket.request.max.bytes: a request claiming more closes its connection")
     start.add_argument("--connections-max-idle-ms", type=int, default=600_000,
                        help="Kafka's connections.max.idle.ms: a connection silent that long is closed")
+    start.add_argument("--listener", action="append", default=[], metavar="NAME=PORT,HOST:PORT",
+                       help="a further listener (Kafka's listeners and advertised.listeners for one more name): "
+                            "bound to PORT, it names this broker HOST:PORT in Metadata and FindCoordinator answers "
+                            "(a proxy there carries one client's every connection)")
     start.add_argument("--daemon", action="store_true", help="run in the background")
     start.add_argument("--timeout", type=float, default=60.0, help="seconds --daemon waits for the broker")
     start.set_defaults(func=cmd_start)
@@ -110,11 +114,27 @@ def group_options(items: list[str]) -> dict[str, int]:
     return out
 
 
+def listener_options(items: list[str]) -> dict[str, tuple[int, str]]:
+    """``--listener NAME=PORT,HOST:PORT`` values as Broker takes them."""
+    out: dict[str, tuple[int, str]] = {}
+    for item in items:
+        name, eq, rest = item.partition("=")
+        port, comma, advertised = rest.partition(",")
+        host, colon, aport = advertised.rpartition(":")
+        if not (eq and comma and colon and name.strip() and host and port.isdigit() and aport.isdigit()):
+            raise CliError(f"--listener wants NAME=PORT,HOST:PORT (e.g. c1=41234,127.0.0.1:51234); got {item!r}")
+        if name.strip() in out:
+            raise CliError(f"--listener {name.strip()!r} is given twice")
+        out[name.strip()] = (int(port), advertised)
+    return out
+
+
 def _run_foreground(args: argparse.Namespace, data_dir: Path) -> int:
     broker = Broker(args.zookeeper, broker_id=args.broker_id, port=args.port, data_dir=data_dir, host=args.host,
                     flush_interval_ms=args.flush_interval_ms, auto_create_topics=args.auto_create_topics,
                     num_partitions=args.num_partitions, socket_request_max_bytes=args.socket_request_max_bytes,
-                    connections_max_idle_ms=args.connections_max_idle_ms, **group_options(args.property))
+                    connections_max_idle_ms=args.connections_max_idle_ms, listeners=listener_options(args.listener),
+                    **group_options(args.property))
     stop = threading.Event()
     previous = signal.signal(signal.SIGTERM, lambda *_: stop.set())
     try:
@@ -154,9 +174,12 @@ def _start_daemon(args: argparse.Namespace, data_dir: Path) -> int:
         cmd += ["--flush-interval-ms", str(args.flush_interval_ms)]
     if args.auto_create_topics:
         cmd.append("--auto-create-topics")
-    group_options(args.property)  # refuse a bad property before forking
+    group_options(args.property)  # refuse a bad property or listener before forking
+    listener_options(args.listener)
     for item in args.property:
         cmd += ["--property", item]
+    for item in args.listener:
+        cmd += ["--listener", item]
     log_path = data_dir / LOG_FILE
     with open(log_path, "ab") as log_file:
         proc = subprocess.Popen(cmd, stdin=subprocess.DEVNULL, stdout=log_file, stderr=subprocess.STDOUT,

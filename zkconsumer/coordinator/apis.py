@@ -55,6 +55,11 @@ class BrokerHost(Protocol):
     broker_id: int
     cluster: ClusterView | None
 
+    def advertised(self, listener: str | None) -> tuple[str, int] | None:
+        """This broker's address to the clients of a further listener (None: its registration's)."""
+        ...
+
+
 log = logging.getLogger(__name__)
 
 #: API → (request class, min version, max version).
@@ -105,9 +110,10 @@ class GroupApis:
         return kip848.encode_error_response(request.correlation_id, member_id=request.member_id or None)
 
     # ---------------------------------------------------------------------------------- who coordinates
-    def coordinator_node(self, group_id: str) -> tuple[int, int, str, int]:
+    def coordinator_node(self, group_id: str, listener: str | None = None) -> tuple[int, int, str, int]:
         """(error, node id, host, port) of the group's coordinator: the leader of its ``__consumer_offsets``
-        partition, this broker while the topic does not exist yet (Kafka creates it on this first request)."""
+        partition, this broker while the topic does not exist yet (Kafka creates it on this first request). This
+        broker is named by the address of the ``listener`` the request came through."""
         snap = self.broker.cluster.snapshot()
         partitions = self.coordinator.config.offsets_topic_num_partitions
         partition = partition_for(group_id, partitions)
@@ -119,7 +125,8 @@ class GroupApis:
         info = snap.brokers.get(leader)
         if info is None:
             return KafkaCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1
-        host, port = info.plaintext_address()
+        advertised = self.broker.advertised(listener) if leader == snap.broker_id else None
+        host, port = advertised or info.plaintext_address()
         return KafkaCode.NONE, leader, host, port
 
     def _create_offsets_topic(self, partitions: int) -> None:
@@ -148,7 +155,7 @@ class GroupApis:
                 answers.append((key, KafkaCode.COORDINATOR_NOT_AVAILABLE, -1, "", -1))
             else:
                 self.coordinator.count(key, "FindCoordinator")
-                answers.append((key, *self.coordinator_node(key)))
+                answers.append((key, *self.coordinator_node(key, ctx.listener)))
         if ctx.api_version >= 4:
             return FindCoordinatorResponse(throttle_time_ms=0, coordinators=[
                 FindCoordinatorResponse.Coordinator(key=k, node_id=n, host=h, port=p, error_code=e,

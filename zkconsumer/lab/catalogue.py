@@ -76,6 +76,8 @@ MODES: tuple[FailureMode, ...] = (
                 (Source("KAFKA-1585", "https://issues.apache.org/jira/browse/KAFKA-1585"),
                  Source("KAFKA-1387", "https://issues.apache.org/jira/browse/KAFKA-1387"))),
     FailureMode("f", "a member cut off from ZooKeeper that still fetches", "zk-cut", (_PYKAFKA_204, _PYKAFKA_273)),
+    FailureMode("f", "the reverse: a member cut off from the broker that keeps its ZooKeeper session", "broker-cut",
+                ()),
     FailureMode("g", "a reconnect in the middle of a rebalance: watches set again?", "reconnect-mid-rebalance",
                 (Source("wvanbergen/kafka#76", "https://github.com/wvanbergen/kafka/issues/76"),
                  Source("Parsely/pykafka#565", "https://github.com/Parsely/pykafka/issues/565"))),
@@ -88,6 +90,8 @@ MODES: tuple[FailureMode, ...] = (
                 (Source("KAFKA-1030", "https://issues.apache.org/jira/browse/KAFKA-1030"),)),
     FailureMode("k", "ZooKeeper quorum lost (the 0.8 generations)", "quorum-loss", ()),
     FailureMode("k", "the broker killed: the coordinator's, for the coordinator generations", "broker-kill", ()),
+    FailureMode("k", "the coordinator's broker killed in a 3-broker cluster (Apache Kafka's coordinator)",
+                "coordinator-kill", ()),
 )
 
 

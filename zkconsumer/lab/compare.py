@@ -28,6 +28,7 @@ from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
+from zkconsumer.apache_kafka.cluster import KafkaCluster
 from zkconsumer.apache_kafka.kraft import KraftBroker
 from zkconsumer.apache_kafka.processes import KafkaBroker
 from zkconsumer.lab.faults.scenario_lab import lab_for
@@ -52,24 +53,48 @@ NOT_COUNTED = "-"
 NOT_APPLICABLE = "n/a"
 
 
+@dataclass(frozen=True)
+class Servers:
+    """What a variant's lab runs against: ``zookeeper`` and ``bootstrap`` None when the lab starts its own (with
+    zkconsumer's broker); ``cluster`` set when compare started several of Apache Kafka's brokers, whose
+    coordinator a scenario kills (``kill-coordinator``)."""
+
+    zookeeper: str | None = None
+    bootstrap: str | None = None
+    cluster: KafkaCluster | None = None
+
+
+#: Brokers in the cluster a ``kill-coordinator`` scenario runs on: one can go and two keep every replica.
+CLUSTER_SIZE = 3
+
+
 @contextlib.contextmanager
-def _servers(variant: Variant, plan: LabPlan, out: Path) -> Iterator[tuple[str | None, str | None]]:
-    """The ZooKeeper and bootstrap a variant's lab uses: None, None (the lab starts its own, with zkconsumer's
-    broker), or a ZooKeeper and Apache Kafka's broker started here, registered in it (ZooKeeper mode)."""
+def _servers(variant: Variant, plan: LabPlan, out: Path) -> Iterator[Servers]:
+    """The servers a variant's lab uses: none (the lab starts its own, with zkconsumer's broker), or Apache Kafka's
+    broker started here (in a ZooKeeper of its own for 3.x, in KRaft mode for 4.x), three of them replicating
+    every internal topic when the scenario kills the group's coordinator."""
     if variant.kafka is None:
-        yield None, None
+        yield Servers()
         return
     settings = plan.group_settings()
+    delay = {"group.initial.rebalance.delay.ms": settings.initial_rebalance_delay_ms}
+    data_dir = out / f"kafka-{variant.kafka}"
+    if any(step.action.on_cluster for step in plan.schedule()):
+        with contextlib.ExitStack() as stack:
+            zk = None if variant.kraft else stack.enter_context(ZooKeeperServer(servers=1)).connect_string
+            props = delay if variant.kraft else {**delay,
+                                                 "group.min.session.timeout.ms": settings.min_session_timeout_ms}
+            cluster = stack.enter_context(KafkaCluster(variant.kafka, CLUSTER_SIZE, zk, data_dir, props))
+            yield Servers(zk, cluster.bootstrap, cluster)
+        return
     if variant.kraft:  # no ZooKeeper in Kafka 4: the lab starts its own for its bookkeeping
-        with KraftBroker(data_dir=out / f"kafka-{variant.kafka}", version=variant.kafka,
-                         properties={"group.initial.rebalance.delay.ms": settings.initial_rebalance_delay_ms}) as k:
-            yield None, k.bootstrap
+        with KraftBroker(data_dir=data_dir, version=variant.kafka, properties=delay) as k:
+            yield Servers(None, k.bootstrap)
         return
     with ZooKeeperServer(servers=1) as zk, \
-            KafkaBroker(zk.connect_string, version=variant.kafka, data_dir=out / f"kafka-{variant.kafka}",
-                        properties={"group.initial.rebalance.delay.ms": settings.initial_rebalance_delay_ms,
-                                    "group.min.session.timeout.ms": settings.min_session_timeout_ms}) as kafka:
-        yield zk.connect_string, kafka.bootstrap
+            KafkaBroker(zk.connect_string, version=variant.kafka, data_dir=data_dir,
+                        properties={**delay, "group.min.session.timeout.ms": settings.min_session_timeout_ms}) as kafka:
+        yield Servers(zk.connect_string, kafka.bootstrap)
 
 
 @dataclass
@@ -318,11 +343,12 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
                                        static_members=variant.static_members, client=variant.client,
                                        properties=merge_properties(plan.properties, variant.properties),
                                        absent=variant.absent())
-        with _servers(variant, run_plan, out / name) as (zookeeper, bootstrap):
-            lab = lab_for(run_plan, out / name, zookeeper=zookeeper, bootstrap=bootstrap, console=console)
+        with _servers(variant, run_plan, out / name) as servers:
+            lab = lab_for(run_plan, out / name, zookeeper=servers.zookeeper, bootstrap=servers.bootstrap,
+                          console=console, cluster=servers.cluster)
             summary = lab.run()
         summary["broker_request_counts"] = lab.requests.get("broker", {})
-        summary["external_zookeeper"] = zookeeper is not None
+        summary["external_zookeeper"] = servers.zookeeper is not None
         summaries[name] = summary
     reports: dict[str, Path | None] = {name: None for name in variants}
     verdicts: dict[str, dict[Invariant, int] | None] = {name: None for name in variants}

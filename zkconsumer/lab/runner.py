@@ -228,6 +228,8 @@ class Lab:
                  bootstrap: str | None = None, console: Console | None = None,
                  backend: LabBackend | None = None) -> None:
         self.plan = plan
+        #: replicas of each topic the lab creates (a cluster of several brokers puts one on each)
+        self.replication_factor = 1
         self.out = Path(out_dir).resolve()
         self.traces = self.out / "traces"  # absolute: the same path inside containers (bind-mounted)
         self.logs = self.out / "logs"
@@ -284,7 +286,7 @@ class Lab:
         admin = AdminClient(bootstrap_servers=self.bootstrap, client_id="zkconsumer-lab")
         try:
             existing = set(admin.list_topics())
-            wanted = [NewTopic(t, n, 1) for t, n in self.plan.topics.items() if t not in existing]
+            wanted = [NewTopic(t, n, self.replication_factor) for t, n in self.plan.topics.items() if t not in existing]
             if wanted:
                 admin.create_topics(wanted)
         finally:

@@ -51,11 +51,16 @@ class ActionKind(StrEnum):
     CUT_ZK = "cut-zk"  # a member's ZooKeeper link blackholed in its proxy for ``seconds``, then passing again
     SLOW_ZK = "slow-zk"  # a member's ZooKeeper link delayed by ``latency_ms`` each way for ``seconds``
     EXPIRE = "expire"  # a member's ZooKeeper session closed from outside (a twin client on its id and password)
+    CUT_BROKER = "cut-broker"  # a member's every broker connection blackholed in its proxy for ``seconds``
+    SLOW_BROKER = "slow-broker"  # a member's broker connections delayed by ``latency_ms`` each way for ``seconds``
     KILL_ZK = "kill-zk"  # SIGKILL of a ZooKeeper node (``node``: 1..N, leader, follower), restarted after ``seconds``
     RESTART_ZK = "restart-zk"  # a killed ZooKeeper node started again (``node``, or every node down)
     QUORUM_LOSS = "quorum-loss"  # a majority of the ensemble SIGKILLed for ``seconds``, then started again
     KILL_BROKER = "kill-broker"  # SIGKILL of the broker process, restarted (same port, same log) after ``seconds``
     RESTART_BROKER = "restart-broker"  # the killed broker started again on its port and log
+    #: SIGKILL of the broker that coordinates the group, in a 3-broker Apache Kafka cluster with every internal
+    #: topic replicated three times, restarted after ``seconds``: the coordinator fails over to another broker
+    KILL_COORDINATOR = "kill-coordinator"
     CREATE_TOPIC = "create-topic"  # a new ``topic`` with ``partitions``, matched by the run's ``whitelist``
     ADD_PARTITIONS = "add-partitions"  # ``topic`` grown to ``partitions`` in total, under a live group
 
@@ -69,6 +74,12 @@ class ActionKind(StrEnum):
         return self in (ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE)
 
     @property
+    def on_broker_link(self) -> bool:
+        """Strikes one member's link to the broker (fetches, and the coordinator's traffic where it has one): the
+        member connects through a proxy that the lab's broker advertises to it alone."""
+        return self in (ActionKind.CUT_BROKER, ActionKind.SLOW_BROKER)
+
+    @property
     def on_zookeeper_nodes(self) -> bool:
         """Stops or starts ZooKeeper servers: the run needs an ensemble the lab started itself."""
         return self in (ActionKind.KILL_ZK, ActionKind.RESTART_ZK, ActionKind.QUORUM_LOSS)
@@ -79,6 +90,12 @@ class ActionKind(StrEnum):
         return self in (ActionKind.KILL_BROKER, ActionKind.RESTART_BROKER)
 
     @property
+    def on_cluster(self) -> bool:
+        """Kills a broker of a replicated Apache Kafka cluster that compare starts for the run: only a cluster of
+        several brokers has another broker to take the group over."""
+        return self is ActionKind.KILL_COORDINATOR
+
+    @property
     def on_topics(self) -> bool:
         return self in (ActionKind.CREATE_TOPIC, ActionKind.ADD_PARTITIONS)
 
@@ -87,7 +104,8 @@ class ActionKind(StrEnum):
         """Written to the lab's trace as ``fault_injected`` / ``fault_healed`` (docs/trace.md), so the analysis
         judges "owned again within session timeout + 1 s of the heal"; a fault lab carries these out
         (zkconsumer/lab/faults/scenario_lab.py)."""
-        return self.on_zookeeper_session or self.on_zookeeper_nodes or self.on_broker or self is ActionKind.PAUSE
+        return (self.on_zookeeper_session or self.on_broker_link or self.on_zookeeper_nodes or self.on_broker
+                or self.on_cluster or self is ActionKind.PAUSE)
 
     @property
     def needs_fault_lab(self) -> bool:
@@ -96,10 +114,12 @@ class ActionKind(StrEnum):
 
 
 _MEMBER_ACTIONS = {ActionKind.JOIN, ActionKind.STOP, ActionKind.KILL, ActionKind.RESTART, ActionKind.BOUNCE,
-                   ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE}
+                   ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE, ActionKind.CUT_BROKER,
+                   ActionKind.SLOW_BROKER}
 #: Actions that last ``seconds`` (required), and those where ``seconds`` is optional (the heal comes with it;
 #: without it a later restart-zk / restart-broker heals).
-_TIMED = {ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.QUORUM_LOSS}
+_TIMED = {ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.CUT_BROKER, ActionKind.SLOW_BROKER,
+          ActionKind.QUORUM_LOSS, ActionKind.KILL_COORDINATOR}
 _OPTIONALLY_TIMED = {ActionKind.KILL_ZK, ActionKind.KILL_BROKER}
 #: ``node`` of a kill-zk: a server id, or the role the node has when the step runs.
 LEADER, FOLLOWER = "leader", "follower"
@@ -448,12 +468,12 @@ def _action(where: _Locator, i: int, raw: Any, ensemble: int = 1, ensemble_set: 
     node = _node(where, i, kind, raw, ensemble)
     topic, partitions = _topic_change(where, i, kind, raw, topic_filter)
     latency = raw.get("latency_ms", 0)
-    if kind is ActionKind.SLOW_ZK:
+    if kind in (ActionKind.SLOW_ZK, ActionKind.SLOW_BROKER):
         if isinstance(latency, bool) or not isinstance(latency, int | float) or latency <= 0:
             where.fail(("actions", i, "latency_ms"), f"a slowed link adds a number of milliseconds > 0, got "
                                                      f"{latency!r}")
     elif "latency_ms" in raw:
-        where.fail(("actions", i, "latency_ms"), f"only 'slow-zk' has latency_ms, not '{kind}'")
+        where.fail(("actions", i, "latency_ms"), f"only 'slow-zk' and 'slow-broker' have latency_ms, not '{kind}'")
     return Action(at=at, kind=kind, member=member, until=until, count=count, seconds=float(seconds), node=node,
                   topic=topic, partitions=partitions, latency_ms=float(latency), line=where.line(("actions", i)))
 
@@ -594,6 +614,7 @@ def _check_servers_and_topics(timed: list[tuple[Step, int]], actions: list[Actio
     quorum = ensemble // 2 + 1
     down: list[int | str] = []  # ZooKeeper nodes down: server ids, or roles resolved when the step runs
     broker_down: int | None = None  # the action that killed it
+    coordinator_down = False  # a kill-coordinator not healed yet
     sizes = dict(topics)
     for t, is_start, step, i in timeline:
         kind = step.action
@@ -604,6 +625,8 @@ def _check_servers_and_topics(timed: list[tuple[Step, int]], actions: list[Actio
                 down.clear()
             elif kind is ActionKind.KILL_BROKER:
                 broker_down = None
+            elif kind is ActionKind.KILL_COORDINATOR:
+                coordinator_down = False
             continue
         if kind is ActionKind.KILL_ZK:
             if isinstance(step.node, int) and step.node in down:
@@ -633,6 +656,10 @@ def _check_servers_and_topics(timed: list[tuple[Step, int]], actions: list[Actio
             if broker_down is not None:
                 fail(i, "do", f"the broker is down already at {t:.1f} s")
             broker_down = i
+        elif kind is ActionKind.KILL_COORDINATOR:
+            if coordinator_down:
+                fail(i, "do", f"a coordinator's broker is down already at {t:.1f} s: one broker of three at a time")
+            coordinator_down = True
         elif kind is ActionKind.RESTART_BROKER:
             if broker_down is None:
                 fail(i, "do", f"the broker runs at {t:.1f} s: nothing to restart")

@@ -104,6 +104,12 @@ class Variant:
         --scenario`` skips such steps and reports them n/a instead of failing the variant's run."""
         if action.on_zookeeper_session and self.mode == "coordinator":
             return "a coordinator-mode member has no ZooKeeper session or link"
+        if action.on_broker_link and self.consumer_jars is not None:
+            return ("Kafka 0.8.2.2's consumer takes the broker's address from its registration in ZooKeeper: no "
+                    "address of its own for a proxy")
+        if action.on_broker_link and self.kafka is not None:
+            return (f"the broker is Apache Kafka {self.kafka}, started by compare: the lab gives a member a "
+                    "listener of its own only on zkconsumer's broker")
         if action.on_zookeeper_nodes and self.kraft:
             return "the group uses no ZooKeeper (Kafka 4 in KRaft mode)"
         if action.on_zookeeper_nodes and self.kafka is not None:
@@ -112,6 +118,12 @@ class Variant:
         if action.on_broker and self.kafka is not None:
             return (f"the broker is Apache Kafka {self.kafka}, started by compare: the lab kills and restarts only "
                     "its own broker process")
+        if action.on_cluster and self.mode == "zookeeper":
+            return ("a 0.8 group has no coordinator broker: ZooKeeper coordinates it (quorum-loss strikes that, "
+                    "kill-broker its broker)")
+        if action.on_cluster and self.kafka is None:
+            return ("zkconsumer's broker runs alone and replicates nothing: no other broker could take the group "
+                    "over (kill-broker kills its coordinator)")
         if action is ActionKind.CREATE_TOPIC and self.client != "kafka-python":
             return "its members subscribe to topics by name as the lab runs them: nobody would consume a new one"
         return None

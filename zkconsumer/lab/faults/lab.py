@@ -65,6 +65,9 @@ class FaultLab(Lab):
         self.broker_port = 0
         self.proxies: dict[str, TcpProxy] = {}
         self.zk_override: dict[str, str] = {}
+        #: the broker's further listeners (name: port to bind, address advertised), one per member whose broker
+        #: link goes through a proxy (ScenarioLab); given to the broker however it runs
+        self.broker_listeners: dict[str, tuple[int, str]] = {}
         self.lab_trace: TraceWriter | None = None
         self._producer_thread: threading.Thread | None = None
         self.producer_errors = 0
@@ -104,7 +107,8 @@ class FaultLab(Lab):
         group = self.plan.group_settings()
         self._broker = Broker(self.zk_connect, data_dir=self.out / "broker",
                               group_initial_rebalance_delay_ms=group.initial_rebalance_delay_ms,
-                              group_min_session_timeout_ms=group.min_session_timeout_ms).start()
+                              group_min_session_timeout_ms=group.min_session_timeout_ms,
+                              listeners=self.broker_listeners).start()
         self.bootstrap = self._broker.bootstrap
 
     def __exit__(self, *exc: object) -> None:
@@ -145,6 +149,8 @@ class FaultLab(Lab):
         group = self.plan.group_settings()  # the fault matrix's 4 s sessions are under Kafka's 6 s minimum
         cmd += ["--property", f"group.initial.rebalance.delay.ms={group.initial_rebalance_delay_ms}",
                 "--property", f"group.min.session.timeout.ms={group.min_session_timeout_ms}"]
+        for name, (port, advertised) in self.broker_listeners.items():
+            cmd += ["--listener", f"{name}={port},{advertised}"]
         self.logs.mkdir(parents=True, exist_ok=True)
         with open(self.logs / "broker.log", "ab") as log:
             self.broker_proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL)

@@ -25,6 +25,7 @@ per client.
 from __future__ import annotations
 
 import contextlib
+import logging
 import threading
 import time
 from pathlib import Path
@@ -37,6 +38,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from rich.console import Console, Group
 
 from zkconsumer import broker_version
+from zkconsumer.apache_kafka.cluster import KafkaCluster
 from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.lab.backends import BackendError, LabBackend, ProcessBackend
 from zkconsumer.lab.faults.lab import FaultLab, FaultTimeout, quiet_logger
@@ -46,7 +48,7 @@ from zkconsumer.lab.scenario import FOLLOWER, LEADER, ActionKind, Step
 from zkconsumer.records import encode_value
 from zkconsumer.trace import TraceWriter
 from zkconsumer.zk.registry import Registry, split_connect
-from zkconsumer.zk.server import ZooKeeperServer, packets_received
+from zkconsumer.zk.server import ZooKeeperServer, free_port, packets_received
 from zkconsumer.zk.topics import add_partitions, create_topic
 
 #: ZooKeeper's session password is derived from the session id (ZooKeeperServer.generatePasswd: a java.util.Random
@@ -70,12 +72,16 @@ def session_password(session_id: int) -> bytes:
 
 
 def lab_for(plan: LabPlan, out_dir: Path, zookeeper: str | None = None, bootstrap: str | None = None,
-            console: Console | None = None, backend: LabBackend | None = None) -> Lab:
+            console: Console | None = None, backend: LabBackend | None = None,
+            cluster: KafkaCluster | None = None) -> Lab:
     """The lab ``plan`` needs: a :class:`ScenarioLab` when its scenario (or its steps) strikes servers, links,
-    sessions or topics, else a plain Lab (which reports such a step n/a)."""
+    sessions or topics, else a plain Lab (which reports such a step n/a). ``cluster``: Apache Kafka's brokers
+    that compare started for the run (``bootstrap`` names them), whose coordinator the lab may kill."""
     needs = plan.scenario.needs_fault_lab if plan.scenario is not None else any(
         step.action.needs_fault_lab for step in plan.steps or ())
-    return (ScenarioLab if needs else Lab)(plan, out_dir, zookeeper, bootstrap, console, backend=backend)
+    if needs:
+        return ScenarioLab(plan, out_dir, zookeeper, bootstrap, console, backend=backend, cluster=cluster)
+    return Lab(plan, out_dir, zookeeper, bootstrap, console, backend=backend)
 
 
 class _Backend(ProcessBackend):
@@ -97,7 +103,8 @@ class ScenarioLab(FaultLab):
     fault_handles = True
 
     def __init__(self, plan: LabPlan, out_dir: Path, zookeeper: str | None = None, bootstrap: str | None = None,
-                 console: Console | None = None, backend: LabBackend | None = None) -> None:
+                 console: Console | None = None, backend: LabBackend | None = None,
+                 cluster: KafkaCluster | None = None) -> None:
         if backend is not None and backend.name != "process":
             raise BackendError(f"a scenario with fault or topic actions runs on the process backend only (asked: "
                              f"{backend.name})")
@@ -110,8 +117,16 @@ class ScenarioLab(FaultLab):
         #: the members whose ZooKeeper link a step cuts or slows: they connect through proxies from the start
         self.proxied = list(dict.fromkeys(s.consumer for s in steps
                                           if s.action in (ActionKind.CUT_ZK, ActionKind.SLOW_ZK)))
+        #: the members whose broker link a step cuts or slows (on the lab's own broker: it advertises their proxy)
+        self.broker_proxied = [] if bootstrap else list(dict.fromkeys(s.consumer for s in steps
+                                                                      if s.action.on_broker_link))
+        #: each such member's proxy in front of the broker's listener for it
+        self.broker_links: dict[str, TcpProxy] = {}
         self.backend = _Backend(self)
         self._zk_given, self._bootstrap_given = zookeeper, bootstrap
+        #: Apache Kafka's brokers compare started (kill-coordinator's handle): topics get a replica on each
+        self.cluster = cluster
+        self.replication_factor = len(cluster.brokers) if cluster is not None else 1
         self.zk_connect = zookeeper or ""
         self.bootstrap = bootstrap or ""
         #: each proxied member's link: one proxy per ZooKeeper server, all switched together
@@ -140,6 +155,8 @@ class ScenarioLab(FaultLab):
         # a long session: the lab's own view outlives every outage the scenario causes
         self._registry_cm = Registry.open(self.zk_connect, session_timeout_ms=30000, logger=quiet)
         self.registry = self._registry_cm.__enter__()
+        for name in self.broker_proxied:  # before the broker starts: it binds a listener per proxied member
+            self._broker_link(name)
         if not self._bootstrap_given:
             self.start_lab_broker()
         elif self.plan.mode != "zookeeper":
@@ -152,7 +169,7 @@ class ScenarioLab(FaultLab):
             existing = set(self.registry.topics())
             for topic, n in self.plan.topics.items():
                 if topic not in existing:
-                    create_topic(self.registry, topic, n)
+                    create_topic(self.registry, topic, n, self.replication_factor)
         for name in self.proxied:
             self._link(name)
         self._started_at = time.monotonic()
@@ -170,14 +187,36 @@ class ScenarioLab(FaultLab):
         self.links[name] = proxies
         self.zk_override[name] = ",".join(p.address for p in proxies) + chroot
 
+    def _broker_link(self, name: str) -> None:
+        """A proxy for member ``name`` in front of a listener of the broker's own for it, which names the proxy
+        as the broker in its Metadata and FindCoordinator answers: every connection the member makes to the
+        broker (fetches, commits, the coordinator's heartbeats) then passes through the proxy, however it
+        bootstraps, as with Kafka's per-listener ``advertised.listeners``."""
+        port = free_port()
+        proxy = TcpProxy(("127.0.0.1", port)).start()
+        self.proxies[f"{name}/broker"] = proxy  # FaultLab's cleanup stops it
+        self.broker_links[name] = proxy
+        self.broker_listeners[name] = (port, proxy.address)
+
     def _consumer_args(self, name: str) -> list[str]:
         """The member's command line, its ZooKeeper connect string pointing at its proxies when it has some
-        (wherever the string is: a flag's value for zkconsumer, a property for Kafka's own consumer)."""
+        (wherever the string is: a flag's value for zkconsumer, a property for Kafka's own consumer), and its
+        bootstrap at its broker proxy when it has one."""
         args = super(FaultLab, self)._consumer_args(name)
         override = self.zk_override.get(name)
-        return [a.replace(self.zk_connect, override) for a in args] if override else args
+        if override:
+            args = [a.replace(self.zk_connect, override) for a in args]
+        link = self.broker_links.get(name)
+        if link is not None and "--bootstrap-server" in args:
+            args[args.index("--bootstrap-server") + 1] = link.address
+        return args
 
     def run(self, analyze: bool = False, master: str | None = None) -> dict:
+        # the lab's own producer and monitors talk to servers the scenario kills on purpose: kafka-python's
+        # connection errors would bury the run's view (the members' logs keep theirs, under <out>/logs)
+        kafka_log = logging.getLogger("kafka")
+        level = kafka_log.level
+        kafka_log.setLevel(logging.CRITICAL)
         try:
             return super().run(analyze, master)
         finally:
@@ -185,6 +224,7 @@ class ScenarioLab(FaultLab):
             for worker in self._workers:
                 worker.join(60)
             self.__exit__(None, None, None)
+            kafka_log.setLevel(level)
 
     def _zk_requests(self) -> int:
         """Packets the lab's ZooKeeper servers received so far (a restarted server counts from zero again)."""
@@ -261,12 +301,20 @@ class ScenarioLab(FaultLab):
             return "the group uses no ZooKeeper (Kafka 4 in KRaft mode): the lab's own has nothing of it"
         if kind.on_zookeeper_nodes and self.zk is not None and self.zk.servers == 1:
             return "one ZooKeeper server: stopping it is a quorum loss (zookeeper_nodes = 3 for an ensemble)"
+        if kind.on_cluster and self.cluster is None:
+            return ("no cluster of Apache Kafka's brokers was started for this run: compare starts one for "
+                    "coordinator-kafka-3.9 and consumer-protocol-kafka-4")
         if kind.on_broker and self.broker_proc is None:
             return "the broker is not a process of the lab's own (a cluster given to it): it kills only its own"
         if kind.on_zookeeper_session and self.plan.mode == "coordinator":
             return "a coordinator-mode member has no ZooKeeper session or link"
         if kind in (ActionKind.CUT_ZK, ActionKind.SLOW_ZK) and step.consumer not in self.links:
             return f"{step.consumer} does not reach ZooKeeper through a proxy"
+        if kind.on_broker_link and self._bootstrap_given:
+            return ("the broker is not the lab's own (a cluster given to it): the lab gives a member a listener of "
+                    "its own only on its broker")
+        if kind.on_broker_link and step.consumer not in self.broker_links:
+            return f"{step.consumer} does not reach the broker through a proxy"
         if kind is ActionKind.CREATE_TOPIC and not self.plan.subscribes_by_regex:
             return "the members subscribe to topics by name here: nobody would consume a new one"
         return super().not_applicable(step)
@@ -293,6 +341,10 @@ class ScenarioLab(FaultLab):
                     self._slow(step.consumer, step.seconds, step.latency_ms)
                 case ActionKind.EXPIRE:
                     self._expire(step.consumer)
+                case ActionKind.CUT_BROKER:
+                    self._cut_broker(step.consumer, step.seconds)
+                case ActionKind.SLOW_BROKER:
+                    self._slow_broker(step.consumer, step.seconds, step.latency_ms)
                 case ActionKind.KILL_ZK:
                     self._kill_zk(step.node, step.seconds)
                 case ActionKind.RESTART_ZK:
@@ -303,6 +355,8 @@ class ScenarioLab(FaultLab):
                     self._kill_broker(step.seconds)
                 case ActionKind.RESTART_BROKER:
                     self._restart_broker()
+                case ActionKind.KILL_COORDINATOR:
+                    self._kill_coordinator(step.seconds)
                 case ActionKind.CREATE_TOPIC:
                     self._create_topic(step.topic, step.partitions)
                 case ActionKind.ADD_PARTITIONS:
@@ -350,6 +404,24 @@ class ScenarioLab(FaultLab):
         for proxy in self.links[name]:
             proxy.set_latency(0)
         self.healed(str(ActionKind.SLOW_ZK), f"{name}'s ZooKeeper link at full speed again", f"{GROUP}_{name}")
+
+    def _cut_broker(self, name: str, seconds: float) -> None:
+        link = self.broker_links[name]
+        self.injected(str(ActionKind.CUT_BROKER), f"{GROUP}_{name}",
+                      f"{name}'s broker link blackholed for {seconds:g} s (its ZooKeeper session goes on)")
+        link.set_mode("blackhole")
+        self._hold(seconds)
+        link.set_mode("pass")
+        self.healed(str(ActionKind.CUT_BROKER), f"{name}'s broker link passing again", f"{GROUP}_{name}")
+
+    def _slow_broker(self, name: str, seconds: float, latency_ms: float) -> None:
+        link = self.broker_links[name]
+        self.injected(str(ActionKind.SLOW_BROKER), f"{GROUP}_{name}",
+                      f"{name}'s broker link delayed {latency_ms:g} ms each way for {seconds:g} s")
+        link.set_latency(latency_ms)
+        self._hold(seconds)
+        link.set_latency(0)
+        self.healed(str(ActionKind.SLOW_BROKER), f"{name}'s broker link at full speed again", f"{GROUP}_{name}")
 
     def _session_of(self, name: str) -> int | None:
         assert self.registry is not None
@@ -447,6 +519,24 @@ class ScenarioLab(FaultLab):
         self.wait(lambda: self.registry.broker_ids(), 60, "the broker registered again")
         self.healed(str(ActionKind.KILL_BROKER), "broker restarted")
 
+    def _kill_coordinator(self, seconds: float) -> None:
+        """SIGKILL of the broker FindCoordinator names for the group now. Healed when another broker answers as
+        the group's coordinator (the failover: from then on the group can be whole again); the killed broker is
+        started again on its port and log ``seconds`` after the kill, to end the run with the cluster whole."""
+        assert self.cluster is not None
+        node = self.cluster.coordinator(GROUP)
+        target = f"broker-{node}"
+        killed_at = time.monotonic()
+        self.injected(str(ActionKind.KILL_COORDINATOR), target,
+                      f"the group's coordinator, broker {node} of {len(self.cluster.brokers)}, killed with SIGKILL")
+        self.cluster.kill(node)
+        after = self.cluster.coordinator(GROUP, other_than=node)
+        self.healed(str(ActionKind.KILL_COORDINATOR), f"the coordinator moved from broker {node} to broker {after} "
+                    f"in {time.monotonic() - killed_at:.1f} s", target=target)
+        self._hold(max(0.0, seconds - (time.monotonic() - killed_at)))
+        self.cluster.restart(node)
+        self._event(f"broker {node} restarted")
+
     # ------------------------------------------------------------------------------------------- topics
     def _admin(self) -> AdminClient:
         return AdminClient(bootstrap_servers=self.bootstrap, client_id="zkconsumer-lab")
@@ -466,11 +556,11 @@ class ScenarioLab(FaultLab):
         matches it."""
         if not self._by_admin():
             assert self.registry is not None
-            create_topic(self.registry, topic, partitions)
+            create_topic(self.registry, topic, partitions, self.replication_factor)
         else:
             admin = self._admin()
             try:
-                admin.create_topics([NewTopic(topic, partitions, 1)])
+                admin.create_topics([NewTopic(topic, partitions, self.replication_factor)])
             finally:
                 admin.close()
         for p in range(partitions):
