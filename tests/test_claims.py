@@ -70,7 +70,8 @@ def test_a_claim_that_gives_up_leaves_no_owner_node_behind(
                  zookeeper_session_timeout_ms=2000)
     try:
         began = time.monotonic()
-        with pytest.raises(ConsumerRebalanceFailed, match="can't rebalance after [3-9] retries"):
+        said = r"can't rebalance after [3-9] attempts: rebalance.max.retries is 2, .* session timeout \(2000 ms\)"
+        with pytest.raises(ConsumerRebalanceFailed, match=said):
             a.create_message_streams({"t": 1})
         # 2 retries x 300 ms is less than the session: the default profile went on until a session timeout had
         # passed (a dead holder's node would have expired by then); a live holder keeps it, and it gives up

@@ -13,6 +13,7 @@ import pytest
 
 from zkconsumer.cli import main
 from zkconsumer.lab.catalogue import MODES, not_applicable
+from zkconsumer.lab.nemesis import Invariant
 from zkconsumer.lab.nemesis_run import LabJudge
 from zkconsumer.lab.scenario import builtin
 
@@ -75,3 +76,25 @@ def test_a_member_cut_off_from_the_broker_keeps_its_partitions_in_a_0_8_group_an
         assert not any(member == "lab_c1" for member, _ in moved), moved  # c1 hears of it only after the heal
     finally:
         judge.close()
+
+
+@pytest.mark.faults_full
+def test_one_mixed_group_shows_which_kind_hands_out_records_it_no_longer_owns(tmp_path: Path, spark) -> None:
+    """mixed-gc-pause ([kinds]): Kafka 0.8.2.2's own consumer, the kafka-0.8 profile and the default profile in one
+    0.8 group, each paused past its session in turn. The woken stale owner of every two-owner overlap is one of
+    the first two; the default profile's lease fences it (never the stale owner)."""
+    import pandas as pd
+
+    judge = LabJudge("zookeeper-default")
+    try:
+        breach, summary = judge.run(builtin("mixed-gc-pause"), tmp_path)
+    finally:
+        judge.close()
+    assert summary["kinds"] == {"c1": "kafka-0.8.2.2", "c2": "kafka-0.8", "c3": "default"}
+    assert summary["commits_untraced"] and summary["lost"] == 0
+    assert breach is not None and Invariant.ONE_LIVE_OWNER in breach.invariants, breach
+    overlaps = pd.read_parquet(tmp_path / "report" / "tables" / "overlaps.parquet")
+    overlaps = overlaps[overlaps["overlap_ms"] > 0]
+    # the stale owner is the one that owned the partition first (it woke still handing it out)
+    stale = {row.consumer_a if row.a_from_ts < row.b_from_ts else row.consumer_b for row in overlaps.itertuples()}
+    assert stale and stale <= {"lab_c1", "lab_c2"}, stale

@@ -6,6 +6,7 @@ combined nodes, all voters). Three JVM brokers each: in make faults; what a clus
 
 from __future__ import annotations
 
+import threading
 import time
 from pathlib import Path
 
@@ -65,3 +66,17 @@ def test_a_cluster_is_refused_what_it_cannot_be(tmp_path: Path) -> None:
         KafkaCluster("3.9.1", 0, "127.0.0.1:1")
     with pytest.raises(ZkConsumerError, match="runs in ZooKeeper mode: give the cluster a ZooKeeper"):
         KafkaCluster("3.9.1", 3, None, tmp_path)
+
+
+def test_a_wait_for_a_node_to_go_is_woken_by_its_watch(registry) -> None:
+    """What a restart in ZooKeeper mode waits on: the killed broker's registration gone (Registry.wait_gone)."""
+    registry.zk.create("/brokers/ids/7", b"{}", makepath=True)
+    assert registry.wait_gone("/brokers/ids/7", 0.2) is False  # still there at the deadline
+    done = threading.Event()
+    result: list[bool] = []
+    waiter = threading.Thread(target=lambda: (result.append(registry.wait_gone("/brokers/ids/7", 30)), done.set()))
+    waiter.start()
+    registry.zk.delete("/brokers/ids/7")
+    assert done.wait(10) and result == [True]
+    waiter.join()
+    assert registry.wait_gone("/brokers/ids/8", 0) is True  # never there

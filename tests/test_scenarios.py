@@ -19,7 +19,7 @@ from zkconsumer.lab.faults.scenario_lab import ScenarioLab, lab_for, session_pas
 from zkconsumer.lab.member_properties import KINDS, member_kind, member_properties, merge_properties
 from zkconsumer.lab.runner import Lab, LabPlan, planned_assignments
 from zkconsumer.lab.scenario import _SET_BY_THE_LAB as SET_BY_THE_LAB
-from zkconsumer.lab.scenario import ActionKind, ScenarioError, Step, builtin, builtin_names, load, loads
+from zkconsumer.lab.scenario import ActionKind, MemberKind, ScenarioError, Step, builtin, builtin_names, load, loads
 from zkconsumer.lab.variants import VARIANTS
 
 
@@ -236,7 +236,8 @@ def test_the_built_in_workloads_are_the_schedules_the_lab_always_ran(n: int, dur
 def test_the_built_in_scenarios_are_shipped_files() -> None:
     names = builtin_names()
     assert names == ["broker-cut", "broker-kill", "churn", "consumer-pause", "coordinator-kill", "gc-pause",
-                     "migration", "owner-held", "partitions-added", "quorum-loss", "reconnect-mid-rebalance",
+                     "migration", "mixed-gc-pause", "owner-held", "partitions-added", "quorum-loss",
+                     "reconnect-mid-rebalance",
                      "rolling-restart", "scale-out", "session-expiry", "shared-group-id", "stale-view",
                      "topic-created", "zk-cut", "zk-follower", "zk-leader"]
     gc = builtin("gc-pause")
@@ -360,6 +361,12 @@ def test_the_fault_matrix_faults_are_shipped_scenarios_with_the_matrix_settings(
      "'kill-coordinator' lasts a number of seconds > 0"),
     ('[[actions]]\nat = 1\ndo = "kill-coordinator"\nseconds = 5\n\n[[actions]]\nat = 2\ndo = "kill-coordinator"\n'
      'seconds = 3\n', "s.toml:6: actions[1].do", "a coordinator's broker is down already at 2.0 s"),
+    ('[kinds]\nc1 = "kafka-0.9"\n', "s.toml:2: kinds.c1", "unknown kind 'kafka-0.9'; one of: default, kafka-0.8, "
+     "kafka-0.8.2.2"),
+    ('[kinds]\nnew = "default"\n', "s.toml:2: kinds.new", "a member's name such as 'c3'"),
+    ('[kinds]\nc7 = "default"\n', "s.toml:2: kinds.c7", "'c7' never runs: the run starts c1..c3"),
+    ('whitelist = "o.*"\n[topics]\norders = 2\n[kinds]\nc1 = "kafka-0.8.2.2"\n', "s.toml:5: kinds.c1",
+     "not in a run whose members subscribe by the whitelist"),
     ("duration = [1\n", "s.toml:1", "not valid TOML"),
     ("duration = 10\nrate = = 3\n", "s.toml:2", "not valid TOML: Invalid value"),
     # [properties]: Kafka's names (config.py's), of their type, accepted by ConsumerConfig, not the lab's own
@@ -611,6 +618,34 @@ def test_kafkas_own_members_get_their_topics_and_the_properties_it_takes(tmp_pat
     assert lab.skipped == ["property heartbeat.interval.ms=500: Kafka 0.8.2.2's own consumer has no counterpart; "
                            "not given to its members"]
     assert lab._kafka_members.traces["c3"].core.subscription == {"payments": 1}
+
+
+def test_members_of_other_kinds_make_one_mixed_0_8_group(tmp_path: Path, monkeypatch) -> None:
+    """[kinds]: in ZooKeeper mode each named member runs its kind (Kafka's own consumer, a zkconsumer profile), the
+    others the run's; a coordinator run takes no 0.8 member and says so. No process is started."""
+    from zkconsumer.apache_kafka import lab_members
+
+    calls = []
+    monkeypatch.setattr(lab_members, "fetch", lambda version: object())
+    monkeypatch.setattr(lab_members, "harness_command",
+                        lambda dist, zk, group, topics, **kw: calls.append((list(topics), kw["properties"])) or [])
+    mixed = builtin("mixed-gc-pause")
+    assert mixed.kinds == {"c1": MemberKind.KAFKA_0822, "c2": MemberKind.KAFKA_08, "c3": MemberKind.DEFAULT}
+    plan = LabPlan.from_scenario(mixed, properties=(("heartbeat.interval.ms", "500"),))
+    assert [plan.kind_of(m) for m in ("c1", "c2", "c3", "c4")] == ["kafka-0.8.2.2", "kafka-0.8", "default", "default"]
+    assert plan.mixed_kinds
+    lab = Lab(plan, tmp_path)
+    assert lab._consumer_args("c1") == [] and calls[0][0] == ["orders"]  # Kafka's harness (stubbed here)
+    assert "heartbeat.interval.ms" not in calls[0][1]
+    c2 = lab._consumer_args("c2")
+    assert c2[c2.index("--profile") + 1] == "kafka-0.8" and "consume" in c2
+    c3 = lab._consumer_args("c3")
+    assert c3[c3.index("--profile") + 1] == "default"
+    assert any("Kafka 0.8.2.2's own consumer has no counterpart" in note and "(c1)" in note for note in lab.skipped)
+    # a coordinator run: every member runs as the variant's, and the kinds are reported n/a
+    coordinator = dataclasses.replace(plan, mode="coordinator")
+    assert {coordinator.kind_of(m) for m in ("c1", "c2")} == {"default"} and not coordinator.mixed_kinds
+    assert any(note.startswith("kinds (c1 kafka-0.8.2.2") for note in Lab(coordinator, tmp_path / "c").skipped)
 
 
 def test_the_lab_plans_and_verifies_by_the_subscriptions(tmp_path: Path) -> None:

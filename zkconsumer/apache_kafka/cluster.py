@@ -27,6 +27,7 @@ from zkconsumer.apache_kafka.kraft import KraftBroker, cluster_id
 from zkconsumer.apache_kafka.processes import KafkaBroker, KafkaProcessError, KafkaServer
 from zkconsumer.broker.client import RawClient
 from zkconsumer.errors import code_name
+from zkconsumer.zk.layout import broker_path
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import free_port
 
@@ -130,11 +131,9 @@ class KafkaCluster:
         deadline = time.monotonic() + timeout
         if not self.kraft:
             with Registry.open(self.zk_connect or "") as reg:
-                while reg.broker(node) is not None:
-                    if time.monotonic() > deadline:
-                        raise KafkaProcessError(f"broker {node}'s registration outlived its killed process by "
-                                                f"{timeout:.0f}s")
-                    time.sleep(0.1)
+                if not reg.wait_gone(broker_path(node), timeout):
+                    raise KafkaProcessError(f"broker {node}'s registration outlived its killed process by "
+                                            f"{timeout:.0f}s")
         broker.start(max(1.0, deadline - time.monotonic()))
 
     def stop(self) -> None:

@@ -218,13 +218,17 @@ COMMIT_INVARIANTS = (Invariant.DUPLICATES_UNCOMMITTED, Invariant.COMMITS_FORWARD
 NOT_JUDGED = "not judged"
 
 
-def judged(counts: dict[Invariant, int], variant: Variant, never_consumed: int | None = None) -> dict[Invariant, int]:
-    """The verdicts a run can give. Without its members' commits in the traces (Kafka 0.8.2.2's own consumer), none
-    about commits: an absent key reads "not judged", never "holds". "Zero lost" counts the lab's own tally too
+def judged(counts: dict[Invariant, int], variant: Variant, never_consumed: int | None = None,
+           commits_untraced: bool = False) -> dict[Invariant, int]:
+    """The verdicts a run can give. Without its members' commits in the traces (Kafka 0.8.2.2's own consumer, as
+    the variant or as some members of a mixed group: ``commits_untraced``), none about commits: a commit the trace
+    lacks would make a window look uncommitted, so an absent key reads "not judged", never "holds". "Zero lost"
+    counts the lab's own tally too
     (``never_consumed``: produced and never delivered by the end), which sees what the traces cannot: records of a
     partition nobody consumed at all (new partitions a classic member has not discovered yet; the share of a member
     whose start failed but whose registration stayed)."""
-    out = {i: n for i, n in counts.items() if not (variant.commits_untraced and i in COMMIT_INVARIANTS)}
+    untraced = variant.commits_untraced or commits_untraced
+    out = {i: n for i, n in counts.items() if not (untraced and i in COMMIT_INVARIANTS)}
     if never_consumed and Invariant.ZERO_LOST in out:
         out[Invariant.ZERO_LOST] = max(out[Invariant.ZERO_LOST], never_consumed)
     return out
@@ -364,7 +368,7 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
                 analysed = run_analysis(session, summaries[name]["trace_dir"], report, console)
                 reports[name] = report
                 verdicts[name] = judged(invariant_counts(analysed.invariants), VARIANTS[name],
-                                        summaries[name].get("lost"))
+                                        summaries[name].get("lost"), bool(summaries[name].get("commits_untraced")))
         finally:
             if spark is None:
                 session.stop()

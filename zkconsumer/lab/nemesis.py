@@ -329,6 +329,10 @@ def _latency_steps(settings: NemesisSettings) -> int:
     return max(1, math.floor(settings.session_timeout_ms * settings.latency_max_share / settings.latency_step_ms))
 
 
+#: The held faults that slow a link rather than stop it: they carry a latency, drawn and shrunk as well.
+_SLOWED = (ActionKind.SLOW_ZK, ActionKind.SLOW_BROKER)
+
+
 def _draw_held(kind: ActionKind) -> Callable[[random.Random, World, float], Action | None]:
     """A pause, cut or slowed link of an idle member, its length drawn on both sides of the session timeout (one
     shorter is a fault the group should not even notice; one longer is the 0.8 zombie), ending before the run
@@ -341,7 +345,7 @@ def _draw_held(kind: ActionKind) -> Callable[[random.Random, World, float], Acti
             return None
         seconds = _draw_seconds(rng, world.settings, at)
         action = Action(at=at, kind=kind, member=rng.choice(choices), seconds=seconds)
-        if kind is ActionKind.SLOW_ZK:
+        if kind in _SLOWED:
             step = world.settings.latency_step_ms
             action = dataclasses.replace(action, latency_ms=float(rng.randint(1, _latency_steps(world.settings))
                                                                   * step))
@@ -352,7 +356,7 @@ def _draw_held(kind: ActionKind) -> Callable[[random.Random, World, float], Acti
 
 def _applies_held(world: World, action: Action) -> bool:
     return (action.seconds > 0 and action.at + action.seconds <= world.settings.last_end
-            and (action.kind is not ActionKind.SLOW_ZK or action.latency_ms > 0)
+            and (action.kind not in _SLOWED or action.latency_ms > 0)
             and _applies_running(world, action))
 
 
@@ -468,6 +472,10 @@ RULES: dict[ActionKind, KindRule] = {
     ActionKind.CUT_ZK: KindRule(_draw_held(ActionKind.CUT_ZK), _applies_held, _held, _shorter_pauses, _seconds_of),
     ActionKind.SLOW_ZK: KindRule(_draw_held(ActionKind.SLOW_ZK), _applies_held, _held, _shorter_and_slower,
                                  _seconds_of),
+    ActionKind.CUT_BROKER: KindRule(_draw_held(ActionKind.CUT_BROKER), _applies_held, _held, _shorter_pauses,
+                                    _seconds_of),
+    ActionKind.SLOW_BROKER: KindRule(_draw_held(ActionKind.SLOW_BROKER), _applies_held, _held, _shorter_and_slower,
+                                     _seconds_of),
     ActionKind.EXPIRE: KindRule(_draw_expire, _applies_expire, _expired,
                                 lasts=lambda action, settings: settings.expire_busy),
     ActionKind.KILL_ZK: KindRule(_draw_server_fault(ActionKind.KILL_ZK), _applies_server_fault, _server_down,

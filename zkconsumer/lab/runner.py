@@ -95,6 +95,9 @@ class LabPlan:
     properties: tuple[tuple[str, str], ...] = ()
     #: Members that consume only some of :attr:`topics` (a scenario's ``[subscriptions]``); the others consume all
     subscriptions: dict[str, tuple[str, ...]] = field(default_factory=dict)
+    #: Members of another kind than the run's (a scenario's ``[kinds]``: ``default``, ``kafka-0.8``,
+    #: ``kafka-0.8.2.2``), in ZooKeeper mode: one 0.8 group of mixed members (see :meth:`kind_of`)
+    kinds: dict[str, str] = field(default_factory=dict)
     steps: list[Step] | None = None
     #: A scenario file's actions (lab/scenario.py), instead of the workload's; see :meth:`from_scenario`.
     scenario: Scenario | None = None
@@ -117,7 +120,20 @@ class LabPlan:
         # the scenario's properties, then the given ones (a variant's: they make the variant, so they win)
         merged["properties"] = merge_properties(((k, property_text(v)) for k, v in scenario.properties.items()),
                                                 merged.get("properties", ()))
-        return cls(**merged, scenario=scenario, subscriptions=dict(scenario.subscriptions))
+        return cls(**merged, scenario=scenario, subscriptions=dict(scenario.subscriptions),
+                   kinds={name: str(kind) for name, kind in scenario.kinds.items()})
+
+    def kind_of(self, member: str) -> str:
+        """What ``member`` runs: a zkconsumer profile's name, or ``kafka-0.8.2.2`` (Kafka's own consumer). Its
+        ``[kinds]`` entry in ZooKeeper mode, else the run's own kind (a coordinator group takes no 0.8 member)."""
+        if self.mode == "zookeeper" and member in self.kinds:
+            return self.kinds[member]
+        return lab_members.CLIENT if self.client == lab_members.CLIENT else self.profile
+
+    @property
+    def mixed_kinds(self) -> bool:
+        """Members of other kinds than the run's take part (in ZooKeeper mode)."""
+        return self.mode == "zookeeper" and any(self.kind_of(m) != self.kind_of("") for m in self.kinds)
 
     def topics_of(self, member: str) -> list[str]:
         """The topics ``member`` subscribes to by name: its subscription, else every topic of the run."""
@@ -262,6 +278,20 @@ class Lab:
         if plan.client == lab_members.CLIENT and (plan.mode != "zookeeper" or self.backend.name != "process"):
             raise ValueError(f"the {lab_members.CLIENT} client runs in ZooKeeper mode on the process backend only "
                              f"(asked: mode {plan.mode}, backend {self.backend.name})")
+        if plan.kinds and plan.mode != "zookeeper":
+            self.skipped.append(f"kinds ({', '.join(f'{m} {k}' for m, k in plan.kinds.items())}): a group in "
+                                f"{plan.mode} mode takes no 0.8 member; they run as the others do")
+        kafka_kind = [m for m in plan.kinds if plan.kind_of(m) == lab_members.CLIENT]
+        if kafka_kind and plan.client != lab_members.CLIENT:
+            if self.backend.name != "process":
+                raise ValueError(f"{', '.join(kafka_kind)}: Kafka 0.8.2.2's own consumer runs on the process backend "
+                                 f"only (asked: {self.backend.name})")
+            self._kafka_properties, dropped = member_properties(
+                member_kind("zookeeper", lab_members.CLIENT), plan.properties,
+                plan.scenario.properties if plan.scenario is not None else None)
+            self.skipped += [f"{note} ({', '.join(kafka_kind)})" for note in dropped]
+        else:
+            self._kafka_properties = self.member_properties
 
     # ---------------------------------------------------------------------------------------- setup
     def _start_infrastructure(self) -> None:
@@ -324,11 +354,12 @@ class Lab:
     # ------------------------------------------------------------------------------------- consumers
     def _consumer_args(self, name: str) -> list[str]:
         """The consumer's command line, the same for every backend (each runs the zkconsumer CLI its own way)."""
-        if self.plan.client == lab_members.CLIENT:
+        kind = self.plan.kind_of(name)
+        if kind == lab_members.CLIENT:
             return self._kafka_member_args(name)
         args = [*self.backend.zkconsumer_command, "consume", "--zookeeper", self.zk_connect, "--group", GROUP,
                 "--consumer-id", name, "--from-beginning", "--output", "none", "--trace-dir", str(self.traces),
-                "--profile", self.plan.profile, "--strategy", self.plan.strategy,
+                "--profile", kind, "--strategy", self.plan.strategy,
                 "--bootstrap-server", self.bootstrap,
                 "--property", f"auto.commit.interval.ms={self.plan.commit_interval_ms}",
                 "--property", f"zookeeper.session.timeout.ms={self.plan.session_timeout_ms}"]
@@ -357,7 +388,7 @@ class Lab:
         """Kafka 0.8.2.2's own consumer as this member: the same settings under Kafka's names."""
         if self._kafka_members is None:
             props = {"auto.offset.reset": "smallest", "auto.commit.interval.ms": self.plan.commit_interval_ms,
-                     "zookeeper.session.timeout.ms": self.plan.session_timeout_ms, **dict(self.member_properties)}
+                     "zookeeper.session.timeout.ms": self.plan.session_timeout_ms, **dict(self._kafka_properties)}
             self._kafka_members = lab_members.KafkaLabMembers(
                 self.zk_connect, GROUP, self.plan.topics, self.traces, self.logs, strategy=self.plan.strategy,
                 properties=props)
@@ -718,6 +749,10 @@ class Lab:
         return {
             "mode": self.plan.mode, "profile": self.plan.profile, "strategy": self.plan.strategy,
             "client": self.plan.client, "produced": produced,
+            # members of another kind than the run's ([kinds]), and those whose commits their traces lack
+            "kinds": {m: self.plan.kind_of(m) for m in self.plan.kinds} if self.plan.mixed_kinds else {},
+            "commits_untraced": self.plan.client == lab_members.CLIENT or any(
+                self.plan.kind_of(m) == lab_members.CLIENT for m in self.plan.kinds),
             "delivered": sum(delivered.values()), "unique_delivered": unique, "duplicates": duplicates,
             "lost": produced - unique, "consumer_rebalances": len(durations),
             "failed_rebalances": len(self.tail.failed), "claim_conflicts": self.tail.conflicts,

@@ -132,6 +132,15 @@ NEW, EACH = "new", "each"
 TO_PARTITIONS = "to-partitions"
 
 
+class MemberKind(StrEnum):
+    """What a member named in ``[kinds]`` runs in a run in ZooKeeper mode: one 0.8 group may mix them, as Kafka
+    0.8.2.2's own consumers and zkconsumer's share groups (the values are what the file writes)."""
+
+    DEFAULT = "default"  # zkconsumer, its default profile
+    KAFKA_08 = "kafka-0.8"  # zkconsumer, the profile faithful to Kafka 0.8
+    KAFKA_0822 = "kafka-0.8.2.2"  # Apache Kafka 0.8.2.2's own high-level consumer, a JVM
+
+
 class ScenarioError(ZkConsumerError, ValueError):
     """A scenario file that cannot be run as written; the message names the file, the line and the key."""
 
@@ -199,8 +208,10 @@ class Scenario:
     properties: dict[str, int | bool | str] = field(default_factory=dict)
     #: members that consume only some of the topics (``[subscriptions]``); the others consume every topic
     subscriptions: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    #: where the subscriptions are written (``"subscriptions"``, ``"subscriptions.c3"``), for errors found when
-    #: the run's members are known; not part of what the scenario says
+    #: members of another kind than the run's (``[kinds]``), in a run in ZooKeeper mode: a mixed 0.8 group
+    kinds: dict[str, MemberKind] = field(default_factory=dict)
+    #: where the subscriptions and kinds are written (``"subscriptions"``, ``"subscriptions.c3"``, ``"kinds.c1"``),
+    #: for errors found when the run's members are known; not part of what the scenario says
     lines: dict[str, int | None] = field(default_factory=dict, compare=False, repr=False)
     #: a member action on a member not running by then is an error (a user's file); the built-in workloads are
     #: written for three members and adapt to fewer: such a step is skipped by the lab, which says so
@@ -213,22 +224,27 @@ class Scenario:
         steps = expand(self.actions, duration, members, topics, self.source, self.strict, self.ensemble)
         if self.strict:
             self._check_subscriptions(steps, members)
+            self._check_named("kinds", self.kinds, steps, members)
         return steps
+
+    def _check_named(self, table: str, names: Mapping[str, object], steps: list[Step], members: int) -> None:
+        """Every member named in ``[table]`` runs at some time."""
+        first = [f"c{n}" for n in range(1, members + 1)]
+        joined = [s.consumer for s in steps if s.action is ActionKind.JOIN and s.consumer not in first]
+        for name in names:
+            if name not in set(first) | set(joined):
+                raise ScenarioError(self.source, self.lines.get(f"{table}.{name}"), _Locator._name((table, name)),
+                                    f"{name!r} never runs: the run starts c1..c{members} and joins "
+                                    f"{', '.join(dict.fromkeys(joined)) or 'nobody'}")
 
     def _check_subscriptions(self, steps: list[Step], members: int) -> None:
         """Every member named in ``[subscriptions]`` runs at some time; and, when every member of the run is named
         there, every topic is consumed by one of them (else its records would all count as lost)."""
         if not self.subscriptions:
             return
+        self._check_named("subscriptions", self.subscriptions, steps, members)
         first = [f"c{n}" for n in range(1, members + 1)]
-        joined = [s.consumer for s in steps if s.action is ActionKind.JOIN and s.consumer not in first]
-        running = set(first) | set(joined)
-        for name in self.subscriptions:
-            if name not in running:
-                key = _Locator._name(("subscriptions", name))
-                raise ScenarioError(self.source, self.lines.get(f"subscriptions.{name}"), key,
-                                    f"{name!r} never runs: the run starts c1..c{members} and joins "
-                                    f"{', '.join(dict.fromkeys(joined)) or 'nobody'}")
+        running = set(first) | {s.consumer for s in steps if s.action is ActionKind.JOIN}
         if running <= set(self.subscriptions):
             consumed = {t for name in running for t in self.subscriptions[name]}
             missing = [t for t in self.topics if t not in consumed]
@@ -254,7 +270,7 @@ class Scenario:
 _TOP = {"name": str, "description": str, "duration": (int, float), "members": int, "rate": (int, float),
         "initial_records": int, "session_timeout_ms": int, "commit_interval_ms": int, "strategy": str,
         "topics": dict, "whitelist": str, "zookeeper_nodes": int, "actions": list, "properties": dict,
-        "subscriptions": dict}
+        "subscriptions": dict, "kinds": dict}
 _ACTION_KEYS = {"at", "do", "member", "until", "count", "seconds", "node", "topic", "partitions", "latency_ms"}
 _STRATEGIES = ("range", "roundrobin", "roundrobin-relaxed")
 _PERCENT = re.compile(r"^\s*(\d+(?:\.\d+)?)\s*%\s*$")
@@ -344,15 +360,17 @@ def loads(text: str, source: str = "<scenario>") -> Scenario:
                     for i, a in enumerate(raw_actions))
     properties = _properties(where, data.get("properties") or {})
     subscriptions = _subscriptions(where, data.get("subscriptions") or {}, topics, raw_whitelist)
+    kinds = _kinds(where, data.get("kinds") or {}, raw_whitelist)
     lines = {"subscriptions": where.line(("subscriptions",)),
-             **{f"subscriptions.{m}": where.line(("subscriptions", m)) for m in subscriptions}}
+             **{f"subscriptions.{m}": where.line(("subscriptions", m)) for m in subscriptions},
+             **{f"kinds.{m}": where.line(("kinds", m)) for m in kinds}}
     return Scenario(name=name, description=data.get("description", ""), source=source,
                     duration=float(duration) if duration is not None else None, members=members,
                     rate=float(data["rate"]) if "rate" in data else None,
                     initial_records=data.get("initial_records"), session_timeout_ms=data.get("session_timeout_ms"),
                     commit_interval_ms=data.get("commit_interval_ms"), strategy=strategy, topics=topics,
                     whitelist=raw_whitelist, zookeeper_nodes=nodes, actions=actions, properties=properties,
-                    subscriptions=subscriptions, lines=lines)
+                    subscriptions=subscriptions, kinds=kinds, lines=lines)
 
 
 #: Properties the lab sets for each member itself, and what to write instead.
@@ -415,6 +433,24 @@ def _subscriptions(where: _Locator, raw: dict, topics: Mapping[str, int],
         if len(set(value)) != len(value):
             where.fail(key, f"a topic named twice: {value!r}")
         out[name] = tuple(value)
+    return out
+
+
+def _kinds(where: _Locator, raw: dict, topic_filter: str | None) -> dict[str, MemberKind]:
+    """``[kinds]``: a member's name and what it runs (the names are checked against the run's members when it is
+    expanded: :meth:`Scenario.steps`)."""
+    out = {}
+    for name, value in raw.items():
+        key = ("kinds", name)
+        if name in (NEW, EACH):
+            where.fail(key, f"a member's name such as 'c3' ({name!r} names no member by itself)")
+        try:
+            out[name] = MemberKind(value)
+        except ValueError:
+            where.fail(key, f"unknown kind {value!r}; one of: {', '.join(k.value for k in MemberKind)}")
+        if out[name] is MemberKind.KAFKA_0822 and topic_filter is not None:
+            where.fail(key, "Kafka 0.8.2.2's consumer names its topics as the lab runs it: not in a run whose "
+                            "members subscribe by the whitelist")
     return out
 
 

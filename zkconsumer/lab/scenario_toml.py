@@ -21,12 +21,12 @@ from typing import Any
 from zkconsumer.lab.scenario import Action, Scenario
 
 #: Scenario fields not written as top-level keys: where it came from, its tables, and a flag of the built-ins.
-_NOT_TOP = {"source", "topics", "actions", "strict", "properties", "subscriptions", "lines"}
+_NOT_TOP = {"source", "topics", "actions", "strict", "properties", "subscriptions", "kinds", "lines"}
 #: The tables of names and values, in the order they are written (before the actions).
-_TABLES = ("topics", "properties", "subscriptions")
+_TABLES = ("topics", "properties", "subscriptions", "kinds")
 #: Action fields not written: where it was written.
 _NOT_WRITTEN = {"line"}
-_BARE_KEY = re.compile(r"^[A-Za-z0-9_-]+$")
+_BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def dumps(scenario: Scenario) -> str:
@@ -68,7 +68,7 @@ def action_items(action: Action) -> list[tuple[str, Any]]:
 
 def key(name: str) -> str:
     """A TOML key: bare where it may be, else a quoted string."""
-    return name if _BARE_KEY.match(name) else string_toml(name)
+    return name if _BARE_KEY.fullmatch(name) else string_toml(name)  # fullmatch: "$" also matches before "\n"
 
 
 def value_toml(value: Any) -> str:

@@ -395,6 +395,19 @@ class Registry:
             if self.zk.exists(path, watch=lambda event, gone=gone: gone.set()) is not None:
                 gone.wait(max(0.05, min(remaining, 1.0)) if stat.ephemeralOwner not in own_sessions else 1.0)
 
+    def wait_gone(self, path: str, timeout: float) -> bool:
+        """Until ``path`` does not exist (an exists-watch wakes the wait, no poll); False when it still does after
+        ``timeout`` seconds."""
+        deadline = time.monotonic() + timeout
+        while True:
+            gone = threading.Event()
+            if self.zk.exists(path, watch=lambda event, gone=gone: gone.set()) is None:
+                return True
+            remaining = deadline - time.monotonic()
+            if remaining <= 0:
+                return False
+            gone.wait(remaining)
+
     def registration(self, group: str, consumer_id: str) -> ConsumerRegistration | None:
         path = GroupPaths(group).registration(consumer_id)
         data = self.read(path)

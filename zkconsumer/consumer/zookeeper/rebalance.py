@@ -460,9 +460,13 @@ class Rebalancer:
                 if self._session_expired_pending():
                     self._set_state(RebalancerState.EXPIRED)
                     return False  # the executor thread re-registers and rebalances on the new session
-            error = ConsumerRebalanceFailed(
-                f"{self.c.consumer_id} can't rebalance after {max(attempt, cfg.rebalance_max_retries)} retries"
-                + (f" (last error: {last_error})" if last_error else ""))
+            if attempt > cfg.rebalance_max_retries:  # the claims outlasted a held node past the retries (default)
+                said = (f"{self.c.consumer_id} can't rebalance after {attempt} attempts: rebalance.max.retries is "
+                        f"{cfg.rebalance_max_retries}, and its claims waited past them for a session timeout "
+                        f"({cfg.session_timeout_ms} ms) on an owner node another live session holds")
+            else:  # Kafka 0.8's words
+                said = f"{self.c.consumer_id} can't rebalance after {cfg.rebalance_max_retries} retries"
+            error = ConsumerRebalanceFailed(said + (f" (last error: {last_error})" if last_error else ""))
             self.stats["failed_rebalances"] += 1
             self.phase_log.append((number, started, triggered_at, clock.as_ms()))
             self.c.trace.emit("rebalance_failed", rebalance=number, attempts=attempt, error=str(error),
