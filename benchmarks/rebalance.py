@@ -39,7 +39,6 @@ from __future__ import annotations
 import argparse
 import contextlib
 import dataclasses
-import multiprocessing
 import os
 import re
 import statistics
@@ -49,6 +48,7 @@ import uuid
 from collections import Counter
 from pathlib import Path
 
+from hosts import RemoteHost
 from kazoo.exceptions import NoNodeError
 from rich.table import Table
 
@@ -332,44 +332,11 @@ class Host:
                 c.shutdown()
 
 
-def _host_main(conn, zk: str, profile: str) -> None:
-    host = Host(zk, profile)
-    while True:
-        method, args = conn.recv()
-        try:
-            conn.send(("ok", getattr(host, method)(*args)))
-        except Exception as e:  # noqa: BLE001 - reported to the parent
-            conn.send(("error", repr(e)))
-        if method == "close":
-            return
-
-
-class RemoteHost:
-    def __init__(self, zk: str, profile: str) -> None:
-        ctx = multiprocessing.get_context("spawn")
-        self.conn, child = ctx.Pipe()
-        self.proc = ctx.Process(target=_host_main, args=(child, zk, profile), daemon=True)
-        self.proc.start()
-
-    def send(self, method: str, *args) -> None:
-        self.conn.send((method, args))
-
-    def result(self):
-        status, value = self.conn.recv()
-        if status != "ok":
-            raise RuntimeError(value)
-        return value
-
-    def call(self, method: str, *args):
-        self.send(method, *args)
-        return self.result()
-
-
 class ZkconsumerGroup:
     """zkconsumer's consumers of one profile, over ``processes`` host processes (1: all in this process)."""
 
     def __init__(self, zk: str, profile: str, processes: int) -> None:
-        self.hosts = [RemoteHost(zk, profile) for _ in range(processes)] if processes > 1 else None
+        self.hosts = [RemoteHost(Host, zk, profile) for _ in range(processes)] if processes > 1 else None
         self.local = Host(zk, profile) if self.hosts is None else None
         self.starter: threading.Thread | None = None
 

@@ -68,7 +68,8 @@ MODES: tuple[FailureMode, ...] = (
                 (_HERMES, _STREAMSX, _KAFKA_2589)),
     FailureMode("c", "the herd effect: every member rebalances on every change", None, (_COORDINATOR_DESIGN,),
                 elsewhere="benchmarks/rebalance.py: ZooKeeper requests and time per join and per crash, 10 to 500 "
-                          "members (benchmarks/README.md)"),
+                          "members; benchmarks/herd.py: the coordinator's group requests and time per join and "
+                          "leave, 10 to 200 members (benchmarks/README.md)"),
     FailureMode("d", "split brain from a stale view: one member's ZooKeeper traffic delayed", "stale-view",
                 (_COORDINATOR_DESIGN,)),
     FailureMode("e", "a session expired under a live member: re-registration and the conflict loop",

@@ -33,7 +33,7 @@ from zkconsumer.apache_kafka.kraft import KraftBroker
 from zkconsumer.apache_kafka.processes import KafkaBroker
 from zkconsumer.lab.faults.scenario_lab import lab_for
 from zkconsumer.lab.member_properties import merge_properties
-from zkconsumer.lab.nemesis import Invariant, invariant_counts
+from zkconsumer.lab.nemesis import COMMIT_INVARIANTS, Invariant, invariant_counts
 from zkconsumer.lab.runner import LabPlan
 from zkconsumer.lab.variants import VARIANTS, Measure, NotApplicable, Variant, unavailable
 from zkconsumer.zk.server import ZooKeeperServer
@@ -214,7 +214,6 @@ def table_cells(results: list[VariantResult]) -> TableCells:
 
 
 #: The invariants about commits: not judged where the members' commits are not traced.
-COMMIT_INVARIANTS = (Invariant.DUPLICATES_UNCOMMITTED, Invariant.COMMITS_FORWARD)
 NOT_JUDGED = "not judged"
 
 

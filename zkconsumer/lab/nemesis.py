@@ -53,6 +53,9 @@ class Invariant(StrEnum):
         return _CLAIMS[self]
 
 
+#: The invariants judged from the members' commits: not judged where a member's commits are not in its trace.
+COMMIT_INVARIANTS = (Invariant.DUPLICATES_UNCOMMITTED, Invariant.COMMITS_FORWARD)
+
 _CLAIMS = {
     Invariant.ZERO_LOST: "zero lost",
     Invariant.ONE_LIVE_OWNER: "never two live owners",

@@ -131,9 +131,15 @@ class LabPlan:
         return lab_members.CLIENT if self.client == lab_members.CLIENT else self.profile
 
     @property
-    def mixed_kinds(self) -> bool:
-        """Members of other kinds than the run's take part (in ZooKeeper mode)."""
-        return self.mode == "zookeeper" and any(self.kind_of(m) != self.kind_of("") for m in self.kinds)
+    def mixed_kinds(self) -> dict[str, str]:
+        """The members of another kind than the run's ([kinds], in ZooKeeper mode), with their kinds; else empty."""
+        kinds = {m: self.kind_of(m) for m in self.kinds}
+        return kinds if any(k != self.kind_of("") for k in kinds.values()) else {}
+
+    @property
+    def commits_untraced(self) -> bool:
+        """Some member's commits are not in its trace: Kafka 0.8.2.2's own consumer, rebuilt from its log."""
+        return lab_members.CLIENT in {self.kind_of(""), *map(self.kind_of, self.kinds)}
 
     def topics_of(self, member: str) -> list[str]:
         """The topics ``member`` subscribes to by name: its subscription, else every topic of the run."""
@@ -235,6 +241,35 @@ def planned_assignments(plan: LabPlan) -> Table:
     return table
 
 
+def _mixed_members(plan: LabPlan, backend: str, given: tuple[tuple[str, str], ...],
+                   notes: list[str]) -> tuple[tuple[str, str], ...]:
+    """The properties Kafka 0.8.2.2's members of a mixed group ([kinds]) take; added to ``notes``, what is n/a
+    about the kinds: all of them in a coordinator run (its group takes no 0.8 member), a property Kafka's consumer
+    lacks."""
+    if plan.kinds and plan.mode != "zookeeper":
+        notes.append(f"kinds ({', '.join(f'{m} {k}' for m, k in plan.kinds.items())}): a group in {plan.mode} mode "
+                     "takes no 0.8 member; they run as the others do")
+    kafka = [m for m in plan.kinds if plan.kind_of(m) == lab_members.CLIENT]
+    if not kafka or plan.client == lab_members.CLIENT:
+        return given
+    if backend != "process":
+        raise ValueError(f"{', '.join(kafka)}: Kafka 0.8.2.2's own consumer runs on the process backend only "
+                         f"(asked: {backend})")
+    taken, dropped = member_properties(member_kind("zookeeper", lab_members.CLIENT), plan.properties,
+                                       plan.scenario.properties if plan.scenario is not None else None)
+    notes += [f"{note} ({', '.join(kafka)})" for note in dropped]
+    return taken
+
+
+def _commits_not_judged(plan: LabPlan) -> str:
+    """What ``lab --analyze`` adds when members' commits are not in their traces (Kafka 0.8.2.2's own)."""
+    kafka = "every member" if plan.client == lab_members.CLIENT else ", ".join(
+        m for m in plan.kinds if plan.kind_of(m) == lab_members.CLIENT)
+    return ("[yellow]not judged:[/] duplicates only inside uncommitted windows, commits never backwards. The "
+            f"commits of Kafka 0.8.2.2's members ({kafka}) are not in their traces, rebuilt from their logs; the "
+            "analysis above judged them without.")
+
+
 class Lab:
     #: Whether this lab has the handles fault and topic actions need (ScenarioLab, in zkconsumer/lab/faults/, has;
     #: ``lab_for`` there picks the lab a plan needs). A lab without them reports such a step n/a.
@@ -278,20 +313,7 @@ class Lab:
         if plan.client == lab_members.CLIENT and (plan.mode != "zookeeper" or self.backend.name != "process"):
             raise ValueError(f"the {lab_members.CLIENT} client runs in ZooKeeper mode on the process backend only "
                              f"(asked: mode {plan.mode}, backend {self.backend.name})")
-        if plan.kinds and plan.mode != "zookeeper":
-            self.skipped.append(f"kinds ({', '.join(f'{m} {k}' for m, k in plan.kinds.items())}): a group in "
-                                f"{plan.mode} mode takes no 0.8 member; they run as the others do")
-        kafka_kind = [m for m in plan.kinds if plan.kind_of(m) == lab_members.CLIENT]
-        if kafka_kind and plan.client != lab_members.CLIENT:
-            if self.backend.name != "process":
-                raise ValueError(f"{', '.join(kafka_kind)}: Kafka 0.8.2.2's own consumer runs on the process backend "
-                                 f"only (asked: {self.backend.name})")
-            self._kafka_properties, dropped = member_properties(
-                member_kind("zookeeper", lab_members.CLIENT), plan.properties,
-                plan.scenario.properties if plan.scenario is not None else None)
-            self.skipped += [f"{note} ({', '.join(kafka_kind)})" for note in dropped]
-        else:
-            self._kafka_properties = self.member_properties
+        self._kafka_properties = _mixed_members(plan, self.backend.name, self.member_properties, self.skipped)
 
     # ---------------------------------------------------------------------------------------- setup
     def _start_infrastructure(self) -> None:
@@ -354,8 +376,7 @@ class Lab:
     # ------------------------------------------------------------------------------------- consumers
     def _consumer_args(self, name: str) -> list[str]:
         """The consumer's command line, the same for every backend (each runs the zkconsumer CLI its own way)."""
-        kind = self.plan.kind_of(name)
-        if kind == lab_members.CLIENT:
+        if (kind := self.plan.kind_of(name)) == lab_members.CLIENT:
             return self._kafka_member_args(name)
         args = [*self.backend.zkconsumer_command, "consume", "--zookeeper", self.zk_connect, "--group", GROUP,
                 "--consumer-id", name, "--from-beginning", "--output", "none", "--trace-dir", str(self.traces),
@@ -712,6 +733,8 @@ class Lab:
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2))
         if analyze:
             summary["report"] = self._analyze(master)
+            if summary["commits_untraced"]:  # the analysis reads traces only: say what it could not see
+                self.console.print(_commits_not_judged(self.plan), highlight=False)
         return summary
 
     def _zk_requests(self) -> int:
@@ -749,10 +772,7 @@ class Lab:
         return {
             "mode": self.plan.mode, "profile": self.plan.profile, "strategy": self.plan.strategy,
             "client": self.plan.client, "produced": produced,
-            # members of another kind than the run's ([kinds]), and those whose commits their traces lack
-            "kinds": {m: self.plan.kind_of(m) for m in self.plan.kinds} if self.plan.mixed_kinds else {},
-            "commits_untraced": self.plan.client == lab_members.CLIENT or any(
-                self.plan.kind_of(m) == lab_members.CLIENT for m in self.plan.kinds),
+            "kinds": self.plan.mixed_kinds, "commits_untraced": self.plan.commits_untraced,
             "delivered": sum(delivered.values()), "unique_delivered": unique, "duplicates": duplicates,
             "lost": produced - unique, "consumer_rebalances": len(durations),
             "failed_rebalances": len(self.tail.failed), "claim_conflicts": self.tail.conflicts,

@@ -92,6 +92,18 @@ def outlasting(outcome: Outcome, elapsed: float, config: ConsumerConfig, profile
     return outcome is Outcome.HELD and profile.claims_outlast_session and elapsed < window
 
 
+def gave_up(consumer_id: str, attempts: int, config: ConsumerConfig, last_error: object) -> ConsumerRebalanceFailed:
+    """The error of a rebalance given up: Kafka 0.8's words, or, where the claims outlasted a held node past the
+    retries (the default profile), how many attempts it made and why."""
+    if attempts > config.rebalance_max_retries:
+        said = (f"{consumer_id} can't rebalance after {attempts} attempts: rebalance.max.retries is "
+                f"{config.rebalance_max_retries}, and its claims waited past them for a session timeout "
+                f"({config.session_timeout_ms} ms) on an owner node another live session holds")
+    else:
+        said = f"{consumer_id} can't rebalance after {config.rebalance_max_retries} retries"
+    return ConsumerRebalanceFailed(said + (f" (last error: {last_error})" if last_error else ""))
+
+
 class RebalancerState(Enum):
     """Where a member's rebalancer is in its life (:attr:`Rebalancer.state`; kazoo's partitioner is the model).
 
@@ -460,13 +472,7 @@ class Rebalancer:
                 if self._session_expired_pending():
                     self._set_state(RebalancerState.EXPIRED)
                     return False  # the executor thread re-registers and rebalances on the new session
-            if attempt > cfg.rebalance_max_retries:  # the claims outlasted a held node past the retries (default)
-                said = (f"{self.c.consumer_id} can't rebalance after {attempt} attempts: rebalance.max.retries is "
-                        f"{cfg.rebalance_max_retries}, and its claims waited past them for a session timeout "
-                        f"({cfg.session_timeout_ms} ms) on an owner node another live session holds")
-            else:  # Kafka 0.8's words
-                said = f"{self.c.consumer_id} can't rebalance after {cfg.rebalance_max_retries} retries"
-            error = ConsumerRebalanceFailed(said + (f" (last error: {last_error})" if last_error else ""))
+            error = gave_up(self.c.consumer_id, attempt, cfg, last_error)
             self.stats["failed_rebalances"] += 1
             self.phase_log.append((number, started, triggered_at, clock.as_ms()))
             self.c.trace.emit("rebalance_failed", rebalance=number, attempts=attempt, error=str(error),
