@@ -224,7 +224,8 @@ def test_a_membership_change_during_the_first_rebalance_is_answered_by_it(regist
         if view.c is m1 and not injected:
             injected.append(True)
             registry.zk.create("/consumers/g/ids/g_m3", ConsumerRegistration({"t": 1}).encode(), ephemeral=True)
-            wait_until(m1.rebalancer._pending_change, message="m3's registration flagged to m1's first rebalance")
+            wait_until(m1.rebalancer.triggers.change_pending,
+                       message="m3's registration flagged to m1's first rebalance")
         return result
 
     try:

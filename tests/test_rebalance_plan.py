@@ -46,8 +46,8 @@ def test_gained_from_a_member_still_in_the_group_is_held_until_it_releases() -> 
     assert step.hold == {T1: B0}  # g_gone left: its partition is free to claim at once
 
 
-def test_held_partitions_are_kafkas_unreleased_partitions_only_with_pipelined_claims() -> None:
-    no_pipeline = dataclasses.replace(DEFAULT, pipelined_claims=False)
+def test_held_partitions_are_kafkas_unreleased_partitions_only_when_claims_wait_for_release() -> None:
+    no_pipeline = dataclasses.replace(DEFAULT, wait_for_release=False)
     step = plan(no_pipeline, ME, owned={}, target={T1: A0}, last_owners={T1: B0}, thread_owner=MEMBERS)
     assert step.claim == {T1: A0} and step.hold == {}
 

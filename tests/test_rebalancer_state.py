@@ -7,6 +7,7 @@ import pytest
 from helpers import consumer, expire_session, wait_until
 
 from zkconsumer.consumer.zookeeper.rebalance import RebalancerState as S
+from zkconsumer.consumer.zookeeper.triggers import TriggerCause
 from zkconsumer.errors import ConsumerRebalanceFailed
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.topics import create_topic
@@ -38,7 +39,7 @@ def test_a_member_goes_from_new_to_stable_rebalances_on_a_join_and_stops_for_goo
             if c is not None:
                 c.shutdown()
     assert a.rebalancer.state is S.STOPPED
-    a.rebalancer.trigger("ids_changed")  # a late watch: nothing runs, STOPPED is final
+    a.rebalancer.trigger(TriggerCause.IDS_CHANGED)  # a late watch: nothing runs, STOPPED is final
     assert a.rebalancer.state is S.STOPPED and states(a)[-1] is S.STOPPED
 
 

@@ -153,14 +153,25 @@ class Profile:
     """Behaviour switches that differ between Kafka 0.8 and zkconsumer's default (docs/profiles.md)."""
 
     name: str
-    #: claim every owner node at once (pipelined creates, free partitions first, nothing left behind when the
-    #: attempt gives up), read the group pipelined and only what changed, and react to watch events directly
-    #: instead of one synchronous create and read per node after ZkClient's re-read
+    #: read the group pipelined and only what changed (registrations by the ids child version, partitions from the
+    #: topics' data watches), each read setting the one-shot ids watch again, instead of one synchronous round
+    #: trip per node after ZkClient's re-read
+    pipelined_reads: bool
+    #: claim every owner node of an attempt at once (multi-ops, free partitions first, nothing left behind when
+    #: the attempt gives up), the release of what moves sent with the claim's first requests, instead of one
+    #: synchronous create per node
     pipelined_claims: bool
-    #: on a claim conflict, wait (with a watch) for the holder to delete its node instead of failing the attempt
+    #: a claim on a partition whose previous owner is still a member waits (with a watch) for that owner to
+    #: delete its node instead of failing the attempt on the conflict
     wait_for_release: bool
+    #: read the start offsets after the claim (sent with its last write) instead of before it: the previous owner
+    #: may commit between Kafka's read and its claim, and the new owner restarts from a stale offset
+    offsets_after_claim: bool
+    #: a release deletes only owner nodes that name this member's thread; Kafka deletes each one it thinks it
+    #: owns without looking
+    release_only_ours: bool
     #: keep partitions this consumer keeps after the rebalance (no release, no fetch stop) instead of
-    #: stopping the world
+    #: stopping the world; the attempt's whole sequence follows it (attempt.py: Incremental or StopTheWorld)
     keep_unmoved: bool
     #: commit only records the caller has finished with (it asked for the next one, or committed), instead
     #: of every record handed out
@@ -192,11 +203,13 @@ class Profile:
 
 
 PROFILE_SETTINGS = {
-    "kafka-0.8": Profile("kafka-0.8", pipelined_claims=False, wait_for_release=False, keep_unmoved=False,
+    "kafka-0.8": Profile("kafka-0.8", pipelined_reads=False, pipelined_claims=False, wait_for_release=False,
+                         offsets_after_claim=False, release_only_ours=False, keep_unmoved=False,
                          commit_processed_only=False, recheck_membership=False, pause_when_suspended=False,
                          fence_on_session_lease=False, skip_broken_nodes=False, watch_own_nodes=False,
                          claims_outlast_session=False, surface_rebalance_failure=False),
-    "default": Profile("default", pipelined_claims=True, wait_for_release=True, keep_unmoved=True,
+    "default": Profile("default", pipelined_reads=True, pipelined_claims=True, wait_for_release=True,
+                       offsets_after_claim=True, release_only_ours=True, keep_unmoved=True,
                        commit_processed_only=True, recheck_membership=True),
 }
 

@@ -263,6 +263,18 @@ class Registry:
     def broker_ids(self) -> list[int]:
         return broker_ids_of(self.children(layout.BROKER_IDS_PATH))
 
+    def any_broker_async(self) -> Callable[[], bool]:
+        """Whether any broker is registered: the listing is sent now (to travel with other reads), the function
+        returned waits for it (a missing ``/brokers/ids`` names none)."""
+        pending = self.zk.get_children_async(layout.BROKER_IDS_PATH)
+
+        def answer() -> bool:
+            try:
+                return bool(broker_ids_of(pending.get()))
+            except NoNodeError:
+                return False
+        return answer
+
     def broker(self, broker_id: int) -> BrokerInfo | None:
         path = layout.broker_path(broker_id)
         data = self.read(path)

@@ -23,7 +23,9 @@ from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.config import ConsumerConfig, Profile
 from zkconsumer.consumer.listener import RebalanceListener
+from zkconsumer.consumer.zookeeper.claim_round import Batch, ClaimRound, Conflict
 from zkconsumer.consumer.zookeeper.phases import PhaseClock
+from zkconsumer.consumer.zookeeper.triggers import TriggerCause, Triggers
 from zkconsumer.errors import NotAuthorized
 from zkconsumer.trace import TraceWriter
 from zkconsumer.zk import layout
@@ -35,10 +37,6 @@ log = logging.getLogger("zkconsumer.consumer.zookeeper.rebalance")  # split from
 
 #: Owner watches are set this long after the claim, off the rebalance's busiest window.
 OWNER_WATCH_DELAY_S = 0.3
-
-
-class _GiveUp(Exception):  # control flow: never leaves a claim
-    """A pipelined claim stops: the group changed, the consumer stops, or the backoff passed."""
 
 
 def nothing() -> None:
@@ -100,9 +98,9 @@ class ClaimOwner(Protocol):
     @property
     def cond(self) -> threading.Condition: ...
 
-    def triggers_pending(self) -> bool: ...
+    triggers: Triggers
 
-    def trigger(self, cause: str) -> None: ...
+    def trigger(self, cause: TriggerCause) -> None: ...
 
 
 class OwnerNodes:
@@ -193,152 +191,129 @@ class OwnerNodes:
             self._known_parents.add(parent)
 
     def claim_pipelined(self, decision: Mapping[TopicPartition, str], number: int, attempt: int,
-                         held: Mapping[TopicPartition, str] | None = None, members: Mapping[str, str] | None = None,
-                         after_send: Callable[[], None] = lambda: None, read_ahead: ReadAhead | None = None) -> bool:
-        """Claim every owner node at once, in as few ZooKeeper writes as possible.
+                        held: Mapping[TopicPartition, str] | None = None, members: Mapping[str, str] | None = None,
+                        after_send: Callable[[], None] = nothing, read_ahead: ReadAhead | None = None) -> bool:
+        """Claim every owner node at once, in as few ZooKeeper writes as possible: the I/O of a
+        :class:`~zkconsumer.consumer.zookeeper.claim_round.ClaimRound`, which decides what to send next.
 
         ``held``: partitions whose previous owner (the thread named) is still a member (``members``: thread to
-        consumer), so still holding the node until its own rebalance releases it. Those are not created but
-        read with a data watch; the rest are created in one multi-op, pipelined with those reads (one round
-        trip). Each node is created the moment its holder deletes it (the holder is normally releasing it right
-        now, so waiting for the event is both faster and certain, where Kafka fails the attempt and sleeps
-        2 s); nodes freed together are created together, in one multi-op. A member releases everything it
-        gives up in one multi-op, so of the nodes one member holds for us only the first is read and watched;
-        when it is freed, all of them are tried. A multi-op that fails (a node taken after all, or a holder
-        that releases node by node) is retried node by node, and a node found held is watched on its own.
-        Gives up, deleting what it created, when the group changes (the assignment is stale) or
-        ``rebalance.backoff.ms`` passes; the next attempt recomputes. ``read_ahead`` is sent right behind the
-        writes that would create the last nodes (:class:`ReadAhead`).
+        consumer), so still holding the node until its own rebalance releases it. Each node is created the moment
+        its holder deletes it (the holder is normally releasing it right now, so waiting for the event is both
+        faster and certain, where Kafka fails the attempt and sleeps 2 s); nodes freed together are created
+        together, in one multi-op. A multi-op that fails (a node taken after all, or a holder that releases node
+        by node) is retried node by node. Gives up (False), deleting what it created, when the group changes (the
+        assignment is stale), the consumer stops, or ``rebalance.backoff.ms`` passes; the next attempt
+        recomputes. ``read_ahead`` is sent right behind the writes that would create the last nodes
+        (:class:`ReadAhead`).
         """
-        zk, cond = self.c.zk, self.r.cond
-        held, members = held or {}, members or {}
-        todo = dict(decision)
-        created: list[TopicPartition] = []
-        ready = {tp for tp in todo if tp not in held}  # to create now (guarded by cond)
-        by_member: dict[str, list[TopicPartition]] = {}
-        for tp in sorted(tp for tp in todo if tp in held):
-            by_member.setdefault(members.get(held[tp], held[tp]), []).append(tp)
-        look = [tps[0] for tps in by_member.values()]  # to read with a watch: one node per holding member
-        followers = {tps[0]: tps[1:] for tps in by_member.values()}  # tried when that node is freed
-        hopeful: set[TopicPartition] = set()  # tried because another node of their holder was freed
-        tried: set[TopicPartition] = set()  # a create of ours failed on these
+        claim = ClaimRound(decision, held, members)
         self._claim_token = token = object()
         deadline = time.monotonic() + max(self.c.config.rebalance_backoff_ms / 1000.0, 0.5)
+
+        def freed(tp: TopicPartition) -> Callable[[object], None]:
+            def watch(event) -> None:  # deleted, overwritten, or the connection dropped: look again
+                if self._claim_token is token:
+                    self._step(claim.on_freed, tp)
+            return watch
+
+        finished = False
+        try:
+            while not claim.done:
+                batch = self._await_batch(claim, deadline)
+                if batch is None:
+                    return False  # a changed group, a shutdown, or too long: the next attempt recomputes
+                self._send_batch(claim, batch, freed, number, attempt, after_send, read_ahead)
+                if not claim.done and read_ahead is not None:
+                    read_ahead.drop()  # sent with a batch that did not complete the claim
+            for tp in decision:
+                self._strays.pop(self.paths.owner(tp.topic, tp.partition), None)
+            finished = True
+            return True
+        finally:
+            self._claim_token = None
+            if not finished:  # given up, or an error (not authorised, the connection lost): undo what we created
+                if read_ahead is not None:
+                    read_ahead.drop()
+                self._undo_claims(claim.created())
+
+    def _step(self, change: Callable[[TopicPartition], object], tp: TopicPartition) -> object:
+        """One change of the running claim round, under the rebalancer's condition (watch events arrive on kazoo's
+        thread), waking the claim that waits for it."""
+        with self.r.cond:
+            result = change(tp)
+            self.r.cond.notify_all()
+            return result
+
+    def _await_batch(self, claim: ClaimRound, deadline: float) -> Batch | None:
+        """The next batch, once there is one to send; None when the claim should give up instead."""
+        cond = self.r.cond
+        with cond:
+            while not claim.has_work:
+                remaining = deadline - time.monotonic()
+                if self.r.triggers.pending() or self.r.stopping.is_set() or remaining <= 0:
+                    return None
+                with self.r.clock.phase("owner_wait"):
+                    cond.wait(min(remaining, 0.5))
+            batch = claim.next_batch()
+        return None if time.monotonic() > deadline else batch
+
+    def _send_batch(self, claim: ClaimRound, batch: Batch, freed: Callable[[TopicPartition], Callable],
+                    number: int, attempt: int, after_send: Callable[[], None], read_ahead: ReadAhead | None) -> None:
+        """Send one batch (creates in a multi-op, reads with watches, the read-ahead), then feed the answers back."""
+        zk = self.c.zk
 
         def path(tp: TopicPartition) -> str:
             return self.paths.owner(tp.topic, tp.partition)
 
-        def wake_followers(tp: TopicPartition) -> None:  # with cond held
-            for other in followers.pop(tp, ()):
-                ready.add(other)
-                hopeful.add(other)
-
-        def mark_ready(tp: TopicPartition) -> None:
-            with cond:
-                ready.add(tp)
-                wake_followers(tp)
-                cond.notify_all()
-
-        def freed(tp: TopicPartition):
-            def watch(event) -> None:  # deleted, overwritten, or the connection dropped: look again
-                if self._claim_token is token:
-                    mark_ready(tp)
-            return watch
-
         def create(tp: TopicPartition):
-            return zk.create_async(path(tp), layout.encode_owner(todo[tp]), ephemeral=True)
+            return zk.create_async(path(tp), layout.encode_owner(claim.decision[tp]), ephemeral=True)
 
-        def take_ready() -> list[TopicPartition]:  # with cond held
-            batch = sorted(tp for tp in ready if tp in todo)
-            ready.clear()
-            return batch
-
-        try:
-            while todo:
-                with cond:
-                    batch = take_ready()
-                    while not batch and not look:
-                        remaining = deadline - time.monotonic()
-                        if self.r.triggers_pending() or self.r.stopping.is_set() or remaining <= 0:
-                            raise _GiveUp  # a changed group, a shutdown, or too long: recompute
-                        with self.r.clock.phase("owner_wait"):
-                            cond.wait(min(remaining, 0.5))
-                        batch = take_ready()
-                if time.monotonic() > deadline:
-                    raise _GiveUp
-                for topic in {tp.topic for tp in batch}:
-                    self._ensure_parent(topic)
-                multi = None
-                if len(batch) > 1:
-                    txn = zk.transaction()
-                    for tp in batch:
-                        txn.create(path(tp), layout.encode_owner(todo[tp]), ephemeral=True)
-                    multi = txn.commit_async()
-                singles = [] if multi is not None else [(tp, create(tp)) for tp in batch]
-                if read_ahead is not None and len(batch) == len(todo):  # this batch completes the claim
-                    read_ahead.send(decision)
-                reads = [(tp, zk.get_async(path(tp), watch=freed(tp))) for tp in look]
-                look = []
-                after_send()  # our own release, sent before these, completes meanwhile
-                if multi is not None:
-                    results = multi.get()
-                    if not any(isinstance(r, Exception) for r in results):
-                        created += batch
-                        for tp in batch:
-                            del todo[tp]
-                    else:
-                        for tp, r in zip(batch, results, strict=True):
-                            if isinstance(r, NoAuthError):  # an owners/<t> whose ACL excludes us: waiting cannot help
-                                raise NotAuthorized(path(tp), "create")
-                        # Nothing was created: one node was taken after all. Node by node, to learn which.
-                        singles = [(tp, create(tp)) for tp in batch]
-                        if read_ahead is not None:
-                            read_ahead.drop()  # it was answered before these creates
-                for tp, result in singles:
-                    try:
-                        result.get()
-                    except NodeExistsError:
-                        look.append(tp)
-                        tried.add(tp)
-                        continue
-                    except NoNodeError:  # owners/<topic> was deleted under us: create it again, then retry
-                        self._known_parents.discard(self.paths.owners_topic(tp.topic))
-                        mark_ready(tp)
-                        continue
-                    except NoAuthError:
-                        raise NotAuthorized(path(tp), "create") from None
-                    created.append(tp)
-                    del todo[tp]
-                for tp, result in reads:
-                    try:
-                        holder = result.get()[0].decode("utf-8", "replace")
-                    except NoNodeError:  # free already (no watch was set): create it now
-                        mark_ready(tp)
-                        continue
-                    if holder == todo[tp]:  # our own node, from an earlier attempt cut short
-                        created.append(tp)
-                        del todo[tp]
-                    elif tp in tried and not (tp in hopeful and holder == held.get(tp)):
-                        # a create failed on it: a conflict (waiting for a predicted holder is none)
-                        self._conflict(number, attempt, tp, todo[tp], holder)
-                    with cond:
-                        if holder != held.get(tp):  # not held by the member predicted: the others may be free
-                            wake_followers(tp)
-                        hopeful.discard(tp)  # watched on its own from now on
-                if todo and read_ahead is not None:
-                    read_ahead.drop()  # sent with a batch that did not complete the claim
-            for tp in decision:
-                self._strays.pop(path(tp), None)
-            return True
-        except BaseException as e:
-            if read_ahead is not None:
-                read_ahead.drop()
-            self._undo_claims({tp: decision[tp] for tp in created})
-            if isinstance(e, _GiveUp):
-                return False
-            raise
-        finally:
-            self._claim_token = None
+        for topic in {tp.topic for tp in batch.create}:
+            self._ensure_parent(topic)
+        multi = None
+        if len(batch.create) > 1:
+            txn = zk.transaction()
+            for tp in batch.create:
+                txn.create(path(tp), layout.encode_owner(claim.decision[tp]), ephemeral=True)
+            multi = txn.commit_async()
+        singles = [] if multi is not None else [(tp, create(tp)) for tp in batch.create]
+        if read_ahead is not None and batch.completes:
+            read_ahead.send(claim.decision)
+        reads = [(tp, zk.get_async(path(tp), watch=freed(tp))) for tp in batch.read]
+        after_send()  # our own release, sent before these, completes meanwhile
+        if multi is not None:
+            results = multi.get()
+            if not any(isinstance(r, Exception) for r in results):
+                with self.r.cond:
+                    claim.on_created(batch.create)
+            else:
+                for tp, r in zip(batch.create, results, strict=True):
+                    if isinstance(r, NoAuthError):  # an owners/<t> whose ACL excludes us: waiting cannot help
+                        raise NotAuthorized(path(tp), "create")
+                # Nothing was created: one node was taken after all. Node by node, to learn which.
+                singles = [(tp, create(tp)) for tp in batch.create]
+                if read_ahead is not None:
+                    read_ahead.drop()  # it was answered before these creates
+        for tp, result in singles:
+            try:
+                result.get()
+            except NodeExistsError:
+                self._step(claim.on_taken, tp)
+            except NoNodeError:  # owners/<topic> was deleted under us: create it again, then retry
+                self._known_parents.discard(self.paths.owners_topic(tp.topic))
+                self._step(claim.on_freed, tp)
+            except NoAuthError:
+                raise NotAuthorized(path(tp), "create") from None
+            else:
+                self._step(lambda t: claim.on_created([t]), tp)
+        for tp, result in reads:
+            try:
+                holder = result.get()[0].decode("utf-8", "replace")
+            except NoNodeError:  # free already (no watch was set): create it now
+                holder = None
+            conflict = self._step(lambda t, h=holder: claim.on_read(t, h), tp)
+            if isinstance(conflict, Conflict):
+                self._conflict(number, attempt, conflict.tp, conflict.thread, conflict.holder)
 
     def _undo_claims(self, created: Mapping[TopicPartition, str]) -> None:
         """Delete owner nodes an abandoned claim created; any left (the connection failed) are deleted by the
@@ -371,7 +346,7 @@ class OwnerNodes:
         armed = {p for p in paths.values() if self.watch_armed(p)}
         for path in paths.values():
             self._owner_watches.pop(path, None)  # our own deletion is no news
-        if self.c.profile.pipelined_claims:
+        if self.c.profile.release_only_ours:
             # Delete only nodes that hold our thread id. A node whose exists-watch has not fired is still the one
             # we created; the others are read first. (Neither is atomic: ZooKeeper cannot delete on content.)
             unsure = {tp: p for tp, p in paths.items() if p not in armed}
@@ -462,7 +437,7 @@ class OwnerNodes:
             del self._owner_watches[path]
             log.warning("%s: our owner node %s was %s by someone else: rebalancing to claim it again",
                         self.c.consumer_id, path, what)
-            self.r.trigger("owner_changed")
+            self.r.trigger(TriggerCause.OWNER_CHANGED)
 
         # Both callbacks run on kazoo's connection thread (runs_inline): most of these watches fire on our own
         # deletes at the next release, the rebalance's busiest moment, and need nothing more than a look at a dict.

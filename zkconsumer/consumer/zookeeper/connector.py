@@ -31,6 +31,7 @@ from zkconsumer.consumer.streams import KafkaStream, Queued
 from zkconsumer.consumer.zookeeper.kafka_offsets import offset_store
 from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
 from zkconsumer.consumer.zookeeper.rebalance import Rebalancer
+from zkconsumer.consumer.zookeeper.triggers import TriggerCause
 from zkconsumer.errors import ConsumerIdInUse, ConsumerRebalanceFailed, ConsumerTimeout, MessageStreamsExist
 from zkconsumer.trace import TraceWriter
 from zkconsumer.zk import layout
@@ -334,7 +335,7 @@ class ZookeeperConsumerConnector(ConsumerBase):
             if self.profile.pause_when_suspended:
                 self._disown_now()
             self.trace.emit("session_expired")
-            self.rebalancer.trigger("session_expired")
+            self.rebalancer.trigger(TriggerCause.SESSION_EXPIRED)
         elif state == KazooState.CONNECTED:
             session = self.zk.client_id[0] if self.zk.client_id else None
             if not self.connected.is_set():

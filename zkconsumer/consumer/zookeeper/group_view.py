@@ -19,6 +19,7 @@ from kazoo.exceptions import NoNodeError
 from zkconsumer.assignment import foreign
 from zkconsumer.assignment.assignors import AssignmentContext
 from zkconsumer.config import ConsumerConfig, Profile
+from zkconsumer.consumer.zookeeper.triggers import TriggerCause
 from zkconsumer.zk import layout
 from zkconsumer.zk.handler import runs_inline
 from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths, MalformedNodeError
@@ -41,7 +42,7 @@ class GroupViewHost(Protocol):
 class GroupView:
     """The group as this member last read it, and the reading of it."""
 
-    def __init__(self, host: GroupViewHost, paths: GroupPaths, trigger: Callable[[str], None],
+    def __init__(self, host: GroupViewHost, paths: GroupPaths, trigger: Callable[[TriggerCause], None],
                  stopping: threading.Event) -> None:
         self.c = host
         self.paths = paths
@@ -82,7 +83,7 @@ class GroupView:
         data watches, which already deliver each change.
         """
         reg = self.c.registry
-        fast = self.c.profile.pipelined_claims
+        fast = self.c.profile.pipelined_reads
         ids, cversion = reg.consumer_ids_with_version(self.c.group, watch=ids_watch if fast else None)
         if not fast:
             paths = {cid: self.paths.registration(cid) for cid in ids}
@@ -249,7 +250,7 @@ class GroupView:
         def on_change(event) -> None:
             self._broken_watched.discard(path)
             if not self.stopping.is_set():
-                self.trigger("registration_changed")
+                self.trigger(TriggerCause.REGISTRATION_CHANGED)
 
         if self.c.zk.exists(path, watch=on_change) is None:
             self._broken_watched.discard(path)  # already gone: the ids watch has fired

@@ -54,6 +54,8 @@ class KafkaOffsetStore:
     """
 
     store = "kafka"
+    #: the broker's offsets are not ordered behind our ZooKeeper session's writes: read after the claim
+    reads_with_claims = False
 
     def __init__(self, bootstrap: str | Callable[[], str], group: str, client_id: str,
                  trace: TraceWriter | None = None, retries: int = 5, backoff_ms: int = 1000,
@@ -179,6 +181,7 @@ class DualOffsetStore:
     own checkpoints, so a store that lags (written by consumers still on ZooKeeper) is caught up."""
 
     store = "dual"
+    reads_with_claims = False  # half of it is the broker's (see KafkaOffsetStore)
 
     def __init__(self, kafka: KafkaOffsetStore, zookeeper: ZkOffsetStore) -> None:
         self.kafka = kafka

@@ -31,6 +31,9 @@ log = logging.getLogger(__name__)
 class ZkOffsetStore:
     """Reads and writes a group's offsets in ZooKeeper with Kafka's checkpoint cache."""
 
+    #: a read sent right behind a claim sees the claim's outcome (:meth:`fetch_async`): same session, same order
+    reads_with_claims = True
+
     def __init__(self, registry: Registry, group: str, trace: TraceWriter | None = None,
                  skip_broken: bool = True) -> None:
         self.registry = registry

@@ -6,13 +6,14 @@ The model is Kafka trunk's ``CurrentAssignmentBuilder``: a pure step from (curre
 member state, unit-tested without a cluster. zkconsumer's *held* partitions are its ``UNRELEASED_PARTITIONS``:
 assigned to this member, still owned by another member that has not released them yet.
 
-The two profiles (docs/profiles.md) differ here in two policy switches of :class:`~zkconsumer.config.Profile`:
+The two profiles (docs/profiles.md) differ here in two policy switches of :class:`~zkconsumer.config.Profile`
+(each attempt's sequence around the plan is in attempt.py):
 
 * ``keep_unmoved`` off (Kafka 0.8): stop the world. Everything owned is released before the group is read, and
   everything assigned is claimed again, one owner node at a time.
 * ``keep_unmoved`` on (default): a partition assigned to the same thread again is kept (no release, no fetch
   stop), as long as its owner node still names this member's thread; only what moves is released or claimed.
-* ``pipelined_claims`` on (default): a partition whose previous owner (by the last assignment this member
+* ``wait_for_release`` on (default): a partition whose previous owner (by the last assignment this member
   computed) is still a member is *held*: its claim waits for that owner's release instead of failing on it.
 """
 
@@ -62,7 +63,7 @@ def plan(profile: Profile, consumer_id: str, owned: Owners, target: Owners,
     keep = {tp: tid for tp, tid in owned.items() if tp not in release and tp not in lost}
     claim = {tp: tid for tp, tid in target.items() if keep.get(tp) != tid}
     hold: dict[TopicPartition, str] = {}
-    if profile.pipelined_claims and last_owners:
+    if profile.wait_for_release and last_owners:
         members = thread_owner or {}
         hold = {tp: last_owners[tp] for tp in claim
                 if tp in last_owners and members.get(last_owners[tp], consumer_id) != consumer_id}
@@ -73,3 +74,11 @@ def lost_owner_nodes(kept: Owners, holders: Mapping[TopicPartition, bytes | None
     """Kept partitions whose owner node, as read (``holders``; None: no node), does not name the thread that
     keeps them. Partitions not read (their exists-watch is still set: unchanged) are not in ``holders``."""
     return frozenset(tp for tp, tid in kept.items() if tp in holders and holders[tp] != encode_owner(tid))
+
+
+def by_topic(owners: Owners) -> dict[str, dict[int, str]]:
+    """Topic → partition → thread id: the shape Kafka's rebalance listener is given."""
+    out: dict[str, dict[int, str]] = {}
+    for tp, tid in owners.items():
+        out.setdefault(tp.topic, {})[tp.partition] = tid
+    return out

@@ -3,7 +3,7 @@
 Watches (children of ``/consumers/<g>/ids``, data of each subscribed ``/brokers/topics/<t>``, children of
 ``/brokers/topics`` for wildcards, the session state) only *flag* an event; one thread per consumer waits
 for a flag (waking every second to check for shutdown) and runs :meth:`Rebalancer.synced_rebalance`:
-up to ``rebalance.max.retries`` attempts of :meth:`Rebalancer._attempt`, ``rebalance.backoff.ms`` apart,
+up to ``rebalance.max.retries`` attempts (attempt.py), ``rebalance.backoff.ms`` apart,
 then :class:`ConsumerRebalanceFailed`, which the streams re-raise to the caller.
 
 With the ``kafka-0.8`` profile an attempt is Kafka's: stop all fetchers, commit, release every owner node,
@@ -27,13 +27,14 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from zkconsumer.assignment.assignors import Assignment, AssignmentContext, TopicPartition, assign
+from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition
 from zkconsumer.config import ConsumerConfig, Profile
-from zkconsumer.consumer.zookeeper import plan as rebalance_plan
-from zkconsumer.consumer.zookeeper.claims import ClaimHost, OwnerNodes, ReadAhead, nothing, tp_str
+from zkconsumer.consumer.zookeeper.attempt import Incremental, Outcome, StopTheWorld
+from zkconsumer.consumer.zookeeper.claims import ClaimHost, OwnerNodes, tp_str
 from zkconsumer.consumer.zookeeper.group_view import GroupView
 from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
 from zkconsumer.consumer.zookeeper.phases import PhaseClock
+from zkconsumer.consumer.zookeeper.triggers import TriggerCause, Triggers
 from zkconsumer.errors import ConsumerRebalanceFailed
 from zkconsumer.zk import layout
 from zkconsumer.zk.handler import runs_inline
@@ -43,22 +44,17 @@ from zkconsumer.zk.registry import broker_ids_of
 log = logging.getLogger(__name__)
 
 
-def _any_broker(listing) -> bool:
-    """Whether a pending listing of ``/brokers/ids`` names a broker (a missing path names none)."""
-    try:
-        return bool(broker_ids_of(listing.get()))
-    except NoNodeError:
-        return False
-
-
 class BrokerCount:
-    """How many brokers are registered, kept by a watch on ``/brokers/ids`` (default profile): brokers come and go
-    rarely, so members need no listing in every attempt. The first broker to register after none starts a
-    rebalance, as the watch Kafka sets when it found none does."""
+    """How many brokers are registered, kept by a watch on ``/brokers/ids``.
 
-    def __init__(self, zk: KazooClient, stopping: threading.Event, trigger: Callable[[str], None]) -> None:
+    The default profile keeps one from the start: brokers come and go rarely, so members need no listing in every
+    attempt, and the first broker to register after none starts a rebalance. Kafka sets one only when an attempt
+    found no broker, and then every change of the brokers starts a rebalance (``every_change``)."""
+
+    def __init__(self, zk: KazooClient, stopping: threading.Event, trigger: Callable[[TriggerCause], None],
+                 every_change: bool = False) -> None:
         self._count: int | None = None
-        self._stopping, self._trigger = stopping, trigger
+        self._stopping, self._trigger, self._every_change = stopping, trigger, every_change
         self._watch = ChildrenWatch(zk, layout.BROKER_IDS_PATH, self._changed)
 
     def _changed(self, children: list[str]) -> bool | None:
@@ -66,21 +62,14 @@ class BrokerCount:
             self._count = None
             return False
         had, self._count = self._count, len(broker_ids_of(children))
-        if had == 0 and self._count:
-            self._trigger("brokers_changed")
+        if had is not None and self._every_change or had == 0 and self._count:
+            self._trigger(TriggerCause.BROKERS_CHANGED)
         return None
 
     def known(self) -> int | None:
         """What the watch last saw; None when kazoo stopped it (it does, without telling us, when
         ``/brokers/ids`` is deleted or missing): then an attempt lists the brokers itself."""
         return None if self._watch._stopped else self._count
-
-
-class Outcome(Enum):
-    DONE = "done"
-    FAILED = "failed"
-    STALE = "stale"  # the membership changed under us: recompute at once (default profile)
-    HELD = "held"  # a claim waited in vain for an owner node another session holds: failed, but worth outlasting
 
 
 def outlasting(outcome: Outcome, elapsed: float, config: ConsumerConfig, profile: Profile) -> bool:
@@ -162,8 +151,8 @@ class Rebalancer:
     def __init__(self, host: RebalanceHost) -> None:
         self.c = host
         self.paths = GroupPaths(host.group)
-        self._cond = threading.Condition()
-        self._triggered: list[str] = []
+        self._cond = threading.Condition()  # (an RLock inside: the triggers and the claims take it again)
+        self.triggers = Triggers(self._cond)
         self._stopping = threading.Event()
         self._lock = threading.Lock()  # Kafka's rebalanceLock
         self.state = RebalancerState.NEW
@@ -175,12 +164,12 @@ class Rebalancer:
         self.rebalance_count = 0
         #: counters for the lab and benchmarks: attempts, failed_attempts, claim_conflicts, failed_rebalances
         self.stats: Counter[str] = Counter()
-        self._watching_brokers = False
-        self._brokers: BrokerCount | None = None  # the registered brokers' watch (default profile)
-        self._triggered_at: float | None = None  # monotonic time of the first unanswered trigger
+        self._brokers: BrokerCount | None = None  # the registered brokers' count (default profile)
+        self._no_brokers_watch: BrokerCount | None = None  # Kafka's watch, set when an attempt found no broker
+        self._ids_seen = False  # the ids ChildrenWatch delivered its first listing (kafka-0.8 profile)
         self._ids_unarmed = False  # the one-shot ids watch was dropped with the connection (pipelined profile)
         self._ids_cversion_seen = -1  # the child version of ids our last rebalance read
-        self._last_owners: dict[TopicPartition, str] = {}  # the whole group's last assignment we claimed under
+        self.last_owners: dict[TopicPartition, str] = {}  # the whole group's last assignment we claimed under
         self.clock = PhaseClock()  # the running rebalance's phases
         self.owners = OwnerNodes(host, self.paths, self)  # claims, releases and the watches on our owner nodes
         self.view = GroupView(host, self.paths, self.trigger, self._stopping)  # what an attempt reads of the group
@@ -217,15 +206,11 @@ class Rebalancer:
     def cond(self) -> threading.Condition:
         return self._cond
 
-    def triggers_pending(self) -> bool:
-        """A watch asked for another rebalance since the running one read the group (call with ``cond`` held)."""
-        return bool(self._triggered)
-
     # --------------------------------------------------------------------------------------------- watches
     def start(self) -> None:
         """Set the watches and run the first rebalance on the caller's thread, as Kafka's connector does."""
         zk = self.c.zk
-        if self.c.profile.pipelined_claims:
+        if self.c.profile.pipelined_reads:
             # A plain one-shot watch: its event starts the rebalance at once, and every read of ``ids`` sets it
             # again. kazoo's ChildrenWatch (like ZkClient) first re-reads the children before telling us: one
             # round trip more on every member's critical path, and the rebalance reads them anyway.
@@ -239,10 +224,9 @@ class Rebalancer:
             ChildrenWatch(zk, self.paths.ids, self._on_ids_change)
         if self.c.profile.watch_own_nodes:
             DataWatch(zk, self.paths.registration(self.c.consumer_id), self._on_own_registration)
-        if self.c.profile.watch_own_nodes or self.c.profile.pipelined_claims:
+        if self.c.profile.watch_own_nodes or self.c.profile.pipelined_reads:
             zk.add_listener(self._on_connection_state)
         if self.c.profile.keep_unmoved and self.c.needs_registered_brokers:
-            self._watching_brokers = True
             self._brokers = BrokerCount(zk, self._stopping, self.trigger)
         if self.c.topic_filter is not None:
             ChildrenWatch(zk, layout.BROKER_TOPICS_PATH, self._on_topics_children)
@@ -251,9 +235,9 @@ class Rebalancer:
                 self._watch_topic(topic)
         self._thread = threading.Thread(target=self._run, name=f"{self.c.consumer_id}_watcher_executor",
                                         daemon=True)
-        self.c.trace.emit("rebalance_triggered", cause="startup")
+        self.c.trace.emit("rebalance_triggered", cause=TriggerCause.STARTUP)
         try:
-            self.synced_rebalance("startup")
+            self.synced_rebalance(TriggerCause.STARTUP)
         finally:
             # Started only now: running, it would take the triggers a watch raises during this first rebalance
             # and queue a rebalance of its own behind our lock, so this one would not see them. The default
@@ -277,7 +261,7 @@ class Rebalancer:
             if first[0]:
                 first[0] = False
                 return None
-            self.trigger("topic_changed")
+            self.trigger(TriggerCause.TOPIC_CHANGED)
             return None
 
         DataWatch(self.c.zk, layout.topic_path(topic), on_data)
@@ -285,8 +269,8 @@ class Rebalancer:
     def _on_ids_change(self, children: list[str]) -> bool | None:
         if self._stopping.is_set():
             return False
-        if getattr(self, "_ids_seen", False):
-            self.trigger("ids_changed")
+        if self._ids_seen:
+            self.trigger(TriggerCause.IDS_CHANGED)
         self._ids_seen = True
         return None
 
@@ -301,7 +285,7 @@ class Rebalancer:
             if self.c.zk.connected:  # back already (the listener ran before this callback)
                 self.c.zk.handler.spawn(self._rearm_ids_watch)
             return
-        self.trigger("ids_changed")
+        self.trigger(TriggerCause.IDS_CHANGED)
 
     def _rearm_ids_watch(self) -> None:
         """Set the ids watch again after a connection loss; rebalance only if the membership changed meanwhile
@@ -315,7 +299,7 @@ class Rebalancer:
             self._ids_unarmed = True
             return
         if cversion != self._ids_cversion_seen:
-            self.trigger("ids_changed")
+            self.trigger(TriggerCause.IDS_CHANGED)
 
     def _on_own_registration(self, data: bytes | None, stat, event=None) -> bool | None:
         """Someone overwrote our registration with something else: rebalance, which writes it back."""
@@ -334,7 +318,7 @@ class Rebalancer:
             log.warning("%s: our registration %s was overwritten with %r", self.c.consumer_id,
                         self.paths.registration(self.c.consumer_id), data[:300])
         self.view.forget_registrations()  # the node changed without a child event: the cache cannot tell
-        self.trigger("registration_changed")
+        self.trigger(TriggerCause.REGISTRATION_CHANGED)
         return None
 
     def _on_topics_children(self, children: list[str]) -> bool | None:
@@ -345,18 +329,15 @@ class Rebalancer:
         for topic in matching:
             self._watch_topic(topic)
         if self._watched_topics_children is not None and matching != self._watched_topics_children:
-            self.trigger("topics_changed")
+            self.trigger(TriggerCause.TOPICS_CHANGED)
         self._watched_topics_children = matching
         return None
 
-    def trigger(self, cause: str) -> None:
-        """Flag a rebalance (watch callbacks run on kazoo's thread and must not block)."""
-        with self._cond:
-            if self._triggered_at is None:
-                self._triggered_at = time.monotonic()
-            self._triggered.append(cause)
-            self._cond.notify_all()
-        if cause != "session_expired":
+    def trigger(self, cause: TriggerCause) -> None:
+        """Flag a rebalance (watch callbacks run on kazoo's thread and must not block). A session expiry is traced
+        when the executor thread handles it."""
+        self.triggers.add(cause)
+        if cause is not TriggerCause.SESSION_EXPIRED:
             self.c.trace.emit("rebalance_triggered", cause=cause)
 
     def stop(self) -> None:
@@ -372,12 +353,12 @@ class Rebalancer:
     def _run(self) -> None:
         while not self._stopping.is_set():
             with self._cond:
-                if not self._triggered:
+                if not self.triggers.pending():
                     # Wake up for the next owner watches due, and at least every second to check the shutdown flag.
                     due = self.owners.next_arm_in(time.monotonic())
                     if due > 0:
                         self._cond.wait(min(due, 1.0))
-                causes, self._triggered = self._triggered, []
+                causes = self.triggers.take()
                 ready = []
                 if not causes:  # a rebalance first: it may release nodes still waiting for their watch
                     ready = self.owners.arms_due(time.monotonic())
@@ -386,7 +367,7 @@ class Rebalancer:
             if not causes or self._stopping.is_set():
                 continue
             try:
-                if "session_expired" in causes:
+                if TriggerCause.SESSION_EXPIRED in causes:
                     self._handle_new_session()
                 else:
                     self.synced_rebalance(causes[0])
@@ -401,7 +382,7 @@ class Rebalancer:
 
     def _handle_new_session(self) -> None:
         """Kafka's handleNewSession: wait for the new session, reset, re-register, rebalance."""
-        self.c.trace.emit("rebalance_triggered", cause="session_expired")
+        self.c.trace.emit("rebalance_triggered", cause=TriggerCause.SESSION_EXPIRED)
         self._set_state(RebalancerState.EXPIRED)
         while not self._stopping.is_set() and not self.c.connected.wait(0.2):
             pass
@@ -411,10 +392,10 @@ class Rebalancer:
         self.owners.forget_session()  # ephemeral: the nodes and their watches died with the session
         self.c.register()
         self.view.forget_registrations()
-        self.synced_rebalance("session_expired")
+        self.synced_rebalance(TriggerCause.SESSION_EXPIRED)
 
     # ----------------------------------------------------------------------------------- synced rebalance
-    def synced_rebalance(self, cause: str) -> bool:
+    def synced_rebalance(self, cause: TriggerCause) -> bool:
         cfg = self.c.config
         with self._lock:
             if self._stopping.is_set():
@@ -424,8 +405,7 @@ class Rebalancer:
             self._set_state(RebalancerState.REBALANCING)
             started = time.monotonic()
             self.clock = clock = PhaseClock()
-            with self._cond:
-                triggered_at, self._triggered_at = self._triggered_at, None
+            triggered_at = self.triggers.take_first_at()
             if triggered_at is not None:
                 clock.add("trigger", started - triggered_at)
             last_error = ""
@@ -436,7 +416,8 @@ class Rebalancer:
                 attempt += 1
                 self.stats["attempts"] += 1
                 try:
-                    outcome = self._attempt(number, attempt)
+                    sequence = Incremental if self.c.profile.keep_unmoved else StopTheWorld
+                    outcome = sequence(self, number, attempt).run()
                 except Exception as e:  # noqa: BLE001 - Kafka catches every Throwable here and retries
                     # ZooKeeper changed while we read it (a node vanished, ...), or the assignor refused the
                     # group (RoundRobin's preconditions): Kafka logs it, backs off and retries.
@@ -469,7 +450,7 @@ class Rebalancer:
                         self._backoff(cfg.rebalance_backoff_ms / 1000.0)
                 if self._stopping.is_set():
                     return False
-                if self._session_expired_pending():
+                if self.triggers.expiry_pending():
                     self._set_state(RebalancerState.EXPIRED)
                     return False  # the executor thread re-registers and rebalances on the new session
             error = gave_up(self.c.consumer_id, attempt, cfg, last_error)
@@ -486,8 +467,7 @@ class Rebalancer:
         """A rebalance is running or flagged."""
         if self._lock.locked():
             return True
-        with self._cond:
-            return bool(self._triggered)
+        return self.triggers.pending()
 
     def _backoff(self, seconds: float) -> None:
         """Kafka sleeps the whole backoff; the default profile wakes up early when the membership changes."""
@@ -496,20 +476,33 @@ class Rebalancer:
             return
         deadline = time.monotonic() + seconds
         with self._cond:
-            while not self._triggered and not self._stopping.is_set():
+            while not self.triggers.pending() and not self._stopping.is_set():
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)
-            # Answered by the next attempt — except a session expiry, which needs a reset and re-registration.
-            self._triggered = [cause for cause in self._triggered if cause == "session_expired"]
+            self.triggers.answer_changes()  # by the next attempt (a session expiry stays: it needs a reset first)
 
-    # --------------------------------------------------------------------------------------- one attempt
-    def _read_group(self) -> tuple[AssignmentContext, int]:
-        """The group as the assignor needs it (group_view.py); the default profile's read sets the ids watch."""
+    # ------------------------------------------------------------------------------- what an attempt needs
+    def read_group(self) -> tuple[AssignmentContext, int]:
+        """The group as the assignor needs it (group_view.py); the pipelined read sets the ids watch again."""
         ctx, cversion = self.view.read(self._on_ids_event)
         self._ids_cversion_seen = cversion
         return ctx, cversion
+
+    def known_brokers(self) -> int | None:
+        """How many brokers the default profile's watch counts (None: no such watch, or kazoo stopped it)."""
+        return None if self._brokers is None else self._brokers.known()
+
+    def no_brokers(self) -> Outcome:
+        """Kafka: "no brokers found when trying to rebalance" counts as done, and a watch on ``/brokers/ids``
+        starts the next rebalance when the brokers change. Nothing is released or claimed meanwhile."""
+        log.warning("%s: no brokers found when trying to rebalance; waiting for one to register", self.c.consumer_id)
+        if self._brokers is not None and self._brokers.known() is None:  # kazoo stopped it: watch as Kafka does
+            self._brokers = None
+        if self._brokers is None and self._no_brokers_watch is None:
+            self._no_brokers_watch = BrokerCount(self.c.zk, self._stopping, self.trigger, every_change=True)
+        return Outcome.DONE
 
     def _on_connection_state(self, state: str) -> None:
         """kazoo listener (must not block): watches dropped by a connection loss are set again. A lost ``ids``
@@ -520,177 +513,3 @@ class Rebalancer:
             self.c.zk.handler.spawn(self.owners.rearm)
         if self._ids_unarmed:
             self.c.zk.handler.spawn(self._rearm_ids_watch)
-
-    def _no_brokers(self) -> Outcome:
-        """Kafka: "no brokers found when trying to rebalance" counts as done, and a watch on ``/brokers/ids``
-        starts the next rebalance when one registers. Nothing is released or claimed meanwhile."""
-        log.warning("%s: no brokers found when trying to rebalance; waiting for one to register", self.c.consumer_id)
-        if self._brokers is not None and self._brokers.known() is None:  # kazoo stopped it: watch as Kafka does
-            self._watching_brokers, self._brokers = False, None
-        if not self._watching_brokers:
-            self._watching_brokers = True
-            seen = [False]
-
-            def on_brokers(children: list[str]) -> bool | None:
-                if self._stopping.is_set():
-                    return False
-                if seen[0]:
-                    self.trigger("brokers_changed")
-                seen[0] = True
-                return None
-
-            ChildrenWatch(self.c.zk, layout.BROKER_IDS_PATH, on_brokers)
-        return Outcome.DONE
-
-    def _drain_triggers(self) -> None:
-        """About to read fresh state: flags raised so far are answered by this attempt (not session expiry)."""
-        with self._cond:
-            self._triggered = [cause for cause in self._triggered if cause == "session_expired"]
-
-    def _session_expired_pending(self) -> bool:
-        with self._cond:
-            return "session_expired" in self._triggered
-
-    def _pending_trigger(self) -> bool:
-        with self._cond:
-            return bool(self._triggered)
-
-    def _pending_change(self) -> bool:
-        """A change flagged since the last drain (a session expiry is not one: the attempt fails on it)."""
-        with self._cond:
-            return any(cause != "session_expired" for cause in self._triggered)
-
-    def _attempt(self, number: int, attempt: int) -> Outcome:
-        c = self.c
-        profile = c.profile
-        clock = self.clock
-        if not profile.keep_unmoved:
-            # Kafka's order: getCluster (brokers), our own registration (TopicCount), the brokers again; then
-            # stop the world (fetchers, queues, commit, delete every owner node) and only then read the group.
-            with clock.phase("reads"):
-                c.registry.brokers()
-                own = self.paths.registration(c.consumer_id)
-                if c.registry.read(own) is None:
-                    raise NoNodeError(f"{own}: our registration is gone")  # Kafka's attempt fails the same way
-                brokers = c.registry.brokers()
-            if not brokers and c.needs_registered_brokers:
-                return self._no_brokers()
-            with clock.phase("release"):
-                c.stop_fetching(None)
-                self.owners.release(c.owned_partitions())
-            with clock.phase("reads"):
-                ctx, cversion = self._read_group()
-            owned: dict[TopicPartition, str] = {}
-        else:
-            if profile.recheck_membership:
-                self._drain_triggers()
-            with clock.phase("reads"):
-                # The brokers' watch says whether any is registered; without it, the listing travels with the
-                # group's reads (one round trip for both). The group is read even when no broker is registered,
-                # since that read sets the ids watch again.
-                known = None if self._brokers is None else self._brokers.known()
-                brokers = (c.zk.get_children_async(layout.BROKER_IDS_PATH)
-                           if c.needs_registered_brokers and known is None else None)
-                ctx, cversion = self._read_group()
-                if brokers is not None and not _any_broker(brokers) or known == 0 and c.needs_registered_brokers:
-                    return self._no_brokers()
-                if c.consumer_id not in ctx.subscriptions:
-                    # Our node vanished (an expired session's ghost was cleaned up, or someone deleted or overwrote
-                    # it): Kafka's attempt fails on it until the session expires; we put it back (docs/profiles.md).
-                    log.warning("%s: our registration %s is missing or unreadable: writing it again",
-                                c.consumer_id, self.paths.registration(c.consumer_id))
-                    c.register()
-                    ctx, cversion = self._read_group()
-            owned = c.owned_partitions()
-        c.trace.emit("attempt_started", rebalance=number, attempt=attempt, ids_cversion=cversion)
-        with clock.phase("assign"):
-            whole = assign(c.config.strategy, ctx)
-            whole.warn_idle(c.consumer_id)
-            decision = whole.for_consumer(c.consumer_id)
-        c.trace.emit("assigned", rebalance=number, attempt=attempt, strategy=c.config.strategy,
-                     assignment={tp_str(tp): tid for tp, tid in sorted(decision.items())})
-
-        finish_release = nothing
-        first = rebalance_plan.plan(profile, c.consumer_id, owned, decision)  # before the owner nodes are read
-        if profile.keep_unmoved:
-            moving = first.release
-            if moving:
-                with clock.phase("release"):
-                    c.stop_fetching(set(moving))
-                    finish_release = self.owners.release(moving, defer=profile.pipelined_claims)
-        try:
-            return self._claim_and_start(number, attempt, ctx, cversion, whole, decision, owned, first.keep,
-                                         finish_release)
-        finally:
-            finish_release()  # an attempt that returned early still completes its release
-
-    def _claim_and_start(self, number: int, attempt: int, ctx: AssignmentContext, cversion: int, whole: Assignment,
-                         decision: dict[TopicPartition, str], owned: dict[TopicPartition, str],
-                         kept: Mapping[TopicPartition, str], finish_release: Callable[[], None]) -> Outcome:
-        """The second half of an attempt: check kept partitions, claim what we gain, read offsets, start."""
-        c, profile, clock = self.c, self.c.profile, self.clock
-        lost: frozenset[TopicPartition] = frozenset()
-        if profile.keep_unmoved:
-            # A kept partition is only ours while its owner node says so (an operator or another tool may have
-            # deleted it): re-claim any that is not. A node whose exists-watch is still set needs no read.
-            paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in kept}
-            paths = {tp: path for tp, path in paths.items() if not self.owners.watch_armed(path)}
-            with clock.phase("reads"):
-                read = c.registry.read_many(paths.values())
-            lost = rebalance_plan.lost_owner_nodes(kept, {tp: read[path] for tp, path in paths.items()})
-            if lost:
-                c.stop_fetching(set(lost))
-                c.drop_ownership(set(lost))
-        step = rebalance_plan.plan(profile, c.consumer_id, owned, decision, lost, self._last_owners,
-                                   ctx.thread_owner)
-        gained = dict(step.claim)
-        if self.owners.has_strays:
-            self.owners.release_strays(gained)
-        if not profile.pipelined_claims:
-            # Kafka reads the start offsets before claiming: if the previous owner commits between this read
-            # and our claim, we restart from a stale offset (duplicates). The default reads after the claim.
-            with clock.phase("offsets"):
-                offsets = c.offsets.fetch(gained, pipelined=False)
-        if c.closed or self._stopping.is_set():
-            return Outcome.FAILED
-        if profile.recheck_membership:
-            if self._pending_change():  # a watch told us the group changed since we read it
-                return Outcome.STALE
-            if not profile.pipelined_claims:  # without the one-shot ids watch, ask ZooKeeper
-                with clock.phase("reads"):
-                    _, now = c.registry.consumer_ids_with_version(c.group)
-                if now != cversion:
-                    return Outcome.STALE
-        with clock.phase("claim"):
-            # The start offsets, sent with the claim's last write, where they live in ZooKeeper (a broker's offsets
-            # are not ordered behind our ZooKeeper session's writes).
-            send = getattr(c.offsets, "fetch_async", None)
-            ahead = ReadAhead(send) if send is not None else None
-            if profile.pipelined_claims:
-                # Held until their previous owner, still a member, releases them (from our last assignment).
-                ok = self.owners.claim_pipelined(gained, number, attempt, dict(step.hold), ctx.thread_owner,
-                                                 after_send=finish_release, read_ahead=ahead)
-            else:
-                ok = self.owners.claim_one_by_one(gained, number, attempt)
-        finish_release()  # (sent with the claim) before the trace says what was claimed
-        if not ok:
-            return Outcome.STALE if profile.recheck_membership and self._pending_trigger() else Outcome.HELD
-        c.trace.emit("claimed", rebalance=number, attempt=attempt,
-                     partitions={tp_str(tp): tid for tp, tid in sorted(gained.items())})
-        self._last_owners = whole.owners
-        if profile.watch_own_nodes:
-            self.owners.watch_owned(gained)
-        if profile.pipelined_claims:
-            with clock.phase("offsets"):
-                # we own them now: nobody else commits these any more
-                sent = ahead.take() if ahead is not None else None
-                offsets = sent() if sent is not None else c.offsets.fetch(gained)
-        by_topic: dict[str, dict[int, str]] = {}
-        for tp, tid in decision.items():
-            by_topic.setdefault(tp.topic, {})[tp.partition] = tid
-        with clock.phase("start"):
-            c.listener.before_starting_fetchers(c.consumer_id, by_topic)
-            c.start_fetching(gained, offsets)
-        return Outcome.DONE
-
-    # ----------------------------------------------------------------------------------- owner nodes
