@@ -101,7 +101,8 @@ def test_an_owner_node_held_past_retries_times_backoff(registry: Registry, zk_co
         a.shutdown()
         wait_until(lambda: "t-1" not in owners(registry), message="a gone")
         holder.create(GroupPaths("g").owner("t", 1), encode_owner("g_dead-0"), ephemeral=True)
-        threading.Timer(1.5, holder.delete, args=(GroupPaths("g").owner("t", 1),)).start()  # "expires" at 1.5 s
+        expiry = threading.Timer(1.5, holder.delete, args=(GroupPaths("g").owner("t", 1),))  # "expires" at 1.5 s
+        expiry.start()
         try:
             if profile == "kafka-0.8":
                 with pytest.raises(ConsumerRebalanceFailed, match="can't rebalance after 2 retries"):
@@ -111,6 +112,8 @@ def test_an_owner_node_held_past_retries_times_backoff(registry: Registry, zk_co
                 assert owners(registry) == {"t-0": "g_b-0", "t-1": "g_b-0"}
                 assert b.rebalancer.stats["failed_attempts"] >= 2 and b.failure is None
         finally:
+            expiry.cancel()  # kafka-0.8 gave up before it: no delete on a holder the fixture closes
+            expiry.join()
             b.shutdown()
     finally:
         a.shutdown()
