@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import TypeVar
 
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import AuthFailedError, NoAuthError, NodeExistsError, NoNodeError
@@ -26,6 +27,7 @@ from zkconsumer.zk.layout import BrokerInfo, ConsumerRegistration, GroupPaths, M
 from zkconsumer.zk.security import NO_SECURITY, ZkSecurity
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class ZkConnectError(ZkConsumerError, RuntimeError):
@@ -427,15 +429,7 @@ class Registry:
     def owners(self, group: str) -> dict[tuple[str, int], str]:
         """(topic, partition) → owning thread id, for every owner node of the group."""
         g = GroupPaths(group)
-        out = {}
-        for topic in self.children(g.owners):
-            for child in self.children(g.owners_topic(topic)):
-                with contextlib.suppress(ValueError):
-                    p = int(child)
-                    owner = self.owner(group, topic, p)
-                    if owner is not None:
-                        out[(topic, p)] = owner
-        return out
+        return self._per_partition(g.owners, g.owners_topic, lambda topic, p: self.owner(group, topic, p))
 
     def offset(self, group: str, topic: str, partition: int) -> int | None:
         path = GroupPaths(group).offset(topic, partition)
@@ -443,15 +437,23 @@ class Registry:
         return None if data is None else layout.decode_offset(path, data)
 
     def offsets(self, group: str) -> dict[tuple[str, int], int]:
+        """(topic, partition) → committed offset, for every offset node of the group."""
         g = GroupPaths(group)
+        return self._per_partition(g.offsets, g.offsets_topic, lambda topic, p: self.offset(group, topic, p))
+
+    def _per_partition(self, root: str, topic_path: Callable[[str], str],
+                       read: Callable[[str, int], T | None]) -> dict[tuple[str, int], T]:
+        """``read(topic, partition)`` for every ``root/<topic>/<partition>`` node that holds a value: the walk the
+        owners and offsets trees share. A child that is not a partition number, or whose node does not decode
+        (a :class:`LayoutError` is a ValueError), is left out."""
         out = {}
-        for topic in self.children(g.offsets):
-            for child in self.children(g.offsets_topic(topic)):
+        for topic in self.children(root):
+            for child in self.children(topic_path(topic)):
                 with contextlib.suppress(ValueError):
                     p = int(child)
-                    off = self.offset(group, topic, p)
-                    if off is not None:
-                        out[(topic, p)] = off
+                    value = read(topic, p)
+                    if value is not None:
+                        out[(topic, p)] = value
         return out
 
     def write_offset(self, group: str, topic: str, partition: int, offset: int) -> None:
