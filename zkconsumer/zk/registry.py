@@ -207,6 +207,11 @@ class Registry:
         except NoNodeError:
             return None
 
+    def _decoded(self, path: str, decode: Callable[[str, bytes], T], watch=None) -> T | None:
+        """The node at ``path`` decoded (a malformed one raises the codec's LayoutError); None when it is absent."""
+        data = self.read(path, watch=watch)
+        return None if data is None else decode(path, data)
+
     def read_many(self, paths: Iterable[str]) -> dict[str, bytes | None]:
         """Read many nodes in one round trip: one ``multiRead`` per 1,000 nodes where the ensemble serves it
         (ZooKeeper 3.6+, zk/multiread.py), else pipelined ``getData`` requests."""
@@ -266,9 +271,7 @@ class Registry:
         return broker_ids_of(self.children(layout.BROKER_IDS_PATH))
 
     def broker(self, broker_id: int) -> BrokerInfo | None:
-        path = layout.broker_path(broker_id)
-        data = self.read(path)
-        return None if data is None else BrokerInfo.decode(path, data)
+        return self._decoded(layout.broker_path(broker_id), BrokerInfo.decode)
 
     def brokers(self) -> dict[int, BrokerInfo]:
         out = {}
@@ -303,9 +306,7 @@ class Registry:
         return sorted(self.children(layout.BROKER_TOPICS_PATH, watch=watch))
 
     def topic(self, topic: str, watch=None) -> TopicAssignment | None:
-        path = layout.topic_path(topic)
-        data = self.read(path, watch=watch)
-        return None if data is None else TopicAssignment.decode(path, data)
+        return self._decoded(layout.topic_path(topic), TopicAssignment.decode, watch=watch)
 
     def partitions_for_topics(self, topics: Iterable[str]) -> dict[str, list[int]]:
         """Topic → numerically sorted partition ids; a missing topic has none (Kafka's behaviour).
@@ -411,9 +412,7 @@ class Registry:
             gone.wait(remaining)
 
     def registration(self, group: str, consumer_id: str) -> ConsumerRegistration | None:
-        path = GroupPaths(group).registration(consumer_id)
-        data = self.read(path)
-        return None if data is None else ConsumerRegistration.decode(path, data)
+        return self._decoded(GroupPaths(group).registration(consumer_id), ConsumerRegistration.decode)
 
     def registration_session(self, group: str, consumer_id: str) -> int | None:
         """The session holding a consumer's registration (the node's ephemeralOwner), None when it has none: what
@@ -422,9 +421,7 @@ class Registry:
         return stat.ephemeralOwner if stat is not None else None
 
     def owner(self, group: str, topic: str, partition: int) -> str | None:
-        path = GroupPaths(group).owner(topic, partition)
-        data = self.read(path)
-        return None if data is None else layout.decode_owner(path, data)
+        return self._decoded(GroupPaths(group).owner(topic, partition), layout.decode_owner)
 
     def owners(self, group: str) -> dict[tuple[str, int], str]:
         """(topic, partition) → owning thread id, for every owner node of the group."""
@@ -432,9 +429,7 @@ class Registry:
         return self._per_partition(g.owners, g.owners_topic, lambda topic, p: self.owner(group, topic, p))
 
     def offset(self, group: str, topic: str, partition: int) -> int | None:
-        path = GroupPaths(group).offset(topic, partition)
-        data = self.read(path)
-        return None if data is None else layout.decode_offset(path, data)
+        return self._decoded(GroupPaths(group).offset(topic, partition), layout.decode_offset)
 
     def offsets(self, group: str) -> dict[tuple[str, int], int]:
         """(topic, partition) → committed offset, for every offset node of the group."""
