@@ -81,7 +81,6 @@ KAFKA_PROPERTIES: tuple[Prop, ...] = (
     Prop("socket.receive.buffer.bytes", int, 64 * 1024, "no effect here"),
     Prop("num.consumer.fetchers", int, 1, "no effect here (one fetcher thread per consumer)"),
     Prop("refresh.leader.backoff.ms", int, 200, "no effect here (kafka-python refreshes leaders)"),
-    Prop("offsets.channel.backoff.ms", int, 1000, "no effect here"),
     Prop("offsets.channel.socket.timeout.ms", int, 10000, "no effect here"),
     # Coordinator mode (Kafka 0.9+'s consumer, zkconsumer.consumer.coordinated): its own names and 0.9/0.10.1
     # defaults.
@@ -493,7 +492,7 @@ def read_properties(path: str | Path) -> dict[str, str]:
     out: dict[str, str] = {}
     logical: list[str] = []
     for raw in text.splitlines():
-        line = raw.lstrip() if not logical else raw.lstrip()
+        line = raw.lstrip()  # a continuation line loses its leading blanks too
         if not logical and (not line or line[0] in "#!"):
             continue
         if line.endswith("\\") and not line.endswith("\\\\"):

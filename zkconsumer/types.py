@@ -5,8 +5,11 @@ them without depending on one another. ``zkconsumer.assignment.assignors.TopicPa
 
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
-from typing import NamedTuple
+from typing import NamedTuple, TypeVar
+
+V = TypeVar("V")
 
 
 class TopicPartition(NamedTuple):
@@ -16,12 +19,35 @@ class TopicPartition(NamedTuple):
     partition: int
 
     def __str__(self) -> str:
-        return f"{self.topic}-{self.partition}"
+        return tp_str(self)
 
     @property
     def kafka_string(self) -> str:
         """``TopicAndPartition.toString``: the string RoundRobin hashes."""
         return f"[{self.topic},{self.partition}]"
+
+
+def tp_str(tp: tuple[str, int]) -> str:
+    """``topic-partition``, as Kafka's tools print a partition; also for a plain ``(topic, partition)`` pair (a
+    trace's keys, a table's rows)."""
+    return f"{tp[0]}-{tp[1]}"
+
+
+def partitions_by_topic(tps: Iterable[tuple[str, int]]) -> dict[str, set[int]]:
+    """topic → its partitions among ``tps``: the shape ``before_releasing_partitions`` takes (Kafka's
+    ``ConsumerRebalanceListener``), and a share as a member's assignment lists it."""
+    out: dict[str, set[int]] = {}
+    for topic, partition in tps:
+        out.setdefault(topic, set()).add(partition)
+    return out
+
+
+def owners_by_topic(owners: Mapping[TopicPartition, V]) -> dict[str, dict[int, V]]:
+    """topic → partition → owner (a thread id): the shape ``before_starting_fetchers`` takes."""
+    out: dict[str, dict[int, V]] = {}
+    for (topic, partition), owner in owners.items():
+        out.setdefault(topic, {})[partition] = owner
+    return out
 
 
 @dataclass(frozen=True)

@@ -153,18 +153,19 @@ class CoreApis:
     def produce(self, ctx: RequestContext, req: ProduceRequest) -> ProduceResponse | None:
         snap = self.broker.cluster.snapshot()
         Topic = ProduceResponse.TopicProduceResponse
-        Partition = Topic.PartitionProduceResponse
-        responses = []
-        for topic in req.topic_data:
-            parts = []
-            for pd in topic.partition_data:
-                code, base, start, message = self._append(ctx, snap, req, topic.name, pd.index, pd.records)
-                parts.append(Partition(index=pd.index, error_code=code, base_offset=base, log_append_time_ms=-1,
-                                       log_start_offset=start, record_errors=[], error_message=message))
-            responses.append(Topic(name=topic.name, partition_responses=parts))
+        responses = [Topic(name=t.name, partition_responses=[self._produced(ctx, snap, req, t.name, pd)
+                                                             for pd in t.partition_data])
+                     for t in req.topic_data]
         if req.acks == 0:
             return None
         return ProduceResponse(responses=responses, throttle_time_ms=0)
+
+    def _produced(self, ctx: RequestContext, snap: ClusterSnapshot, req: ProduceRequest, topic: str, pd):
+        """One partition's answer to a produce request."""
+        code, base, start, message = self._append(ctx, snap, req, topic, pd.index, pd.records)
+        return ProduceResponse.TopicProduceResponse.PartitionProduceResponse(
+            index=pd.index, error_code=code, base_offset=base, log_append_time_ms=-1, log_start_offset=start,
+            record_errors=[], error_message=message)
 
     def _append(self, ctx: RequestContext, snap: ClusterSnapshot, req: ProduceRequest, topic: str, partition: int,
                 records) -> tuple[int, int, int, str | None]:
@@ -259,20 +260,19 @@ class CoreApis:
     def list_offsets(self, ctx: RequestContext, req: ListOffsetsRequest) -> ListOffsetsResponse:
         snap = self.broker.cluster.snapshot()
         Topic = ListOffsetsResponse.ListOffsetsTopicResponse
-        Partition = Topic.ListOffsetsPartitionResponse
-        topics = []
-        for t in req.topics:
-            parts = []
-            for p in t.partitions:
-                code, offset, ts = self._offset_for(snap, t.name, p.partition_index, p.timestamp)
-                old_style = []
-                if ctx.api_version == 0 and code == KafkaCode.NONE:
-                    old_style = self._old_style_offsets(t.name, p.partition_index, p.timestamp, offset,
-                                                        p.max_num_offsets)
-                parts.append(Partition(partition_index=p.partition_index, error_code=code, timestamp=ts,
-                                       offset=offset, leader_epoch=-1, old_style_offsets=old_style))
-            topics.append(Topic(name=t.name, partitions=parts))
+        topics = [Topic(name=t.name, partitions=[self._listed(ctx, snap, t.name, p) for p in t.partitions])
+                  for t in req.topics]
         return ListOffsetsResponse(throttle_time_ms=0, topics=topics)
+
+    def _listed(self, ctx: RequestContext, snap: ClusterSnapshot, topic: str, p):
+        """One partition's answer to a ListOffsets request."""
+        code, offset, ts = self._offset_for(snap, topic, p.partition_index, p.timestamp)
+        old_style = []
+        if ctx.api_version == 0 and code == KafkaCode.NONE:
+            old_style = self._old_style_offsets(topic, p.partition_index, p.timestamp, offset, p.max_num_offsets)
+        return ListOffsetsResponse.ListOffsetsTopicResponse.ListOffsetsPartitionResponse(
+            partition_index=p.partition_index, error_code=code, timestamp=ts, offset=offset, leader_epoch=-1,
+            old_style_offsets=old_style)
 
     def _offset_for(self, snap: ClusterSnapshot, topic: str, partition: int, timestamp: int):
         """(error, offset, timestamp): latest and earliest carry timestamp -1, as in Kafka."""

@@ -26,6 +26,7 @@ from zkconsumer.consumer.librdkafka import RdkafkaMember
 from zkconsumer.consumer.zookeeper.connector import ConsumerRebalanceFailed, ConsumerTimeout, ZookeeperConsumerConnector
 from zkconsumer.migration.member import MigratableConsumer, Subscription
 from zkconsumer.migration.plan import MigrationPlan, plan_path, refusal
+from zkconsumer.types import tp_str
 from zkconsumer.zk.layout import LayoutError, MalformedNodeError, blacklist, whitelist
 from zkconsumer.zk.registry import Registry, ZkConnectError
 
@@ -283,7 +284,7 @@ def _live_rate(connector: ZookeeperConsumerConnector | CoordinatorConsumerConnec
         table.add_column("records/s")
         table.add_column("owned partitions")
         owned = connector.owned_partitions()
-        table.add_row(str(count[0]), f"{rate:,.0f}", " ".join(sorted(f"{t}-{p}" for t, p in owned)) or "-")
+        table.add_row(str(count[0]), f"{rate:,.0f}", " ".join(sorted(map(tp_str, owned))) or "-")
         stall = getattr(connector, "stall", None)  # coordinator mode: a join not complete within the rebalance timeout
         if stall is not None:
             table.caption = f"[yellow]{escape(stall.summary())}[/]"

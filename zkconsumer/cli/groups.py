@@ -12,7 +12,7 @@ from kazoo.security import OPEN_ACL_UNSAFE
 from rich.table import Table
 
 from zkconsumer.cli import CliError, console
-from zkconsumer.cli.topics import add_zookeeper_tool_args, open_registry
+from zkconsumer.cli.topics import open_registry, print_names, zookeeper_action
 from zkconsumer.cli.zkauth import add_zk_auth_args, zk_security_from_args
 from zkconsumer.tools.groups import (
     GroupError,
@@ -25,24 +25,20 @@ from zkconsumer.tools.groups import (
 )
 from zkconsumer.tools.offset_checker import check
 from zkconsumer.zk.layout import LayoutError
+from zkconsumer.zk.registry import Registry
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     groups = sub.add_parser("groups", help="list, describe (offsets, lag, owners) and delete 0.8 groups")
     gsub = groups.add_subparsers(dest="groups_command", metavar="ACTION", required=True)
-    lst = gsub.add_parser("list", help="list groups under /consumers")
-    add_zookeeper_tool_args(lst)
-    lst.set_defaults(func=cmd_list)
-    desc = gsub.add_parser("describe", help="TOPIC PARTITION OFFSET LOG-END-OFFSET LAG OWNER")
-    add_zookeeper_tool_args(desc)
+    zookeeper_action(gsub, "list", "list groups under /consumers", cmd_list)
+    desc = zookeeper_action(gsub, "describe", "TOPIC PARTITION OFFSET LOG-END-OFFSET LAG OWNER", cmd_describe)
     desc.add_argument("--group", required=True)
     desc.add_argument("--bootstrap-server", help="brokers for log-end offsets (default: from /brokers/ids)")
     desc.add_argument("--json", action="store_true")
-    desc.set_defaults(func=cmd_describe)
-    delete = gsub.add_parser("delete", help="delete a group's tree (refused while consumers are registered)")
-    add_zookeeper_tool_args(delete)
+    delete = zookeeper_action(gsub, "delete", "delete a group's tree (refused while consumers are registered)",
+                              cmd_delete)
     delete.add_argument("--group", required=True)
-    delete.set_defaults(func=cmd_delete)
 
     checker = sub.add_parser("offset-checker", help="Kafka 0.8's ConsumerOffsetChecker: Group Topic Pid Offset "
                                                     "logSize Lag Owner")
@@ -57,37 +53,27 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_zk_auth_args(checker)
     checker.set_defaults(func=cmd_offset_checker)
 
-    secure = gsub.add_parser("secure", help="give a group's existing nodes its ACL (zookeeper.set.acl; Kafka's "
-                                            "zookeeper-security-migration for one group)")
-    add_zookeeper_tool_args(secure)
+    secure = zookeeper_action(gsub, "secure", "give a group's existing nodes its ACL (zookeeper.set.acl; Kafka's "
+                                              "zookeeper-security-migration for one group)", cmd_secure)
     secure.add_argument("--group", required=True)
     secure.add_argument("--unsecure", action="store_true", help="open the group's nodes to everyone again")
-    secure.set_defaults(func=cmd_secure)
 
     offsets = sub.add_parser("offsets", help="export / import committed offsets (Kafka's line format)")
     osub = offsets.add_subparsers(dest="offsets_command", metavar="ACTION", required=True)
-    exp = osub.add_parser("export", help="print /consumers/<g>/offsets/<t>/<p>:<offset> lines")
-    add_zookeeper_tool_args(exp)
+    exp = zookeeper_action(osub, "export", "print /consumers/<g>/offsets/<t>/<p>:<offset> lines", cmd_export)
     exp.add_argument("--group", action="append", help="repeatable; every group when omitted (as ExportZkOffsets)")
     exp.add_argument("--output-file", type=Path)
-    exp.set_defaults(func=cmd_export)
-    imp = osub.add_parser("import", help="write offsets from an export file")
-    add_zookeeper_tool_args(imp)
+    imp = zookeeper_action(osub, "import", "write offsets from an export file", cmd_import)
     imp.add_argument("--input-file", type=Path, required=True, help="'-' reads standard input")
     imp.add_argument("--force", action="store_true", help="even while the group has live consumers")
-    imp.set_defaults(func=cmd_import)
 
-    ver = sub.add_parser("verify", help="every partition owned by a live consumer thread? (VerifyConsumerRebalance)")
-    add_zookeeper_tool_args(ver)
+    ver = zookeeper_action(sub, "verify", "every partition owned by a live consumer thread? (VerifyConsumerRebalance)",
+                           cmd_verify)
     ver.add_argument("--group", required=True)
-    ver.set_defaults(func=cmd_verify)
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with open_registry(args) as reg:
-        for g in reg.groups():
-            print(g)
-    return 0
+    return print_names(args, Registry.groups)
 
 
 def cmd_describe(args: argparse.Namespace) -> int:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import json
+from collections.abc import Callable, Iterable
 
 from rich.table import Table
 
@@ -25,33 +26,43 @@ def add_zookeeper_tool_args(p: argparse.ArgumentParser) -> None:
     add_zk_auth_args(p)
 
 
+def zookeeper_action(actions: argparse._SubParsersAction, name: str, help: str,
+                     func: Callable[[argparse.Namespace], int]) -> argparse.ArgumentParser:
+    """An ACTION of a tool that works on ZooKeeper: ``--zookeeper``, its credentials, and the command it runs."""
+    p = actions.add_parser(name, help=help)
+    add_zookeeper_tool_args(p)
+    p.set_defaults(func=func)
+    return p
+
+
+def print_names(args: argparse.Namespace, names: Callable[[Registry], Iterable[str]]) -> int:
+    """A ``list`` action: the names read from ZooKeeper, one a line, as Kafka's tools print them."""
+    with open_registry(args) as reg:
+        for name in names(reg):
+            print(name)
+    return 0
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     topics = sub.add_parser("topics", help="create, grow, list and describe topics in ZooKeeper")
     tsub = topics.add_subparsers(dest="topics_command", metavar="ACTION", required=True)
 
-    create = tsub.add_parser("create", help="create a topic (replicas over the registered brokers, or broker 0)")
-    add_zookeeper_tool_args(create)
+    create = zookeeper_action(tsub, "create", "create a topic (replicas over the registered brokers, or broker 0)",
+                              cmd_create)
     create.add_argument("--topic", required=True)
     create.add_argument("--partitions", type=int, required=True)
     create.add_argument("--replication-factor", type=int, default=1)
     create.add_argument("--if-not-exists", action="store_true", help="succeed if the topic already exists")
-    create.set_defaults(func=cmd_create)
 
-    alter = tsub.add_parser("alter", help="grow a topic's partition count (it never shrinks)")
-    add_zookeeper_tool_args(alter)
+    alter = zookeeper_action(tsub, "alter", "grow a topic's partition count (it never shrinks)", cmd_alter)
     alter.add_argument("--topic", required=True)
     alter.add_argument("--partitions", type=int, required=True)
-    alter.set_defaults(func=cmd_alter)
 
-    lst = tsub.add_parser("list", help="list topics")
-    add_zookeeper_tool_args(lst)
-    lst.set_defaults(func=cmd_list)
+    zookeeper_action(tsub, "list", "list topics", cmd_list)
 
-    desc = tsub.add_parser("describe", help="show partitions and replicas")
-    add_zookeeper_tool_args(desc)
+    desc = zookeeper_action(tsub, "describe", "show partitions and replicas", cmd_describe)
     desc.add_argument("--topic", action="append", help="topic(s); all when omitted")
     desc.add_argument("--json", action="store_true")
-    desc.set_defaults(func=cmd_describe)
 
 
 def open_registry(args: argparse.Namespace):
@@ -89,10 +100,7 @@ def cmd_alter(args: argparse.Namespace) -> int:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    with open_registry(args) as reg:
-        for t in reg.topics():
-            print(t)
-    return 0
+    return print_names(args, Registry.topics)
 
 
 def cmd_describe(args: argparse.Namespace) -> int:

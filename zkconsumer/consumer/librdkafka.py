@@ -29,6 +29,7 @@ from collections.abc import Callable, Iterable
 
 from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.trace import TraceWriter
+from zkconsumer.types import tp_str
 from zkconsumer.zk import layout
 
 log = logging.getLogger(__name__)
@@ -96,7 +97,7 @@ class RdkafkaMember:
     def _on_assign(self, consumer, partitions) -> None:
         self._begin("startup" if self._rebalance == 0 else "coordinator")
         self.owned |= {(p.topic, p.partition) for p in partitions}
-        share = {f"{t}-{p}": self.thread_id for t, p in sorted(self.owned)}
+        share = {tp_str(tp): self.thread_id for tp in sorted(self.owned)}
         self.trace.emit("assigned", rebalance=self._rebalance, attempt=1, assignment=share,
                         strategy=self.config.get("group.remote.assignor") or self.config.strategy)
         duration = int((time.monotonic() - self._started) * 1000) if self._started else 0
@@ -112,7 +113,7 @@ class RdkafkaMember:
         self.owned -= gone
         for tp in gone:
             self.processed.pop(tp, None)
-        self.trace.emit("released", rebalance=self._rebalance, partitions=sorted(f"{t}-{p}" for t, p in gone))
+        self.trace.emit("released", rebalance=self._rebalance, partitions=sorted(map(tp_str, gone)))
 
     # --------------------------------------------------------------------------------------------- commits
     def _commit(self, only: set[tuple[str, int]] | None = None) -> None:

@@ -38,7 +38,7 @@ from zkconsumer.coordinator.offsets_codec import (
     iter_records,
     next_offset_after,
 )
-from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot
+from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemoryOffsetStore
 from zkconsumer.zk.layout import OFFSETS_TOPIC
 
 log = logging.getLogger(__name__)
@@ -55,22 +55,22 @@ def _now_ms() -> int:
     return int(time.time() * 1000)
 
 
-class OffsetsLog:
+class OffsetsLog(MemoryOffsetStore):
     """An :class:`~zkconsumer.coordinator.store.OffsetStore` over ``__consumer_offsets`` in a LogManager.
 
-    Writes are serialised by one lock held from the append to the in-memory update, so the order of the records in
-    the log is the order the cache saw: what ``fetch`` answers before a restart is what ``load`` rebuilds after it.
+    It answers from the in-memory store it extends (``fetch``, ``groups``), its cache: every change is appended
+    to the log first, then applied to the cache. Writes are serialised by one lock held from the append to the
+    cache update, so the order of the records in the log is the order the cache saw: what ``fetch`` answers before
+    a restart is what ``load`` rebuilds after it.
     """
 
     def __init__(self, logs: LogManager, num_partitions: int = DEFAULT_NUM_PARTITIONS,
                  retention_ms: int = DEFAULT_RETENTION_MS) -> None:
+        super().__init__()
         self.logs = logs
         self.num_partitions = num_partitions
         self.retention_ms = retention_ms
-        self._lock = threading.Lock()  # the cache
         self._write_lock = threading.Lock()  # append + fsync + cache update, in log order
-        self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
-        self._groups: dict[str, GroupSnapshot] = {}
         self.loaded_records = 0
         self.skipped_records = 0
 
@@ -96,48 +96,23 @@ class OffsetsLog:
         with self._write_lock:
             self._append(group, [(encode_offset_key(group, tp), encode_offset_value(c))
                                  for tp, c in offsets.items()])
-            with self._lock:
-                self._offsets.setdefault(group, {}).update(offsets)
+            super().commit(group, offsets)
 
     def delete_offsets(self, group: str, partitions: Iterable[TopicPartition] | None = None) -> None:
         with self._write_lock:
-            with self._lock:
-                held = self._offsets.get(group, {})
-                gone = list(held) if partitions is None else [tp for tp in partitions if tp in held]
+            gone = self._held(group, partitions)
             if not gone:
                 return
             self._append(group, [(encode_offset_key(group, tp), None) for tp in gone])
-            with self._lock:
-                for tp in gone:
-                    held.pop(tp, None)
-                if not held:
-                    self._offsets.pop(group, None)
+            super().delete_offsets(group, gone)
 
     def store_group(self, group: str, snapshot: GroupSnapshot | None) -> None:
         with self._write_lock:
             value = None if snapshot is None else encode_group_value(snapshot)
             self._append(group, [(encode_group_key(group), value)])
-            with self._lock:
-                if snapshot is None:
-                    self._groups.pop(group, None)
-                else:
-                    self._groups[group] = snapshot
+            super().store_group(group, snapshot)
 
     # ----------------------------------------------------------------------------------------- reading
-    def fetch(self, group: str, partitions: Iterable[TopicPartition] | None = None) -> dict[TopicPartition,
-                                                                                              CommittedOffset]:
-        with self._lock:
-            held = self._offsets.get(group, {})
-            if partitions is None:
-                return dict(held)
-            return {tp: held[tp] for tp in partitions if tp in held}
-
-    def groups(self) -> dict[str, GroupSnapshot | None]:
-        with self._lock:
-            out: dict[str, GroupSnapshot | None] = {g: None for g in self._offsets}
-            out.update(self._groups)
-            return out
-
     def load(self) -> None:
         """Replay the topic: latest value per key wins, tombstones delete.
 

@@ -78,7 +78,8 @@ class OffsetStore(Protocol):
 
 
 class MemoryOffsetStore:
-    """Offsets and group metadata in memory: gone when the broker stops."""
+    """Offsets and group metadata in memory: gone when the broker stops. The topic store
+    (offsets_log.OffsetsLog) extends it: this is its cache, which it updates after each append to the log."""
 
     def __init__(self) -> None:
         self._lock = threading.Lock()
@@ -102,14 +103,17 @@ class MemoryOffsetStore:
 
     def delete_offsets(self, group: str, partitions: Iterable[TopicPartition] | None = None) -> None:
         with self._lock:
-            if partitions is None:
-                self._offsets.pop(group, None)
-                return
             held = self._offsets.get(group, {})
-            for tp in partitions:
+            for tp in list(held) if partitions is None else partitions:
                 held.pop(tp, None)
             if not held:
                 self._offsets.pop(group, None)
+
+    def _held(self, group: str, partitions: Iterable[TopicPartition] | None = None) -> list[TopicPartition]:
+        """Those of ``partitions`` (all when None) the group has an offset for: what a deletion removes."""
+        with self._lock:
+            held = self._offsets.get(group, {})
+            return list(held) if partitions is None else [tp for tp in partitions if tp in held]
 
     def store_group(self, group: str, snapshot: GroupSnapshot | None) -> None:
         with self._lock:

@@ -47,6 +47,7 @@ from zkconsumer.migration.driver import MigrationDriver
 from zkconsumer.records import encode_value
 from zkconsumer.tools.groups import verify
 from zkconsumer.trace import TraceWriter
+from zkconsumer.types import tp_str
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import packets_received
 from zkconsumer.zk.topics import create_topic
@@ -754,7 +755,7 @@ class Lab:
                 seen.update(owned)
         # with subscriptions, a topic no live member subscribes to has no owner to check (as verify's, by owner nodes)
         subscribed = {t for n in running for t in self.plan.topics_of(n)} if self.plan.subscriptions else None
-        expected = {f"{t}-{p}" for (t, p) in self.produced if subscribed is None or t in subscribed}
+        expected = {tp_str(tp) for tp in self.produced if subscribed is None or tp[0] in subscribed}
         ok = set(seen) == expected and all(n == 1 for n in seen.values())
         self.console.print()
         self.console.print("every partition owned once by a live member" if ok else

@@ -16,6 +16,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zkconsumer.kafka_admin import AdminClient
+from zkconsumer.types import tp_str
 
 TP = tuple[str, int]
 
@@ -85,7 +86,7 @@ def judge(group: DescribedGroup, expected: Iterable[str], partitions: Mapping[st
         if missing:
             shown = ", ".join(missing[:8]) + (f" and {len(missing) - 8} more" if len(missing) > 8 else "")
             problems.append(f"{len(missing)} partitions are assigned to nobody: {shown}")
-    members = {m.name: [f"{t}-{p}" for t, p in sorted(m.partitions)] for m in group.members}
+    members = {m.name: [tp_str(tp) for tp in sorted(m.partitions)] for m in group.members}
     return GroupCheck(group.state, members, problems)
 
 

@@ -12,6 +12,7 @@ import logging
 import threading
 import time
 from collections.abc import Callable, Collection, Iterable, Iterator
+from typing import TypeVar
 
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import AuthFailedError, NoAuthError, NodeExistsError, NoNodeError
@@ -26,6 +27,7 @@ from zkconsumer.zk.layout import BrokerInfo, ConsumerRegistration, GroupPaths, M
 from zkconsumer.zk.security import NO_SECURITY, ZkSecurity
 
 log = logging.getLogger(__name__)
+T = TypeVar("T")
 
 
 class ZkConnectError(ZkConsumerError, RuntimeError):
@@ -205,6 +207,11 @@ class Registry:
         except NoNodeError:
             return None
 
+    def _decoded(self, path: str, decode: Callable[[str, bytes], T], watch=None) -> T | None:
+        """The node at ``path`` decoded (a malformed one raises the codec's LayoutError); None when it is absent."""
+        data = self.read(path, watch=watch)
+        return None if data is None else decode(path, data)
+
     def read_many(self, paths: Iterable[str]) -> dict[str, bytes | None]:
         """Read many nodes in one round trip: one ``multiRead`` per 1,000 nodes where the ensemble serves it
         (ZooKeeper 3.6+, zk/multiread.py), else pipelined ``getData`` requests."""
@@ -276,9 +283,7 @@ class Registry:
         return answer
 
     def broker(self, broker_id: int) -> BrokerInfo | None:
-        path = layout.broker_path(broker_id)
-        data = self.read(path)
-        return None if data is None else BrokerInfo.decode(path, data)
+        return self._decoded(layout.broker_path(broker_id), BrokerInfo.decode)
 
     def brokers(self) -> dict[int, BrokerInfo]:
         out = {}
@@ -313,9 +318,7 @@ class Registry:
         return sorted(self.children(layout.BROKER_TOPICS_PATH, watch=watch))
 
     def topic(self, topic: str, watch=None) -> TopicAssignment | None:
-        path = layout.topic_path(topic)
-        data = self.read(path, watch=watch)
-        return None if data is None else TopicAssignment.decode(path, data)
+        return self._decoded(layout.topic_path(topic), TopicAssignment.decode, watch=watch)
 
     def partitions_for_topics(self, topics: Iterable[str]) -> dict[str, list[int]]:
         """Topic → numerically sorted partition ids; a missing topic has none (Kafka's behaviour).
@@ -421,9 +424,7 @@ class Registry:
             gone.wait(remaining)
 
     def registration(self, group: str, consumer_id: str) -> ConsumerRegistration | None:
-        path = GroupPaths(group).registration(consumer_id)
-        data = self.read(path)
-        return None if data is None else ConsumerRegistration.decode(path, data)
+        return self._decoded(GroupPaths(group).registration(consumer_id), ConsumerRegistration.decode)
 
     def registration_session(self, group: str, consumer_id: str) -> int | None:
         """The session holding a consumer's registration (the node's ephemeralOwner), None when it has none: what
@@ -432,38 +433,34 @@ class Registry:
         return stat.ephemeralOwner if stat is not None else None
 
     def owner(self, group: str, topic: str, partition: int) -> str | None:
-        path = GroupPaths(group).owner(topic, partition)
-        data = self.read(path)
-        return None if data is None else layout.decode_owner(path, data)
+        return self._decoded(GroupPaths(group).owner(topic, partition), layout.decode_owner)
 
     def owners(self, group: str) -> dict[tuple[str, int], str]:
         """(topic, partition) → owning thread id, for every owner node of the group."""
         g = GroupPaths(group)
-        out = {}
-        for topic in self.children(g.owners):
-            for child in self.children(g.owners_topic(topic)):
-                with contextlib.suppress(ValueError):
-                    p = int(child)
-                    owner = self.owner(group, topic, p)
-                    if owner is not None:
-                        out[(topic, p)] = owner
-        return out
+        return self._per_partition(g.owners, g.owners_topic, lambda topic, p: self.owner(group, topic, p))
 
     def offset(self, group: str, topic: str, partition: int) -> int | None:
-        path = GroupPaths(group).offset(topic, partition)
-        data = self.read(path)
-        return None if data is None else layout.decode_offset(path, data)
+        return self._decoded(GroupPaths(group).offset(topic, partition), layout.decode_offset)
 
     def offsets(self, group: str) -> dict[tuple[str, int], int]:
+        """(topic, partition) → committed offset, for every offset node of the group."""
         g = GroupPaths(group)
+        return self._per_partition(g.offsets, g.offsets_topic, lambda topic, p: self.offset(group, topic, p))
+
+    def _per_partition(self, root: str, topic_path: Callable[[str], str],
+                       read: Callable[[str, int], T | None]) -> dict[tuple[str, int], T]:
+        """``read(topic, partition)`` for every ``root/<topic>/<partition>`` node that holds a value: the walk the
+        owners and offsets trees share. A child that is not a partition number, or whose node does not decode
+        (a :class:`LayoutError` is a ValueError), is left out."""
         out = {}
-        for topic in self.children(g.offsets):
-            for child in self.children(g.offsets_topic(topic)):
+        for topic in self.children(root):
+            for child in self.children(topic_path(topic)):
                 with contextlib.suppress(ValueError):
                     p = int(child)
-                    off = self.offset(group, topic, p)
-                    if off is not None:
-                        out[(topic, p)] = off
+                    value = read(topic, p)
+                    if value is not None:
+                        out[(topic, p)] = value
         return out
 
     def write_offset(self, group: str, topic: str, partition: int, offset: int) -> None:

@@ -29,6 +29,7 @@ from rich.console import Console
 from zkconsumer.lab.faults import migration
 from zkconsumer.lab.faults.lab import FaultLab
 from zkconsumer.lab.runner import GROUP, LabPlan
+from zkconsumer.types import tp_str
 
 
 @dataclass
@@ -220,7 +221,7 @@ def run_fault(fault: Fault, out, profile: str = "default", session_timeout_ms: i
             window = plan.session_timeout_ms / 1000 + 2.0 - (time.monotonic() - healed)
             if window > 0:
                 time.sleep(window)
-            run.log_ends = {f"{t}-{p}": v for (t, p), v in lab.wait_caught_up(settle).items()}
+            run.log_ends = {tp_str(tp): v for tp, v in lab.wait_caught_up(settle).items()}
     except Exception as e:  # noqa: BLE001 - reported in the verdict
         run.error = f"{type(e).__name__}: {e}"
     finally:
