@@ -11,8 +11,8 @@ import time
 import uuid
 
 from kazoo.exceptions import NoNodeError
-from rebalancing.tree import GROUP, TOPIC
 
+from rebalancing.tree import GROUP, TOPIC
 from zkconsumer.tools.groups import verify
 from zkconsumer.zk.registry import Registry, connect
 from zkconsumer.zk.server import four_letter_word, packets_received

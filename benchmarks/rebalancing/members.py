@@ -13,10 +13,10 @@ from collections import Counter
 from pathlib import Path
 
 from hosts import RemoteHost
+
 from rebalancing.convergence import wait_converged
 from rebalancing.cpu import jvm_jit_ms
 from rebalancing.tree import GROUP, SETTINGS, TOPIC, expected_owners
-
 from zkconsumer.apache_kafka.processes import HighLevelConsumers, KafkaProcessError
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector

@@ -7,10 +7,10 @@ import argparse
 from collections import Counter
 from pathlib import Path
 
-from rebalancing.cpu import CORES, floor_ms
-from rebalancing.tree import KAFKA
 from rich.table import Table
 
+from rebalancing.cpu import CORES, floor_ms
+from rebalancing.tree import KAFKA
 from zkconsumer.consumer.zookeeper.phases import PHASES
 
 

@@ -14,7 +14,6 @@ from rebalancing.convergence import wait_converged, zk_packets
 from rebalancing.cpu import cpu_delta, cpu_mean, cpu_sample, settle
 from rebalancing.members import KafkaGroup, ZkconsumerGroup
 from rebalancing.tree import KAFKA, expected_owners, moved, prepare_tree
-
 from zkconsumer.zk.registry import Registry, connect
 
 

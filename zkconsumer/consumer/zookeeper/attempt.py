@@ -24,10 +24,11 @@ from kazoo.exceptions import NoNodeError
 
 from zkconsumer.assignment.assignors import Assignment, AssignmentContext, TopicPartition, assign
 from zkconsumer.consumer.zookeeper import plan as rebalance_plan
-from zkconsumer.consumer.zookeeper.claims import ClaimHost, OwnerNodes, ReadAhead, nothing, tp_str
+from zkconsumer.consumer.zookeeper.claims import ClaimHost, OwnerNodes, ReadAhead, nothing
 from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
 from zkconsumer.consumer.zookeeper.phases import PhaseClock
 from zkconsumer.consumer.zookeeper.triggers import Triggers
+from zkconsumer.types import owners_by_topic, tp_str
 from zkconsumer.zk.layout import GroupPaths
 
 log = logging.getLogger("zkconsumer.consumer.zookeeper.rebalance")  # split from rebalance.py: one subject, one logger
@@ -109,7 +110,7 @@ class Attempt:
                offsets: dict[TopicPartition, int]) -> Outcome:
         c = self.c
         with self.clock.phase("start"):
-            c.listener.before_starting_fetchers(c.consumer_id, rebalance_plan.by_topic(decision))
+            c.listener.before_starting_fetchers(c.consumer_id, owners_by_topic(decision))
             c.start_fetching(gained, offsets)
         return Outcome.DONE
 

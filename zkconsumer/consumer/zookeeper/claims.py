@@ -28,6 +28,7 @@ from zkconsumer.consumer.zookeeper.phases import PhaseClock
 from zkconsumer.consumer.zookeeper.triggers import TriggerCause, Triggers
 from zkconsumer.errors import NotAuthorized
 from zkconsumer.trace import TraceWriter
+from zkconsumer.types import partitions_by_topic, tp_str
 from zkconsumer.zk import layout
 from zkconsumer.zk.handler import runs_inline
 from zkconsumer.zk.layout import GroupPaths
@@ -63,10 +64,6 @@ class ReadAhead:
         """The answer's wait, if a read was sent and kept (once)."""
         pending, self._pending = self._pending, None
         return pending
-
-
-def tp_str(tp: TopicPartition) -> str:
-    return f"{tp.topic}-{tp.partition}"
 
 
 class ClaimHost(Protocol):
@@ -338,10 +335,7 @@ class OwnerNodes:
         and return the function that completes the release, so the claim's first requests travel with it."""
         if not owned:
             return nothing
-        by_topic: dict[str, set[int]] = {}
-        for tp in owned:
-            by_topic.setdefault(tp.topic, set()).add(tp.partition)
-        self.c.listener.before_releasing_partitions(by_topic)
+        self.c.listener.before_releasing_partitions(partitions_by_topic(owned))
         paths = {tp: self.paths.owner(tp.topic, tp.partition) for tp in owned}
         armed = {p for p in paths.values() if self.watch_armed(p)}
         for path in paths.values():

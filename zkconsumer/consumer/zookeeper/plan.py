@@ -75,10 +75,3 @@ def lost_owner_nodes(kept: Owners, holders: Mapping[TopicPartition, bytes | None
     keeps them. Partitions not read (their exists-watch is still set: unchanged) are not in ``holders``."""
     return frozenset(tp for tp, tid in kept.items() if tp in holders and holders[tp] != encode_owner(tid))
 
-
-def by_topic(owners: Owners) -> dict[str, dict[int, str]]:
-    """Topic → partition → thread id: the shape Kafka's rebalance listener is given."""
-    out: dict[str, dict[int, str]] = {}
-    for tp, tid in owners.items():
-        out.setdefault(tp.topic, {})[tp.partition] = tid
-    return out

@@ -30,12 +30,13 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition
 from zkconsumer.config import ConsumerConfig, Profile
 from zkconsumer.consumer.zookeeper.attempt import Incremental, Outcome, StopTheWorld
-from zkconsumer.consumer.zookeeper.claims import ClaimHost, OwnerNodes, tp_str
+from zkconsumer.consumer.zookeeper.claims import ClaimHost, OwnerNodes
 from zkconsumer.consumer.zookeeper.group_view import GroupView
 from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
 from zkconsumer.consumer.zookeeper.phases import PhaseClock
 from zkconsumer.consumer.zookeeper.triggers import TriggerCause, Triggers
 from zkconsumer.errors import ConsumerRebalanceFailed
+from zkconsumer.types import tp_str
 from zkconsumer.zk import layout
 from zkconsumer.zk.handler import runs_inline
 from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicFilter
