@@ -326,6 +326,25 @@ class Recorder(RebalanceListener):
         self.calls.append(("start", {t: dict(ps) for t, ps in assignment.items()}))
 
 
+class HoldPartitionZero:
+    """A handover that holds every partition 0 until ``free`` is set and starts each at the broker's commit."""
+
+    def __init__(self, free: threading.Event) -> None:
+        self.free = free
+
+    def hold(self, tp: TopicPartition, thread_id: str) -> bool:
+        return tp.partition == 0 and not self.free.is_set()
+
+    def start_offset(self, tp: TopicPartition, kafka_committed: int | None) -> int | None:
+        return kafka_committed
+
+    def committed(self, values) -> None:
+        pass
+
+    def released(self, tps, committed) -> None:
+        pass
+
+
 @needs_coordinator
 def test_held_partitions_wait_for_the_hook_and_the_listener_sees_each_step(zk_connect, registry, cbroker) -> None:
     create_topic(registry, "t", 2)
@@ -336,8 +355,7 @@ def test_held_partitions_wait_for_the_hook_and_the_listener_sees_each_step(zk_co
                                              "consumer.id": "a", "auto.offset.reset": "smallest",
                                              "session.timeout.ms": 3000, "heartbeat.interval.ms": 300,
                                              "metadata.max.age.ms": 500, "auto.commit.interval.ms": 200})
-    c = CoordinatorConsumerConnector(config, listener=recorder,
-                                     hold=lambda tp: tp.partition == 0 and not released.is_set())
+    c = CoordinatorConsumerConnector(config, listener=recorder, handover=HoldPartitionZero(released))
     reader = Reader(c, "t", streams=2)
     try:
         wait_until(lambda: {o for p, o in reader.seen if p == 1} == set(range(20)), message="partition 1 consumed")

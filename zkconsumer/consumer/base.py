@@ -16,8 +16,9 @@ from collections.abc import Mapping
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.progress import PartitionProgress
-from zkconsumer.consumer.streams import KafkaStream
+from zkconsumer.consumer.streams import KafkaStream, Queued
 from zkconsumer.errors import MessageStreamsExist
+from zkconsumer.trace import TraceWriter
 from zkconsumer.types import FetchedRecord
 from zkconsumer.zk import layout
 from zkconsumer.zk.layout import TopicFilter
@@ -27,8 +28,13 @@ class ConsumerBase:
     """The streams and progress half of a connector. Subclasses subscribe, own partitions and commit."""
 
     config: ConsumerConfig
+    trace: TraceWriter
     #: set while records may be handed out (each connector decides when it clears)
     deliverable: threading.Event
+    #: Whether a partition being released (a negative generation: its queued records are stale) still counts in
+    #: :meth:`owned_partitions`. In ZooKeeper mode it does until its owner node is deleted (the rebalancer releases
+    #: the nodes of what that lists); a coordinator-mode member stops counting it at the revocation.
+    releasing_counts_as_owned = True
 
     def _init_streams(self) -> None:
         """Called by a subclass's ``__init__`` before anything else touches streams or progress."""
@@ -98,7 +104,29 @@ class ConsumerBase:
             if progress is not None and progress.generation == generation:
                 progress.processed = max(progress.processed or 0, record.offset + 1)
 
+    def owned_partitions(self) -> dict[TopicPartition, str]:
+        """Partition → the consumer thread id it is dealt to."""
+        with self.state_lock:
+            return {tp: p.thread_id for tp, p in self.owned.items()
+                    if p.generation > 0 or self.releasing_counts_as_owned}
+
     # ----------------------------------------------------------------------------------------- delivery
+    def hand_out(self, item: Queued, stream: KafkaStream) -> bool:
+        """Stream thread: atomically check the record is still ours and record that it was handed out."""
+        rec = item.record
+        tp = TopicPartition(rec.topic, rec.partition)
+        with self.state_lock:
+            progress = self.owned.get(tp)
+            if progress is None or progress.generation < 0 or progress.generation != item.generation:
+                return False  # released, being released, or fetched for an earlier ownership
+            if progress.handed is not None and rec.offset < progress.handed:
+                return False  # a re-fetch of something already handed out
+            progress.handed = rec.offset + 1
+            thread = progress.thread_id
+        self.trace.emit("record_delivered", topic=rec.topic, partition=rec.partition, offset=rec.offset,
+                        thread=thread)
+        return True
+
     def may_hand_out(self) -> bool:
         """Whether a stream may hand out a record right now (checked just before each one)."""
         return self.deliverable.is_set()

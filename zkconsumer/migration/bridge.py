@@ -3,7 +3,7 @@
 The hand-off rests on one rule: **a partition is consumed only by the holder of its 0.8 owner node**, whatever
 the holder's mode. ZooKeeper-mode members already obey it (they claim ``owners/<t>/<p>`` before fetching);
 a coordinator-mode member obeys it through :class:`ZkBridge`, the
-:class:`~zkconsumer.consumer.coordinated.connector.Handover` of its connector: every partition the coordinator
+:class:`~zkconsumer.consumer.coordinated.holds.Handover` of its connector: every partition the coordinator
 gives it starts *held*; it is fetched only once the bridge created its owner node, from the larger of the two
 committed offsets; on revocation the bridge writes the committed offsets to ZooKeeper too, then deletes the
 owner node. Whatever the timing of the two rebalances, two modes never consume a partition at once.
@@ -132,8 +132,8 @@ class BridgeAssignor(AbstractPartitionAssignor):
 
 
 class SessionGate(Protocol):
-    """What the member's connector does when the bridge's ZooKeeper session wavers
-    (:class:`~zkconsumer.consumer.coordinated.connector.CoordinatorConsumerConnector` implements it)."""
+    """What the member's connector does when the bridge's ZooKeeper session wavers (its
+    :class:`~zkconsumer.consumer.coordinated.holds.Holds` implement it)."""
 
     def handover_suspended(self) -> None: ...
 
@@ -143,7 +143,7 @@ class SessionGate(Protocol):
 
 
 class ZkBridge:
-    """The :class:`~zkconsumer.consumer.coordinated.connector.Handover` of a coordinator-mode member during a mixed
+    """The :class:`~zkconsumer.consumer.coordinated.holds.Handover` of a coordinator-mode member during a mixed
     migration."""
 
     def __init__(self, registry: Registry, group: str, consumer_id: str, registration: ConsumerRegistration,
@@ -261,7 +261,13 @@ class ZkBridge:
         return max(values) if values else None
 
     def committed(self, values: Mapping[TopicPartition, int]) -> None:
-        """Mirror broker commits into ZooKeeper, where ZooKeeper-mode members and 0.8 tools read them."""
+        """Mirror broker commits into ZooKeeper, where ZooKeeper-mode members and 0.8 tools read them.
+
+        The connector calls this *before* it commits to the broker, and skips the broker when it raises: the next
+        owner may be a ZooKeeper-mode member, which reads ZooKeeper alone, so an offset only the broker has would be
+        committed for some members and not for others (found by the migration fault matrix: a bridged member cut
+        off from ZooKeeper committed to the broker only, and its ZooKeeper-mode successor delivered those committed
+        records again)."""
         with self._lock:
             mine = {tp: v for tp, v in values.items() if tp in self._owner_nodes}
         if mine:

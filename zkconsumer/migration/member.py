@@ -144,7 +144,7 @@ class MigratableConsumer:
                         if wanted == (COORDINATOR, False) and bridge is not None:
                             # done: drop the bridge and stay in the coordinator group, same member id and partitions
                             # (restarting every member at once would be a stop-the-world rebalance of the group)
-                            connector.drop_handover()
+                            connector.holds.drop_handover()
                             bridge.stop()
                             bridge, bridged = None, False
                             self.bridged = False
@@ -191,7 +191,7 @@ class MigratableConsumer:
             if cversion > assignor.assigned_cversion and self.plan.bridged:
                 connector.request_rejoin()
 
-        bridge.start(on_ids, gate=connector)
+        bridge.start(on_ids, gate=connector.holds)
         return connector, bridge
 
     def _ack(self, mode: str, bridged: bool) -> None:

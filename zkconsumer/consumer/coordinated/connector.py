@@ -25,18 +25,17 @@ the coordinator's member id and generation are extra fields (docs/trace.md).
 
 from __future__ import annotations
 
-import importlib
 import logging
-import queue
 import threading
 import time
-from collections import deque
-from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass
-from typing import Protocol
+from collections.abc import Callable, Mapping, Sequence
 
 from kafka import TopicPartition as KTP
 from kafka.consumer.subscription_state import AsyncConsumerRebalanceListener
+from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
+from kafka.coordinator.assignors.range import RangePartitionAssignor
+from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
+from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
 from kafka.coordinator.base import MemberState
 from kafka.structs import OffsetAndMetadata
 
@@ -44,6 +43,8 @@ from zkconsumer import broker_version
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.consumer.base import ConsumerBase
+from zkconsumer.consumer.coordinated.backlog import Backlog
+from zkconsumer.consumer.coordinated.holds import Handover, Holds
 from zkconsumer.consumer.coordinated.join_watch import JoinStall, JoinWatch
 from zkconsumer.consumer.coordinated.poller import Poller
 from zkconsumer.consumer.fetcher import FetchedRecord
@@ -58,34 +59,25 @@ from zkconsumer.zk.registry import Registry, connect
 log = logging.getLogger(__name__)
 
 
-@dataclass(frozen=True)
-class _Queued:
-    """A record in a stream's queue, with the local ownership generation it was fetched under (the fields
-    KafkaStream hands back to :meth:`CoordinatorConsumerConnector.hand_out`)."""
-
-    record: FetchedRecord
-    generation: int
-
-#: Kafka's ``partition.assignment.strategy`` names → kafka-python's assignor classes (imported lazily).
+#: Kafka's ``partition.assignment.strategy`` names → kafka-python's assignor classes.
 #: Kafka 0.9+'s RoundRobinAssignor already has 0.10.2's relaxed semantics (unequal subscriptions are fine),
 #: so ``roundrobin`` and ``roundrobin-relaxed`` are the same class here.
-ASSIGNORS = {
-    "range": "kafka.coordinator.assignors.range:RangePartitionAssignor",
-    "roundrobin": "kafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
-    "roundrobin-relaxed": "kafka.coordinator.assignors.roundrobin:RoundRobinPartitionAssignor",
-    "sticky": "kafka.coordinator.assignors.sticky.sticky_assignor:StickyPartitionAssignor",
-    "cooperative-sticky": "kafka.coordinator.assignors.cooperative_sticky:CooperativeStickyAssignor",
+ASSIGNORS: dict[str, type] = {
+    "range": RangePartitionAssignor,
+    "roundrobin": RoundRobinPartitionAssignor,
+    "roundrobin-relaxed": RoundRobinPartitionAssignor,
+    "sticky": StickyPartitionAssignor,
+    "cooperative-sticky": CooperativeStickyAssignor,
 }
 
 
 def assignor_class(strategy: str) -> type:
     """kafka-python's assignor for a Kafka strategy name."""
     try:
-        module, _, name = ASSIGNORS[strategy].partition(":")
+        return ASSIGNORS[strategy]
     except KeyError:
         raise ConfigError(f"partition.assignment.strategy {strategy!r} has no coordinator-mode assignor; "
                           f"choose one of {', '.join(ASSIGNORS)}") from None
-    return getattr(importlib.import_module(module), name)
 
 
 def filter_pattern(topic_filter: TopicFilter) -> str:
@@ -94,27 +86,6 @@ def filter_pattern(topic_filter: TopicFilter) -> str:
     if topic_filter.pattern == layout.WHITE_LIST:
         return f"(?:{topic_filter.regex})$"
     return f"(?!(?:{topic_filter.regex})$).*"
-
-
-#: Decides, for a newly assigned partition, whether it must be *held* (not fetched nor handed out) for now:
-#: the hook the ZooKeeper → coordinator migration uses to wait until the partition's 0.8 owner node is gone.
-#: Called again for held partitions until it returns False.
-HoldHook = Callable[[TopicPartition], bool]
-
-
-class Handover(Protocol):
-    """What a member of a group that is migrating from ZooKeeper needs around each partition
-    (zkconsumer.migration.bridge.ZkBridge): every assigned partition starts held until :meth:`hold` says it is
-    free, is consumed from :meth:`start_offset`, and is given back through :meth:`released` after the revocation
-    commit; every commit goes to :meth:`committed` first, and to the broker only if that did not raise."""
-
-    def hold(self, tp: TopicPartition, thread_id: str) -> bool: ...
-
-    def start_offset(self, tp: TopicPartition, kafka_committed: int | None) -> int | None: ...
-
-    def committed(self, values: Mapping[TopicPartition, int]) -> None: ...
-
-    def released(self, tps: Iterable[TopicPartition], committed: Mapping[TopicPartition, int]) -> None: ...
 
 
 class CoordinatorConsumerConnector(ConsumerBase):
@@ -126,17 +97,17 @@ class CoordinatorConsumerConnector(ConsumerBase):
     """
 
     mode = "coordinator"
+    releasing_counts_as_owned = False  # the coordinator has taken a revoked partition back already
 
     def __init__(self, config: ConsumerConfig, listener: RebalanceListener | None = None,
-                 hold: HoldHook | None = None, handover: Handover | None = None,
-                 assignors: Sequence[object] | None = None) -> None:
+                 handover: Handover | None = None, assignors: Sequence[object] | None = None) -> None:
+        """``handover``: the hook of a member whose partitions are also guarded elsewhere (the migration's
+        ZooKeeper bridge; holds.py)."""
         config.check_mode("coordinator")
         self.config = config
         self.group = config.group_id
         self.consumer_id = layout.make_consumer_id(self.group, config.consumer_id)
         self.listener = listener or RebalanceListener()
-        self.hold = hold
-        self.handover = handover
         self.strategy = config.strategy
         self._assignors = tuple(assignors) if assignors else (assignor_class(self.strategy),)
         self.bootstrap = config.bootstrap_servers or self._brokers_from_zookeeper()
@@ -145,14 +116,10 @@ class CoordinatorConsumerConnector(ConsumerBase):
                                config.broker_api_version)
         self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id, mode=self.mode)
         self._init_streams()  # state_lock, owned, the streams (consumer/base.py)
-        self._held: set[TopicPartition] = set()
-        #: Assigned partitions whose fetch position must be set to the committed offset before any delivery:
-        #: kafka-python (like Kafka's consumer) keeps the position of a partition that comes back to the same
-        #: member, and that position is past records we fetched but dropped at the revocation.
-        self._needs_seek: set[TopicPartition] = set()
-        #: The first offset polled (and not buffered) for a partition still waiting for that seek.
-        self._dropped_from: dict[TopicPartition, int] = {}
-        self._backlog: dict[TopicPartition, deque[_Queued]] = {}
+        #: Records polled and not yet queued to their stream (the poller never blocks on a full queue).
+        self.backlog = Backlog()
+        #: Held partitions, those waiting for their seek, and the handover: where each new partition starts.
+        self.holds = Holds(self, handover)
         self._generation = 0
         self._committed: dict[TopicPartition, int] = {}
         self.failure: BaseException | None = None
@@ -260,61 +227,22 @@ class CoordinatorConsumerConnector(ConsumerBase):
                 progress = self.owned.get(tp)
                 if progress is None or progress.generation < 0:
                     continue  # revoked while the fetch was in flight
-                if tp in self._needs_seek:  # fetched before the seek: fetched again from where it leads
-                    if records:
-                        self._dropped_from.setdefault(tp, min(r.offset for r in records))
+                if self.holds.polled_before_seek(tp, [r.offset for r in records]):
                     continue
-                backlog = self._backlog.setdefault(tp, deque())
-                for r in records:
-                    backlog.append(_Queued(FetchedRecord(r.topic, r.partition, r.offset, r.key, r.value,
-                                                         r.timestamp, tuple(r.headers or ())),
-                                           progress.generation))
+                self.backlog.add(tp, (FetchedRecord(r.topic, r.partition, r.offset, r.key, r.value, r.timestamp,
+                                                    tuple(r.headers or ())) for r in records), progress.generation)
         self._drain_backlog()
 
     def _drain_backlog(self) -> None:
-        """Move buffered records into their streams' queues without blocking: a full queue leaves the rest
-        buffered and its partition paused, so the poller keeps polling (heartbeats, rebalances) meanwhile."""
         with self.state_lock:
-            for tp, backlog in list(self._backlog.items()):
-                progress = self.owned.get(tp)
-                if progress is None or progress.generation < 0:
-                    del self._backlog[tp]
-                    continue
-                if tp in self._held:
-                    continue
-                stream = self.stream_for(tp, progress.thread_id)
-                while backlog and stream is not None:
-                    try:
-                        stream.queue.put_nowait(backlog[0])
-                    except queue.Full:
-                        break
-                    backlog.popleft()
-                if not backlog:
-                    del self._backlog[tp]
+            self.backlog.drain(self.owned, self.holds.is_held, self.stream_for)
 
     def flow_control(self, consumer) -> None:
-        """Poller: re-ask the hold hook, deliver what fits, pause partitions that are held or backed up."""
-        with self.state_lock:
-            to_seek = set(self._needs_seek)
-        # each call is bounded; all of them together too: what is left is done on the next loop
-        budget = time.monotonic() + self._call_timeout_ms / 1000.0
-        for tp in sorted(to_seek):
-            if time.monotonic() > budget:
-                break
-            self._seek_to_committed(consumer, tp)
-        handover = self.handover  # once: drop_handover() may clear it meanwhile
-        if self.hold is not None or handover is not None:
-            with self.state_lock:
-                held = set(self._held)
-            freed = {tp for tp in held if not self._ask_hold(tp, handover)}
-            if handover is not None:
-                freed = {tp for tp in sorted(freed)
-                         if time.monotonic() <= budget and self._resume_from_handover(consumer, tp, handover)}
-            with self.state_lock:
-                self._held -= freed
+        """Poller: seek or free new partitions, deliver what fits, pause partitions that are held or backed up."""
+        self.holds.settle(consumer, self._call_timeout_ms)
         self._drain_backlog()
         with self.state_lock:
-            stop = {tp for tp in self.owned if tp in self._held or tp in self._backlog}
+            stop = {tp for tp in self.owned if self.holds.is_held(tp) or tp in self.backlog}
         assigned = consumer.assignment()
         want_paused = {KTP(tp.topic, tp.partition) for tp in stop} & assigned
         paused = consumer.paused()
@@ -322,63 +250,6 @@ class CoordinatorConsumerConnector(ConsumerBase):
             consumer.pause(*(want_paused - paused))
         if paused - want_paused:
             consumer.resume(*(paused - want_paused))
-
-    def _seek_to_committed(self, consumer, tp: TopicPartition) -> None:
-        """Poller: consume a newly assigned partition from its committed offset (at-least-once), whatever position
-        the client kept for it."""
-        ktp = KTP(tp.topic, tp.partition)
-        try:
-            committed = consumer.committed(ktp, timeout_ms=self._call_timeout_ms)
-            with self.state_lock:
-                dropped = self._dropped_from.get(tp)
-            # nothing committed (None, or -1 from the broker): auto.offset.reset placed the position; rewind only
-            # to what was polled meanwhile. Never seek to -1: to kafka-python that means "latest".
-            target = committed if committed is not None and committed >= 0 else dropped
-            if target is not None and ktp in consumer.assignment():
-                consumer.seek(ktp, target)
-        except Exception as e:  # noqa: BLE001 - tried again on the next loop; nothing is delivered meanwhile
-            log.warning("%s: could not read the committed offset of %s: %r", self.consumer_id, tp, e)
-            return
-        with self.state_lock:
-            self._needs_seek.discard(tp)
-            self._dropped_from.pop(tp, None)
-            self._backlog.pop(tp, None)
-
-    def _resume_from_handover(self, consumer, tp: TopicPartition, handover: Handover) -> bool:
-        """Poller: a partition the handover just freed is consumed from its start offset (the larger of both
-        stores'), which becomes committable at once so the broker store catches up with ZooKeeper's. False: the
-        broker's committed offset could not be read in time; the partition stays held and is tried again."""
-        ktp = KTP(tp.topic, tp.partition)
-        try:
-            kafka = consumer.committed(ktp, timeout_ms=self._call_timeout_ms)
-        except Exception as e:  # noqa: BLE001 - tried again on the next loop; nothing is delivered meanwhile
-            log.warning("%s: could not read the committed offset of %s: %r", self.consumer_id, tp, e)
-            return False
-        if kafka is not None and kafka < 0:
-            kafka = None
-        start = handover.start_offset(tp, kafka)
-        if start is None or start < 0:
-            return True
-        consumer.seek(ktp, start)
-        with self.state_lock:
-            self._backlog.pop(tp, None)  # fetched before the hand-off, from an older position
-            progress = self.owned.get(tp)
-            if progress is not None and progress.generation > 0:
-                progress.start = start
-                if kafka is None or start > kafka:
-                    progress.processed = start
-        return True
-
-    def _ask_hold(self, tp: TopicPartition, handover: Handover | None = None) -> bool:
-        try:
-            if handover is not None:
-                with self.state_lock:
-                    progress = self.owned.get(tp)
-                return progress is None or bool(handover.hold(tp, progress.thread_id))
-            return bool(self.hold(tp)) if self.hold is not None else False
-        except Exception:  # noqa: BLE001 - a failing hook holds the partition (safe side) and is logged
-            log.warning("%s: hold hook failed for %s", self.consumer_id, tp, exc_info=True)
-            return True
 
     # ---------------------------------------------------------------------------------------- streams side
     def may_hand_out(self) -> bool:
@@ -405,23 +276,14 @@ class CoordinatorConsumerConnector(ConsumerBase):
         heard = max(heartbeat.last_receive, heartbeat.last_reset)
         return time.monotonic() - heard > heartbeat.config["session_timeout_ms"] / 1000.0 * 2 / 3
 
-    def hand_out(self, item: _Queued, stream: KafkaStream) -> bool:
-        """Stream thread: the record is handed out only if its partition is still ours, same generation."""
-        rec = item.record
-        tp = TopicPartition(rec.topic, rec.partition)
-        with self.state_lock:
-            progress = self.owned.get(tp)
-            if progress is None or progress.generation != item.generation:
-                return False
-            if progress.handed is not None and rec.offset < progress.handed:
-                return False
-            progress.handed = rec.offset + 1
-            thread = progress.thread_id
-        self.trace.emit("record_delivered", topic=rec.topic, partition=rec.partition, offset=rec.offset,
-                        thread=thread)
-        return True
-
     # ----------------------------------------------------------------------------- the rebalance callbacks
+    def next_generation(self) -> int:
+        """The next local ownership generation (under the state lock): records queued under an older one are
+        stale."""
+        with self.state_lock:
+            self._generation += 1
+            return self._generation
+
     def _threads_for(self, tps: set[TopicPartition]) -> dict[TopicPartition, str]:
         """Deal this member's share over its streams: per topic (static) or all together (wildcard)."""
         out = {}
@@ -453,11 +315,11 @@ class CoordinatorConsumerConnector(ConsumerBase):
             self._begin_rebalance("session_expired" if lost else
                                   ("startup" if self.group_generation < 0 else "coordinator"))
         with self.state_lock:
-            self._generation += 1
+            generation = self.next_generation()
             targets = set(tps) & set(self.owned)
             for tp in targets:
-                self.owned[tp].generation = -self._generation  # queued records of these are stale now
-                self._backlog.pop(tp, None)
+                self.owned[tp].generation = -generation  # queued records of these are stale now
+                self.backlog.drop(tp)
             values = {} if lost or not self.config.auto_commit else {
                 tp: p.processed for tp, p in self.owned.items() if tp in targets and p.processed is not None}
         return {tp: v for tp, v in values.items() if self._committed.get(tp) != v}
@@ -474,18 +336,11 @@ class CoordinatorConsumerConnector(ConsumerBase):
                 self.listener.before_releasing_partitions(by_topic)
             except Exception:  # noqa: BLE001 - a listener's failure must not stop the rebalance
                 log.warning("%s: before_releasing_partitions failed", self.consumer_id, exc_info=True)
-        handover = self.handover
-        if handover is not None:
-            try:  # after the commit, before forgetting: the next owner must find the final offset
-                handover.released(tps, {} if lost else committed)
-            except Exception:  # noqa: BLE001 - owner nodes are ephemeral: they go with the session at worst
-                log.warning("%s: handing partitions back failed", self.consumer_id, exc_info=True)
+        self.holds.give_back(tps, {} if lost else committed)
         with self.state_lock:
             for tp in tps:
                 self.owned.pop(tp, None)
-                self._held.discard(tp)
-                self._needs_seek.discard(tp)
-                self._dropped_from.pop(tp, None)
+            self.holds.forget(tps)
             self._committed.update(committed)
         for tp, value in committed.items():
             self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
@@ -501,22 +356,15 @@ class CoordinatorConsumerConnector(ConsumerBase):
         self.group_generation, self.member_id = generation, member_id
         threads = self._threads_for(set(tps))
         with self.state_lock:
-            self._generation += 1
+            local = self.next_generation()
             for tp, tid in threads.items():
-                self.owned[tp] = PartitionProgress(tp, tid, self._generation, -1)
-        asked = {tp for tp in tps if self._ask_hold(tp)} if self.hold is not None else set()
-        with self.state_lock:  # one look at the handover, under the lock drop_handover() takes
-            if self.handover is not None:
-                self._held |= set(tps)  # the poller claims them through the handover and seeks before any delivery
-            else:
-                self._held |= asked
-                self._needs_seek |= set(tps)
+                self.owned[tp] = PartitionProgress(tp, tid, local, -1)
+            self.holds.assigned(tps)
             started = self._rebalance_started
             self._rebalance_started = None
         # The share after this rebalance: under cooperative-sticky (KIP-429) ``tps`` are only the partitions added,
         # and those kept stay owned in their old generation; the trace records the whole share either way.
-        with self.state_lock:
-            whole = {tp: p.thread_id for tp, p in self.owned.items() if p.generation > 0}
+        whole = self.owned_partitions()
         share = {f"{tp.topic}-{tp.partition}": tid for tp, tid in sorted(whole.items())}
         common = dict(rebalance=self._rebalance_number, generation=generation, member_id=member_id)
         self.trace.emit("assigned", attempt=1, assignment=share, strategy=self.strategy, **common)
@@ -541,7 +389,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
         values = self._committable()
         if not values:
             return {}
-        if not self._commit_to_handover_first(values):
+        if not self.holds.commit_first(values):
             return {}
         try:
             consumer.commit({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1) for tp, v in values.items()},
@@ -555,60 +403,6 @@ class CoordinatorConsumerConnector(ConsumerBase):
             self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
                             generation=self.group_generation, member_id=self.member_id)
         return values
-
-    def _commit_to_handover_first(self, values: Mapping[TopicPartition, int]) -> bool:
-        """While the group migrates, commit to ZooKeeper first, and to the broker only if that worked: the next
-        owner may be a ZooKeeper-mode member, which reads ZooKeeper alone, so an offset only the broker has would
-        be committed for some members and not for others (found by the migration fault matrix: a bridged member
-        cut off from ZooKeeper committed to the broker only, and its ZooKeeper-mode successor delivered those
-        committed records again). False: nothing is committed now; the next commit tries again."""
-        handover = self.handover
-        if handover is None:
-            return True
-        try:
-            handover.committed(values)
-            return True
-        except Exception as e:  # noqa: BLE001 - e.g. ZooKeeper suspended: both stores wait for the next commit
-            log.warning("%s: committing to ZooKeeper failed (%r): not committing to the broker either",
-                        self.consumer_id, e)
-            return False
-
-    # ------------------------------------------------------------------- the handover's ZooKeeper session
-    def drop_handover(self) -> None:
-        """The migration is done: ZooKeeper takes no part any more, and this member stays in its group (same member
-        id, same partitions: no rebalance). A partition still held for its owner node is consumed from the
-        broker's committed offset: its previous owner was a coordinator-mode member, which commits there."""
-        with self.state_lock:
-            self.handover = None
-            self._needs_seek |= self._held
-            self._held.clear()
-        self.deliverable.set()
-
-    def handover_suspended(self) -> None:
-        """The handover's ZooKeeper connection is suspended: its owner nodes may expire any moment and others may
-        claim them, so the streams hand out nothing until the session is confirmed or known lost (as a ZooKeeper
-        member's streams do, zkconsumer/consumer/streams.py). Called from kazoo's event thread: it only flags."""
-        self.deliverable.clear()
-        self.trace.emit("connection_suspended", member_id=self.member_id)
-
-    def handover_confirmed(self) -> None:
-        """The same session again: every owner node is still ours, deliveries go on."""
-        self.deliverable.set()
-
-    def handover_lost(self) -> None:
-        """The handover's session expired: its owner nodes are gone and others may own the partitions already.
-        Every owned partition is held again (the poller pauses it and claims it anew through the handover, then
-        seeks to the larger committed offset); records queued for it are stale (a new generation); nothing
-        processed under the lost session is committed (the next owner may be further on)."""
-        with self.state_lock:
-            self._generation += 1
-            for progress in self.owned.values():
-                progress.generation = self._generation
-                progress.handed = progress.processed = None
-            self._held |= set(self.owned)
-            self._backlog.clear()
-        self.deliverable.set()
-        self.trace.emit("session_expired", member_id=self.member_id)
 
     def request_rejoin(self) -> None:
         """Ask the coordinator for a new generation (from any thread; the poller does it)."""
@@ -641,10 +435,6 @@ class CoordinatorConsumerConnector(ConsumerBase):
         self.trace.emit("shutdown", committed=self.config.auto_commit)
         self.trace.close()
 
-    def owned_partitions(self) -> dict[TopicPartition, str]:
-        with self.state_lock:
-            return {tp: p.thread_id for tp, p in self.owned.items() if p.generation > 0}
-
 
 class _Listener(AsyncConsumerRebalanceListener):
     """kafka-python's rebalance listener, on its IO thread: async, so the revocation commit is awaited
@@ -672,7 +462,7 @@ class _Listener(AsyncConsumerRebalanceListener):
                 ends_here = not (now - set(self.c.owned))
         values = self.c.revoke(tps, lost)
         committed: dict[TopicPartition, int] = {}
-        if values and consumer is not None and self.c._commit_to_handover_first(values):
+        if values and consumer is not None and self.c.holds.commit_first(values):
             try:
                 await consumer.commit_async({KTP(tp.topic, tp.partition): OffsetAndMetadata(v, "", -1)
                                              for tp, v in values.items()})

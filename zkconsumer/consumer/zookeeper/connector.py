@@ -196,22 +196,6 @@ class ZookeeperConsumerConnector(ConsumerBase):
         if self.deliverable.wait(timeout) and self._lease is not None:
             self._lease.wait(max(0.0, deadline - time.monotonic()))
 
-    def hand_out(self, item: Queued, stream: KafkaStream) -> bool:
-        """Stream thread: atomically check the record is still ours and record that it was handed out."""
-        rec = item.record
-        tp = TopicPartition(rec.topic, rec.partition)
-        with self.state_lock:
-            progress = self.owned.get(tp)
-            if progress is None or progress.generation < 0 or progress.generation != item.generation:
-                return False  # released, being released, or fetched for an earlier ownership
-            if progress.handed is not None and rec.offset < progress.handed:
-                return False  # a re-fetch of something already handed out
-            progress.handed = rec.offset + 1
-            thread = progress.thread_id
-        self.trace.emit("record_delivered", topic=rec.topic, partition=rec.partition, offset=rec.offset,
-                        thread=thread)
-        return True
-
     # ------------------------------------------------------------------------------ used by the rebalancer
     def next_generation(self) -> int:
         with self.state_lock:
@@ -394,7 +378,3 @@ class ZookeeperConsumerConnector(ConsumerBase):
             self.zk.close()
         if self._embedded is not None:
             self._embedded.stop()
-
-    def owned_partitions(self) -> dict[TopicPartition, str]:
-        with self.state_lock:
-            return {tp: p.thread_id for tp, p in self.owned.items()}
