@@ -52,6 +52,7 @@ from zkconsumer.consumer.listener import RebalanceListener
 from zkconsumer.consumer.progress import PartitionProgress
 from zkconsumer.consumer.streams import KafkaStream
 from zkconsumer.trace import TraceWriter
+from zkconsumer.types import owners_by_topic, partitions_by_topic, tp_str
 from zkconsumer.zk import layout
 from zkconsumer.zk.layout import TopicFilter
 from zkconsumer.zk.registry import Registry, connect
@@ -329,11 +330,8 @@ class CoordinatorConsumerConnector(ConsumerBase):
         with self.state_lock:
             mine = {tp for tp in tps if tp in self.owned}
         if mine and not lost:
-            by_topic: dict[str, set[int]] = {}
-            for tp in mine:
-                by_topic.setdefault(tp.topic, set()).add(tp.partition)
             try:
-                self.listener.before_releasing_partitions(by_topic)
+                self.listener.before_releasing_partitions(partitions_by_topic(mine))
             except Exception:  # noqa: BLE001 - a listener's failure must not stop the rebalance
                 log.warning("%s: before_releasing_partitions failed", self.consumer_id, exc_info=True)
         self.holds.give_back(tps, {} if lost else committed)
@@ -346,7 +344,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
             self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
                             generation=self.group_generation, member_id=self.member_id)
         self.trace.emit("released", rebalance=self._rebalance_number,
-                        partitions=sorted(f"{tp.topic}-{tp.partition}" for tp in tps),
+                        partitions=sorted(map(tp_str, tps)),
                         generation=self.group_generation, member_id=self.member_id)
 
     def assign(self, tps: set[TopicPartition], generation: int, member_id: str) -> None:
@@ -365,14 +363,11 @@ class CoordinatorConsumerConnector(ConsumerBase):
         # The share after this rebalance: under cooperative-sticky (KIP-429) ``tps`` are only the partitions added,
         # and those kept stay owned in their old generation; the trace records the whole share either way.
         whole = self.owned_partitions()
-        share = {f"{tp.topic}-{tp.partition}": tid for tp, tid in sorted(whole.items())}
+        share = {tp_str(tp): tid for tp, tid in sorted(whole.items())}
         common = dict(rebalance=self._rebalance_number, generation=generation, member_id=member_id)
         self.trace.emit("assigned", attempt=1, assignment=share, strategy=self.strategy, **common)
-        by_topic: dict[str, dict[int, str]] = {}
-        for tp, tid in whole.items():
-            by_topic.setdefault(tp.topic, {})[tp.partition] = tid
         try:  # records reach the streams only after this callback returns
-            self.listener.before_starting_fetchers(self.consumer_id, by_topic)
+            self.listener.before_starting_fetchers(self.consumer_id, owners_by_topic(whole))
         except Exception:  # noqa: BLE001 - a listener's failure must not stop the rebalance
             log.warning("%s: before_starting_fetchers failed", self.consumer_id, exc_info=True)
         duration = int((time.monotonic() - started) * 1000) if started is not None else 0
