@@ -120,16 +120,16 @@ class KeyedTimer:
         return None
 
     def _pop_due(self, now_ms: int, bound: int) -> _Timer | None:
+        """Take off the earliest live timer due at ``now_ms`` that was scheduled before ``bound`` (seq)."""
         with self._cond:
-            skipped = []
-            found = None
-            while self._earliest() is not None and self._heap[0][0] <= now_ms:
-                entry = heapq.heappop(self._heap)
-                if entry[1] >= bound:
-                    skipped.append(entry)
-                    continue
-                found = self._timers.pop(entry[2])
-                break
-            for entry in skipped:
-                heapq.heappush(self._heap, entry)
-            return found
+            later = []  # due, but scheduled during this run: back on the heap for the next run
+            try:
+                while (deadline := self._earliest()) is not None and deadline <= now_ms:
+                    _, seq, key = heapq.heappop(self._heap)
+                    if seq < bound:
+                        return self._timers.pop(key)
+                    later.append((deadline, seq, key))
+                return None
+            finally:
+                for entry in later:
+                    heapq.heappush(self._heap, entry)
