@@ -48,7 +48,7 @@ def test_the_default_is_the_wall_clock_with_its_timer_thread() -> None:
     assert isinstance(c.clock, SystemClock)
     c.start()
     try:
-        assert c._timer is not None and c._timer.is_alive()
+        assert c._timer_thread is not None and c._timer_thread.is_alive()
         wait_until(lambda: c.loaded, message="the store loaded")
         a = join(c, session=100)
         c.sync("g", a.generation, a.member_id, None, None, None, {})
@@ -56,7 +56,7 @@ def test_the_default_is_the_wall_clock_with_its_timer_thread() -> None:
         wait_until(lambda: c.describe("g").state == "Empty", timeout=5, message="the timer thread to expire a")
     finally:
         c.stop()
-    assert not c._timer.is_alive()
+    assert not c._timer_thread.is_alive()
 
 
 def test_a_silent_member_is_removed_exactly_when_its_session_timeout_has_passed() -> None:
@@ -87,7 +87,7 @@ def test_the_initial_rebalance_delay_completes_the_join_only_once_it_has_passed(
         joining = threading.Thread(target=lambda: out.setdefault("a", join(c, rebalance=60_000)), daemon=True)
         joining.start()  # a JoinGroup blocks until the group's join completes
         wait_until(lambda: c.describe("g").members, message="a's join to arrive")  # a thread, not time
-        assert c.groups["g"].join_deadline_ms == T0 + 3000
+        assert c.delayed_joins.deadline_ms("g") == T0 + 3000
         clock.advance(2999)
         c.tick()
         assert (c.describe("g").state, c.groups["g"].generation, out) == ("PreparingRebalance", 0, {})

@@ -181,7 +181,7 @@ def test_the_initial_rebalance_delay_waits_for_late_joiners_up_to_the_rebalance_
         advance(c, clock, 199)  # T0+299: the first delay is not over
         assert (c.describe("g").state, c.groups["g"].generation) == ("PreparingRebalance", 0)
         advance(c, clock, 1)  # T0+300: over, but b came: another delay, to T0+600
-        assert (c.describe("g").state, c.groups["g"].join_deadline_ms) == ("PreparingRebalance", T0 + 600)
+        assert (c.describe("g").state, c.delayed_joins.deadline_ms("g")) == ("PreparingRebalance", T0 + 600)
         advance(c, clock, 299)
         assert c.describe("g").state == "PreparingRebalance"
         advance(c, clock, 1)

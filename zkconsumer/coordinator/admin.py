@@ -46,7 +46,6 @@ class GroupAdmin:
     clock: Clock
     requests: Counter
     _lock: threading.RLock
-    _changed: threading.Condition
 
     def _not_ready(self) -> int | None:
         raise NotImplementedError
@@ -80,7 +79,7 @@ class GroupAdmin:
 
     def delete_groups(self, group_ids: Iterable[str]) -> dict[str, int]:
         out = {}
-        with self._changed:
+        with self._lock:
             for gid in group_ids:
                 group = self.groups.get(gid)
                 if group is None:
@@ -95,7 +94,6 @@ class GroupAdmin:
                     self.store.delete_offsets(gid)
                     self.store.store_group(gid, None)
                     out[gid] = KafkaCode.NONE
-            self._changed.notify_all()
         return out
 
     def request_counts(self, group_id: str | None = None) -> dict[str, int]:

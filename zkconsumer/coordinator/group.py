@@ -2,7 +2,8 @@
 machine Empty → PreparingRebalance → CompletingRebalance → Stable (→ Dead).
 
 Pure logic: no sockets, no threads, no clocks (times are passed in), so every transition is unit-tested. The
-manager (manager.py) holds the lock, the timers and the waiting requests.
+manager (manager.py) holds the lock, the timers and the waiting requests; the join phase's deadline and initial
+delays are delayed_join.py's.
 """
 
 from __future__ import annotations
@@ -97,10 +98,6 @@ class Group:
     state_timestamp_ms: int = -1
     #: When the group last became Empty (offsets expire counted from then, Kafka 2.1+).
     empty_since_ms: int | None = None
-    #: Deadline of the current join phase (initial delay or rebalance timeout), manager-owned.
-    join_deadline_ms: int | None = None
-    initial_delay_remaining_ms: int = 0
-    new_member_added: bool = False
 
     # ------------------------------------------------------------------------------------------- states
     def is_(self, state: GroupState) -> bool:

@@ -1,19 +1,20 @@
 """GroupCoordinator: Kafka 2.x's group coordinator for the groups this broker coordinates.
 
 The broker serves each connection on its own thread, so a JoinGroup or SyncGroup simply blocks its thread until
-its answer is ready (Kafka parks it in a purgatory; same observable behaviour). One lock guards every group; a
-condition variable wakes waiting requests; one timer thread completes delayed joins (initial delay, rebalance
-timeout, everyone rejoined) and expires sessions. Transitions follow GroupCoordinator.scala (Kafka 2.8): the
-names of the methods below are Kafka's where they do the same thing.
+its answer is ready: it waits on a :class:`~.purgatory.Pending` that whatever settles it completes (Kafka parks it
+in a purgatory; same observable behaviour). One lock guards every group. Every timeout is a keyed timer
+(:class:`~.timer.KeyedTimer`): a group's join phase (:class:`~.delayed_join.DelayedJoins`: initial delay,
+rebalance timeout), each member's session, each KIP-394 member id handed out, the offsets retention check.
+Transitions follow GroupCoordinator.scala (Kafka 2.8): the names of the methods below are Kafka's where they do
+the same thing.
 
-Time comes from an injected :class:`~.clock.Clock` (Kafka's ``Time``): the wall clock by default; tests pass a
-:class:`~.clock.ManualClock`, start the coordinator without its timer thread and call :meth:`GroupCoordinator.tick`
-themselves, which is exactly what the timer thread does every 20 ms.
+Time comes from an injected :class:`~.clock.Clock` (Kafka's ``Time``): the wall clock by default, with one thread
+that sleeps until the next timer is due; tests pass a :class:`~.clock.ManualClock`, start the coordinator without
+that thread and call :meth:`GroupCoordinator.tick` themselves, which runs the timers due at the clock's time.
 """
 
 from __future__ import annotations
 
-import itertools
 import logging
 import threading
 from collections import Counter
@@ -24,8 +25,13 @@ from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.assignment.javacompat import kafka_abs, string_hash
 from zkconsumer.coordinator.admin import GroupAdmin
 from zkconsumer.coordinator.clock import Clock, SystemClock
+from zkconsumer.coordinator.delayed_join import DelayedJoins
 from zkconsumer.coordinator.group import Group, GroupState, Member, new_member_id
+from zkconsumer.coordinator.purgatory import Pending, Purgatory
+from zkconsumer.coordinator.retention import OffsetRetention
+from zkconsumer.coordinator.sessions import Sessions
 from zkconsumer.coordinator.store import CommittedOffset, MemoryOffsetStore, OffsetStore
+from zkconsumer.coordinator.timer import KeyedTimer
 from zkconsumer.errors import KafkaCode
 
 log = logging.getLogger(__name__)
@@ -89,30 +95,41 @@ class GroupCoordinator(GroupAdmin):
         self.clock: Clock = clock or _SYSTEM_CLOCK
         self.groups: dict[str, Group] = {}
         self._lock = threading.RLock()
-        self._changed = threading.Condition(self._lock)
-        self._tickets = itertools.count(1)
-        self._join_waiters: dict[tuple[str, str], int] = {}  # (group, member) → ticket of the waiting JoinGroup
-        self._join_results: dict[int, JoinResult] = {}
+        #: Every timeout, keyed by what it belongs to: a group's join, a member's session, a pending member id,
+        #: the retention check.
+        self.timer = KeyedTimer(self.clock)
+        self.delayed_joins = DelayedJoins(self.timer, self.config.group_initial_rebalance_delay_ms,
+                                          self._on_complete_join)
+        self.sessions = Sessions(self.timer, self.groups, self._remove_member_and_update_group,
+                                 self.delayed_joins.try_complete)
+        self.retention = OffsetRetention(self.store, self.groups, self._lock, self.clock, self.timer,
+                                         self.config.offsets_retention_check_interval_ms)
+        #: JoinGroups waiting for their group's join to complete, and followers' SyncGroups waiting for the
+        #: leader's, by (group, member).
+        self._parked_joins: Purgatory[tuple[str, str], JoinResult] = Purgatory(self._lock)
+        self._parked_syncs: Purgatory[tuple[str, str], SyncResult] = Purgatory(self._lock)
         self._stop = threading.Event()
         self._loaded = threading.Event()
-        self._timer: threading.Thread | None = None
-        self._next_offsets_expiry_ms: int | None = None  # the next offsets.retention.check.interval.ms tick
+        self._load_failed = False  # the store did not load: the coordinator answers COORDINATOR_NOT_AVAILABLE
+        self._timer_thread: threading.Thread | None = None
         #: Requests handled, by group and API name (what ``zkconsumer compare`` reads).
         self.requests: Counter[tuple[str, str]] = Counter()
 
     # ------------------------------------------------------------------------------------------ lifecycle
     def start(self, timers: bool = True) -> GroupCoordinator:
-        """Load the store (in the background) and, unless ``timers`` is False, start the timer thread that calls
-        :meth:`tick` every 20 ms. Without it nothing expires or completes on its own: the caller (a test with a
+        """Load the store (in the background) and, unless ``timers`` is False, start the thread that runs the
+        timers when they are due. Without it nothing expires or completes on its own: the caller (a test with a
         ManualClock) drives time with :meth:`tick`."""
-        self._next_offsets_expiry_ms = self.clock.now_ms() + self.config.offsets_retention_check_interval_ms
+        first_retention_check_ms = self.clock.now_ms() + self.config.offsets_retention_check_interval_ms
         if timers:
-            self._timer = threading.Thread(target=self._run_timers, daemon=True, name="group-coordinator-timers")
-            self._timer.start()
-        threading.Thread(target=self._load, daemon=True, name="group-coordinator-load").start()
+            self._timer_thread = threading.Thread(target=self._run_timers, daemon=True,
+                                                  name="group-coordinator-timers")
+            self._timer_thread.start()
+        threading.Thread(target=self._load, args=(first_retention_check_ms,), daemon=True,
+                         name="group-coordinator-load").start()
         return self
 
-    def _load(self) -> None:
+    def _load(self, first_retention_check_ms: int) -> None:
         try:
             self.store.load()
             now = self.clock.now_ms()
@@ -122,8 +139,10 @@ class GroupCoordinator(GroupAdmin):
                         self.groups[gid] = Group.restore(gid, snapshot, now)
         except Exception:  # noqa: BLE001 - coordinator unusable: say why, answer COORDINATOR_NOT_AVAILABLE
             log.exception("loading the group coordinator's store failed")
-            self._load_error = True
+            self._load_failed = True
         finally:
+            # offsets expire once loaded: a check that fell due during the load runs at the next timer run
+            self.retention.start(first_retention_check_ms)
             self._loaded.set()
 
     @property
@@ -132,10 +151,12 @@ class GroupCoordinator(GroupAdmin):
 
     def stop(self) -> None:
         self._stop.set()
-        with self._changed:
-            self._changed.notify_all()
-        if self._timer is not None:
-            self._timer.join(5)
+        with self._lock:  # blocked requests, and any that would block from now on, are answered at once
+            self._parked_joins.close(lambda key: JoinResult(KafkaCode.COORDINATOR_NOT_AVAILABLE, key[1]))
+            self._parked_syncs.close(lambda key: SyncResult(KafkaCode.COORDINATOR_NOT_AVAILABLE))
+        self.timer.wake()
+        if self._timer_thread is not None:
+            self._timer_thread.join(5)
 
     def count(self, group_id: str, api: str) -> None:
         with self._lock:
@@ -146,77 +167,30 @@ class GroupCoordinator(GroupAdmin):
             return KafkaCode.COORDINATOR_NOT_AVAILABLE
         if not self._loaded.is_set():
             return KafkaCode.COORDINATOR_LOAD_IN_PROGRESS
-        if getattr(self, "_load_error", False):
+        if self._load_failed:
             return KafkaCode.COORDINATOR_NOT_AVAILABLE
         return None
 
     # --------------------------------------------------------------------------------------------- timers
     def _run_timers(self) -> None:
-        while not self._stop.wait(0.02):
-            try:
+        while not self._stop.is_set():
+            self.timer.wait_for_due(max_wait_s=1.0)
+            if not self._stop.is_set():
                 self.tick()
-            except Exception:  # noqa: BLE001 - the timer thread must live on
-                log.exception("group coordinator timer failed")
 
     def tick(self) -> None:
-        """Run the timer work due at the clock's current time, once: expire sessions and pending member ids,
-        complete delayed joins whose deadline passed (initial rebalance delay, rebalance timeout), and expire
-        offsets when ``offsets.retention.check.interval.ms`` has passed since the last check (once loaded).
+        """Run the timers due at the clock's current time, once: expire sessions and pending member ids, complete
+        joins whose deadline passed (initial rebalance delay, rebalance timeout), and expire offsets when
+        ``offsets.retention.check.interval.ms`` has passed since the last check (once loaded).
 
-        The timer thread calls this in its loop; tests that start the coordinator with ``timers=False`` call it
-        after advancing their ManualClock (Kafka's ``MockTimer.advanceClock``)."""
+        The timer thread calls this when a timer is due; tests that start the coordinator with ``timers=False``
+        call it after advancing their ManualClock (Kafka's ``MockTimer.advanceClock``)."""
         with self._lock:
-            now = self.clock.now_ms()
-            for group in list(self.groups.values()):
-                self._check_group(group, now)
-            if self._next_offsets_expiry_ms is None:  # never started: the check interval counts from now
-                self._next_offsets_expiry_ms = now + self.config.offsets_retention_check_interval_ms
-            due = now >= self._next_offsets_expiry_ms and self.loaded
-            if due:
-                self._next_offsets_expiry_ms = now + self.config.offsets_retention_check_interval_ms
-        if due:
-            self.expire_offsets(now)
+            self.timer.run_due(self.clock.now_ms())
 
     def expire_offsets(self, now: int | None = None) -> dict[str, list[TopicPartition]]:
         """Offsets of groups Empty for ``offsets.retention.minutes`` (Kafka 2.1+), via the store's tombstones."""
-        expire = getattr(self.store, "expire", None)
-        if expire is None:
-            return {}
-        now = self.clock.now_ms() if now is None else now
-        with self._lock:
-            # Empty since a time; None: has members; left out: no protocol (simple commits only): per commit time.
-            empty_since = {gid: g.empty_since_ms if g.is_(GroupState.EMPTY) else None for gid, g in self.groups.items()
-                           if g.protocol_type is not None or not g.is_(GroupState.EMPTY)}
-            subscribed = {gid: topics for gid, g in self.groups.items()
-                          if g.is_(GroupState.STABLE) and (topics := g.subscribed_topics()) is not None}
-            expired = expire(now, empty_since, subscribed)
-            for gid, tps in expired.items():
-                log.info("expired %d offsets of group %s", len(tps), gid)
-            # Kafka's cleanupGroupMetadata: an Empty group left without offsets is Dead; its metadata gets a
-            # tombstone unless it never had a generation (a group that only stored offsets).
-            for gid, group in list(self.groups.items()):
-                if group.is_(GroupState.EMPTY) and not self.store.fetch(gid):
-                    group.transition(GroupState.DEAD, now)
-                    del self.groups[gid]
-                    log.info("group %s transitioned to Dead in generation %d", gid, group.generation)
-                    if group.generation > 0:
-                        self.store.store_group(gid, None)
-            self._changed.notify_all()
-        return expired
-
-    def _check_group(self, group: Group, now: int) -> None:
-        for mid, expires in list(group.pending_members.items()):
-            if now > expires:  # KIP-394: a member id nobody came back with
-                del group.pending_members[mid]
-                self._maybe_complete_join(group, now)
-        for member in list(group.members.values()):
-            keep_alive = member.awaiting_join or member.awaiting_sync
-            if not keep_alive and member.session_expired(now):
-                log.info("member %s in group %s has failed (session timeout %d ms), removing it from the group",
-                         member.member_id, group.group_id, member.session_timeout_ms)
-                self._remove_member_and_update_group(group, member, now)
-        if group.is_(GroupState.PREPARING_REBALANCE):
-            self._maybe_complete_join(group, now)
+        return self.retention.expire(now)
 
     # ------------------------------------------------------------------------------------------ JoinGroup
     def join(self, group_id: str, member_id: str, group_instance_id: str | None, client_id: str, client_host: str,
@@ -231,7 +205,7 @@ class GroupCoordinator(GroupAdmin):
         if not (self.config.group_min_session_timeout_ms <= session_timeout_ms
                 <= self.config.group_max_session_timeout_ms):
             return JoinResult(KafkaCode.INVALID_SESSION_TIMEOUT, member_id)
-        with self._changed:
+        with self._lock:
             now = self.clock.now_ms()
             group = self.groups.get(group_id)
             if group is None:
@@ -252,37 +226,37 @@ class GroupCoordinator(GroupAdmin):
                 member_id = new_member_id(client_id)
                 if require_known_member_id and group_instance_id is None:
                     # KIP-394: hand the id out and count it as a pending member until it comes back
-                    group.pending_members[member_id] = now + session_timeout_ms
+                    self.sessions.add_pending(group, member_id, now, session_timeout_ms)
                     return JoinResult(KafkaCode.MEMBER_ID_REQUIRED, member_id)
                 member = Member(member_id, client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
                                 protocol_type, protocols, group_instance_id, is_new=True, last_heartbeat_ms=now)
-                ticket = self._add_member_and_rebalance(group, member, now)
+                pending = self._add_member_and_rebalance(group, member, now)
             elif member_id in group.pending_members:
                 del group.pending_members[member_id]
                 member = Member(member_id, client_id, client_host, rebalance_timeout_ms, session_timeout_ms,
                                 protocol_type, protocols, group_instance_id, is_new=True, last_heartbeat_ms=now)
-                ticket = self._add_member_and_rebalance(group, member, now)
+                pending = self._add_member_and_rebalance(group, member, now)
             elif not group.has(member_id):
                 return JoinResult(KafkaCode.UNKNOWN_MEMBER_ID, member_id)
             else:
                 member = group.members[member_id]
                 if group.is_(GroupState.PREPARING_REBALANCE):
-                    ticket = self._update_member_and_rebalance(group, member, protocols, now)
+                    pending = self._update_member_and_rebalance(group, member, protocols, now)
                 elif group.is_(GroupState.COMPLETING_REBALANCE):
                     if member.matches(protocols):  # a retried join of the current generation: same answer
                         return self._join_answer(group, member_id)
-                    ticket = self._update_member_and_rebalance(group, member, protocols, now)
+                    pending = self._update_member_and_rebalance(group, member, protocols, now)
                 elif group.is_(GroupState.STABLE):
                     if group.is_leader(member_id) or not member.matches(protocols):
                         # the leader's join (metadata changed) or new protocols: a new generation
-                        ticket = self._update_member_and_rebalance(group, member, protocols, now)
+                        pending = self._update_member_and_rebalance(group, member, protocols, now)
                     else:  # a follower rejoining the same generation: just the current answer
-                        member.last_heartbeat_ms = now
+                        self.sessions.heard_from(group, member, now)
                         return self._join_answer(group, member_id)
                 else:  # Empty: the member left or expired
                     return JoinResult(KafkaCode.UNKNOWN_MEMBER_ID, member_id)
-            self._maybe_complete_join(group, now)
-            return self._await_join(group_id, member_id, ticket)
+            self.delayed_joins.try_complete(group, now)
+            return pending.wait()
 
     def _static_member_rejoins(self, group: Group, instance_id: str, client_id: str, client_host: str,
                                session_timeout_ms: int, rebalance_timeout_ms: int, protocols: list[tuple[str, bytes]],
@@ -293,17 +267,15 @@ class GroupCoordinator(GroupAdmin):
         group whose protocol does not change, nothing rebalances: the member gets the current generation and
         leader, and its SyncGroup answers its assignment. Otherwise the rebalance goes on with it."""
         new_id = new_member_id(client_id)
-        member = group.static_member(instance_id)
-        assert member is not None
-        old_ticket = self._join_waiters.pop((group.group_id, member.member_id), None)
-        if old_ticket is not None:
-            self._join_results[old_ticket] = JoinResult(KafkaCode.FENCED_INSTANCE_ID, member.member_id)
         member, old_id = group.replace_static_member(instance_id, new_id)
+        key = (group.group_id, old_id)
+        self._parked_joins.complete(key, JoinResult(KafkaCode.FENCED_INSTANCE_ID, old_id))
+        self._parked_syncs.complete(key, SyncResult(KafkaCode.FENCED_INSTANCE_ID))
+        self.sessions.forget(*key)
         log.info("static member %s of group %s is back as %s (was %s)", instance_id, group.group_id, new_id, old_id)
         member.client_id, member.client_host = client_id, client_host
         member.session_timeout_ms, member.rebalance_timeout_ms = session_timeout_ms, rebalance_timeout_ms
-        member.last_heartbeat_ms = now
-        self._changed.notify_all()  # an old id waiting in SyncGroup is fenced now
+        self.sessions.heard_from(group, member, now)
         if group.is_(GroupState.STABLE):
             previous = member.protocols
             member.protocols = protocols
@@ -311,32 +283,29 @@ class GroupCoordinator(GroupAdmin):
                 self._store_group(group)
                 return self._join_answer(group, new_id)
             member.protocols = previous
-        ticket = self._update_member_and_rebalance(group, member, protocols, now)
-        self._maybe_complete_join(group, now)
-        return self._await_join(group.group_id, new_id, ticket)
+        pending = self._update_member_and_rebalance(group, member, protocols, now)
+        self.delayed_joins.try_complete(group, now)
+        return pending.wait()
 
-    def _add_member_and_rebalance(self, group: Group, member: Member, now: int) -> int:
+    def _add_member_and_rebalance(self, group: Group, member: Member, now: int) -> Pending[JoinResult]:
         group.add(member)
         member.awaiting_join = True
-        group.new_member_added = True
-        ticket = next(self._tickets)
-        self._join_waiters[(group.group_id, member.member_id)] = ticket
+        self.delayed_joins.member_added(group.group_id)
+        pending = self._parked_joins.park((group.group_id, member.member_id))
         self._maybe_prepare_rebalance(group, now, f"adding new member {member.member_id}")
-        return ticket
+        return pending
 
     def _update_member_and_rebalance(self, group: Group, member: Member, protocols: list[tuple[str, bytes]],
-                                     now: int) -> int:
+                                     now: int) -> Pending[JoinResult]:
         member.protocols = protocols
         member.awaiting_join = True
         member.last_heartbeat_ms = now
-        old = self._join_waiters.get((group.group_id, member.member_id))
-        if old is not None:  # a join replaced by a newer one of the same member
-            self._join_results[old] = JoinResult(KafkaCode.REBALANCE_IN_PROGRESS, member.member_id)
-        ticket = next(self._tickets)
-        self._join_waiters[(group.group_id, member.member_id)] = ticket
+        key = (group.group_id, member.member_id)
+        # a join replaced by a newer one of the same member
+        self._parked_joins.complete(key, JoinResult(KafkaCode.REBALANCE_IN_PROGRESS, member.member_id))
+        pending = self._parked_joins.park(key)
         self._maybe_prepare_rebalance(group, now, f"updating metadata for member {member.member_id}")
-        self._changed.notify_all()
-        return ticket
+        return pending
 
     def _maybe_prepare_rebalance(self, group: Group, now: int, reason: str) -> None:
         if group.can_rebalance():
@@ -346,55 +315,22 @@ class GroupCoordinator(GroupAdmin):
         if group.is_(GroupState.COMPLETING_REBALANCE):
             for m in group.members.values():  # waiting SyncGroups learn that the generation is over
                 m.awaiting_sync = False
+                self._parked_syncs.complete((group.group_id, m.member_id),
+                                            SyncResult(KafkaCode.REBALANCE_IN_PROGRESS))
+                self.sessions.restart(group, m)
         was_empty = group.is_(GroupState.EMPTY)
         group.transition(GroupState.PREPARING_REBALANCE, now)
-        rebalance_timeout = group.max_rebalance_timeout_ms()
-        if was_empty and self.config.group_initial_rebalance_delay_ms > 0:
-            delay = min(self.config.group_initial_rebalance_delay_ms, rebalance_timeout)
-            group.join_deadline_ms = now + delay
-            group.initial_delay_remaining_ms = max(rebalance_timeout - self.config.group_initial_rebalance_delay_ms,
-                                                   0)
-            group.new_member_added = False
-            self._in_initial_delay.add(group.group_id)
-        else:
-            group.join_deadline_ms = now + rebalance_timeout
-            self._in_initial_delay.discard(group.group_id)
+        self.delayed_joins.begin(group, now, from_empty=was_empty)
         log.info("preparing to rebalance group %s in state %s with old generation %d (reason: %s)",
                  group.group_id, group.state.value, group.generation, reason)
-        self._changed.notify_all()
-
-    @property
-    def _in_initial_delay(self) -> set[str]:
-        if not hasattr(self, "_initial_delay_groups"):
-            self._initial_delay_groups: set[str] = set()
-        return self._initial_delay_groups
-
-    def _maybe_complete_join(self, group: Group, now: int) -> None:
-        if not group.is_(GroupState.PREPARING_REBALANCE):
-            return
-        deadline = group.join_deadline_ms if group.join_deadline_ms is not None else now
-        if group.group_id in self._in_initial_delay:
-            if now < deadline:
-                return
-            if group.new_member_added and group.initial_delay_remaining_ms > 0:
-                # InitialDelayedJoin: members still arriving, wait another delay (up to the rebalance timeout)
-                delay = min(self.config.group_initial_rebalance_delay_ms, group.initial_delay_remaining_ms)
-                group.join_deadline_ms = now + delay
-                group.initial_delay_remaining_ms = max(group.initial_delay_remaining_ms
-                                                       - self.config.group_initial_rebalance_delay_ms, 0)
-                group.new_member_added = False
-                return
-            self._in_initial_delay.discard(group.group_id)
-        elif not group.all_joined() and now < deadline:
-            return
-        self._on_complete_join(group, now)
 
     def _on_complete_join(self, group: Group, now: int) -> None:
+        """The join phase is over (DelayedJoins decided): the next generation, or Empty."""
         for m in group.not_yet_rejoined():  # did not rejoin within the rebalance timeout
             log.info("member %s of group %s did not rejoin in time: removed", m.member_id, group.group_id)
             group.remove(m.member_id)
-        group.pending_members.clear()
-        group.join_deadline_ms = None
+            self.sessions.forget(group.group_id, m.member_id)
+        group.pending_members.clear()  # their timers find nothing to do
         group.init_next_generation(now)
         if group.is_(GroupState.EMPTY):
             log.info("group %s with generation %d is now empty", group.group_id, group.generation)
@@ -403,13 +339,10 @@ class GroupCoordinator(GroupAdmin):
             log.info("stabilized group %s generation %d (protocol %s) with %d members", group.group_id,
                      group.generation, group.protocol_name, len(group.members))
             for m in group.members.values():
-                ticket = self._join_waiters.pop((group.group_id, m.member_id), None)
                 m.awaiting_join = False
                 m.is_new = False
-                m.last_heartbeat_ms = now
-                if ticket is not None:
-                    self._join_results[ticket] = self._join_answer(group, m.member_id)
-        self._changed.notify_all()
+                self.sessions.heard_from(group, m, now)
+                self._parked_joins.complete((group.group_id, m.member_id), self._join_answer(group, m.member_id))
 
     def _join_answer(self, group: Group, member_id: str) -> JoinResult:
         members = []
@@ -419,19 +352,6 @@ class GroupCoordinator(GroupAdmin):
         return JoinResult(KafkaCode.NONE, member_id, group.generation, group.protocol_type, group.protocol_name,
                           group.leader_id or "", members)
 
-    def _await_join(self, group_id: str, member_id: str, ticket: int) -> JoinResult:
-        """Block this connection's thread until the join completes (the lock is released while waiting)."""
-        while True:
-            result = self._join_results.pop(ticket, None)
-            if result is not None:
-                return result
-            group = self.groups.get(group_id)
-            if self._stop.is_set() or group is None or not group.has(member_id):
-                self._join_waiters.pop((group_id, member_id), None)
-                return JoinResult(KafkaCode.UNKNOWN_MEMBER_ID if not self._stop.is_set()
-                                  else KafkaCode.COORDINATOR_NOT_AVAILABLE, member_id)
-            self._changed.wait(0.5)
-
     # ------------------------------------------------------------------------------------------ SyncGroup
     def sync(self, group_id: str, generation: int, member_id: str, group_instance_id: str | None,
              protocol_type: str | None, protocol_name: str | None,
@@ -440,7 +360,7 @@ class GroupCoordinator(GroupAdmin):
         error = self._not_ready()
         if error is not None:
             return SyncResult(error)
-        with self._changed:
+        with self._lock:
             group = self.groups.get(group_id)
             if group is None:
                 return SyncResult(KafkaCode.UNKNOWN_MEMBER_ID)
@@ -461,36 +381,24 @@ class GroupCoordinator(GroupAdmin):
                 return SyncResult(KafkaCode.REBALANCE_IN_PROGRESS)
             member = group.members[member_id]
             if group.is_(GroupState.STABLE):
-                member.last_heartbeat_ms = self.clock.now_ms()
+                self.sessions.heard_from(group, member, self.clock.now_ms())
                 return SyncResult(KafkaCode.NONE, group.protocol_type, group.protocol_name, member.assignment)
-            # CompletingRebalance: wait for the leader's assignment
+            # CompletingRebalance: a follower waits for the leader's assignment; the leader's releases them all
             member.awaiting_sync = True
-            if group.is_leader(member_id):
-                now = self.clock.now_ms()
-                for m in group.members.values():
-                    m.assignment = assignments.get(m.member_id, b"")
-                group.transition(GroupState.STABLE, now)
-                for m in group.members.values():
-                    m.awaiting_sync = False
-                    m.last_heartbeat_ms = now
-                self._store_group(group)
-                self._changed.notify_all()
-                return SyncResult(KafkaCode.NONE, group.protocol_type, group.protocol_name, member.assignment)
-            while True:
-                current = self.groups.get(group_id)
-                if self._stop.is_set():
-                    return SyncResult(KafkaCode.COORDINATOR_NOT_AVAILABLE)
-                if current is group and group.is_static_member_fenced(group_instance_id, member_id):
-                    return SyncResult(KafkaCode.FENCED_INSTANCE_ID)
-                if current is not group or not group.has(member_id):
-                    return SyncResult(KafkaCode.UNKNOWN_MEMBER_ID)
-                if group.generation != generation:
-                    return SyncResult(KafkaCode.REBALANCE_IN_PROGRESS)
-                if group.is_(GroupState.STABLE):
-                    return SyncResult(KafkaCode.NONE, group.protocol_type, group.protocol_name, member.assignment)
-                if not group.is_(GroupState.COMPLETING_REBALANCE):
-                    return SyncResult(KafkaCode.REBALANCE_IN_PROGRESS)
-                self._changed.wait(0.5)
+            if not group.is_leader(member_id):
+                # answered by the leader's SyncGroup, a new rebalance, or its removal or fencing
+                return self._parked_syncs.park((group_id, member_id)).wait()
+            now = self.clock.now_ms()
+            for m in group.members.values():
+                m.assignment = assignments.get(m.member_id, b"")
+            group.transition(GroupState.STABLE, now)
+            for m in group.members.values():
+                m.awaiting_sync = False
+                self.sessions.heard_from(group, m, now)
+                self._parked_syncs.complete((group_id, m.member_id), SyncResult(
+                    KafkaCode.NONE, group.protocol_type, group.protocol_name, m.assignment))
+            self._store_group(group)
+            return SyncResult(KafkaCode.NONE, group.protocol_type, group.protocol_name, member.assignment)
 
     # ------------------------------------------------------------------------------------------ Heartbeat
     def heartbeat(self, group_id: str, generation: int, member_id: str, group_instance_id: str | None = None) -> int:
@@ -510,7 +418,7 @@ class GroupCoordinator(GroupAdmin):
                 return KafkaCode.UNKNOWN_MEMBER_ID
             if generation != group.generation:
                 return KafkaCode.ILLEGAL_GENERATION
-            group.members[member_id].last_heartbeat_ms = self.clock.now_ms()
+            self.sessions.heard_from(group, group.members[member_id], self.clock.now_ms())
             if group.is_(GroupState.PREPARING_REBALANCE):
                 return KafkaCode.REBALANCE_IN_PROGRESS
             return KafkaCode.NONE  # Stable, and CompletingRebalance (a member may heartbeat before its SyncGroup)
@@ -522,7 +430,7 @@ class GroupCoordinator(GroupAdmin):
         error = self._not_ready()
         if error is not None:
             return error, []
-        with self._changed:
+        with self._lock:
             group = self.groups.get(group_id)
             if group is None or group.is_(GroupState.DEAD):
                 return (KafkaCode.UNKNOWN_MEMBER_ID if group is None else KafkaCode.COORDINATOR_NOT_AVAILABLE), []
@@ -534,7 +442,7 @@ class GroupCoordinator(GroupAdmin):
                     member_id = m.member_id if m is not None else ""
                 if member_id in group.pending_members:
                     del group.pending_members[member_id]
-                    self._maybe_complete_join(group, now)
+                    self.delayed_joins.try_complete(group, now)
                     out.append((member_id, instance_id, KafkaCode.NONE))
                 elif instance_id is not None and group.is_static_member_fenced(instance_id, member_id):
                     out.append((member_id, instance_id, KafkaCode.FENCED_INSTANCE_ID))
@@ -544,17 +452,18 @@ class GroupCoordinator(GroupAdmin):
                     out.append((member_id, instance_id, KafkaCode.NONE))
                 else:
                     out.append((member_id, instance_id, KafkaCode.UNKNOWN_MEMBER_ID))
-            self._changed.notify_all()
             return KafkaCode.NONE, out
 
     def _remove_member_and_update_group(self, group: Group, member: Member, now: int) -> None:
-        self._join_waiters.pop((group.group_id, member.member_id), None)
+        key = (group.group_id, member.member_id)
+        self._parked_joins.complete(key, JoinResult(KafkaCode.UNKNOWN_MEMBER_ID, member.member_id))
+        self._parked_syncs.complete(key, SyncResult(KafkaCode.UNKNOWN_MEMBER_ID))
+        self.sessions.forget(*key)
         group.remove(member.member_id)
         if group.state in (GroupState.STABLE, GroupState.COMPLETING_REBALANCE):
             self._maybe_prepare_rebalance(group, now, f"removing member {member.member_id}")
         # as Kafka's tryCompleteElseWatch: the last member gone, the join completes now (the group is Empty)
-        self._maybe_complete_join(group, now)
-        self._changed.notify_all()
+        self.delayed_joins.try_complete(group, now)
 
     # -------------------------------------------------------------------------------------------- offsets
     def commit_offsets(self, group_id: str, generation: int, member_id: str,
@@ -588,7 +497,7 @@ class GroupCoordinator(GroupAdmin):
             elif generation != group.generation:
                 return KafkaCode.ILLEGAL_GENERATION
             else:
-                group.members[member_id].last_heartbeat_ms = self.clock.now_ms()
+                self.sessions.heard_from(group, group.members[member_id], self.clock.now_ms())
             self.store.commit(group_id, offsets)
             return KafkaCode.NONE
 
