@@ -21,12 +21,12 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zkconsumer.assignment.assignors import TopicPartition
-from zkconsumer.assignment.javacompat import kafka_abs, string_hash
 from zkconsumer.coordinator.admin import GroupAdmin
 from zkconsumer.coordinator.clock import Clock, SystemClock
 from zkconsumer.coordinator.group import Group, GroupState, Member, new_member_id
 from zkconsumer.coordinator.store import CommittedOffset, MemoryOffsetStore, OffsetStore
 from zkconsumer.errors import KafkaCode
+from zkconsumer.javacompat import kafka_abs, string_hash
 
 log = logging.getLogger(__name__)
 
