@@ -18,10 +18,10 @@ import time
 from kafka.record.memory_records import MemoryRecords
 
 from zkconsumer.assignment.assignors import TopicPartition
-from zkconsumer.broker.storage import LogManager
 from zkconsumer.coordinator.offsets_codec import OffsetKey, decode_key, decode_offset_value
 from zkconsumer.coordinator.offsets_log import OFFSETS_TOPIC, OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset
+from zkconsumer.log.storage import LogManager
 
 
 def write(data_dir: str, records: int, per_commit: int, groups: int) -> float:

@@ -1,7 +1,9 @@
 """The structure the code promises (README "Architecture", issue 21), checked on the source itself.
 
-* no import cycles between zkconsumer's modules, counting every import: top-level, inside functions and under
-  ``TYPE_CHECKING`` (a cycle hidden in a function is still two modules that need each other);
+* no import cycles between zkconsumer's modules, counting every import: top-level, inside functions (a module's
+  ``__getattr__`` too), under ``TYPE_CHECKING`` and by name through ``importlib`` (a cycle hidden in a function is
+  still two modules that need each other);
+* no two packages (first-level folders) import each other, through whichever modules;
 * no library module imports the CLI (``zkconsumer/cli`` is the top layer; only ``__main__`` starts it);
 * one error model: every exception class zkconsumer defines derives from :class:`ZkConsumerError`;
 * one table of Kafka error codes (:class:`KafkaCode`): no module defines its own ``NONE = 0``;
@@ -19,12 +21,15 @@ import pkgutil
 import subprocess
 import sys
 from collections import defaultdict
+from collections.abc import Collection
 from pathlib import Path
 
 import zkconsumer
 from zkconsumer.errors import KafkaCode, ZkConsumerError
 
 ROOT = Path(zkconsumer.__file__).parent
+#: The public facade (it imports every layer, lazily) and the entry point: outside the layers.
+OUTSIDE_THE_LAYERS = ("zkconsumer", "zkconsumer.__main__")
 
 
 def _modules() -> dict[str, Path]:
@@ -36,27 +41,61 @@ def _modules() -> dict[str, Path]:
     return out
 
 
+def imports_of(mod: str, source: str, is_package: bool, mods: Collection[str]) -> set[str]:
+    """The zkconsumer modules one module imports (a package only where a name of its ``__init__`` is imported).
+
+    Every import statement counts, wherever it is: top level, in a function (a module-level ``__getattr__`` too),
+    under ``TYPE_CHECKING``. So do imports by name: in a module that calls ``importlib.import_module`` (or
+    ``__import__``), every string naming a zkconsumer module, alone or as ``"module:attribute"``, is an import,
+    which covers ``import_module("zkconsumer.x")`` and the tables lazy loaders read (``_EXPORTS``, the CLI's
+    ``COMMAND_MODULES``)."""
+    package = mod if is_package else mod.rpartition(".")[0]
+    tree = ast.parse(source)
+    found: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            found |= {a.name for a in node.names if a.name in mods}
+        elif isinstance(node, ast.ImportFrom):
+            if node.level:
+                base = package.split(".")[:len(package.split(".")) - node.level + 1]
+                target = ".".join(base + ([node.module] if node.module else []))
+            else:
+                target = node.module or ""
+            for alias in node.names:
+                sub = f"{target}.{alias.name}"
+                found.add(sub if sub in mods else target)
+    if any(isinstance(n, ast.Attribute) and n.attr == "import_module"
+           or isinstance(n, ast.Name) and n.id in ("import_module", "__import__") for n in ast.walk(tree)):
+        found |= {n.value.partition(":")[0] for n in ast.walk(tree)  # dotted: "zkconsumer" alone is the prog name
+                  if isinstance(n, ast.Constant) and isinstance(n.value, str) and "." in n.value}
+    return {target for target in found if target in mods and target != mod}
+
+
 def import_graph() -> dict[str, set[str]]:
-    """Module → the zkconsumer modules it imports (a package only where a name of its ``__init__`` is imported)."""
+    """Module → the zkconsumer modules it imports (:func:`imports_of`)."""
     mods = _modules()
     graph: dict[str, set[str]] = defaultdict(set)
     for mod, path in mods.items():
-        package = mod if path.name == "__init__.py" else mod.rpartition(".")[0]
-        for node in ast.walk(ast.parse(path.read_text())):
-            if isinstance(node, ast.Import):
-                graph[mod] |= {a.name for a in node.names if a.name in mods}
-            elif isinstance(node, ast.ImportFrom):
-                if node.level:
-                    base = package.split(".")[:len(package.split(".")) - node.level + 1]
-                    target = ".".join(base + ([node.module] if node.module else []))
-                else:
-                    target = node.module or ""
-                for alias in node.names:
-                    sub = f"{target}.{alias.name}"
-                    found = sub if sub in mods else target
-                    if found in mods and found != mod:
-                        graph[mod].add(found)
+        graph[mod] |= imports_of(mod, path.read_text(), path.name == "__init__.py", mods)
     return graph
+
+
+def package_of(module: str) -> str:
+    """The first-level folder a module is in (``zkconsumer.zk.layout`` → ``zkconsumer.zk``); a flat
+    module is its own."""
+    return ".".join(module.split(".")[:2])
+
+
+def package_graph(graph: dict[str, set[str]]) -> dict[str, set[str]]:
+    """Package → the packages it imports: every import of a module in one of a module in another. The public
+    facade (``zkconsumer/__init__.py``) and ``__main__`` stand outside, as in the layers."""
+    packages: dict[str, set[str]] = defaultdict(set)
+    for mod, targets in graph.items():
+        if mod in OUTSIDE_THE_LAYERS:
+            continue
+        packages[package_of(mod)] |= {package_of(t) for t in targets if t not in OUTSIDE_THE_LAYERS} - {
+            package_of(mod)}
+    return packages
 
 
 def cycles(graph: dict[str, set[str]]) -> list[list[str]]:
@@ -106,8 +145,34 @@ def test_the_cycle_finder_finds_a_cycle() -> None:
     assert cycles({"a": {"b"}, "b": set()}) == []
 
 
+def test_the_import_finder_sees_imports_hidden_in_getattr_and_importlib() -> None:
+    mods = {"zkconsumer", "zkconsumer.p", "zkconsumer.p.a", "zkconsumer.q", "zkconsumer.q.b", "zkconsumer.q.c"}
+    getattr_hidden = "def __getattr__(name):\n    from zkconsumer.q.b import B\n\n    return B\n"
+    assert imports_of("zkconsumer.p", getattr_hidden, True, mods) == {"zkconsumer.q.b"}
+    by_name = "import importlib\n\nimportlib.import_module('zkconsumer.q.b')\n"
+    assert imports_of("zkconsumer.p.a", by_name, False, mods) == {"zkconsumer.q.b"}
+    table = ("import importlib\n\nTABLE = {'B': 'zkconsumer.q.b', 'C': 'zkconsumer.q.c:C', 'K': 'kafka.x:K'}\n\n\n"
+             "def load(name):\n    module, _, attr = TABLE[name].partition(':')\n"
+             "    return getattr(importlib.import_module(module), attr)\n")
+    assert imports_of("zkconsumer.p.a", table, False, mods) == {"zkconsumer.q.b", "zkconsumer.q.c"}
+    assert imports_of("zkconsumer.p.a", "TABLE = {'B': 'zkconsumer.q.b'}\n", False, mods) == set()
+    hidden_both_ways = {"zkconsumer.p": {"zkconsumer.q.b"}, "zkconsumer.q.c": {"zkconsumer.p.a"}}
+    assert cycles(package_graph(hidden_both_ways)) == [["zkconsumer.p", "zkconsumer.q"]]
+
+
 def test_no_import_cycles() -> None:
     assert cycles(import_graph()) == []
+
+
+def test_no_two_packages_import_each_other() -> None:
+    """No module cycle is not enough: one package's server importing another package whose modules import the
+    first one's lower modules back is no module cycle, yet each package needs the other (broker/ and coordinator/
+    were so, hidden by a PEP 562 ``__getattr__``). What both need goes a layer down."""
+    graph = import_graph()
+    tangled = cycles(package_graph(graph))
+    crossing = sorted(f"{m} -> {t}" for m, ts in graph.items() for t in ts for cycle in tangled
+                      if package_of(m) in cycle and package_of(t) in cycle and package_of(m) != package_of(t))
+    assert tangled == [], crossing
 
 
 def test_no_library_module_imports_the_cli() -> None:
@@ -153,7 +218,7 @@ TALKS_TO_ZOOKEEPER = {
     "zkconsumer/consumer/zookeeper/claims.py": "the owner nodes: claims (async creates and multi-ops), releases and "
                                                "the exists-watches guarding them, on the hot path of a rebalance",
     "zkconsumer/consumer/zookeeper/connector.py": "its session's state listener (suspended, lost, reconnected)",
-    "zkconsumer/broker/cluster.py": "a broker's own registration and its watches on brokers and topics",
+    "zkconsumer/zk/cluster.py": "a broker's own registration and its watches on brokers and topics",
     "zkconsumer/migration/bridge.py": "a bridged member's registration, owner nodes and session listener",
     "zkconsumer/migration/member.py": "the plan's data watch, the member's acknowledgement, its session listener",
     "zkconsumer/migration/lease.py": "the driver lease (an ephemeral node) and the plan's versioned write",
@@ -194,8 +259,8 @@ def test_zookeeper_is_talked_to_only_where_the_readme_says() -> None:
 #: and those below; ``zkconsumer/__init__.py`` (the public API) and ``__main__`` stand outside.
 LAYERS = {
     "zkconsumer.errors": 0, "zkconsumer.types": 0, "zkconsumer.records": 0, "zkconsumer.trace": 0,
-    "zkconsumer.consoles": 0, "zkconsumer.broker_version": 0, "zkconsumer.kafka_admin": 0,
-    "zkconsumer.zk": 1, "zkconsumer.assignment": 1, "zkconsumer.config": 1,
+    "zkconsumer.consoles": 0, "zkconsumer.broker_version": 0, "zkconsumer.kafka_admin": 0, "zkconsumer.javacompat": 0,
+    "zkconsumer.zk": 1, "zkconsumer.assignment": 1, "zkconsumer.config": 1, "zkconsumer.log": 1, "zkconsumer.wire": 1,
     "zkconsumer.consumer": 2, "zkconsumer.broker": 2, "zkconsumer.coordinator": 2, "zkconsumer.migration": 2,
     "zkconsumer.apache_kafka": 2, "zkconsumer.tools": 2,
     "zkconsumer.lab": 3, "zkconsumer.analysis": 3,
@@ -209,12 +274,12 @@ def layer_of(module: str) -> int | None:
 
 
 def test_every_module_has_a_layer() -> None:
-    assert [m for m in _modules() if m not in ("zkconsumer", "zkconsumer.__main__") and layer_of(m) is None] == []
+    assert [m for m in _modules() if m not in OUTSIDE_THE_LAYERS and layer_of(m) is None] == []
 
 
 def test_imports_go_down_the_layers_only() -> None:
     upward = sorted(f"{mod} ({layer_of(mod)}) -> {target} ({layer_of(target)})"
-                    for mod, targets in import_graph().items() if mod not in ("zkconsumer", "zkconsumer.__main__")
+                    for mod, targets in import_graph().items() if mod not in OUTSIDE_THE_LAYERS
                     for target in targets if target != "zkconsumer" and layer_of(target) > layer_of(mod))
     assert upward == []
 
@@ -247,8 +312,6 @@ LAZY_IMPORTS = {
 #: Function-local imports for another reason, each explained where it is.
 LAZY_ELSEWHERE = {
     ("zkconsumer.errors", "kafka"): "the bottom layer imports no third party at import time; only names a code",
-    ("zkconsumer.broker", "zkconsumer.broker.broker"): "PEP 562: broker/'s lower modules are the coordinator's too",
-    ("zkconsumer.broker", "zkconsumer.broker.storage"): "PEP 562, as above",
 }
 
 

@@ -17,8 +17,8 @@ from zkconsumer.assignment.assignors import (
     assign,
     assign_for_consumer,
 )
-from zkconsumer.assignment.javacompat import java_order_key, string_hash
 from zkconsumer.assignment.reference import PORTS
+from zkconsumer.javacompat import java_order_key, string_hash
 
 TWO_BY_THREE = AssignmentContext({"c0": {"t0": 1, "t1": 1}, "c1": {"t0": 1, "t1": 1}},
                                  {"t0": [0, 1, 2], "t1": [0, 1, 2]})

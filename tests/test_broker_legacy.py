@@ -10,8 +10,8 @@ from kafka.record.legacy_records import LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
 from zkconsumer.broker import legacy
-from zkconsumer.broker.batches import InvalidBatchError
 from zkconsumer.broker.client import RawClient
+from zkconsumer.log.batches import InvalidBatchError
 from zkconsumer.zk.topics import create_topic
 
 GZIP = 1

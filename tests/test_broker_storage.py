@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 
-from zkconsumer.broker import batches as B
-from zkconsumer.broker.segment import INDEX_ENTRY
-from zkconsumer.broker.storage import CHECKPOINT_FILE, LogConfig, LogManager, OffsetOutOfRange, PartitionLog
 from zkconsumer.errors import KafkaCode
+from zkconsumer.log import batches as B
+from zkconsumer.log.segment import INDEX_ENTRY
+from zkconsumer.log.storage import CHECKPOINT_FILE, LogConfig, LogManager, OffsetOutOfRange, PartitionLog
 
 
 def make_batch(values: list[bytes], ts0: int = 1_000, key: bytes | None = b"k", producer: tuple | None = None,
@@ -187,7 +187,7 @@ def test_torn_tail_is_truncated_with_a_warning(tmp_path: Path, caplog, damage: s
     with open(log_file, "ab") as f:
         f.write(extra)
     # the checkpoint covers only the good part, so the damaged tail is scanned
-    with caplog.at_level(logging.WARNING, logger="zkconsumer.broker.storage"):
+    with caplog.at_level(logging.WARNING, logger="zkconsumer.log.storage"):
         recovered = open_log(directory)
     assert any("truncating" in r.getMessage() for r in caplog.records)
     assert log_file.stat().st_size == size
@@ -224,7 +224,7 @@ def test_damage_in_a_middle_segment_drops_later_segments(tmp_path: Path, caplog)
     data = bytearray(second.read_bytes())
     data[-1] ^= 0xFF
     second.write_bytes(bytes(data))
-    with caplog.at_level(logging.WARNING, logger="zkconsumer.broker.storage"):
+    with caplog.at_level(logging.WARNING, logger="zkconsumer.log.storage"):
         recovered = open_log(directory, segment_bytes=500)
     assert len(recovered.segments) == 2
     assert recovered.log_end_offset < bases[2]
@@ -299,7 +299,7 @@ def test_produced_batches_are_validated() -> None:
 
 
 def test_log_manager_loads_partitions_and_locks_its_directory(tmp_path: Path) -> None:
-    from zkconsumer.broker.storage import DataDirInUse
+    from zkconsumer.log.storage import DataDirInUse
 
     logs = LogManager(tmp_path, LogConfig()).open()
     produce(logs.get_or_create("my-topic", 3), [b"a"])

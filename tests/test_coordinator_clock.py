@@ -10,12 +10,12 @@ import pytest
 from helpers import wait_until
 
 from zkconsumer.assignment.assignors import TopicPartition
-from zkconsumer.broker.storage import LogManager
 from zkconsumer.coordinator.clock import ManualClock, SystemClock
 from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
 from zkconsumer.coordinator.offsets_log import OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset
 from zkconsumer.errors import KafkaCode
+from zkconsumer.log.storage import LogManager
 
 T0 = 5_000_000
 

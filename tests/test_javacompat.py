@@ -6,8 +6,8 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 
 from zkconsumer.assignment.assignors import AssignmentContext, assign
-from zkconsumer.assignment.javacompat import java_order_key, java_sorted, kafka_abs
 from zkconsumer.assignment.reference import PORTS
+from zkconsumer.javacompat import java_order_key, java_sorted, kafka_abs
 from zkconsumer.zk import layout
 
 # Characters from every region that matters: ASCII, Latin-1, below the surrogates, the surrogates themselves

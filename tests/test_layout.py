@@ -6,7 +6,7 @@ import uuid
 
 import pytest
 
-from zkconsumer.assignment.javacompat import kafka_abs, long_to_hex_string, string_hash
+from zkconsumer.javacompat import kafka_abs, long_to_hex_string, string_hash
 from zkconsumer.zk import layout
 from zkconsumer.zk.layout import (
     BrokerInfo,

@@ -20,7 +20,6 @@ from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 from kafka.structs import OffsetAndMetadata
 
 from zkconsumer.assignment.assignors import TopicPartition
-from zkconsumer.broker.storage import LogManager
 from zkconsumer.coordinator.group import GroupState
 from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
 from zkconsumer.coordinator.offsets_codec import (
@@ -39,6 +38,7 @@ from zkconsumer.coordinator.offsets_codec import (
 from zkconsumer.coordinator.offsets_log import OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemberSnapshot
 from zkconsumer.errors import KafkaCode
+from zkconsumer.log.storage import LogManager
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.topics import create_topic
 
@@ -278,7 +278,7 @@ def test_groups_come_back_with_their_generation(tmp_path) -> None:
 WRITER = """
 import sys
 from zkconsumer.assignment.assignors import TopicPartition
-from zkconsumer.broker.storage import LogManager
+from zkconsumer.log.storage import LogManager
 from zkconsumer.coordinator.offsets_log import OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset
 store = OffsetsLog(LogManager(sys.argv[1]).open())  # default flushing: only the store's own fsync

@@ -7,8 +7,8 @@ import json
 from helpers import wait_until
 
 from zkconsumer.broker import Broker
-from zkconsumer.broker.partition_state import PartitionState, next_state, state_path
 from zkconsumer.zk.layout import TopicAssignment
+from zkconsumer.zk.partition_state import PartitionState, next_state, state_path
 from zkconsumer.zk.topics import add_partitions
 
 

@@ -37,7 +37,7 @@ import pyarrow as pa
 
 from zkconsumer.analysis.scenarios import ARROW_SCHEMA, INT_COLS, Scenario, arrow_batch, make_scenario, run_scenario
 from zkconsumer.assignment.assignors import ROUND_ROBIN_MESSAGE, hash_ordered_partitions
-from zkconsumer.assignment.javacompat import java_order_key
+from zkconsumer.javacompat import java_order_key
 
 #: Strategies this module computes; anything else in a config runs through the scalar loop.
 BATCHED = ("range", "roundrobin", "roundrobin-relaxed", "sticky")

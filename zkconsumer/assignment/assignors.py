@@ -31,8 +31,8 @@ from dataclasses import dataclass, field
 from functools import lru_cache, partial
 from itertools import compress, cycle, filterfalse, repeat
 
-from zkconsumer.assignment.javacompat import java_sort, java_sorted, string_hash_unsigned
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.javacompat import java_sort, java_sorted, string_hash_unsigned
 from zkconsumer.types import TopicPartition  # defined in types.py (neutral); importable from here as before
 
 log = logging.getLogger(__name__)

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
-from zkconsumer.assignment.javacompat import java_sorted
+from zkconsumer.javacompat import java_sorted
 
 Decision = dict[tuple[str, int], str]
 

@@ -19,15 +19,15 @@ from pathlib import Path
 
 from kazoo.client import KazooClient
 
-from zkconsumer.broker.cluster import ClusterView
 from zkconsumer.broker.handlers import BrokerOptions, CoreApis
-from zkconsumer.broker.protocol import MAX_FRAME_BYTES, ApiTable, Dispatcher
 from zkconsumer.broker.server import Server
-from zkconsumer.broker.storage import LogConfig, LogManager
 from zkconsumer.coordinator.apis import GroupApis
 from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
 from zkconsumer.coordinator.offsets_log import OffsetsLog
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.log.storage import LogConfig, LogManager
+from zkconsumer.wire.protocol import MAX_FRAME_BYTES, ApiTable, Dispatcher
+from zkconsumer.zk.cluster import ClusterView
 from zkconsumer.zk.layout import BrokerInfo
 from zkconsumer.zk.registry import connect
 

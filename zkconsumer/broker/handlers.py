@@ -16,13 +16,13 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequ
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest, MetadataResponse
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 
-from zkconsumer.broker import batches as B
 from zkconsumer.broker import legacy
-from zkconsumer.broker.cluster import ClusterSnapshot, ClusterView
-from zkconsumer.broker.protocol import ApiTable, RequestContext, api_versions_response
-from zkconsumer.broker.storage import LogManager, OffsetOutOfRange, StorageError
 from zkconsumer.errors import KafkaCode
+from zkconsumer.log import batches as B
+from zkconsumer.log.storage import LogManager, OffsetOutOfRange, StorageError
+from zkconsumer.wire.protocol import ApiTable, RequestContext, api_versions_response
 from zkconsumer.zk import layout
+from zkconsumer.zk.cluster import ClusterSnapshot, ClusterView
 from zkconsumer.zk.registry import Registry, TopicExistsError
 from zkconsumer.zk.topics import create_topic
 

@@ -19,8 +19,8 @@ from kafka.record.default_records import DefaultRecordBatch, DefaultRecordBatchB
 from kafka.record.legacy_records import LegacyRecordBatch, LegacyRecordBatchBuilder
 from kafka.record.memory_records import MemoryRecords
 
-from zkconsumer.broker.batches import InvalidBatchError
 from zkconsumer.errors import KafkaCode
+from zkconsumer.log.batches import InvalidBatchError
 
 UNSUPPORTED_COMPRESSION_TYPE = 76
 _MAGIC_AT = 16

@@ -17,7 +17,7 @@ import struct
 import threading
 from collections.abc import Callable
 
-from zkconsumer.broker.protocol import MAX_FRAME_BYTES, MalformedRequest
+from zkconsumer.wire.protocol import MAX_FRAME_BYTES, MalformedRequest
 
 log = logging.getLogger(__name__)
 

@@ -16,8 +16,7 @@ import threading
 from kazoo.exceptions import NoAuthError
 from rich.markup import escape
 
-from zkconsumer.consoles import make_console
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.cli.output import CliError, err_console
 from zkconsumer.zk.registry import ZkConnectError
 
 #: Command families, in the order ``--help`` lists them. Each module defines ``register(subparsers)``.
@@ -36,17 +35,6 @@ COMMAND_MODULES = [
     "zkconsumer.cli.sweep",
     "zkconsumer.cli.kafka",
 ]
-
-console = make_console()
-err_console = make_console(stderr=True, soft_wrap=True)
-
-
-class CliError(ZkConsumerError):
-    """An error to show the user as one clear line, with an exit code."""
-
-    def __init__(self, message: str, code: int = 1) -> None:
-        super().__init__(message)
-        self.code = code
 
 
 def build_parser() -> argparse.ArgumentParser:

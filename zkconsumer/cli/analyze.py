@@ -7,7 +7,7 @@ import importlib
 import threading
 from typing import TYPE_CHECKING
 
-from zkconsumer.cli import CliError, console
+from zkconsumer.cli.output import CliError, console
 
 if TYPE_CHECKING:
     from zkconsumer.analysis.jvm import JvmPlan

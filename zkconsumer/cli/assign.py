@@ -14,7 +14,7 @@ from zkconsumer.assignment.assignors import (
     RoundRobinPreconditionError,
     assign,
 )
-from zkconsumer.cli import CliError, console
+from zkconsumer.cli.output import CliError, console
 from zkconsumer.tools.groups import subscribed_topics
 from zkconsumer.zk.layout import LayoutError
 from zkconsumer.zk.registry import Registry, ZkConnectError

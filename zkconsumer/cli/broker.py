@@ -19,9 +19,9 @@ from pathlib import Path
 
 from zkconsumer.broker import Broker
 from zkconsumer.broker.state import STATE_FILE, read_state, write_state  # noqa: F401 - read_state re-exported
-from zkconsumer.broker.storage import DataDirInUse
-from zkconsumer.cli import CliError, console
+from zkconsumer.cli.output import CliError, console
 from zkconsumer.cli.topics import add_zookeeper_arg
+from zkconsumer.log.storage import DataDirInUse
 from zkconsumer.zk.registry import BrokerAlreadyRegistered, ZkConnectError
 from zkconsumer.zk.server import pid_alive
 

@@ -19,7 +19,7 @@ from rich.live import Live
 from rich.markup import escape
 from rich.table import Table
 
-from zkconsumer.cli import CliError, console, err_console
+from zkconsumer.cli.output import CliError, console, err_console
 from zkconsumer.config import ConfigError, ConsumerConfig, read_properties
 from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
 from zkconsumer.consumer.librdkafka import RdkafkaMember

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from zkconsumer.cli import console
+from zkconsumer.cli.output import console
 from zkconsumer.lab.demo import run
 
 

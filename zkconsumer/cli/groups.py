@@ -11,7 +11,7 @@ from pathlib import Path
 from kazoo.security import OPEN_ACL_UNSAFE
 from rich.table import Table
 
-from zkconsumer.cli import CliError, console
+from zkconsumer.cli.output import CliError, console
 from zkconsumer.cli.topics import open_registry, print_names, zookeeper_action
 from zkconsumer.cli.zkauth import add_zk_auth_args, zk_security_from_args
 from zkconsumer.tools.groups import (

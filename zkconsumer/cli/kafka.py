@@ -8,7 +8,7 @@ import threading
 
 from zkconsumer.apache_kafka.jars import DEFAULT_VERSION, KNOWN_VERSIONS, KafkaDistError, cache_root, cached, fetch
 from zkconsumer.apache_kafka.processes import KafkaBroker, KafkaProcessError, jvm_command
-from zkconsumer.cli import CliError, console
+from zkconsumer.cli.output import CliError, console
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 from rich.table import Table
 
 from zkconsumer.broker_version import BrokerTooOld
-from zkconsumer.cli import CliError, console
+from zkconsumer.cli.output import CliError, console
 from zkconsumer.lab.backends import BackendError, DockerBackend, ProcessBackend
 from zkconsumer.lab.catalogue import CATALOGUE_VARIANTS, MODES, run_catalogue
 from zkconsumer.lab.catalogue import modes as catalogue_modes

@@ -7,7 +7,7 @@ import argparse
 from rich.table import Table
 
 from zkconsumer import broker_version
-from zkconsumer.cli import CliError, console, err_console
+from zkconsumer.cli.output import CliError, console, err_console
 from zkconsumer.cli.topics import add_zookeeper_arg, open_registry
 from zkconsumer.migration.driver import MigrationDriver, MigrationError
 from zkconsumer.migration.lease import DriverLease, LeaseError

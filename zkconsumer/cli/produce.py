@@ -17,7 +17,7 @@ from kafka.partitioner import murmur2
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn
 
 from zkconsumer import broker_version
-from zkconsumer.cli import CliError, console, err_console
+from zkconsumer.cli.output import CliError, console, err_console
 from zkconsumer.records import encode_value
 
 KEY_PATTERNS = ("none", "seq", "partition")

@@ -5,8 +5,8 @@ from __future__ import annotations
 import argparse
 
 from zkconsumer.assignment.assignors import STRATEGIES
-from zkconsumer.cli import CliError, console
 from zkconsumer.cli.analyze import add_spark_args, start_spark
+from zkconsumer.cli.output import CliError, console
 
 
 def register(sub: argparse._SubParsersAction) -> None:

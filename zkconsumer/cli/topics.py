@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 
 from rich.table import Table
 
-from zkconsumer.cli import CliError, console
+from zkconsumer.cli.output import CliError, console
 from zkconsumer.cli.zkauth import add_zk_auth_args, zk_security_from_args
 from zkconsumer.zk.layout import LayoutError
 from zkconsumer.zk.registry import Registry, TopicExistsError, UnknownTopicError, ZkConnectError

@@ -10,7 +10,7 @@ from pathlib import Path
 
 from rich.table import Table
 
-from zkconsumer.cli import CliError, console
+from zkconsumer.cli.output import CliError, console
 from zkconsumer.zk.server import (
     DEFAULT_DATA_DIR,
     STATE_FILE,

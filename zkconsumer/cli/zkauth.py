@@ -11,7 +11,7 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-from zkconsumer.cli import CliError
+from zkconsumer.cli.output import CliError
 from zkconsumer.config import ConfigError, read_properties, zk_security_from_properties
 from zkconsumer.zk.security import ZkSecurity
 

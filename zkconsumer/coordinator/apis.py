@@ -37,13 +37,13 @@ from kafka.protocol.consumer import (
 from kafka.protocol.metadata import FindCoordinatorRequest, FindCoordinatorResponse
 
 from zkconsumer.assignment.assignors import TopicPartition
-from zkconsumer.broker.cluster import ClusterView
-from zkconsumer.broker.protocol import ApiTable, MalformedRequest, RequestContext
 from zkconsumer.coordinator import kip848
 from zkconsumer.coordinator.manager import OFFSETS_TOPIC, GroupCoordinator, now_ms, partition_for
 from zkconsumer.coordinator.offsets_log import OFFSETS_TOPIC_CONFIG
 from zkconsumer.coordinator.store import CommittedOffset
 from zkconsumer.errors import KafkaCode
+from zkconsumer.wire.protocol import ApiTable, MalformedRequest, RequestContext
+from zkconsumer.zk.cluster import ClusterView
 from zkconsumer.zk.registry import Registry, TopicExistsError
 from zkconsumer.zk.topics import create_topic
 

@@ -22,7 +22,6 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
 from zkconsumer.assignment.assignors import TopicPartition
-from zkconsumer.assignment.javacompat import kafka_abs, string_hash
 from zkconsumer.coordinator.admin import GroupAdmin
 from zkconsumer.coordinator.clock import Clock, SystemClock
 from zkconsumer.coordinator.delayed_join import DelayedJoins
@@ -33,6 +32,7 @@ from zkconsumer.coordinator.sessions import Sessions
 from zkconsumer.coordinator.store import CommittedOffset, MemoryOffsetStore, OffsetStore
 from zkconsumer.coordinator.timer import KeyedTimer
 from zkconsumer.errors import KafkaCode
+from zkconsumer.javacompat import kafka_abs, string_hash
 
 log = logging.getLogger(__name__)
 

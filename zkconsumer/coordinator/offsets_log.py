@@ -21,8 +21,6 @@ from collections.abc import Iterable, Mapping
 from kafka.record.memory_records import MemoryRecordsBuilder
 
 from zkconsumer.assignment.assignors import TopicPartition
-from zkconsumer.broker import batches as B
-from zkconsumer.broker.storage import LogManager, PartitionLog
 from zkconsumer.coordinator.manager import partition_for
 from zkconsumer.coordinator.offsets_codec import (
     CodecError,
@@ -39,6 +37,8 @@ from zkconsumer.coordinator.offsets_codec import (
     next_offset_after,
 )
 from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemoryOffsetStore
+from zkconsumer.log import batches as B
+from zkconsumer.log.storage import LogManager, PartitionLog
 from zkconsumer.zk.layout import OFFSETS_TOPIC
 
 log = logging.getLogger(__name__)

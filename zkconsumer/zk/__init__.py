@@ -7,4 +7,6 @@
 - ``security``: ``zookeeper.set.acl`` and the SASL / digest identities; pure.
 - ``topics``: Kafka's AdminUtils (replica assignment, create, grow).
 - ``server``: real ZooKeeper servers (standalone or a 3-node ensemble) started by the project.
+- ``cluster``: a broker's view of the cluster (its registration, live brokers, topics, the controller), which the
+  broker's APIs and the group coordinator's both read; ``partition_state``: the controller's state nodes, pure.
 """

@@ -17,8 +17,8 @@ import uuid as uuidlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from zkconsumer.assignment.javacompat import java_sorted, long_to_hex_string
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.javacompat import java_sorted, long_to_hex_string
 
 CONSUMERS_PATH = "/consumers"
 BROKERS_PATH = "/brokers"

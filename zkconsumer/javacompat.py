@@ -2,7 +2,8 @@
 
 RoundRobin orders partitions by ``String.hashCode``, Range and RoundRobin order thread ids by
 ``String.compareTo``, and the group coordinator picks its offsets partition with ``Utils.abs(String.hashCode)``;
-all must give Java's answers to the bit, so they live here, free of I/O.
+all must give Java's answers to the bit, so they live here, free of I/O. In the bottom layer: the assignors, the
+ZooKeeper layout (consumer ids with ``Long.toHexString``, thread ids in Java's order) and the coordinator use them.
 """
 
 from __future__ import annotations

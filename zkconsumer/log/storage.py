@@ -28,10 +28,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from zkconsumer.broker import batches as B
-from zkconsumer.broker.producer_state import ProducerStateTable
-from zkconsumer.broker.segment import MAX_SEGMENT_BYTES, Segment
 from zkconsumer.errors import KafkaCode, ZkConsumerError
+from zkconsumer.log import batches as B
+from zkconsumer.log.producer_state import ProducerStateTable
+from zkconsumer.log.segment import MAX_SEGMENT_BYTES, Segment
 
 log = logging.getLogger(__name__)
 

@@ -14,7 +14,7 @@ import struct
 from array import array
 from pathlib import Path
 
-from zkconsumer.broker import batches as B
+from zkconsumer.log import batches as B
 
 #: relative offset (int32), byte position (int32), max timestamp of the earlier records of the segment (int64)
 INDEX_ENTRY = struct.Struct(">iiq")

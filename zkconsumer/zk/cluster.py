@@ -33,8 +33,8 @@ from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
-from zkconsumer.broker import partition_state as PS
 from zkconsumer.zk import layout
+from zkconsumer.zk import partition_state as PS
 from zkconsumer.zk.layout import BrokerInfo, LayoutError, TopicAssignment
 from zkconsumer.zk.registry import BrokerAlreadyRegistered, Registry
 

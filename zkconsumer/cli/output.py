@@ -1,0 +1,19 @@
+"""What every command module prints through: the two consoles, and :class:`CliError`, the one-line error ``main``
+shows. Apart from ``cli/__init__.py`` so that the command modules, which ``cli/__init__.py`` loads by name, do not
+import the module that loads them."""
+
+from __future__ import annotations
+
+from zkconsumer.consoles import make_console
+from zkconsumer.errors import ZkConsumerError
+
+console = make_console()
+err_console = make_console(stderr=True, soft_wrap=True)
+
+
+class CliError(ZkConsumerError):
+    """An error to show the user as one clear line, with an exit code."""
+
+    def __init__(self, message: str, code: int = 1) -> None:
+        super().__init__(message)
+        self.code = code
