@@ -41,20 +41,18 @@ from zkconsumer.consumer.zookeeper.kafka_offsets import KafkaOffsetStore
 from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.lab.backends import GroupSettings, LabBackend, ProcessBackend
 from zkconsumer.lab.member_properties import member_kind, member_properties, merge_properties, property_text
-from zkconsumer.lab.scenario import ActionKind, Scenario, Step
+from zkconsumer.lab.scenario import ActionKind, LabMode, Scenario, Step
 from zkconsumer.lab.scenario import builtin as builtin_scenario
 from zkconsumer.migration.driver import MigrationDriver
 from zkconsumer.records import encode_value
 from zkconsumer.tools.groups import verify
 from zkconsumer.trace import TraceWriter
+from zkconsumer.types import GroupMode
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import packets_received
 from zkconsumer.zk.topics import create_topic
 
 GROUP = "lab"
-
-
-MODES = ("zookeeper", "coordinator", "migrate")
 
 
 #: The workloads a lab (and ``zkconsumer compare``) can run: built-in scenario files (lab/scenarios/).
@@ -67,7 +65,7 @@ class LabPlan:
     duration: float = 30.0
     profile: str = "default"
     strategy: str = "range"
-    mode: str = "zookeeper"
+    mode: LabMode = LabMode.ZOOKEEPER
     topics: dict[str, int] = field(default_factory=lambda: {"orders": 8, "payments": 4})
     rate: float = 200.0  # records per second, all partitions together
     initial_records: int = 400  # per topic, before consumers start
@@ -108,6 +106,9 @@ class LabPlan:
     #: steps are skipped and reported n/a.
     absent: tuple[tuple[ActionKind, str], ...] = ()
 
+    def __post_init__(self) -> None:
+        self.mode = LabMode(self.mode)  # given as a string by a flag or a caller: checked here
+
     @classmethod
     def from_scenario(cls, scenario: Scenario, **settings) -> LabPlan:
         """A plan running ``scenario``: its settings where it sets them, else ``settings``, else the defaults."""
@@ -126,7 +127,7 @@ class LabPlan:
     def kind_of(self, member: str) -> str:
         """What ``member`` runs: a zkconsumer profile's name, or ``kafka-0.8.2.2`` (Kafka's own consumer). Its
         ``[kinds]`` entry in ZooKeeper mode, else the run's own kind (a coordinator group takes no 0.8 member)."""
-        if self.mode == "zookeeper" and member in self.kinds:
+        if self.mode is LabMode.ZOOKEEPER and member in self.kinds:
             return self.kinds[member]
         return lab_members.CLIENT if self.client == lab_members.CLIENT else self.profile
 
@@ -162,9 +163,9 @@ class LabPlan:
             return self.steps
         scenario = self.scenario
         if scenario is None:
-            if self.mode != "migrate" and self.workload not in WORKLOADS:
+            if self.mode is not LabMode.MIGRATE and self.workload not in WORKLOADS:
                 raise ValueError(f"unknown workload {self.workload!r}; choose from {', '.join(WORKLOADS)}")
-            scenario = builtin_scenario("migration" if self.mode == "migrate" else self.workload)
+            scenario = builtin_scenario("migration" if self.mode is LabMode.MIGRATE else self.workload)
         return scenario.steps(self.duration, self.consumers, self.topics)
 
 
@@ -246,7 +247,7 @@ def _mixed_members(plan: LabPlan, backend: str, given: tuple[tuple[str, str], ..
     """The properties Kafka 0.8.2.2's members of a mixed group ([kinds]) take; added to ``notes``, what is n/a
     about the kinds: all of them in a coordinator run (its group takes no 0.8 member), a property Kafka's consumer
     lacks."""
-    if plan.kinds and plan.mode != "zookeeper":
+    if plan.kinds and plan.mode is not LabMode.ZOOKEEPER:
         notes.append(f"kinds ({', '.join(f'{m} {k}' for m, k in plan.kinds.items())}): a group in {plan.mode} mode "
                      "takes no 0.8 member; they run as the others do")
     kafka = [m for m in plan.kinds if plan.kind_of(m) == lab_members.CLIENT]
@@ -255,7 +256,7 @@ def _mixed_members(plan: LabPlan, backend: str, given: tuple[tuple[str, str], ..
     if backend != "process":
         raise ValueError(f"{', '.join(kafka)}: Kafka 0.8.2.2's own consumer runs on the process backend only "
                          f"(asked: {backend})")
-    taken, dropped = member_properties(member_kind("zookeeper", lab_members.CLIENT), plan.properties,
+    taken, dropped = member_properties(member_kind(LabMode.ZOOKEEPER, lab_members.CLIENT), plan.properties,
                                        plan.scenario.properties if plan.scenario is not None else None)
     notes += [f"{note} ({', '.join(kafka)})" for note in dropped]
     return taken
@@ -310,7 +311,8 @@ class Lab:
             plan.scenario.properties if plan.scenario is not None else None)
         self.skipped += dropped
         self._kafka_members: lab_members.KafkaLabMembers | None = None
-        if plan.client == lab_members.CLIENT and (plan.mode != "zookeeper" or self.backend.name != "process"):
+        if plan.client == lab_members.CLIENT and (plan.mode is not LabMode.ZOOKEEPER
+                                                  or self.backend.name != "process"):
             raise ValueError(f"the {lab_members.CLIENT} client runs in ZooKeeper mode on the process backend only "
                              f"(asked: mode {plan.mode}, backend {self.backend.name})")
         self._kafka_properties = _mixed_members(plan, self.backend.name, self.member_properties, self.skipped)
@@ -321,7 +323,7 @@ class Lab:
             self.zk_connect = self.backend.start_zookeeper(self.out / "zookeeper") + "/lab"
         if not self._bootstrap_given:
             self.bootstrap = self.backend.start_broker(self.zk_connect, self.out / "broker", self.plan.group_settings())
-        elif self.plan.mode != "zookeeper":  # a Kafka 0.8 cluster has no group coordinator: say so, do not hang
+        elif self.plan.mode is not LabMode.ZOOKEEPER:  # Kafka 0.8 has no group coordinator: say so, do not hang
             broker_version.require(self.bootstrap, (0, 9), f"lab --mode {self.plan.mode} (the broker's group "
                                                            "coordinator)")
         with Registry.open(self.zk_connect) as reg:
@@ -387,13 +389,13 @@ class Lab:
         group_session = ["--property", f"session.timeout.ms={self.plan.session_timeout_ms}",
                          "--property", f"heartbeat.interval.ms={max(100, self.plan.session_timeout_ms // 6)}",
                          "--property", f"max.poll.interval.ms={self.plan.rebalance_timeout_ms}"]
-        if self.plan.mode == "coordinator":
-            args += ["--mode", "coordinator", *group_session]
+        if self.plan.mode is LabMode.COORDINATOR:
+            args += ["--mode", GroupMode.COORDINATOR, *group_session]
             if self.plan.static_members:
                 args += ["--property", f"group.instance.id={name}"]
             if self.plan.client != "kafka-python":
                 args += ["--client", self.plan.client]
-        elif self.plan.mode == "migrate":
+        elif self.plan.mode is LabMode.MIGRATE:
             args += ["--migratable", *group_session]
         for key, value in self.member_properties:
             args += ["--property", f"{key}={value}"]
@@ -483,7 +485,7 @@ class Lab:
             return absent
         if step.action.needs_fault_lab and not self.fault_handles:
             return "this lab has no handle on servers, links or topics (a ScenarioLab has, on the process backend)"
-        if step.action in (ActionKind.MIGRATE, ActionKind.ROLLBACK) and self.plan.mode != "migrate":
+        if step.action in (ActionKind.MIGRATE, ActionKind.ROLLBACK) and self.plan.mode is not LabMode.MIGRATE:
             return "only a lab in migrate mode migrates its group"
         if not step.action.on_member or step.action is ActionKind.JOIN:
             return None
@@ -577,8 +579,8 @@ class Lab:
     # ---------------------------------------------------------------------------------- where things are
     def committed(self, reg: Registry) -> dict[tuple[str, int], int]:
         """Committed offsets: ZooKeeper's, the broker's (coordinator mode), the larger of both (migration)."""
-        out: dict[tuple[str, int], int] = {} if self.plan.mode == "coordinator" else dict(reg.offsets(GROUP))
-        if self.plan.mode != "zookeeper":
+        out: dict[tuple[str, int], int] = {} if self.plan.mode is LabMode.COORDINATOR else dict(reg.offsets(GROUP))
+        if self.plan.mode is not LabMode.ZOOKEEPER:
             for tp, value in self._broker_offsets().items():
                 out[tp] = max(value, out.get(tp, value))
         return out
@@ -599,9 +601,9 @@ class Lab:
 
     def owners(self, reg: Registry) -> dict[tuple[str, int], str]:
         """Owner nodes in ZooKeeper mode; in coordinator mode what each member's trace last said it owns."""
-        if self.plan.mode == "zookeeper":
+        if self.plan.mode is LabMode.ZOOKEEPER:
             return reg.owners(GROUP)
-        out = {} if self.plan.mode == "coordinator" else dict(reg.owners(GROUP))
+        out = {} if self.plan.mode is LabMode.COORDINATOR else dict(reg.owners(GROUP))
         for consumer, owned in self.tail.owned.items():
             for tp in owned:
                 t, _, p = tp.rpartition("-")
@@ -692,7 +694,7 @@ class Lab:
                 if self._migration is not None:
                     self._migration.join(90)
                     summary["migration"] = self.migration_result or "unfinished"
-                if self.plan.mode == "zookeeper" or self.migration_result == "rolled back":
+                if self.plan.mode is LabMode.ZOOKEEPER or self.migration_result == "rolled back":
                     result = verify(reg, GROUP)
                     self.console.print()
                     self.console.print("Rebalance operation successful !" if result.ok else

@@ -26,7 +26,9 @@ from zkconsumer.broker.state import STATE_FILE, read_state
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.lab.faults.proxy import TcpProxy
 from zkconsumer.lab.runner import GROUP, Lab, LabPlan
+from zkconsumer.lab.scenario import LabMode
 from zkconsumer.migration.driver import MigrationDriver
+from zkconsumer.migration.plan import MigrationPhase
 from zkconsumer.records import encode_value
 from zkconsumer.tools.groups import verify
 from zkconsumer.trace import TraceWriter
@@ -318,7 +320,7 @@ class FaultLab(Lab):
         in a group whose migration is done, the coordinator's view instead (no owner nodes any more)."""
         assert self.registry is not None
         members = self.live_members() if members is None else members
-        if self.plan.mode == "migrate" and self.migration().plan().phase == "done":
+        if self.plan.mode is LabMode.MIGRATE and self.migration().plan().phase is MigrationPhase.DONE:
             return self.coordinator_settled(members)
         owners = self.registry.owners(GROUP)
         ids = set(self.registry.consumer_ids(GROUP))
@@ -339,7 +341,8 @@ class FaultLab(Lab):
 
         def caught_up() -> bool:
             # a migrating group commits to ZooKeeper, to the broker or both: the larger of the two counts
-            offsets = self.committed(self.registry) if self.plan.mode == "migrate" else self.registry.offsets(GROUP)
+            offsets = (self.committed(self.registry) if self.plan.mode is LabMode.MIGRATE
+                       else self.registry.offsets(GROUP))
             return all(offsets.get(tp, 0) >= end for tp, end in ends.items())
 
         self.wait(caught_up, timeout, "every commit at the log's end")

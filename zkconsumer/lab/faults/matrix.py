@@ -28,7 +28,9 @@ from rich.console import Console
 
 from zkconsumer.lab.faults import migration
 from zkconsumer.lab.faults.lab import FaultLab
+from zkconsumer.lab.faults.proxy import LinkMode
 from zkconsumer.lab.runner import GROUP, LabPlan
+from zkconsumer.lab.scenario import LabMode
 
 
 @dataclass
@@ -43,7 +45,7 @@ class Fault:
     #: under the kafka-0.8 profile this fault shows Kafka 0.8's own behaviour (two owners, duplicates)
     kafka08_known: bool = False
     #: the lab's mode: ``migrate`` faults strike a live migration (zkconsumer/lab/faults/migration.py)
-    mode: str = "zookeeper"
+    mode: LabMode = LabMode.ZOOKEEPER
 
 
 def _modes(lab: FaultLab) -> dict[int, str | None]:
@@ -82,12 +84,12 @@ def _cut(lab: FaultLab) -> None:
     proxy = lab.proxies["c1"]
     assert lab.registry is not None
     lab.injected("zk-cut", f"{GROUP}_c1", "c1's ZooKeeper connection blackholed (it still fetches)")
-    proxy.set_mode("blackhole")
+    proxy.set_mode(LinkMode.BLACKHOLE)
     lab.wait(lambda: f"{GROUP}_c1" not in lab.registry.consumer_ids(GROUP), 60, "c1's session to expire")
     lab.wait(lambda: lab.settled([m for m in lab.live_members() if m != "c1"]) and not any(
         t.startswith(f"{GROUP}_c1-") for t in lab.registry.owners(GROUP).values()), 60,
         "the others to own c1's partitions")
-    proxy.set_mode("pass")
+    proxy.set_mode(LinkMode.PASS)
     lab.healed("zk-cut", "c1's connection passes again")
 
 
@@ -154,23 +156,23 @@ FAULTS: dict[str, Fault] = {f.name: f for f in [
     Fault("consumer-pause", "one consumer paused (SIGSTOP) past its session, then resumed", _pause,
           kafka08_known=True),
     Fault("migrate-kill", "the migrate process kill -9 mid-step, then run again", migration.migrate_kill,
-          mode="migrate"),
+          mode=LabMode.MIGRATE),
     Fault("member-kill-switching", "a member kill -9 while it switches mode", migration.member_kill_switching,
-          mode="migrate"),
+          mode=LabMode.MIGRATE),
     Fault("bridge-zk-expiry", "a bridged member's ZooKeeper session expiring (proxy cut)", migration.bridge_zk_expiry,
-          proxied=("c1",), mode="migrate"),
+          proxied=("c1",), mode=LabMode.MIGRATE),
     Fault("broker-restart", "the broker kill -9 and restart mid-migration", migration.broker_restart,
-          broker_process=True, mode="migrate"),
+          broker_process=True, mode=LabMode.MIGRATE),
     Fault("rollback-mid", "migrate --rollback started while the migration runs", migration.rollback_mid,
-          mode="migrate"),
+          mode=LabMode.MIGRATE),
     Fault("stranger-joins", "a member without --migratable joining mid-way", migration.stranger_joins,
-          mode="migrate"),
+          mode=LabMode.MIGRATE),
 ]}
 
 
-def faults_of(mode: str) -> list[str]:
+def faults_of(mode: LabMode) -> list[str]:
     """The faults of one lab mode: ``migrate`` strikes migrations, every other mode a running group."""
-    return [n for n, f in FAULTS.items() if (f.mode == "migrate") == (mode == "migrate")]
+    return [n for n, f in FAULTS.items() if (f.mode is LabMode.MIGRATE) == (mode == LabMode.MIGRATE)]
 
 
 @dataclass
@@ -188,9 +190,10 @@ class FaultRun:
 def fault_plan(fault: Fault, profile: str, session_timeout_ms: int = 4000, herd: int | None = None) -> LabPlan:
     consumers = herd if (herd and fault.name == "herd-30") else fault.consumers
     # migrations: Kafka's initial rebalance delay scaled down with the sessions (3 s against 10 s sessions)
+    delay_ms = 1000 if fault.mode is LabMode.MIGRATE else 3000
     return LabPlan(consumers=consumers, profile=profile, topics={"orders": 12 if fault.name == "herd-30" else 6},
                    rate=40.0, initial_records=20, session_timeout_ms=session_timeout_ms, commit_interval_ms=500,
-                   steps=[], mode=fault.mode, initial_rebalance_delay_ms=1000 if fault.mode == "migrate" else 3000)
+                   steps=[], mode=fault.mode, initial_rebalance_delay_ms=delay_ms)
 
 
 def run_fault(fault: Fault, out, profile: str = "default", session_timeout_ms: int = 4000,
