@@ -672,11 +672,11 @@ def test_the_lab_plans_and_verifies_by_the_subscriptions(tmp_path: Path) -> None
         assert line in text, text
     assert text.count("(refused: members on different topics)") == 3, text
     lab.produced.update({("orders", p): 0 for p in range(6)} | {("payments", p): 0 for p in range(2)})
-    lab.status = {"c1": "running", "c2": "stopped"}
-    lab._reap = lambda: None
+    lab.members.status = {"c1": "running", "c2": "stopped"}
+    lab.members.reap = lambda: None
     lab.tail.owned = {"lab_c1": {f"orders-{p}" for p in range(6)}}
     assert lab._verify_by_traces()  # only c1 runs: payments is nobody's now
-    lab.status["c3"] = "running"
+    lab.members.status["c3"] = "running"
     assert not lab._verify_by_traces()  # c3 runs and owns nothing
 
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -30,7 +28,6 @@ from kafka import KafkaProducer
 from kafka.admin import NewTopic
 from rich.console import Console, Group
 from rich.live import Live
-from rich.markup import escape
 from rich.table import Table
 
 from zkconsumer import broker_version
@@ -39,8 +36,10 @@ from zkconsumer.assignment.assignors import AssignmentContext, RoundRobinPrecond
 from zkconsumer.consoles import make_console
 from zkconsumer.consumer.zookeeper.kafka_offsets import KafkaOffsetStore
 from zkconsumer.kafka_admin import AdminClient
+from zkconsumer.lab import report
 from zkconsumer.lab.backends import GroupSettings, LabBackend, ProcessBackend
 from zkconsumer.lab.member_properties import member_kind, member_properties, merge_properties, property_text
+from zkconsumer.lab.processes import MemberProcesses
 from zkconsumer.lab.scenario import ActionKind, LabMode, Scenario, Step
 from zkconsumer.lab.scenario import builtin as builtin_scenario
 from zkconsumer.migration.driver import MigrationDriver
@@ -290,7 +289,7 @@ class Lab:
         self.zk_connect = zookeeper or ""
         self.bootstrap = bootstrap or ""
         self.backend = backend or ProcessBackend()
-        self.status: dict[str, str] = {}
+        self.members = MemberProcesses(self.backend, self.logs, self._consumer_args, self._event)
         self.produced: dict[tuple[str, int], int] = defaultdict(int)
         self._stop_producing = threading.Event()
         self.tail = TraceTail(self.traces)
@@ -301,7 +300,6 @@ class Lab:
         self.migration_result: str | None = None
         self.requests: dict[str, dict[str, int]] = {}
         self._stalls_shown = 0
-        self.paused: set[str] = set()
         self.lab_trace: TraceWriter | None = None  # lab.jsonl: fault_injected / fault_healed, from the first fault
         #: steps that had no counterpart in this run, and why; and properties no member of this run takes
         self.skipped: list[str] = []
@@ -423,38 +421,6 @@ class Lab:
             self._kafka_members.poll()
         self.tail.poll()
 
-    def join(self, name: str) -> None:
-        self.logs.mkdir(parents=True, exist_ok=True)
-        self.backend.start(name, self._consumer_args(name), self.logs / f"{name}.log")
-        self.status[name] = "running"
-        self._event(f"{name} joined")
-
-    def restart(self, name: str) -> None:
-        """Start a stopped or killed consumer again under the same id (same container with Docker)."""
-        if name not in self.status or self.backend.exit_code(name) is None:
-            return
-        self.backend.restart(name)
-        self.status[name] = "running"
-        self._event(f"{name} restarted")
-
-    def bounce(self, name: str) -> None:
-        """A deploy's restart of one member: SIGTERM, wait for it to exit (it leaves the group, or as a static
-        member it does not), start it again under the same id. On a thread: the lab keeps watching meanwhile."""
-        if name not in self.status or self.backend.exit_code(name) is not None:
-            return
-
-        def run() -> None:
-            self.stop(name)
-            deadline = time.monotonic() + 30
-            while self.backend.exit_code(name) is None and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if self.backend.exit_code(name) is None:
-                self._event(f"{name} did not stop within 30 s; not restarted")
-                return
-            self.restart(name)
-
-        threading.Thread(target=run, daemon=True, name=f"lab-bounce-{name}").start()
-
     def perform(self, step: Step) -> None:
         """Carry out one step; one that cannot apply here is skipped and said (``not_applicable`` in the summary)."""
         why = self.not_applicable(step)
@@ -466,13 +432,13 @@ class Lab:
             self.stepped(step)
         match step.action:
             case ActionKind.JOIN:
-                self.join(step.consumer)
+                self.members.start(step.consumer)
             case ActionKind.STOP | ActionKind.KILL:
-                self.stop(step.consumer, kill=step.action is ActionKind.KILL)
+                self.members.stop(step.consumer, kill=step.action is ActionKind.KILL)
             case ActionKind.RESTART:
-                self.restart(step.consumer)
+                self.members.restart(step.consumer)
             case ActionKind.BOUNCE:
-                self.bounce(step.consumer)
+                self.members.bounce(step.consumer)
             case ActionKind.PAUSE:
                 self.pause(step.consumer, step.seconds)
             case ActionKind.MIGRATE | ActionKind.ROLLBACK:
@@ -489,17 +455,14 @@ class Lab:
             return "only a lab in migrate mode migrates its group"
         if not step.action.on_member or step.action is ActionKind.JOIN:
             return None
-        started = step.consumer in self.status
-        running = started and self.backend.exit_code(step.consumer) is None
+        started, running = self.members.started(step.consumer), self.members.alive(step.consumer)
         if step.action is ActionKind.RESTART:
             return None if started and not running else f"{step.consumer} {'runs' if running else 'never started'}"
         return None if running else f"{step.consumer} is not running"
 
     def pause(self, name: str, seconds: float) -> None:
         """SIGSTOP now, SIGCONT ``seconds`` later (a timer: the lab goes on meanwhile), as a GC pause does."""
-        self.backend.freeze(name, True)
-        self.paused.add(name)
-        self.status[name] = "paused"
+        self.members.freeze(name)
         self.injected(str(ActionKind.PAUSE), f"{GROUP}_{name}", f"{name} paused (SIGSTOP) for {seconds:g} s")
         timer = threading.Timer(seconds, self.resume, args=(name,))
         timer.daemon = True
@@ -507,14 +470,8 @@ class Lab:
 
     def resume(self, name: str) -> None:
         """SIGCONT, once: the timer and the lab's cleanup may both call it."""
-        try:
-            self.paused.remove(name)  # atomic: only one caller gets past it
-        except KeyError:
-            return
-        self.backend.freeze(name, False)
-        if self.status.get(name) == "paused":
-            self.status[name] = "running"
-        self.healed(str(ActionKind.PAUSE), f"{name} resumed (SIGCONT)", target=f"{GROUP}_{name}")
+        if self.members.thaw(name):
+            self.healed(str(ActionKind.PAUSE), f"{name} resumed (SIGCONT)", target=f"{GROUP}_{name}")
 
     def stepped(self, step: Step) -> None:
         """A step that changes the group (not a fault: those write their own lines) in the lab's trace, so the
@@ -537,13 +494,6 @@ class Lab:
         self._lab_line("fault_healed", fault=fault, target=target, session_timeout_ms=self.plan.session_timeout_ms)
         self._event(text or f"{fault}: healed")
 
-    def stop(self, name: str, kill: bool = False) -> None:
-        if name not in self.status or self.backend.exit_code(name) is not None:
-            return
-        self.backend.signal(name, kill)
-        self.status[name] = "killed (-9)" if kill else "stopping"
-        self._event(f"{name} {'killed with SIGKILL' if kill else 'stopped (SIGTERM)'}")
-
     def _event(self, text: str) -> None:
         self.events.append(f"{time.strftime('%H:%M:%S')} {text}")
 
@@ -561,7 +511,7 @@ class Lab:
                     # the lab's consumers may still be starting (a process takes seconds on a busy machine)
                     deadline = time.monotonic() + 60.0
                     while time.monotonic() < deadline and len([m for m in driver.members() if m.mode]) < len(
-                            [n for n, st in self.status.items() if st == "running"]):
+                            self.members.running()):
                         time.sleep(0.1)
                     driver.to_zookeeper() if rollback else driver.to_coordinator()
                 result = "rolled back" if rollback else "done"
@@ -610,42 +560,23 @@ class Lab:
                 out.setdefault((t, int(p)), consumer)
         return out
 
-    def _reap(self) -> None:
-        for name in self.status:
-            code = self.backend.exit_code(name)
-            if code is not None and self.status[name] in ("running", "stopping"):
-                self.status[name] = "stopped" if code == 0 or self.status[name] == "stopping" else f"exit {code}"
-
     # -------------------------------------------------------------------------------------------- view
     def _view(self, reg: Registry, elapsed: float) -> Group:
         self._poll_traces()
-        self._reap()
+        self.members.reap()
         for e in self.tail.stalls[self._stalls_shown:]:
             errors = ", ".join(f"{api} {code}" for api, code in (e.get("join_errors") or {}).items() if code)
             self._event(f"{e['consumer']}: join not complete after {e['waited_ms'] / 1000:.0f}s "
                         f"({errors or 'no answer yet'}; group {e.get('group_state') or 'not described'})")
         self._stalls_shown = len(self.tail.stalls)
-        owners = self.owners(reg)
-        offsets = self.committed(reg)
-        table = Table(title=f"group {GROUP} — {self.plan.mode} mode, {self.plan.profile} profile, "
-                            f"{self.plan.strategy} — {elapsed:4.0f}s / {self.plan.duration:.0f}s", expand=False)
-        for col in ("partition", "owner", "committed", "log end", "lag"):
-            table.add_column(col, justify="right" if col in ("committed", "log end", "lag") else "left")
-        for (t, p) in sorted(self.produced):
-            committed = offsets.get((t, p))
-            end = self.produced[(t, p)]
-            lag = end - committed if committed is not None else end
-            table.add_row(f"{t}-{p}", owners.get((t, p), "[red]none[/]"), "-" if committed is None else str(committed),
-                          str(end), str(lag))
-        members = Table(title="consumers")
-        for col in ("consumer", "state", "records", "rebalances"):
-            members.add_column(col)
+        title = (f"group {GROUP} — {self.plan.mode} mode, {self.plan.profile} profile, {self.plan.strategy} — "
+                 f"{elapsed:4.0f}s / {self.plan.duration:.0f}s")
         rebalances = Counter(e["consumer"] for e in self.tail.rebalances)
-        for name in sorted(self.status, key=lambda n: int(n[1:])):
-            cid = f"{GROUP}_{name}"
-            members.add_row(name, self.status[name], str(self.tail.per_consumer[cid]), str(rebalances[cid]))
+        members = {name: (state, self.tail.per_consumer[f"{GROUP}_{name}"], rebalances[f"{GROUP}_{name}"])
+                   for name, state in self.members.status.items()}
         events = "\n".join(self.events[-6:])
-        return Group(table, members, f"[dim]{events}[/]")
+        return Group(report.partitions_table(title, self.produced, self.owners(reg), self.committed(reg)),
+                     report.members_table(members), f"[dim]{events}[/]")
 
     # --------------------------------------------------------------------------------------------- run
     def run(self, analyze: bool = False, master: str | None = None) -> dict:
@@ -671,7 +602,7 @@ class Lab:
             with Registry.open(self.zk_connect) as reg:
                 zk_requests_at_start = self._zk_requests()
                 for i in range(1, self.plan.consumers + 1):
-                    self.join(f"c{i}")
+                    self.members.start(f"c{i}")
                 steps = sorted(self.plan.schedule(), key=lambda s: s.at)
                 started = time.monotonic()
                 with Live(self._view(reg, 0), console=self.console, refresh_per_second=2) as live:
@@ -713,15 +644,9 @@ class Lab:
                     self.requests["broker"] = counts
         finally:
             self._stop_producing.set()
-            for name in list(self.paused):  # a stopped process cannot act on SIGTERM
+            for name in list(self.members.paused):  # a stopped process cannot act on SIGTERM
                 self.resume(name)
-            for name in list(self.status):
-                self.stop(name)
-            for name in list(self.status):
-                if not self.backend.wait(name, 30):
-                    self.backend.signal(name, kill=True)
-                    self.backend.wait(name, 30)
-            self._reap()
+            self.members.stop_all()
             if self.lab_trace is not None:
                 self.lab_trace.close()
             if self._kafka_offsets is not None:
@@ -731,10 +656,10 @@ class Lab:
             if self._kafka_members is not None:  # every JVM has exited: the rest of their logs is final
                 self._kafka_members.close()
         summary.update(self.summarize())
-        self._print_summary(summary)
+        report.print_summary(self.console, summary, self.traces, self.out)
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2))
         if analyze:
-            summary["report"] = self._analyze(master)
+            summary["report"] = report.analyze(self.console, self.traces, self.out, master)
             if summary["commits_untraced"]:  # the analysis reads traces only: say what it could not see
                 self.console.print(_commits_not_judged(self.plan), highlight=False)
         return summary
@@ -747,8 +672,8 @@ class Lab:
     def _verify_by_traces(self) -> bool:
         """Every partition owned, once, by a member still running (what verify checks with owner nodes)."""
         self._poll_traces()
-        self._reap()
-        running = [n for n, st in self.status.items() if st == "running"]
+        self.members.reap()
+        running = self.members.running()
         live = {f"{GROUP}_{n}" for n in running}
         seen: Counter = Counter()
         for consumer, owned in self.tail.owned.items():
@@ -785,30 +710,3 @@ class Lab:
             "scenario": self.plan.scenario.name if self.plan.scenario is not None else self.plan.workload,
             "not_applicable": list(self.skipped),
         }
-
-    def _print_summary(self, s: dict) -> None:
-        table = Table(title="lab summary")
-        table.add_column("measure")
-        table.add_column("value", justify="right")
-        for key in ("scenario", "mode", "profile", "strategy", "client", "produced", "delivered", "unique_delivered",
-                    "duplicates", "lost", "consumer_rebalances", "failed_rebalances", "claim_conflicts",
-                    "join_stalls", "rebalance_ms_p50", "rebalance_ms_max", "zookeeper_requests", "broker_requests",
-                    "migration", "verify_ok"):
-            if key in s:
-                table.add_row(key.replace("_", " "), str(s.get(key)))
-        self.console.print(table)
-        for line in s.get("not_applicable") or ():
-            self.console.print(f"[yellow]skipped[/] {escape(line)}")
-        self.console.print(f"traces: {self.traces}  (analyze them: zkconsumer analyze {self.traces} --out "
-                           f"{self.out / 'report'})", highlight=False)
-
-    def _analyze(self, master: str | None) -> str | None:
-        cmd = [sys.executable, "-m", "zkconsumer", "analyze", str(self.traces), "--out", str(self.out / "report")]
-        if master:
-            cmd += ["--master", master]
-        with contextlib.suppress(FileNotFoundError):
-            code = subprocess.call(cmd)
-            if code == 0:
-                return str(self.out / "report")
-        self.console.print("[yellow]analysis failed; see the output above[/]")
-        return None

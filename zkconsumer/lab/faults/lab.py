@@ -24,6 +24,7 @@ from zkconsumer import broker_version
 from zkconsumer.broker import Broker
 from zkconsumer.broker.state import STATE_FILE, read_state
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.lab.backends import ProcessBackend
 from zkconsumer.lab.faults.proxy import TcpProxy
 from zkconsumer.lab.runner import GROUP, Lab, LabPlan
 from zkconsumer.lab.scenario import LabMode
@@ -55,8 +56,8 @@ class FaultLab(Lab):
     """One group under one fault. ``with FaultLab(plan, out, zk_servers=3) as lab: ...``"""
 
     def __init__(self, plan: LabPlan, out_dir: Path, zk_servers: int = 1, broker_process: bool = False,
-                 console: Console | None = None) -> None:
-        super().__init__(plan, Path(out_dir), console=console)  # the process backend: real processes, kill -9
+                 console: Console | None = None, backend: ProcessBackend | None = None) -> None:
+        super().__init__(plan, Path(out_dir), console=console, backend=backend)  # processes: kill -9 is real
         self._broker = None  # the in-process broker, when the broker does not run as its own process
         self.zk_servers = zk_servers
         self.broker_process = broker_process
@@ -116,7 +117,7 @@ class FaultLab(Lab):
     def __exit__(self, *exc: object) -> None:
         self._stop_producing.set()
         for name in list(self.procs):
-            self.stop(name)
+            self.members.stop(name)
         for proc in self.procs.values():
             try:
                 proc.wait(30)
@@ -250,7 +251,7 @@ class FaultLab(Lab):
         return set(self.produced)
 
     def live_members(self) -> list[str]:
-        return [n for n, p in self.procs.items() if p.poll() is None and self.status.get(n) == "running"]
+        return [n for n, p in self.procs.items() if p.poll() is None and self.members.status.get(n) == "running"]
 
     # ---------------------------------------------------------------------------------------- migrations
     def migration(self) -> MigrationDriver:
@@ -306,7 +307,7 @@ class FaultLab(Lab):
             return proc.wait(30)
         except subprocess.TimeoutExpired:
             self.backend.procs[name] = proc
-            self.status[name] = "running"
+            self.members.status[name] = "running"
             return None
 
     def coordinator_settled(self, members: list[str]) -> bool:

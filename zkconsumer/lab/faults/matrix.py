@@ -108,7 +108,7 @@ def _consumers_kill(lab: FaultLab) -> None:
     victims = ["c1", "c2"]
     lab.injected("consumers-kill", ",".join(f"{GROUP}_{v}" for v in victims), "c1 and c2 killed with SIGKILL")
     for v in victims:
-        lab.stop(v, kill=True)
+        lab.members.stop(v, kill=True)
     lab.wait(lambda: not {f"{GROUP}_{v}" for v in victims} & set(lab.registry.consumer_ids(GROUP)), 60,
              "the killed consumers' sessions to expire")
     lab.healed("consumers-kill", "their sessions expired")
@@ -139,7 +139,7 @@ def _herd(lab: FaultLab) -> None:
     n = lab.plan.consumers
     lab.injected("herd-30", f"{n} consumers", f"{n} consumers started together")
     for i in range(1, n + 1):
-        lab.join(f"c{i}")
+        lab.members.start(f"c{i}")
     lab.wait(lambda: len(lab.registry.consumer_ids(GROUP)) == n, 120, f"all {n} registered")
     lab.healed("herd-30", f"all {n} registered")
 
@@ -213,7 +213,7 @@ def run_fault(fault: Fault, out, profile: str = "default", session_timeout_ms: i
             lab.start_producing()
             if fault.name != "herd-30":
                 for i in range(1, plan.consumers + 1):
-                    lab.join(f"c{i}")
+                    lab.members.start(f"c{i}")
                 lab.wait_settled(settle)
             fault.drive(lab)
             healed = time.monotonic()

@@ -65,10 +65,10 @@ def member_kill_switching(lab: FaultLab) -> None:
     state = lab.acked("c2")
     lab.injected("member-kill-switching", f"{GROUP}_c2",
                  f"c2 killed with SIGKILL while it switches (it last acknowledged {state})")
-    lab.stop("c2", kill=True)
+    lab.members.stop("c2", kill=True)
     lab.finish_migrate(proc, MIGRATION_TIMEOUT, "migration done")
     lab.procs["c2"].wait(30)
-    lab.restart("c2")
+    lab.members.restart("c2")
     lab.wait(lambda: lab.acked("c2") == (GroupMode.COORDINATOR, False), 60, "c2 started again, in coordinator mode")
     lab.healed("member-kill-switching", "c2 back, in the mode the plan gives it")
 

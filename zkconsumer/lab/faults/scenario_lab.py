@@ -113,7 +113,8 @@ class ScenarioLab(FaultLab):
         ensemble = plan.scenario.ensemble if plan.scenario is not None else (
             3 if any(s.action.on_zookeeper_nodes for s in steps) else 1)
         super().__init__(plan, Path(out_dir), zk_servers=ensemble,
-                         broker_process=any(s.action.on_broker for s in steps), console=console)
+                         broker_process=any(s.action.on_broker for s in steps), console=console,
+                         backend=_Backend(self))
         #: the members whose ZooKeeper link a step cuts or slows: they connect through proxies from the start
         self.proxied = list(dict.fromkeys(s.consumer for s in steps
                                           if s.action in (ActionKind.CUT_ZK, ActionKind.SLOW_ZK)))
@@ -122,7 +123,6 @@ class ScenarioLab(FaultLab):
                                                                       if s.action.on_broker_link))
         #: each such member's proxy in front of the broker's listener for it
         self.broker_links: dict[str, TcpProxy] = {}
-        self.backend = _Backend(self)
         self._zk_given, self._bootstrap_given = zookeeper, bootstrap
         #: Apache Kafka's brokers compare started (kill-coordinator's handle): topics get a replica on each
         self.cluster = cluster
