@@ -75,7 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("consume", help="run one consumer of a ZooKeeper-coordinated (0.8) group, or of a "
                                         "coordinator-managed (0.9+) one with --mode coordinator")
     add_consumer_config_args(p)
-    p.add_argument("--mode", type=GroupMode, choices=list(GroupMode), default=GroupMode.ZOOKEEPER,
+    # plain strings: argparse's error for a wrong one lists the choices by their repr
+    p.add_argument("--mode", choices=[m.value for m in GroupMode], default=GroupMode.ZOOKEEPER.value,
                    help="zookeeper: Kafka 0.8's ZooKeeper group (default); coordinator: the broker's group "
                         "coordinator (needs --bootstrap-server, or --zookeeper with registered brokers)")
     p.add_argument("--client", choices=("kafka-python", "librdkafka"), default="kafka-python",
@@ -115,7 +116,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
                        "classic protocol only")
     if args.migratable:
         return _consume_migratable(args, config, stop)
-    _refuse_during_migration(config, args.mode)
+    _refuse_during_migration(config, GroupMode(args.mode))
     try:
         if args.mode == GroupMode.COORDINATOR:
             connector = CoordinatorConsumerConnector(config)

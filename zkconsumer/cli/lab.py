@@ -42,8 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", choices=("default", "kafka-0.8"), default="default",
                    help="kafka-0.8 reproduces the original timing and its weaknesses")
     p.add_argument("--compare", action="store_true", help="run kafka-0.8 then default and compare them")
-    p.add_argument("--mode", choices=(LabMode.ZOOKEEPER, ZK, LabMode.COORDINATOR, LabMode.MIGRATE, BOTH),
-                   default=LabMode.ZOOKEEPER,
+    # plain strings: argparse's error for a wrong one lists the choices by their repr
+    p.add_argument("--mode", choices=(LabMode.ZOOKEEPER.value, ZK, LabMode.COORDINATOR.value, LabMode.MIGRATE.value,
+                                      BOTH), default=LabMode.ZOOKEEPER.value,
                    help="zookeeper: 0.8 members; coordinator: the broker's group coordinator; migrate: 0.8 members "
                         "moved to the coordinator mid-run; both: zookeeper then coordinator, compared")
     p.add_argument("--strategy", choices=("range", "roundrobin", "roundrobin-relaxed"), help="default range")
