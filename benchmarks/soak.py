@@ -43,20 +43,20 @@ class Soak:
         victims = [m for m in lab.live_members() if m != "c1"][:2]
         lab.injected("consumers-kill", ",".join(victims), f"{' and '.join(victims)} killed with SIGKILL")
         for v in victims:
-            lab.stop(v, kill=True)
+            lab.members.stop(v, kill=True)
         lab.wait(lambda: not {f"lab_{v}" for v in victims} & set(lab.registry.consumer_ids("lab")), 60,
                  "the killed consumers' sessions to expire")
         lab.healed("consumers-kill", "their sessions expired")
         for _ in victims:
-            lab.join(self.fresh())
+            lab.members.start(self.fresh())
 
     def churn(self, lab: FaultLab) -> None:
-        lab.join(self.fresh())
+        lab.members.start(self.fresh())
         lab.wait_settled(60)
         leaver = [m for m in lab.live_members() if m != "c1"][0]
-        lab.stop(leaver)
+        lab.members.stop(leaver)
         lab.wait(lambda: lab.procs[leaver].poll() is not None, 60, f"{leaver} to stop")
-        lab.status[leaver] = "stopped"
+        lab.members.status[leaver] = "stopped"
 
     def rotation(self):
         return itertools.cycle([
@@ -86,7 +86,7 @@ def main() -> int:
         lab.behind_proxy("c1")
         lab.start_producing()
         for i in range(1, args.consumers + 1):
-            lab.join(f"c{i}")
+            lab.members.start(f"c{i}")
         soak = Soak(lab, console)
         soak.next_id = args.consumers
         try:

@@ -24,6 +24,7 @@ from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector, assignor_class, filter_pattern
 from zkconsumer.consumer.zookeeper.connector import ConsumerTimeout, RebalanceListener
 from zkconsumer.records import encode_value
+from zkconsumer.types import GroupMode
 from zkconsumer.zk.layout import blacklist, whitelist
 from zkconsumer.zk.topics import create_topic
 
@@ -53,12 +54,12 @@ def test_filters_become_match_patterns_with_full_match_semantics() -> None:
 
 def test_sticky_is_refused_by_the_zookeeper_connector_only() -> None:
     config = ConsumerConfig.from_properties({"group.id": "g", "partition.assignment.strategy": "sticky"})
-    config.check_mode("coordinator")
+    config.check_mode(GroupMode.COORDINATOR)
     with pytest.raises(ConfigError, match="coordinator mode only"):
-        config.check_mode("zookeeper")
+        config.check_mode(GroupMode.ZOOKEEPER)
     with pytest.raises(ConfigError, match="heartbeat.interval.ms"):
         config.with_overrides(**{"session.timeout.ms": 1000, "heartbeat.interval.ms": 1000}
-                              ).check_mode("coordinator")
+                              ).check_mode(GroupMode.COORDINATOR)
 
 
 def test_consume_cli_needs_brokers_in_coordinator_mode_and_refuses_sticky_with_zookeeper(capsys) -> None:

@@ -78,7 +78,7 @@ def test_docker_lab_survives_kill_9_and_restart(engine: DockerEngine, image: str
     assert summary["malformed_trace_lines"] == 0
     # c2 really crashed (SIGKILL, no shutdown hook); c1 crashed, then its container was started again
     assert backend.exit_codes["c2"] == 137
-    assert lab.status["c2"] == "killed (-9)" and lab.status["c1"] in ("running", "stopped")
+    assert lab.members.status["c2"] == "killed (-9)" and lab.members.status["c1"] in ("running", "stopped")
     events = [json.loads(line) for line in (out / "traces" / "lab_c2.jsonl").read_text().splitlines()]
     assert events and not any(e["event"] == "shutdown" for e in events)
     c1 = [json.loads(line)["event"] for line in (out / "traces" / "lab_c1.jsonl").read_text().splitlines()]

@@ -131,7 +131,7 @@ def test_the_lab_migration_passes_with_kafkas_coordinator(kafka: KafkaBroker, tm
             while not c1_delivered_since(done_ms) and time.monotonic() < deadline + 30:
                 time.sleep(0.1)
             killed.append(time.monotonic())
-            lab.stop("c1", kill=True)
+            lab.members.stop("c1", kill=True)
 
     killer = threading.Thread(target=kill_after_done, daemon=True)
     killer.start()

@@ -13,7 +13,8 @@ from kafka.protocol.consumer.metadata import ConsumerProtocolSubscription
 
 from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition, assign
 from zkconsumer.migration.bridge import BridgeAssignor, ZkBridge, zookeeper_context
-from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
+from zkconsumer.migration.plan import MigrationPhase, MigrationPlan, plan_path
+from zkconsumer.types import GroupMode
 from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
 from zkconsumer.zk.registry import Registry, connect
 
@@ -22,12 +23,16 @@ HAS_COORDINATOR = importlib.util.find_spec("zkconsumer.coordinator.manager") is 
 
 # ------------------------------------------------------------------------------------------------ the plan
 def test_plan_round_trips_and_defaults_to_zookeeper_mode() -> None:
-    plan = MigrationPlan({"g_a": COORDINATOR}, "mixed", "127.0.0.1:9092")
+    plan = MigrationPlan({"g_a": GroupMode.COORDINATOR}, MigrationPhase.MIXED, "127.0.0.1:9092")
+    # the node as 0.8-era tools and older drivers read it: the enums are written as their plain strings
+    assert plan.encode() == (b'{"version":1,"phase":"mixed","bootstrap":"127.0.0.1:9092",'
+                             b'"members":{"g_a":"coordinator"}}')
     again = MigrationPlan.decode("/p", plan.encode())
-    assert again == plan
-    assert again.mode_of("g_a") == COORDINATOR and again.mode_of("g_b") == ZOOKEEPER and again.bridged
-    done = MigrationPlan(plan.members, "done")
-    assert done.mode_of("g_b") == COORDINATOR and not done.bridged
+    assert again == plan and again.phase is MigrationPhase.MIXED and again.members["g_a"] is GroupMode.COORDINATOR
+    assert again.mode_of("g_a") is GroupMode.COORDINATOR and again.mode_of("g_b") is GroupMode.ZOOKEEPER
+    assert again.bridged
+    done = MigrationPlan(plan.members, MigrationPhase.DONE)
+    assert done.mode_of("g_b") == GroupMode.COORDINATOR and not done.bridged
 
 
 @pytest.mark.parametrize("raw", [b"{", b'{"version":2}', b'{"version":1,"members":{"a":"kafka"}}',
@@ -95,7 +100,7 @@ def test_the_assignment_carries_the_ids_version_it_was_computed_from(registry: R
 
 def test_once_done_the_assignor_uses_the_members_own_subscriptions(registry: Registry) -> None:
     registry.zk.ensure_path(plan_path("g"))
-    registry.zk.set(plan_path("g"), MigrationPlan({}, "done").encode())
+    registry.zk.set(plan_path("g"), MigrationPlan({}, MigrationPhase.DONE).encode())
     a = BridgeAssignor(registry, "g", "g_a", {"t": 1}, "range")
     b = BridgeAssignor(registry, "g", "g_b", {"t": 1}, "range")
     out = a.assign(_Cluster({"t": 5}), [_Member("ma", a.metadata({"t"})), _Member("mb", b.metadata({"t"}))])
@@ -171,19 +176,19 @@ def test_the_driver_does_not_wait_for_a_member_that_is_gone(zk_connect: str, reg
     doomed, alive = connect(zk_connect), connect(zk_connect)
     try:
         for client, cid in ((doomed, "g_a"), (alive, "g_b")):
-            client.create(ack_path("g", cid), json.dumps({"mode": COORDINATOR, "bridged": True}).encode(),
+            client.create(ack_path("g", cid), json.dumps({"mode": GroupMode.COORDINATOR, "bridged": True}).encode(),
                           ephemeral=True)
         said: list[str] = []
         driver = MigrationDriver(registry, "g", step_timeout_s=10.0, progress=said.append, verify_steps=False)
         threading.Timer(0.5, doomed.stop).start()  # the session ends: what a kill -9 leads to
         started = time.monotonic()
-        assert driver._await_member("g_a", "g_a to leave ZooKeeper", COORDINATOR, False) is False
+        assert driver._await_member("g_a", "g_a to leave ZooKeeper", GroupMode.COORDINATOR, False) is False
         assert time.monotonic() - started < 5.0 and driver.gone == ["g_a"]
         assert any("g_a is gone" in line for line in said), said
         assert driver._present(["g_a", "g_b"]) == ["g_b"]
         threading.Timer(0.3, lambda: alive.set(ack_path("g", "g_b"), json.dumps(
-            {"mode": COORDINATOR, "bridged": False}).encode())).start()
-        assert driver._await_member("g_b", "g_b to leave ZooKeeper", COORDINATOR, False) is True
+            {"mode": GroupMode.COORDINATOR, "bridged": False}).encode())).start()
+        assert driver._await_member("g_b", "g_b to leave ZooKeeper", GroupMode.COORDINATOR, False) is True
         assert driver.gone == ["g_a"]
     finally:
         for client in (doomed, alive):
@@ -200,8 +205,9 @@ def test_a_migration_rolled_back_leaves_a_working_0_8_group(zk_connect: str, tmp
     from rich.console import Console
 
     from zkconsumer.lab.runner import GROUP, Lab, LabPlan, Step
+    from zkconsumer.lab.scenario import LabMode
 
-    plan = LabPlan(consumers=2, duration=16.0, mode="migrate", rate=100.0, initial_records=100,
+    plan = LabPlan(consumers=2, duration=16.0, mode=LabMode.MIGRATE, rate=100.0, initial_records=100,
                    session_timeout_ms=4000, commit_interval_ms=300, initial_rebalance_delay_ms=0,
                    steps=[Step(2.0, "migrate", ""), Step(3.0, "rollback", "")])
     summary = Lab(plan, tmp_path / "run", zookeeper=zk_connect, console=Console(file=io.StringIO())).run()
@@ -209,7 +215,7 @@ def test_a_migration_rolled_back_leaves_a_working_0_8_group(zk_connect: str, tmp
     assert summary["lost"] == 0 and summary["verify_ok"], summary  # Kafka's verify on the owner nodes
     with Registry.open(zk_connect) as reg:
         plan_now = MigrationPlan.decode(plan_path(GROUP), reg.read(plan_path(GROUP)))
-        assert plan_now.phase == "mixed" and set(plan_now.members.values()) == {ZOOKEEPER}
+        assert plan_now.phase is MigrationPhase.MIXED and set(plan_now.members.values()) == {GroupMode.ZOOKEEPER}
     modes = {}
     for path in (tmp_path / "run" / "traces").glob("lab_*.jsonl"):  # the members' (lab.jsonl is the lab's steps)
         events = [json.loads(line) for line in path.read_text().splitlines()]

@@ -13,25 +13,27 @@ import sys
 import pytest
 
 from zkconsumer.migration.lease import DriverLease, LeaseError, Superseded, lease_path
-from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path, refusal
+from zkconsumer.migration.plan import MigrationPhase, MigrationPlan, plan_path, refusal
 from zkconsumer.trace import TraceWriter
+from zkconsumer.types import GroupMode
 from zkconsumer.zk.registry import Registry, connect
 
 
 def test_the_plan_keeps_the_topics_it_started_with() -> None:
-    plan = MigrationPlan({"g_a": COORDINATOR}, "mixed", None, ("orders", "payments"))
+    plan = MigrationPlan({"g_a": GroupMode.COORDINATOR}, MigrationPhase.MIXED, None, ("orders", "payments"))
     assert MigrationPlan.decode("/p", plan.encode()) == plan
-    assert plan.with_member("g_b", COORDINATOR).topics == ("orders", "payments")
+    assert plan.with_member("g_b", GroupMode.COORDINATOR).topics == ("orders", "payments")
     assert b"topics" not in MigrationPlan().encode()  # a plan without them reads as before
 
 
 @pytest.mark.parametrize(("plan", "mode", "refused"), [
-    (MigrationPlan(), ZOOKEEPER, False),
-    (MigrationPlan({"g_a": ZOOKEEPER}), ZOOKEEPER, False),  # rolled back: a 0.8 group again
-    (MigrationPlan({"g_a": COORDINATOR}), ZOOKEEPER, True),
-    (MigrationPlan({"g_a": COORDINATOR}), COORDINATOR, True),
-    (MigrationPlan({"g_a": COORDINATOR}, "done"), ZOOKEEPER, True),
-    (MigrationPlan({"g_a": COORDINATOR}, "done"), COORDINATOR, False),  # the group is the coordinator's now
+    (MigrationPlan(), GroupMode.ZOOKEEPER, False),
+    (MigrationPlan({"g_a": GroupMode.ZOOKEEPER}), GroupMode.ZOOKEEPER, False),  # rolled back: a 0.8 group again
+    (MigrationPlan({"g_a": GroupMode.COORDINATOR}), GroupMode.ZOOKEEPER, True),
+    (MigrationPlan({"g_a": GroupMode.COORDINATOR}), GroupMode.COORDINATOR, True),
+    (MigrationPlan({"g_a": GroupMode.COORDINATOR}, MigrationPhase.DONE), GroupMode.ZOOKEEPER, True),
+    # the group is the coordinator's now
+    (MigrationPlan({"g_a": GroupMode.COORDINATOR}, MigrationPhase.DONE), GroupMode.COORDINATOR, False),
 ])
 def test_who_may_join_without_migratable(plan: MigrationPlan, mode: str, refused: bool) -> None:
     reason = refusal(plan, "g", mode)
@@ -42,22 +44,23 @@ def test_who_may_join_without_migratable(plan: MigrationPlan, mode: str, refused
 
 def test_a_second_forward_driver_is_refused_and_a_rollback_takes_over(zk_connect: str, registry: Registry) -> None:
     registry.zk.ensure_path(plan_path("g"))
-    forward = DriverLease(registry, "g", COORDINATOR, wait_s=0.5)
+    forward = DriverLease(registry, "g", GroupMode.COORDINATOR, wait_s=0.5)
     forward.acquire()
-    forward.write(plan_path("g"), MigrationPlan({"g_a": COORDINATOR}).encode())
+    forward.write(plan_path("g"), MigrationPlan({"g_a": GroupMode.COORDINATOR}).encode())
     other = connect(zk_connect)
     try:
         with pytest.raises(LeaseError, match="another `zkconsumer migrate` holds group g"):
-            DriverLease(Registry(other), "g", COORDINATOR, wait_s=0.5).acquire()
-        rollback = DriverLease(Registry(other), "g", ZOOKEEPER, wait_s=0.5)
+            DriverLease(Registry(other), "g", GroupMode.COORDINATOR, wait_s=0.5).acquire()
+        rollback = DriverLease(Registry(other), "g", GroupMode.ZOOKEEPER, wait_s=0.5)
         rollback.acquire()
-        assert rollback.took_over is not None and rollback.took_over["direction"] == COORDINATOR
-        rollback.write(plan_path("g"), MigrationPlan({"g_a": ZOOKEEPER}).encode())
+        assert rollback.took_over is not None and rollback.took_over["direction"] == GroupMode.COORDINATOR
+        rollback.write(plan_path("g"), MigrationPlan({"g_a": GroupMode.ZOOKEEPER}).encode())
         with pytest.raises(Superseded, match="taken over"):
             forward.check()
         with pytest.raises(Superseded):  # nor can it write the plan again
-            forward.write(plan_path("g"), MigrationPlan({"g_a": COORDINATOR, "g_b": COORDINATOR}).encode())
-        assert MigrationPlan.decode("/p", registry.read(plan_path("g"))).members == {"g_a": ZOOKEEPER}
+            forward.write(plan_path("g"),
+                          MigrationPlan({"g_a": GroupMode.COORDINATOR, "g_b": GroupMode.COORDINATOR}).encode())
+        assert MigrationPlan.decode("/p", registry.read(plan_path("g"))).members == {"g_a": GroupMode.ZOOKEEPER}
         rollback.release()
         assert registry.zk.exists(lease_path("g")) is None
     finally:
@@ -79,7 +82,7 @@ def test_the_lease_of_a_killed_driver_is_taken_over_at_once(zk_connect: str, reg
         proc.kill()
         proc.wait()
         assert registry.zk.exists(lease_path("g")) is not None  # its session lives on for 30 s
-        lease = DriverLease(registry, "g", COORDINATOR, wait_s=1.0)
+        lease = DriverLease(registry, "g", GroupMode.COORDINATOR, wait_s=1.0)
         lease.acquire()
         assert lease.took_over is not None and lease.took_over["pid"] == proc.pid
         lease.release()
@@ -90,7 +93,7 @@ def test_the_lease_of_a_killed_driver_is_taken_over_at_once(zk_connect: str, reg
 
 def test_consume_without_migratable_is_refused_mid_migration(zk_connect: str, registry: Registry) -> None:
     registry.zk.ensure_path(plan_path("g"))
-    registry.zk.set(plan_path("g"), MigrationPlan({"g_a": COORDINATOR}).encode())
+    registry.zk.set(plan_path("g"), MigrationPlan({"g_a": GroupMode.COORDINATOR}).encode())
     out = subprocess.run([sys.executable, "-m", "zkconsumer", "consume", "--zookeeper", zk_connect, "--group", "g",
                           "--topic", "t", "--bootstrap-server", "127.0.0.1:1"], capture_output=True, text=True,
                          timeout=60)

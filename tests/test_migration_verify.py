@@ -14,7 +14,7 @@ from kafka.structs import OffsetAndMetadata
 
 from zkconsumer.kafka_admin import AdminClient, operation_names
 from zkconsumer.migration.driver import MigrationDriver, MigrationError
-from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER
+from zkconsumer.migration.plan import MigrationPhase
 from zkconsumer.migration.verify import (
     DescribedGroup,
     DescribedMember,
@@ -24,6 +24,7 @@ from zkconsumer.migration.verify import (
     judge,
     stalled_partitions,
 )
+from zkconsumer.types import GroupMode
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.topics import create_topic
 
@@ -176,9 +177,10 @@ def test_a_step_that_does_not_hold_is_rolled_back_and_named(zk_connect: str, reg
                                                  r"partition.*rolled back: g_z2 runs in ZooKeeper mode again"):
             driver.to_coordinator()
         plan = driver.plan()
-        assert (plan.phase, plan.mode_of("g_z1"), plan.mode_of("g_z2")) == ("mixed", COORDINATOR, ZOOKEEPER)
+        assert (plan.phase, plan.mode_of("g_z1"), plan.mode_of("g_z2")) == (MigrationPhase.MIXED, GroupMode.COORDINATOR,
+                                                                            GroupMode.ZOOKEEPER)
         assert {m.consumer_id: (m.mode, m.bridged) for m in driver.members()} == {
-            "g_z1": (COORDINATOR, True), "g_z2": (ZOOKEEPER, False)}
+            "g_z1": (GroupMode.COORDINATOR, True), "g_z2": (GroupMode.ZOOKEEPER, False)}
         # the rollback's own ZooKeeper rebalance and the bridged member's rejoin may still move a partition a
         # moment after the driver returned: every partition is owned again once they settle
         wait_until(lambda: driver.unowned() == [], timeout=20, message="every partition owned")

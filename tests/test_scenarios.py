@@ -19,7 +19,17 @@ from zkconsumer.lab.faults.scenario_lab import ScenarioLab, lab_for, session_pas
 from zkconsumer.lab.member_properties import KINDS, member_kind, member_properties, merge_properties
 from zkconsumer.lab.runner import Lab, LabPlan, planned_assignments
 from zkconsumer.lab.scenario import _SET_BY_THE_LAB as SET_BY_THE_LAB
-from zkconsumer.lab.scenario import ActionKind, MemberKind, ScenarioError, Step, builtin, builtin_names, load, loads
+from zkconsumer.lab.scenario import (
+    ActionKind,
+    LabMode,
+    MemberKind,
+    ScenarioError,
+    Step,
+    builtin,
+    builtin_names,
+    load,
+    loads,
+)
 from zkconsumer.lab.variants import VARIANTS
 
 
@@ -218,7 +228,7 @@ def test_the_built_in_workloads_are_the_schedules_the_lab_always_ran(n: int, dur
     stops the member that joined and skips the kill of one that never ran, and says so)."""
     d, topics = duration, {"a": 8, "b": 4}
 
-    def steps(workload: str, mode: str = "zookeeper") -> list[tuple[float, str, str]]:
+    def steps(workload: str, mode: LabMode = LabMode.ZOOKEEPER) -> list[tuple[float, str, str]]:
         return [(round(s.at, 6), str(s.action), s.consumer)
                 for s in LabPlan(consumers=n, duration=d, workload=workload, mode=mode, topics=topics).schedule()]
 
@@ -229,7 +239,7 @@ def test_the_built_in_workloads_are_the_schedules_the_lab_always_ran(n: int, dur
                                         for i in range(n)]
     assert steps("scale-out") == [(round(d * (0.1 + 0.7 * i / max(1, added)), 6), "join", f"c{n + i + 1}")
                                   for i in range(added)]
-    assert steps("churn", mode="migrate") == [(round(0.1 * d, 6), "join", f"c{n + 1}"),
+    assert steps("churn", mode=LabMode.MIGRATE) == [(round(0.1 * d, 6), "join", f"c{n + 1}"),
                                               (round(0.25 * d, 6), "migrate", ""), (round(0.8 * d, 6), "kill", "c1")]
 
 
@@ -555,9 +565,9 @@ def test_each_member_kind_takes_the_properties_it_has_a_counterpart_for() -> Non
     assert given == (("rebalance.backoff.ms", "5"), ("x.y", "1"))
     assert notes == ["property rebalance.backoff.ms=1000: the run sets rebalance.backoff.ms=5 (the variant's own "
                      "properties win)"]
-    assert [member_kind(m, c) for m, c in [("zookeeper", "kafka-python"), ("zookeeper", "kafka-0.8.2.2"),
-                                           ("coordinator", "kafka-python"), ("coordinator", "librdkafka"),
-                                           ("migrate", "kafka-python")]] == list(KINDS)
+    assert [member_kind(m, c) for m, c in [(LabMode.ZOOKEEPER, "kafka-python"), (LabMode.ZOOKEEPER, "kafka-0.8.2.2"),
+                                           (LabMode.COORDINATOR, "kafka-python"), (LabMode.COORDINATOR, "librdkafka"),
+                                           (LabMode.MIGRATE, "kafka-python")]] == list(KINDS)
     settable = set(property_names()) - set(SET_BY_THE_LAB)
     assert settable <= frozenset().union(*(names for _, names in KINDS.values())), "a property no member takes"
 
@@ -583,9 +593,10 @@ def _arg_values(args: list[str], flag: str) -> list[str]:
     return [args[i + 1] for i, a in enumerate(args) if a == flag]
 
 
-@pytest.mark.parametrize(("mode", "client"), [("zookeeper", "kafka-python"), ("coordinator", "kafka-python"),
-                                              ("coordinator", "librdkafka"), ("migrate", "kafka-python")])
-def test_every_zkconsumer_member_gets_its_topics_and_the_properties_it_takes(mode: str, client: str,
+@pytest.mark.parametrize(("mode", "client"), [(LabMode.ZOOKEEPER, "kafka-python"),
+                                              (LabMode.COORDINATOR, "kafka-python"),
+                                              (LabMode.COORDINATOR, "librdkafka"), (LabMode.MIGRATE, "kafka-python")])
+def test_every_zkconsumer_member_gets_its_topics_and_the_properties_it_takes(mode: LabMode, client: str,
                                                                              tmp_path: Path) -> None:
     plan = dataclasses.replace(LabPlan.from_scenario(scenario(SHARED)), mode=mode, client=client)
     lab = Lab(plan, tmp_path)
@@ -643,7 +654,7 @@ def test_members_of_other_kinds_make_one_mixed_0_8_group(tmp_path: Path, monkeyp
     assert c3[c3.index("--profile") + 1] == "default"
     assert any("Kafka 0.8.2.2's own consumer has no counterpart" in note and "(c1)" in note for note in lab.skipped)
     # a coordinator run: every member runs as the variant's, and the kinds are reported n/a
-    coordinator = dataclasses.replace(plan, mode="coordinator")
+    coordinator = dataclasses.replace(plan, mode=LabMode.COORDINATOR)
     assert {coordinator.kind_of(m) for m in ("c1", "c2")} == {"default"} and not coordinator.mixed_kinds
     assert any(note.startswith("kinds (c1 kafka-0.8.2.2") for note in Lab(coordinator, tmp_path / "c").skipped)
 
@@ -652,7 +663,7 @@ def test_the_lab_plans_and_verifies_by_the_subscriptions(tmp_path: Path) -> None
     """The expected assignment printed at the start (RoundRobin refuses members on different topics, as Kafka's
     does) and the ownership check of a coordinator-mode run: a topic no live member subscribes to is not checked."""
     out = io.StringIO()
-    plan = dataclasses.replace(LabPlan.from_scenario(scenario(SHARED)), consumers=3, mode="coordinator")
+    plan = dataclasses.replace(LabPlan.from_scenario(scenario(SHARED)), consumers=3, mode=LabMode.COORDINATOR)
     lab = Lab(plan, tmp_path, console=Console(file=out, width=200))
     lab.console.print(planned_assignments(plan))
     text = " ".join(out.getvalue().split())
@@ -661,11 +672,11 @@ def test_the_lab_plans_and_verifies_by_the_subscriptions(tmp_path: Path) -> None
         assert line in text, text
     assert text.count("(refused: members on different topics)") == 3, text
     lab.produced.update({("orders", p): 0 for p in range(6)} | {("payments", p): 0 for p in range(2)})
-    lab.status = {"c1": "running", "c2": "stopped"}
-    lab._reap = lambda: None
+    lab.members.status = {"c1": "running", "c2": "stopped"}
+    lab.members.reap = lambda: None
     lab.tail.owned = {"lab_c1": {f"orders-{p}" for p in range(6)}}
     assert lab._verify_by_traces()  # only c1 runs: payments is nobody's now
-    lab.status["c3"] = "running"
+    lab.members.status["c3"] = "running"
     assert not lab._verify_by_traces()  # c3 runs and owns nothing
 
 

@@ -13,7 +13,7 @@ import pytest
 from helpers import wait_until
 from kazoo.client import KazooClient, KazooState
 
-from zkconsumer.lab.faults.proxy import TcpProxy
+from zkconsumer.lab.faults.proxy import LinkMode, TcpProxy
 from zkconsumer.zk.registry import connect
 
 
@@ -39,18 +39,18 @@ def test_pass_forwards_and_drop_resets(proxy: TcpProxy, zk_connect: str) -> None
     try:
         client.create("/a", b"1")
         assert client.get("/a")[0] == b"1"
-        proxy.set_mode("drop")
+        proxy.set_mode(LinkMode.DROP)
         wait_until(lambda: KazooState.SUSPENDED in states, timeout=10, message="SUSPENDED after the reset")
         accepted = proxy.accepted
         wait_until(lambda: proxy.accepted > accepted + 1, timeout=10, message="reconnects refused by the proxy")
         assert proxy.connections() == 0
-        proxy.set_mode("pass")
+        proxy.set_mode(LinkMode.PASS)
         wait_until(lambda: client.connected and states[-1] == KazooState.CONNECTED, timeout=10,
                    message="reconnected on the same session")
         assert KazooState.LOST not in states
         assert client.get("/a")[0] == b"1"
     finally:
-        proxy.set_mode("pass")
+        proxy.set_mode(LinkMode.PASS)
         client.stop()
         client.close()
 
@@ -62,16 +62,16 @@ def test_blackhole_lets_the_session_expire_on_the_server(proxy: TcpProxy, zk_con
     try:
         client.create("/eph", b"x", ephemeral=True)
         assert observer.exists("/eph") is not None
-        proxy.set_mode("blackhole")
+        proxy.set_mode(LinkMode.BLACKHOLE)
         wait_until(lambda: KazooState.SUSPENDED in states, timeout=10, message="the client notices the silence")
         accepted = proxy.accepted
         wait_until(lambda: proxy.accepted > accepted, timeout=10, message="a reconnect accepted, never answered")
         wait_until(lambda: observer.exists("/eph") is None, timeout=15, message="the server expired the session")
         assert KazooState.LOST not in states  # the client cannot know yet
-        proxy.set_mode("pass")
+        proxy.set_mode(LinkMode.PASS)
         wait_until(lambda: KazooState.LOST in states, timeout=15, message="LOST once it reaches the server")
     finally:
-        proxy.set_mode("pass")
+        proxy.set_mode(LinkMode.PASS)
         client.stop()
         client.close()
         observer.stop()
@@ -79,7 +79,7 @@ def test_blackhole_lets_the_session_expire_on_the_server(proxy: TcpProxy, zk_con
 
 
 def test_blackhole_accepts_new_connections_without_answering(proxy: TcpProxy) -> None:
-    proxy.set_mode("blackhole")
+    proxy.set_mode(LinkMode.BLACKHOLE)
     with socket.create_connection(("127.0.0.1", proxy.port), timeout=2) as s:
         s.sendall(b"ruok")
         s.settimeout(0.5)

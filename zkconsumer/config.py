@@ -16,6 +16,7 @@ from typing import Any
 from zkconsumer import broker_version
 from zkconsumer.assignment.assignors import STRATEGIES
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.types import GroupMode
 from zkconsumer.zk import security as zksecurity
 from zkconsumer.zk.security import Credentials, ZkSecurity
 
@@ -304,11 +305,11 @@ class ConsumerConfig:
         except ValueError as e:
             raise ConfigError(str(e)) from None
 
-    def check_mode(self, mode: str) -> None:
-        """Refuse settings the chosen mode (``zookeeper`` or ``coordinator``) cannot honour."""
-        if mode == "zookeeper" and self.strategy in COORDINATOR_ONLY_STRATEGIES:
+    def check_mode(self, mode: GroupMode) -> None:
+        """Refuse settings the chosen mode cannot honour."""
+        if mode == GroupMode.ZOOKEEPER and self.strategy in COORDINATOR_ONLY_STRATEGIES:
             raise ConfigError(f"partition.assignment.strategy={self.strategy} is offered in coordinator mode only")
-        if mode == "coordinator" and self.heartbeat_interval_ms >= self.get("session.timeout.ms"):
+        if mode == GroupMode.COORDINATOR and self.heartbeat_interval_ms >= self.get("session.timeout.ms"):
             raise ConfigError("heartbeat.interval.ms must be lower than session.timeout.ms")
 
     def warnings(self) -> list[str]:

@@ -14,6 +14,8 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from zkconsumer.types import GroupMode
+
 #: Every event name a consumer may write (docs/trace.md describes their fields).
 EVENTS = frozenset({
     "registered", "rebalance_triggered", "attempt_started", "released", "assigned", "claim_conflict",
@@ -66,7 +68,7 @@ class TraceWriter:
     _last_seq_lock = threading.Lock()
 
     def __init__(self, directory: str | os.PathLike | None, group: str, consumer: str,
-                 mode: str | None = None) -> None:
+                 mode: GroupMode | None = None) -> None:
         self.group = group
         self.consumer = consumer
         # Written on every line when given: ``coordinator`` for consumer/coordinated/; absent means ``zookeeper``.

@@ -1,15 +1,26 @@
-"""The neutral value types every layer shares: a partition and a record as a stream hands it out. Pure, no I/O,
-and they import nothing of zkconsumer, so the assignors, both connectors, the broker and the coordinator can use
-them without depending on one another. ``zkconsumer.assignment.assignors.TopicPartition`` and
-``zkconsumer.consumer.fetcher.FetchedRecord`` are these same classes."""
+"""The neutral value types every layer shares: a partition, a record as a stream hands it out, and the group
+protocol a consumer runs. Pure, no I/O, and they import nothing of zkconsumer, so the assignors, both connectors, the
+broker, the coordinator, the migration and the lab can use them without depending on one another.
+``zkconsumer.assignment.assignors.TopicPartition`` and ``zkconsumer.consumer.fetcher.FetchedRecord`` are these same
+classes."""
 
 from __future__ import annotations
 
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
+from enum import StrEnum
 from typing import NamedTuple, TypeVar
 
 V = TypeVar("V")
+
+
+class GroupMode(StrEnum):
+    """How a consumer takes part in its group: Kafka 0.8's rebalance in ZooKeeper, or a broker's group coordinator
+    (Kafka 0.9+). String-valued because the values are written as they are: ``consume --mode``, a trace line's
+    ``mode``, a migration plan's members and a member's acknowledgement in ZooKeeper."""
+
+    ZOOKEEPER = "zookeeper"
+    COORDINATOR = "coordinator"
 
 
 class TopicPartition(NamedTuple):

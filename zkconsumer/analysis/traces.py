@@ -24,6 +24,7 @@ from pyspark.sql import types as T
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.trace import EVENTS, LAB_EVENTS, SCHEMA_VERSION
+from zkconsumer.types import GroupMode
 
 
 class TraceInputError(ZkConsumerError, ValueError):
@@ -280,7 +281,8 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path, in_me
     lines_df = parsed.select(
         "file", F.when(bad_only, F.col("_block")).alias("_block"), F.when(bad_only, F.col("_id")).alias("_id"),
         "_ok", F.when(bad_only, F.col("value")).alias("_text"),
-        *[F.col(f"p.{k}").alias(k) for k in STAGED], F.coalesce("p.mode", F.lit("zookeeper")).alias("mode"),
+        *[F.col(f"p.{k}").alias(k) for k in STAGED],
+        F.coalesce("p.mode", F.lit(GroupMode.ZOOKEEPER.value)).alias("mode"),  # no mode written: a 0.8 member's
         F.col("p.error").alias("failure"), F.col("_parts").alias("parts"), F.col("_owned").alias("owned"),
     ).observe(counted, F.count(F.lit(1)).alias("lines"), F.sum(F.when(~F.col("_ok"), 1).otherwise(0)).alias("bad"),
               *[F.sum(F.when(F.col("_ok") & (F.col("event") == e), 1).otherwise(0)).alias(e) for e in sorted(EVENTS)])

@@ -26,7 +26,7 @@ from zkconsumer.consumer.librdkafka import RdkafkaMember
 from zkconsumer.consumer.zookeeper.connector import ConsumerRebalanceFailed, ConsumerTimeout, ZookeeperConsumerConnector
 from zkconsumer.migration.member import MigratableConsumer, Subscription
 from zkconsumer.migration.plan import MigrationPlan, plan_path, refusal
-from zkconsumer.types import tp_str
+from zkconsumer.types import GroupMode, tp_str
 from zkconsumer.zk.layout import LayoutError, MalformedNodeError, blacklist, whitelist
 from zkconsumer.zk.registry import Registry, ZkConnectError
 
@@ -75,7 +75,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("consume", help="run one consumer of a ZooKeeper-coordinated (0.8) group, or of a "
                                         "coordinator-managed (0.9+) one with --mode coordinator")
     add_consumer_config_args(p)
-    p.add_argument("--mode", choices=("zookeeper", "coordinator"), default="zookeeper",
+    # plain strings: argparse's error for a wrong one lists the choices by their repr
+    p.add_argument("--mode", choices=[m.value for m in GroupMode], default=GroupMode.ZOOKEEPER.value,
                    help="zookeeper: Kafka 0.8's ZooKeeper group (default); coordinator: the broker's group "
                         "coordinator (needs --bootstrap-server, or --zookeeper with registered brokers)")
     p.add_argument("--client", choices=("kafka-python", "librdkafka"), default="kafka-python",
@@ -115,9 +116,9 @@ def cmd_consume(args: argparse.Namespace) -> int:
                        "classic protocol only")
     if args.migratable:
         return _consume_migratable(args, config, stop)
-    _refuse_during_migration(config, args.mode)
+    _refuse_during_migration(config, GroupMode(args.mode))
     try:
-        if args.mode == "coordinator":
+        if args.mode == GroupMode.COORDINATOR:
             connector = CoordinatorConsumerConnector(config)
         else:
             connector = ZookeeperConsumerConnector(config)
@@ -195,7 +196,7 @@ class _Printer:
 
 def _consume_librdkafka(args: argparse.Namespace, config: ConsumerConfig, stop: threading.Event) -> int:
     """``--client librdkafka``: a coordinator-mode member on confluent-kafka (consumer/librdkafka.py)."""
-    if args.mode != "coordinator" or args.migratable:
+    if args.mode != GroupMode.COORDINATOR or args.migratable:
         raise CliError("--client librdkafka is a coordinator-mode member: add --mode coordinator (no --migratable)")
     if not args.topic:
         raise CliError("--client librdkafka subscribes to --topic names (no --whitelist / --blacklist)")
@@ -223,7 +224,7 @@ def _consume_librdkafka(args: argparse.Namespace, config: ConsumerConfig, stop: 
     return 0
 
 
-def _refuse_during_migration(config: ConsumerConfig, mode: str) -> None:
+def _refuse_during_migration(config: ConsumerConfig, mode: GroupMode) -> None:
     """A member without --migratable does not join a group in the middle of a migration (docs/migration.md)."""
     if not config.zookeeper_connect:
         return  # coordinator mode on bootstrap servers alone: no plan to read
@@ -243,7 +244,7 @@ def _refuse_during_migration(config: ConsumerConfig, mode: str) -> None:
 
 def _consume_migratable(args: argparse.Namespace, config: ConsumerConfig, stop: threading.Event) -> int:
     """``--migratable``: the same output, from whichever connector the migration plan asks for."""
-    if args.mode != "zookeeper":
+    if args.mode != GroupMode.ZOOKEEPER:
         raise CliError("--migratable starts in the mode the group's migration plan gives (default: zookeeper); "
                        "leave out --mode")
     if not config.zookeeper_connect:

@@ -22,13 +22,17 @@ from zkconsumer.lab.faults.scenario_lab import lab_for
 from zkconsumer.lab.nemesis import DEFAULT_KINDS, NemesisSettings, drawable, parse_kinds
 from zkconsumer.lab.nemesis_run import NEMESIS_VARIANTS, PROFILE_VARIANTS, run_nemesis
 from zkconsumer.lab.runner import WORKLOADS, LabPlan
-from zkconsumer.lab.scenario import ScenarioError, builtin_names
+from zkconsumer.lab.scenario import LabMode, ScenarioError, builtin_names
 from zkconsumer.lab.scenario import builtin as builtin_scenario
 from zkconsumer.lab.scenario import load as load_scenario
 from zkconsumer.lab.variants import DEFAULT_VARIANTS, VARIANTS
 
 if TYPE_CHECKING:
     from zkconsumer.lab.backends import LabBackend
+
+
+#: ``lab --mode`` takes a :class:`LabMode`, ``zk`` for zookeeper, or ``both``: zookeeper then coordinator, compared.
+ZK, BOTH = "zk", "both"
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,7 +42,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--profile", choices=("default", "kafka-0.8"), default="default",
                    help="kafka-0.8 reproduces the original timing and its weaknesses")
     p.add_argument("--compare", action="store_true", help="run kafka-0.8 then default and compare them")
-    p.add_argument("--mode", choices=("zookeeper", "zk", "coordinator", "migrate", "both"), default="zookeeper",
+    # plain strings: argparse's error for a wrong one lists the choices by their repr
+    p.add_argument("--mode", choices=(LabMode.ZOOKEEPER.value, ZK, LabMode.COORDINATOR.value, LabMode.MIGRATE.value,
+                                      BOTH), default=LabMode.ZOOKEEPER.value,
                    help="zookeeper: 0.8 members; coordinator: the broker's group coordinator; migrate: 0.8 members "
                         "moved to the coordinator mid-run; both: zookeeper then coordinator, compared")
     p.add_argument("--strategy", choices=("range", "roundrobin", "roundrobin-relaxed"), help="default range")
@@ -172,14 +178,14 @@ def cmd_catalogue(args: argparse.Namespace) -> int:
 
 def cmd_lab(args: argparse.Namespace) -> int:
     base = args.out or Path("lab-runs") / time.strftime("%Y%m%d-%H%M%S")
-    mode = "zookeeper" if args.mode == "zk" else args.mode
-    if mode == "both":
+    if args.mode == BOTH:
         plan = lab_plan(args)
         from zkconsumer.lab.compare import run_compare  # pandas: not in the consumer image
 
         results = run_compare(plan, base, ["zookeeper-default", "coordinator"], console, analyze=args.analyze,
                               master=args.master)
         return 0 if all(r.measures.get("verify_ok") and r.measures.get("lost") == 0 for r in results) else 1
+    mode = LabMode.ZOOKEEPER if args.mode == ZK else LabMode(args.mode)
     profiles = ["kafka-0.8", "default"] if args.compare else [args.profile]
     if args.nemesis:
         return _nemesis(args, base)
@@ -228,7 +234,7 @@ def _backends(args: argparse.Namespace) -> Iterator[Callable[[], LabBackend]]:
     except (DockerUnavailable, ImageBuildError, BackendError) as e:
         raise CliError(str(e)) from None
 def _faults(args: argparse.Namespace, base: Path, profiles: list[str]) -> int:
-    mode = "migrate" if args.mode == "migrate" else "zookeeper"
+    mode = LabMode.MIGRATE if args.mode == LabMode.MIGRATE else LabMode.ZOOKEEPER
     known = faults_of(mode)
     names = args.faults or known
     unknown = [n for n in names if n not in known]
@@ -243,7 +249,7 @@ def _nemesis(args: argparse.Namespace, base: Path) -> int:
     does."""
     if args.scenario is not None or args.workload is not None or args.faults is not None or args.compare:
         raise CliError("--nemesis draws its own schedule: not with --scenario, --workload, --faults or --compare")
-    if args.mode not in ("zookeeper", "zk") or args.backend != "process" or args.zookeeper or args.bootstrap_server:
+    if args.mode not in (LabMode.ZOOKEEPER, ZK) or args.backend != "process" or args.zookeeper or args.bootstrap_server:
         raise CliError("--nemesis runs on the process backend with its own servers; choose the members with "
                        "--profile or --variant")
     if min(args.runs, args.shrink_confirm, args.consumers or 1) < 1 or args.shrink_budget < 0:

@@ -11,7 +11,7 @@ from zkconsumer.cli.output import CliError, console, err_console
 from zkconsumer.cli.topics import add_zookeeper_arg, open_registry
 from zkconsumer.migration.driver import MigrationDriver, MigrationError
 from zkconsumer.migration.lease import DriverLease, LeaseError
-from zkconsumer.migration.plan import COORDINATOR
+from zkconsumer.types import GroupMode
 from zkconsumer.zk.layout import LayoutError
 
 
@@ -76,12 +76,13 @@ def _member_ids(group: str, members: str) -> list[str]:
 
 def _show_checks(driver: MigrationDriver, plan) -> None:
     """``--status``: the checks a step must pass, on the group as it is now."""
-    holder = DriverLease(driver.registry, driver.group, COORDINATOR).holder()
+    holder = DriverLease(driver.registry, driver.group, GroupMode.COORDINATOR).holder()
+    rollback = holder is not None and holder.get("direction") == GroupMode.ZOOKEEPER
     console.print("driver: none running" if holder is None else
-                  f"driver: {'rollback' if holder.get('direction') == 'zookeeper' else 'migration'} running (pid "
+                  f"driver: {'rollback' if rollback else 'migration'} running (pid "
                   f"{holder.get('pid')} on {holder.get('host')})", highlight=False)
     members = driver.members()
-    expected = [m.consumer_id for m in members if plan.mode_of(m.consumer_id) == COORDINATOR]
+    expected = [m.consumer_id for m in members if plan.mode_of(m.consumer_id) is GroupMode.COORDINATOR]
     unowned = driver.unowned() if plan.bridged else []
     console.print(f"ZooKeeper: {'every partition owned' if not unowned else 'unowned: ' + ', '.join(unowned)}",
                   highlight=False)

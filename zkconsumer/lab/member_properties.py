@@ -15,6 +15,7 @@ from collections.abc import Iterable, Mapping
 
 from zkconsumer import broker_version
 from zkconsumer.apache_kafka.lab_members import CLIENT as KAFKA_08_CLIENT
+from zkconsumer.lab.scenario import LabMode
 from zkconsumer.zk import security as zksecurity
 
 #: Kafka 0.8's consumer settings every kind has a counterpart for (kafka-python's and librdkafka's under their
@@ -52,11 +53,11 @@ KINDS: dict[str, tuple[str, frozenset[str]]] = {
 }
 
 
-def member_kind(mode: str, client: str) -> str:
+def member_kind(mode: LabMode, client: str) -> str:
     """The kind of the members a lab plan of ``mode`` and ``client`` starts."""
-    if mode == "migrate":
+    if mode == LabMode.MIGRATE:
         return MIGRATABLE
-    if mode == "coordinator":
+    if mode == LabMode.COORDINATOR:
         return LIBRDKAFKA if client == "librdkafka" else COORDINATOR
     return KAFKA_08 if client == KAFKA_08_CLIENT else ZOOKEEPER
 

@@ -18,8 +18,6 @@ from __future__ import annotations
 import contextlib
 import json
 import statistics
-import subprocess
-import sys
 import threading
 import time
 from collections import Counter, defaultdict
@@ -30,7 +28,6 @@ from kafka import KafkaProducer
 from kafka.admin import NewTopic
 from rich.console import Console, Group
 from rich.live import Live
-from rich.markup import escape
 from rich.table import Table
 
 from zkconsumer import broker_version
@@ -39,23 +36,22 @@ from zkconsumer.assignment.assignors import AssignmentContext, RoundRobinPrecond
 from zkconsumer.consoles import make_console
 from zkconsumer.consumer.zookeeper.kafka_offsets import KafkaOffsetStore
 from zkconsumer.kafka_admin import AdminClient
+from zkconsumer.lab import report
 from zkconsumer.lab.backends import GroupSettings, LabBackend, ProcessBackend
 from zkconsumer.lab.member_properties import member_kind, member_properties, merge_properties, property_text
-from zkconsumer.lab.scenario import ActionKind, Scenario, Step
+from zkconsumer.lab.processes import MemberProcesses
+from zkconsumer.lab.scenario import ActionKind, LabMode, Scenario, Step
 from zkconsumer.lab.scenario import builtin as builtin_scenario
 from zkconsumer.migration.driver import MigrationDriver
 from zkconsumer.records import encode_value
 from zkconsumer.tools.groups import verify
 from zkconsumer.trace import TraceWriter
-from zkconsumer.types import tp_str
+from zkconsumer.types import GroupMode, tp_str
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import packets_received
 from zkconsumer.zk.topics import create_topic
 
 GROUP = "lab"
-
-
-MODES = ("zookeeper", "coordinator", "migrate")
 
 
 #: The workloads a lab (and ``zkconsumer compare``) can run: built-in scenario files (lab/scenarios/).
@@ -68,7 +64,7 @@ class LabPlan:
     duration: float = 30.0
     profile: str = "default"
     strategy: str = "range"
-    mode: str = "zookeeper"
+    mode: LabMode = LabMode.ZOOKEEPER
     topics: dict[str, int] = field(default_factory=lambda: {"orders": 8, "payments": 4})
     rate: float = 200.0  # records per second, all partitions together
     initial_records: int = 400  # per topic, before consumers start
@@ -109,6 +105,9 @@ class LabPlan:
     #: steps are skipped and reported n/a.
     absent: tuple[tuple[ActionKind, str], ...] = ()
 
+    def __post_init__(self) -> None:
+        self.mode = LabMode(self.mode)  # given as a string by a flag or a caller: checked here
+
     @classmethod
     def from_scenario(cls, scenario: Scenario, **settings) -> LabPlan:
         """A plan running ``scenario``: its settings where it sets them, else ``settings``, else the defaults."""
@@ -127,7 +126,7 @@ class LabPlan:
     def kind_of(self, member: str) -> str:
         """What ``member`` runs: a zkconsumer profile's name, or ``kafka-0.8.2.2`` (Kafka's own consumer). Its
         ``[kinds]`` entry in ZooKeeper mode, else the run's own kind (a coordinator group takes no 0.8 member)."""
-        if self.mode == "zookeeper" and member in self.kinds:
+        if self.mode is LabMode.ZOOKEEPER and member in self.kinds:
             return self.kinds[member]
         return lab_members.CLIENT if self.client == lab_members.CLIENT else self.profile
 
@@ -163,9 +162,9 @@ class LabPlan:
             return self.steps
         scenario = self.scenario
         if scenario is None:
-            if self.mode != "migrate" and self.workload not in WORKLOADS:
+            if self.mode is not LabMode.MIGRATE and self.workload not in WORKLOADS:
                 raise ValueError(f"unknown workload {self.workload!r}; choose from {', '.join(WORKLOADS)}")
-            scenario = builtin_scenario("migration" if self.mode == "migrate" else self.workload)
+            scenario = builtin_scenario("migration" if self.mode is LabMode.MIGRATE else self.workload)
         return scenario.steps(self.duration, self.consumers, self.topics)
 
 
@@ -247,7 +246,7 @@ def _mixed_members(plan: LabPlan, backend: str, given: tuple[tuple[str, str], ..
     """The properties Kafka 0.8.2.2's members of a mixed group ([kinds]) take; added to ``notes``, what is n/a
     about the kinds: all of them in a coordinator run (its group takes no 0.8 member), a property Kafka's consumer
     lacks."""
-    if plan.kinds and plan.mode != "zookeeper":
+    if plan.kinds and plan.mode is not LabMode.ZOOKEEPER:
         notes.append(f"kinds ({', '.join(f'{m} {k}' for m, k in plan.kinds.items())}): a group in {plan.mode} mode "
                      "takes no 0.8 member; they run as the others do")
     kafka = [m for m in plan.kinds if plan.kind_of(m) == lab_members.CLIENT]
@@ -256,7 +255,7 @@ def _mixed_members(plan: LabPlan, backend: str, given: tuple[tuple[str, str], ..
     if backend != "process":
         raise ValueError(f"{', '.join(kafka)}: Kafka 0.8.2.2's own consumer runs on the process backend only "
                          f"(asked: {backend})")
-    taken, dropped = member_properties(member_kind("zookeeper", lab_members.CLIENT), plan.properties,
+    taken, dropped = member_properties(member_kind(LabMode.ZOOKEEPER, lab_members.CLIENT), plan.properties,
                                        plan.scenario.properties if plan.scenario is not None else None)
     notes += [f"{note} ({', '.join(kafka)})" for note in dropped]
     return taken
@@ -290,7 +289,7 @@ class Lab:
         self.zk_connect = zookeeper or ""
         self.bootstrap = bootstrap or ""
         self.backend = backend or ProcessBackend()
-        self.status: dict[str, str] = {}
+        self.members = MemberProcesses(self.backend, self.logs, self._consumer_args, self._event)
         self.produced: dict[tuple[str, int], int] = defaultdict(int)
         self._stop_producing = threading.Event()
         self.tail = TraceTail(self.traces)
@@ -301,7 +300,6 @@ class Lab:
         self.migration_result: str | None = None
         self.requests: dict[str, dict[str, int]] = {}
         self._stalls_shown = 0
-        self.paused: set[str] = set()
         self.lab_trace: TraceWriter | None = None  # lab.jsonl: fault_injected / fault_healed, from the first fault
         #: steps that had no counterpart in this run, and why; and properties no member of this run takes
         self.skipped: list[str] = []
@@ -311,7 +309,8 @@ class Lab:
             plan.scenario.properties if plan.scenario is not None else None)
         self.skipped += dropped
         self._kafka_members: lab_members.KafkaLabMembers | None = None
-        if plan.client == lab_members.CLIENT and (plan.mode != "zookeeper" or self.backend.name != "process"):
+        if plan.client == lab_members.CLIENT and (plan.mode is not LabMode.ZOOKEEPER
+                                                  or self.backend.name != "process"):
             raise ValueError(f"the {lab_members.CLIENT} client runs in ZooKeeper mode on the process backend only "
                              f"(asked: mode {plan.mode}, backend {self.backend.name})")
         self._kafka_properties = _mixed_members(plan, self.backend.name, self.member_properties, self.skipped)
@@ -322,7 +321,7 @@ class Lab:
             self.zk_connect = self.backend.start_zookeeper(self.out / "zookeeper") + "/lab"
         if not self._bootstrap_given:
             self.bootstrap = self.backend.start_broker(self.zk_connect, self.out / "broker", self.plan.group_settings())
-        elif self.plan.mode != "zookeeper":  # a Kafka 0.8 cluster has no group coordinator: say so, do not hang
+        elif self.plan.mode is not LabMode.ZOOKEEPER:  # Kafka 0.8 has no group coordinator: say so, do not hang
             broker_version.require(self.bootstrap, (0, 9), f"lab --mode {self.plan.mode} (the broker's group "
                                                            "coordinator)")
         with Registry.open(self.zk_connect) as reg:
@@ -388,13 +387,13 @@ class Lab:
         group_session = ["--property", f"session.timeout.ms={self.plan.session_timeout_ms}",
                          "--property", f"heartbeat.interval.ms={max(100, self.plan.session_timeout_ms // 6)}",
                          "--property", f"max.poll.interval.ms={self.plan.rebalance_timeout_ms}"]
-        if self.plan.mode == "coordinator":
-            args += ["--mode", "coordinator", *group_session]
+        if self.plan.mode is LabMode.COORDINATOR:
+            args += ["--mode", GroupMode.COORDINATOR, *group_session]
             if self.plan.static_members:
                 args += ["--property", f"group.instance.id={name}"]
             if self.plan.client != "kafka-python":
                 args += ["--client", self.plan.client]
-        elif self.plan.mode == "migrate":
+        elif self.plan.mode is LabMode.MIGRATE:
             args += ["--migratable", *group_session]
         for key, value in self.member_properties:
             args += ["--property", f"{key}={value}"]
@@ -422,38 +421,6 @@ class Lab:
             self._kafka_members.poll()
         self.tail.poll()
 
-    def join(self, name: str) -> None:
-        self.logs.mkdir(parents=True, exist_ok=True)
-        self.backend.start(name, self._consumer_args(name), self.logs / f"{name}.log")
-        self.status[name] = "running"
-        self._event(f"{name} joined")
-
-    def restart(self, name: str) -> None:
-        """Start a stopped or killed consumer again under the same id (same container with Docker)."""
-        if name not in self.status or self.backend.exit_code(name) is None:
-            return
-        self.backend.restart(name)
-        self.status[name] = "running"
-        self._event(f"{name} restarted")
-
-    def bounce(self, name: str) -> None:
-        """A deploy's restart of one member: SIGTERM, wait for it to exit (it leaves the group, or as a static
-        member it does not), start it again under the same id. On a thread: the lab keeps watching meanwhile."""
-        if name not in self.status or self.backend.exit_code(name) is not None:
-            return
-
-        def run() -> None:
-            self.stop(name)
-            deadline = time.monotonic() + 30
-            while self.backend.exit_code(name) is None and time.monotonic() < deadline:
-                time.sleep(0.05)
-            if self.backend.exit_code(name) is None:
-                self._event(f"{name} did not stop within 30 s; not restarted")
-                return
-            self.restart(name)
-
-        threading.Thread(target=run, daemon=True, name=f"lab-bounce-{name}").start()
-
     def perform(self, step: Step) -> None:
         """Carry out one step; one that cannot apply here is skipped and said (``not_applicable`` in the summary)."""
         why = self.not_applicable(step)
@@ -465,13 +432,13 @@ class Lab:
             self.stepped(step)
         match step.action:
             case ActionKind.JOIN:
-                self.join(step.consumer)
+                self.members.start(step.consumer)
             case ActionKind.STOP | ActionKind.KILL:
-                self.stop(step.consumer, kill=step.action is ActionKind.KILL)
+                self.members.stop(step.consumer, kill=step.action is ActionKind.KILL)
             case ActionKind.RESTART:
-                self.restart(step.consumer)
+                self.members.restart(step.consumer)
             case ActionKind.BOUNCE:
-                self.bounce(step.consumer)
+                self.members.bounce(step.consumer)
             case ActionKind.PAUSE:
                 self.pause(step.consumer, step.seconds)
             case ActionKind.MIGRATE | ActionKind.ROLLBACK:
@@ -484,21 +451,18 @@ class Lab:
             return absent
         if step.action.needs_fault_lab and not self.fault_handles:
             return "this lab has no handle on servers, links or topics (a ScenarioLab has, on the process backend)"
-        if step.action in (ActionKind.MIGRATE, ActionKind.ROLLBACK) and self.plan.mode != "migrate":
+        if step.action in (ActionKind.MIGRATE, ActionKind.ROLLBACK) and self.plan.mode is not LabMode.MIGRATE:
             return "only a lab in migrate mode migrates its group"
         if not step.action.on_member or step.action is ActionKind.JOIN:
             return None
-        started = step.consumer in self.status
-        running = started and self.backend.exit_code(step.consumer) is None
+        started, running = self.members.started(step.consumer), self.members.alive(step.consumer)
         if step.action is ActionKind.RESTART:
             return None if started and not running else f"{step.consumer} {'runs' if running else 'never started'}"
         return None if running else f"{step.consumer} is not running"
 
     def pause(self, name: str, seconds: float) -> None:
         """SIGSTOP now, SIGCONT ``seconds`` later (a timer: the lab goes on meanwhile), as a GC pause does."""
-        self.backend.freeze(name, True)
-        self.paused.add(name)
-        self.status[name] = "paused"
+        self.members.freeze(name)
         self.injected(str(ActionKind.PAUSE), f"{GROUP}_{name}", f"{name} paused (SIGSTOP) for {seconds:g} s")
         timer = threading.Timer(seconds, self.resume, args=(name,))
         timer.daemon = True
@@ -506,14 +470,8 @@ class Lab:
 
     def resume(self, name: str) -> None:
         """SIGCONT, once: the timer and the lab's cleanup may both call it."""
-        try:
-            self.paused.remove(name)  # atomic: only one caller gets past it
-        except KeyError:
-            return
-        self.backend.freeze(name, False)
-        if self.status.get(name) == "paused":
-            self.status[name] = "running"
-        self.healed(str(ActionKind.PAUSE), f"{name} resumed (SIGCONT)", target=f"{GROUP}_{name}")
+        if self.members.thaw(name):
+            self.healed(str(ActionKind.PAUSE), f"{name} resumed (SIGCONT)", target=f"{GROUP}_{name}")
 
     def stepped(self, step: Step) -> None:
         """A step that changes the group (not a fault: those write their own lines) in the lab's trace, so the
@@ -536,13 +494,6 @@ class Lab:
         self._lab_line("fault_healed", fault=fault, target=target, session_timeout_ms=self.plan.session_timeout_ms)
         self._event(text or f"{fault}: healed")
 
-    def stop(self, name: str, kill: bool = False) -> None:
-        if name not in self.status or self.backend.exit_code(name) is not None:
-            return
-        self.backend.signal(name, kill)
-        self.status[name] = "killed (-9)" if kill else "stopping"
-        self._event(f"{name} {'killed with SIGKILL' if kill else 'stopped (SIGTERM)'}")
-
     def _event(self, text: str) -> None:
         self.events.append(f"{time.strftime('%H:%M:%S')} {text}")
 
@@ -560,7 +511,7 @@ class Lab:
                     # the lab's consumers may still be starting (a process takes seconds on a busy machine)
                     deadline = time.monotonic() + 60.0
                     while time.monotonic() < deadline and len([m for m in driver.members() if m.mode]) < len(
-                            [n for n, st in self.status.items() if st == "running"]):
+                            self.members.running()):
                         time.sleep(0.1)
                     driver.to_zookeeper() if rollback else driver.to_coordinator()
                 result = "rolled back" if rollback else "done"
@@ -578,8 +529,8 @@ class Lab:
     # ---------------------------------------------------------------------------------- where things are
     def committed(self, reg: Registry) -> dict[tuple[str, int], int]:
         """Committed offsets: ZooKeeper's, the broker's (coordinator mode), the larger of both (migration)."""
-        out: dict[tuple[str, int], int] = {} if self.plan.mode == "coordinator" else dict(reg.offsets(GROUP))
-        if self.plan.mode != "zookeeper":
+        out: dict[tuple[str, int], int] = {} if self.plan.mode is LabMode.COORDINATOR else dict(reg.offsets(GROUP))
+        if self.plan.mode is not LabMode.ZOOKEEPER:
             for tp, value in self._broker_offsets().items():
                 out[tp] = max(value, out.get(tp, value))
         return out
@@ -600,51 +551,32 @@ class Lab:
 
     def owners(self, reg: Registry) -> dict[tuple[str, int], str]:
         """Owner nodes in ZooKeeper mode; in coordinator mode what each member's trace last said it owns."""
-        if self.plan.mode == "zookeeper":
+        if self.plan.mode is LabMode.ZOOKEEPER:
             return reg.owners(GROUP)
-        out = {} if self.plan.mode == "coordinator" else dict(reg.owners(GROUP))
+        out = {} if self.plan.mode is LabMode.COORDINATOR else dict(reg.owners(GROUP))
         for consumer, owned in self.tail.owned.items():
             for tp in owned:
                 t, _, p = tp.rpartition("-")
                 out.setdefault((t, int(p)), consumer)
         return out
 
-    def _reap(self) -> None:
-        for name in self.status:
-            code = self.backend.exit_code(name)
-            if code is not None and self.status[name] in ("running", "stopping"):
-                self.status[name] = "stopped" if code == 0 or self.status[name] == "stopping" else f"exit {code}"
-
     # -------------------------------------------------------------------------------------------- view
     def _view(self, reg: Registry, elapsed: float) -> Group:
         self._poll_traces()
-        self._reap()
+        self.members.reap()
         for e in self.tail.stalls[self._stalls_shown:]:
             errors = ", ".join(f"{api} {code}" for api, code in (e.get("join_errors") or {}).items() if code)
             self._event(f"{e['consumer']}: join not complete after {e['waited_ms'] / 1000:.0f}s "
                         f"({errors or 'no answer yet'}; group {e.get('group_state') or 'not described'})")
         self._stalls_shown = len(self.tail.stalls)
-        owners = self.owners(reg)
-        offsets = self.committed(reg)
-        table = Table(title=f"group {GROUP} — {self.plan.mode} mode, {self.plan.profile} profile, "
-                            f"{self.plan.strategy} — {elapsed:4.0f}s / {self.plan.duration:.0f}s", expand=False)
-        for col in ("partition", "owner", "committed", "log end", "lag"):
-            table.add_column(col, justify="right" if col in ("committed", "log end", "lag") else "left")
-        for (t, p) in sorted(self.produced):
-            committed = offsets.get((t, p))
-            end = self.produced[(t, p)]
-            lag = end - committed if committed is not None else end
-            table.add_row(f"{t}-{p}", owners.get((t, p), "[red]none[/]"), "-" if committed is None else str(committed),
-                          str(end), str(lag))
-        members = Table(title="consumers")
-        for col in ("consumer", "state", "records", "rebalances"):
-            members.add_column(col)
+        title = (f"group {GROUP} — {self.plan.mode} mode, {self.plan.profile} profile, {self.plan.strategy} — "
+                 f"{elapsed:4.0f}s / {self.plan.duration:.0f}s")
         rebalances = Counter(e["consumer"] for e in self.tail.rebalances)
-        for name in sorted(self.status, key=lambda n: int(n[1:])):
-            cid = f"{GROUP}_{name}"
-            members.add_row(name, self.status[name], str(self.tail.per_consumer[cid]), str(rebalances[cid]))
+        members = {name: (state, self.tail.per_consumer[f"{GROUP}_{name}"], rebalances[f"{GROUP}_{name}"])
+                   for name, state in self.members.status.items()}
         events = "\n".join(self.events[-6:])
-        return Group(table, members, f"[dim]{events}[/]")
+        return Group(report.partitions_table(title, self.produced, self.owners(reg), self.committed(reg)),
+                     report.members_table(members), f"[dim]{events}[/]")
 
     # --------------------------------------------------------------------------------------------- run
     def run(self, analyze: bool = False, master: str | None = None) -> dict:
@@ -670,7 +602,7 @@ class Lab:
             with Registry.open(self.zk_connect) as reg:
                 zk_requests_at_start = self._zk_requests()
                 for i in range(1, self.plan.consumers + 1):
-                    self.join(f"c{i}")
+                    self.members.start(f"c{i}")
                 steps = sorted(self.plan.schedule(), key=lambda s: s.at)
                 started = time.monotonic()
                 with Live(self._view(reg, 0), console=self.console, refresh_per_second=2) as live:
@@ -693,7 +625,7 @@ class Lab:
                 if self._migration is not None:
                     self._migration.join(90)
                     summary["migration"] = self.migration_result or "unfinished"
-                if self.plan.mode == "zookeeper" or self.migration_result == "rolled back":
+                if self.plan.mode is LabMode.ZOOKEEPER or self.migration_result == "rolled back":
                     result = verify(reg, GROUP)
                     self.console.print()
                     self.console.print("Rebalance operation successful !" if result.ok else
@@ -712,15 +644,9 @@ class Lab:
                     self.requests["broker"] = counts
         finally:
             self._stop_producing.set()
-            for name in list(self.paused):  # a stopped process cannot act on SIGTERM
+            for name in list(self.members.paused):  # a stopped process cannot act on SIGTERM
                 self.resume(name)
-            for name in list(self.status):
-                self.stop(name)
-            for name in list(self.status):
-                if not self.backend.wait(name, 30):
-                    self.backend.signal(name, kill=True)
-                    self.backend.wait(name, 30)
-            self._reap()
+            self.members.stop_all()
             if self.lab_trace is not None:
                 self.lab_trace.close()
             if self._kafka_offsets is not None:
@@ -730,10 +656,10 @@ class Lab:
             if self._kafka_members is not None:  # every JVM has exited: the rest of their logs is final
                 self._kafka_members.close()
         summary.update(self.summarize())
-        self._print_summary(summary)
+        report.print_summary(self.console, summary, self.traces, self.out)
         (self.out / "summary.json").write_text(json.dumps(summary, indent=2))
         if analyze:
-            summary["report"] = self._analyze(master)
+            summary["report"] = report.analyze(self.console, self.traces, self.out, master)
             if summary["commits_untraced"]:  # the analysis reads traces only: say what it could not see
                 self.console.print(_commits_not_judged(self.plan), highlight=False)
         return summary
@@ -746,8 +672,8 @@ class Lab:
     def _verify_by_traces(self) -> bool:
         """Every partition owned, once, by a member still running (what verify checks with owner nodes)."""
         self._poll_traces()
-        self._reap()
-        running = [n for n, st in self.status.items() if st == "running"]
+        self.members.reap()
+        running = self.members.running()
         live = {f"{GROUP}_{n}" for n in running}
         seen: Counter = Counter()
         for consumer, owned in self.tail.owned.items():
@@ -784,30 +710,3 @@ class Lab:
             "scenario": self.plan.scenario.name if self.plan.scenario is not None else self.plan.workload,
             "not_applicable": list(self.skipped),
         }
-
-    def _print_summary(self, s: dict) -> None:
-        table = Table(title="lab summary")
-        table.add_column("measure")
-        table.add_column("value", justify="right")
-        for key in ("scenario", "mode", "profile", "strategy", "client", "produced", "delivered", "unique_delivered",
-                    "duplicates", "lost", "consumer_rebalances", "failed_rebalances", "claim_conflicts",
-                    "join_stalls", "rebalance_ms_p50", "rebalance_ms_max", "zookeeper_requests", "broker_requests",
-                    "migration", "verify_ok"):
-            if key in s:
-                table.add_row(key.replace("_", " "), str(s.get(key)))
-        self.console.print(table)
-        for line in s.get("not_applicable") or ():
-            self.console.print(f"[yellow]skipped[/] {escape(line)}")
-        self.console.print(f"traces: {self.traces}  (analyze them: zkconsumer analyze {self.traces} --out "
-                           f"{self.out / 'report'})", highlight=False)
-
-    def _analyze(self, master: str | None) -> str | None:
-        cmd = [sys.executable, "-m", "zkconsumer", "analyze", str(self.traces), "--out", str(self.out / "report")]
-        if master:
-            cmd += ["--master", master]
-        with contextlib.suppress(FileNotFoundError):
-            code = subprocess.call(cmd)
-            if code == 0:
-                return str(self.out / "report")
-        self.console.print("[yellow]analysis failed; see the output above[/]")
-        return None

@@ -132,6 +132,16 @@ NEW, EACH = "new", "each"
 TO_PARTITIONS = "to-partitions"
 
 
+class LabMode(StrEnum):
+    """How a lab run's group runs (``lab --mode``, a compare variant's mode, a summary's ``mode``). It names a
+    scenario's surroundings, not its steps: the same scenario runs in either mode, and only a lab in migrate mode
+    carries out ``migrate`` and ``rollback``."""
+
+    ZOOKEEPER = "zookeeper"  # 0.8 members: the rebalance in ZooKeeper
+    COORDINATOR = "coordinator"  # the same workload on the broker's group coordinator
+    MIGRATE = "migrate"  # 0.8 members started ``--migratable``, moved to the coordinator by ``zkconsumer migrate``
+
+
 class MemberKind(StrEnum):
     """What a member named in ``[kinds]`` runs in a run in ZooKeeper mode: one 0.8 group may mix them, as Kafka
     0.8.2.2's own consumers and zkconsumer's share groups (the values are what the file writes)."""

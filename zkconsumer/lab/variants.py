@@ -13,7 +13,7 @@ from enum import Enum, StrEnum
 from zkconsumer.apache_kafka.jars import cached, find_javac
 from zkconsumer.apache_kafka.lab_members import CLIENT as KAFKA_08_CLIENT
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.lab.scenario import ActionKind
+from zkconsumer.lab.scenario import ActionKind, LabMode
 
 
 class Measure(StrEnum):
@@ -77,7 +77,7 @@ _NO_LATENCY = ((Measure.REBALANCE_MS_P50, NotApplicable.NO_HOOK_BEFORE_ASSIGNMEN
 class Variant:
     """One generation of the rebalance protocol, as a lab runs it."""
 
-    mode: str  # zookeeper | coordinator
+    mode: LabMode  # zookeeper or coordinator: compare runs no migration
     about: str
     profile: str = "default"
     strategy: str | None = None  # None: the plan's (range by default)
@@ -102,7 +102,7 @@ class Variant:
     def no_counterpart(self, action: ActionKind) -> str | None:
         """Why a scenario action has nothing to strike in this variant's runs (None: it has). ``compare
         --scenario`` skips such steps and reports them n/a instead of failing the variant's run."""
-        if action.on_zookeeper_session and self.mode == "coordinator":
+        if action.on_zookeeper_session and self.mode is LabMode.COORDINATOR:
             return "a coordinator-mode member has no ZooKeeper session or link"
         if action.on_broker_link and self.consumer_jars is not None:
             return ("Kafka 0.8.2.2's consumer takes the broker's address from its registration in ZooKeeper: no "
@@ -118,7 +118,7 @@ class Variant:
         if action.on_broker and self.kafka is not None:
             return (f"the broker is Apache Kafka {self.kafka}, started by compare: the lab kills and restarts only "
                     "its own broker process")
-        if action.on_cluster and self.mode == "zookeeper":
+        if action.on_cluster and self.mode is LabMode.ZOOKEEPER:
             return ("a 0.8 group has no coordinator broker: ZooKeeper coordinates it (quorum-loss strikes that, "
                     "kill-broker its broker)")
         if action.on_cluster and self.kafka is None:
@@ -135,21 +135,21 @@ class Variant:
 
 #: Names are what ``--variants`` takes and what the table's columns are called.
 VARIANTS: dict[str, Variant] = {
-    "zookeeper-default": Variant("zookeeper", "0.8 group in ZooKeeper, zkconsumer's default profile"),
-    "zookeeper-kafka-0.8": Variant("zookeeper", "0.8 group in ZooKeeper, Kafka 0.8's own behaviour",
+    "zookeeper-default": Variant(LabMode.ZOOKEEPER, "0.8 group in ZooKeeper, zkconsumer's default profile"),
+    "zookeeper-kafka-0.8": Variant(LabMode.ZOOKEEPER, "0.8 group in ZooKeeper, Kafka 0.8's own behaviour",
                                    profile="kafka-0.8"),
-    "kafka-0.8.2.2": Variant("zookeeper", "0.8 group in ZooKeeper, Apache Kafka 0.8.2.2's own consumer (a JVM per "
-                             "member; trace rebuilt from its log), on zkconsumer's broker", profile="kafka-0.8",
+    "kafka-0.8.2.2": Variant(LabMode.ZOOKEEPER, "0.8 group in ZooKeeper, Apache Kafka 0.8.2.2's own consumer (a JVM "
+                             "per member; trace rebuilt from its log), on zkconsumer's broker", profile="kafka-0.8",
                              client=KAFKA_08_CLIENT, consumer_jars="0.8.2.2", commits_untraced=True),
-    "coordinator": Variant("coordinator", "classic protocol, eager, on zkconsumer's coordinator"),
-    "coordinator-kafka-3.9": Variant("coordinator", "classic protocol, eager, on Kafka 3.9.1's coordinator",
+    "coordinator": Variant(LabMode.COORDINATOR, "classic protocol, eager, on zkconsumer's coordinator"),
+    "coordinator-kafka-3.9": Variant(LabMode.COORDINATOR, "classic protocol, eager, on Kafka 3.9.1's coordinator",
                                      kafka="3.9.1"),
-    "cooperative-sticky": Variant("coordinator", "classic protocol, incremental (KIP-429), zkconsumer's coordinator",
-                                  strategy="cooperative-sticky", not_applicable=_NO_LATENCY),
-    "static": Variant("coordinator", "classic protocol, eager, static members (KIP-345), zkconsumer's coordinator",
-                      static_members=True),
-    "consumer-protocol-kafka-4": Variant("coordinator", "consumer protocol (KIP-848), server-side uniform assignor, "
-                                         "librdkafka members, Kafka 4.1.1 in KRaft mode", kafka="4.1.1",
+    "cooperative-sticky": Variant(LabMode.COORDINATOR, "classic protocol, incremental (KIP-429), zkconsumer's "
+                                  "coordinator", strategy="cooperative-sticky", not_applicable=_NO_LATENCY),
+    "static": Variant(LabMode.COORDINATOR, "classic protocol, eager, static members (KIP-345), zkconsumer's "
+                      "coordinator", static_members=True),
+    "consumer-protocol-kafka-4": Variant(LabMode.COORDINATOR, "consumer protocol (KIP-848), server-side uniform "
+                                         "assignor, librdkafka members, Kafka 4.1.1 in KRaft mode", kafka="4.1.1",
                                          client="librdkafka",
                                          properties=(("group.protocol", "consumer"),
                                                      ("group.remote.assignor", "uniform")),

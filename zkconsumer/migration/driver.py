@@ -22,8 +22,9 @@ from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.migration import verify
 from zkconsumer.migration.lease import DriverLease
-from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
+from zkconsumer.migration.plan import MigrationPhase, MigrationPlan, plan_path
 from zkconsumer.tools.groups import read_log_ends
+from zkconsumer.types import GroupMode
 from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths
 from zkconsumer.zk.registry import Registry
 
@@ -43,7 +44,7 @@ class StepDidNotHold(MigrationError):
 @dataclass(frozen=True)
 class MemberState:
     consumer_id: str
-    mode: str | None      # as acknowledged; None: not migratable (no acknowledgement)
+    mode: str | None      # a GroupMode as acknowledged; None: not migratable (no acknowledgement)
     bridged: bool
     registered: bool      # has a node under ids
     plan_version: int | None = None  # the plan version the acknowledgement answers (None: not said)
@@ -87,7 +88,7 @@ class MigrationDriver:
         self._written_version = self.lease.plan_version or 0
 
     @contextlib.contextmanager
-    def _leased(self, direction: str) -> Iterator[None]:
+    def _leased(self, direction: GroupMode) -> Iterator[None]:
         self.lease = DriverLease(self.registry, self.group, direction, wait_s=self.step_timeout_s)
         self.lease.acquire()
         if self.lease.took_over:
@@ -136,7 +137,7 @@ class MigrationDriver:
                                      f"{plan_path(self.group)} keeps the progress: run the command again")
             time.sleep(0.1)  # polling ZooKeeper state several nodes deep; a watch per node would not be simpler
 
-    def _acked(self, cid: str, mode: str, bridged: bool) -> bool:
+    def _acked(self, cid: str, mode: GroupMode, bridged: bool) -> bool:
         """``cid`` runs in ``mode`` and says so for the plan this driver last wrote (or a later one)."""
         return any(m.consumer_id == cid and m.mode == mode and m.bridged == bridged
                    and (m.plan_version is None or m.plan_version >= self._written_version) for m in self.members())
@@ -157,7 +158,7 @@ class MigrationDriver:
                               "waited for")
         return [cid for cid in consumer_ids if cid not in self.gone]
 
-    def _await_member(self, cid: str, what: str, mode: str, bridged: bool) -> bool:
+    def _await_member(self, cid: str, what: str, mode: GroupMode, bridged: bool) -> bool:
         """Wait for ``cid`` to acknowledge ``mode``; False if it is gone (:meth:`_present`) instead."""
         if cid in self.gone and not self._present([cid]):
             return False
@@ -252,7 +253,7 @@ class MigrationDriver:
     def to_coordinator(self, only: list[str] | None = None) -> MigrationPlan:
         """Move every member, then drop the bridge (``done``). ``only``: move just these consumer ids (a canary,
         or a migration in stages) and leave the group mixed, every step checked as usual; run again to go on."""
-        with self._leased(COORDINATOR):
+        with self._leased(GroupMode.COORDINATOR):
             return self._to_coordinator(only)
 
     def _to_coordinator(self, only: list[str] | None = None) -> MigrationPlan:
@@ -271,50 +272,53 @@ class MigrationDriver:
         partitions = self.subscribed_partitions()  # read now: after done, members leave ZooKeeper
         if not partitions and plan.topics:
             partitions = {t: list(ps) for t, ps in self.registry.partitions_for_topics(list(plan.topics)).items()}
-        if plan.phase == "done":  # a driver stopped after done: only the last check is left
+        if plan.phase is MigrationPhase.DONE:  # a driver stopped after done: only the last check is left
             self.progress("resuming: the plan is done already; checking the coordinator group")
             self._hold("the coordinator group", [m.consumer_id for m in members], partitions, True)
             self.progress("migration done: the group is managed by the broker's coordinator")
             return plan
-        plan = replace(plan, phase="mixed", bootstrap=self.bootstrap or plan.bootstrap,
+        plan = replace(plan, phase=MigrationPhase.MIXED, bootstrap=self.bootstrap or plan.bootstrap,
                        topics=tuple(sorted(partitions)) or plan.topics)
-        moved: list[str] = [m.consumer_id for m in members if plan.mode_of(m.consumer_id) == COORDINATOR]
+        moved: list[str] = [m.consumer_id for m in members
+                            if plan.mode_of(m.consumer_id) == GroupMode.COORDINATOR]
         if moved:  # a driver stopped mid-way: check what it did before going on (its last step may not have held)
             self.progress(f"resuming: {', '.join(moved)} planned in coordinator mode already")
             for cid in moved:
-                self._await_member(cid, f"{cid} to run in coordinator mode", COORDINATOR, True)
+                self._await_member(cid, f"{cid} to run in coordinator mode", GroupMode.COORDINATOR, True)
             self._await("every partition to be owned again", self._settled)
             self._hold(f"{', '.join(moved)} in coordinator mode", moved, None, False)
         for m in members:
-            if plan.mode_of(m.consumer_id) == COORDINATOR and m.mode == COORDINATOR and m.bridged:
+            if plan.mode_of(m.consumer_id) == m.mode == GroupMode.COORDINATOR and m.bridged:
                 continue
             if only is not None and m.consumer_id not in only:
                 continue
             self._refuse_strangers_midway(m.consumer_id)
             held = plan
-            plan = plan.with_member(m.consumer_id, COORDINATOR)
+            plan = plan.with_member(m.consumer_id, GroupMode.COORDINATOR)
             self._write(plan)
             self.progress(f"{m.consumer_id}: to coordinator mode")
             try:
-                self._await_member(m.consumer_id, f"{m.consumer_id} to run in coordinator mode", COORDINATOR, True)
+                self._await_member(m.consumer_id, f"{m.consumer_id} to run in coordinator mode",
+                                   GroupMode.COORDINATOR, True)
                 self._await("every partition to be owned again", self._settled)
                 self._hold(f"{m.consumer_id} in coordinator mode", [*moved, m.consumer_id], None, False)
             except MigrationError as e:
                 self._undo_member(held, m.consumer_id, e)
             moved.append(m.consumer_id)
             self.progress(f"{m.consumer_id}: in coordinator mode, every partition owned")
-        if only is not None and any(plan.mode_of(m.consumer_id) != COORDINATOR for m in members):
+        if only is not None and any(plan.mode_of(m.consumer_id) != GroupMode.COORDINATOR for m in members):
             self.progress(f"{', '.join(only)} in coordinator mode; the group stays mixed "
                           f"({len(moved)} of {len(members)} members moved): run migrate again to go on")
             return plan
         self._refuse_strangers_midway("the ZooKeeper bridge is dropped")
         mixed = plan
-        plan = replace(plan, phase="done")
+        plan = replace(plan, phase=MigrationPhase.DONE)
         self._write(plan)
         self.progress("every member in coordinator mode: dropping the ZooKeeper bridge")
         try:
             for m in members:
-                self._await_member(m.consumer_id, f"{m.consumer_id} to leave ZooKeeper", COORDINATOR, False)
+                self._await_member(m.consumer_id, f"{m.consumer_id} to leave ZooKeeper", GroupMode.COORDINATOR,
+                                   False)
             self._hold("the coordinator group", [m.consumer_id for m in members], partitions, True)
         except MigrationError as e:
             self._undo_done(mixed, members, e)
@@ -354,7 +358,8 @@ class MigrationDriver:
         self.progress(f"the coordinator group did not hold ({error}); bridging every member to ZooKeeper again")
         self._write(mixed)
         for m in members:
-            self._await_member(m.consumer_id, f"{m.consumer_id} to register in ZooKeeper again", COORDINATOR, True)
+            self._await_member(m.consumer_id, f"{m.consumer_id} to register in ZooKeeper again",
+                               GroupMode.COORDINATOR, True)
         self._await("every partition to be owned again", self._settled)
         raise MigrationError(f"the coordinator group did not hold after the bridge was dropped: {error}; rolled "
                              "back to the mixed phase (every member bridged, every partition owned): run migrate "
@@ -363,7 +368,7 @@ class MigrationDriver:
     def to_zookeeper(self) -> MigrationPlan:
         """The rollback: bridge every coordinator-mode member again, then move members back one by one. It takes
         the group over from a forward driver that is still running (:mod:`.lease`)."""
-        with self._leased(ZOOKEEPER):
+        with self._leased(GroupMode.ZOOKEEPER):
             return self._to_zookeeper()
 
     def _to_zookeeper(self) -> MigrationPlan:
@@ -371,18 +376,21 @@ class MigrationDriver:
         plan = self.plan()
         # acknowledged in coordinator mode, or planned there and still switching (a forward step interrupted)
         coordinator_members = [m for m in members
-                               if m.mode == COORDINATOR or plan.mode_of(m.consumer_id) == COORDINATOR]
-        if plan.phase == "done":
-            plan = replace(plan, members={m.consumer_id: COORDINATOR for m in coordinator_members}, phase="mixed")
+                               if GroupMode.COORDINATOR in (m.mode, plan.mode_of(m.consumer_id))]
+        if plan.phase is MigrationPhase.DONE:
+            plan = replace(plan, members={m.consumer_id: GroupMode.COORDINATOR for m in coordinator_members},
+                           phase=MigrationPhase.MIXED)
             self._write(plan)
             self.progress("bridging coordinator-mode members to ZooKeeper again")
             for m in coordinator_members:
-                self._await_member(m.consumer_id, f"{m.consumer_id} to register in ZooKeeper", COORDINATOR, True)
+                self._await_member(m.consumer_id, f"{m.consumer_id} to register in ZooKeeper",
+                                   GroupMode.COORDINATOR, True)
         for m in coordinator_members:
-            plan = plan.with_member(m.consumer_id, ZOOKEEPER)
+            plan = plan.with_member(m.consumer_id, GroupMode.ZOOKEEPER)
             self._write(plan)
             self.progress(f"{m.consumer_id}: back to ZooKeeper mode")
-            self._await_member(m.consumer_id, f"{m.consumer_id} to run in ZooKeeper mode", ZOOKEEPER, False)
+            self._await_member(m.consumer_id, f"{m.consumer_id} to run in ZooKeeper mode", GroupMode.ZOOKEEPER,
+                               False)
             self._await("every partition to be owned again", self._settled)
         self.progress("rollback done: the group is a ZooKeeper (0.8) group")
         return plan

@@ -18,7 +18,7 @@ import time
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER
+from zkconsumer.types import GroupMode
 from zkconsumer.zk.layout import GroupPaths
 from zkconsumer.zk.registry import Registry
 
@@ -51,8 +51,8 @@ def _alive_here(holder: dict) -> bool | None:
 class DriverLease:
     """``direction``: ``coordinator`` (forward) or ``zookeeper`` (rollback)."""
 
-    def __init__(self, registry: Registry, group: str, direction: str, wait_s: float = 30.0) -> None:
-        assert direction in (COORDINATOR, ZOOKEEPER)
+    def __init__(self, registry: Registry, group: str, direction: GroupMode, wait_s: float = 30.0) -> None:
+        assert direction in tuple(GroupMode)
         self.registry = registry
         self.group = group
         self.direction = direction
@@ -86,7 +86,8 @@ class DriverLease:
             if holder is None:
                 continue  # gone meanwhile
             alive = _alive_here(holder)
-            if alive is False or (self.direction == ZOOKEEPER and holder.get("direction") == COORDINATOR):
+            if alive is False or (self.direction == GroupMode.ZOOKEEPER
+                                  and holder.get("direction") == GroupMode.COORDINATOR):
                 # a dead driver's lease (kill -9: its session lingers), or a rollback taking a forward one over
                 self.took_over = holder
                 try:

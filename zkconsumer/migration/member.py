@@ -25,7 +25,8 @@ from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnect
 from zkconsumer.consumer.streams import KafkaStream
 from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
 from zkconsumer.migration.bridge import BridgeAssignor, ZkBridge
-from zkconsumer.migration.plan import COORDINATOR, ZOOKEEPER, MigrationPlan, plan_path
+from zkconsumer.migration.plan import MigrationPlan, plan_path
+from zkconsumer.types import GroupMode
 from zkconsumer.zk import layout
 from zkconsumer.zk.layout import ConsumerRegistration, TopicFilter
 from zkconsumer.zk.registry import Registry, connect
@@ -77,7 +78,7 @@ class MigratableConsumer:
         self._changed = threading.Event()
         self._lock = threading.Lock()
         self.connector = None
-        self.mode: str | None = None
+        self.mode: GroupMode | None = None
         self.bridged = False
         self.switches = 0
         self._session = self.zk.client_id[0] if self.zk.client_id else None
@@ -113,10 +114,10 @@ class MigratableConsumer:
         with self._lock:
             return self._plan
 
-    def _wanted(self) -> tuple[str, bool]:
+    def _wanted(self) -> tuple[GroupMode, bool]:
         plan = self.plan
         mode = plan.mode_of(self.consumer_id)
-        return mode, mode == COORDINATOR and plan.bridged
+        return mode, mode is GroupMode.COORDINATOR and plan.bridged
 
     # ------------------------------------------------------------------------------------------- running
     def run(self, consume: Callable[[KafkaStream], None], stop: threading.Event,
@@ -141,7 +142,7 @@ class MigratableConsumer:
                     if self._changed.wait(0.2):
                         self._changed.clear()
                         wanted = self._wanted()
-                        if wanted == (COORDINATOR, False) and bridge is not None:
+                        if wanted == (GroupMode.COORDINATOR, False) and bridge is not None:
                             # done: drop the bridge and stay in the coordinator group, same member id and partitions
                             # (restarting every member at once would be a stop-the-world rebalance of the group)
                             connector.holds.drop_handover()
@@ -165,8 +166,8 @@ class MigratableConsumer:
         finally:
             self.close()
 
-    def _start(self, mode: str, bridged: bool):
-        if mode == ZOOKEEPER:
+    def _start(self, mode: GroupMode, bridged: bool):
+        if mode is GroupMode.ZOOKEEPER:
             return ZookeeperConsumerConnector(self.config), None
         plan = self.plan
         config = self.config
@@ -194,7 +195,7 @@ class MigratableConsumer:
         bridge.start(on_ids, gate=connector.holds)
         return connector, bridge
 
-    def _ack(self, mode: str, bridged: bool) -> None:
+    def _ack(self, mode: GroupMode, bridged: bool) -> None:
         path = ack_path(self.group, self.consumer_id)
         with self._lock:
             version = self._plan_version
@@ -207,7 +208,7 @@ class MigratableConsumer:
         except NodeExistsError:
             self.zk.set(path, data)
 
-    def _ack_again(self, mode: str, bridged: bool) -> None:
+    def _ack_again(self, mode: GroupMode, bridged: bool) -> None:
         try:
             self._ack(mode, bridged)
             log.info("%s: acknowledged %s mode again on the new ZooKeeper session", self.consumer_id, mode)

@@ -9,15 +9,24 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
+from enum import StrEnum
 
+from zkconsumer.types import GroupMode
 from zkconsumer.zk.layout import GroupPaths, MalformedNodeError
 
-ZOOKEEPER, COORDINATOR = "zookeeper", "coordinator"
-MODES = (ZOOKEEPER, COORDINATOR)
-#: ``mixed``: members run in the mode ``members`` gives them (absent: zookeeper), coordinator-mode members keep a
-#: ZooKeeper registration and owner nodes so both halves agree; ``done``: every member is in coordinator mode and
-#: ZooKeeper is no longer used by the group.
-PHASES = ("mixed", "done")
+
+class MigrationPhase(StrEnum):
+    """Where a migration stands; the value is the plan node's ``phase``."""
+
+    #: Members run in the mode ``members`` gives them (absent: zookeeper); coordinator-mode members keep a ZooKeeper
+    #: registration and owner nodes so both halves agree.
+    MIXED = "mixed"
+    #: Every member is in coordinator mode and ZooKeeper is no longer used by the group.
+    DONE = "done"
+
+
+#: Every phase and mode, for the checks on a plan (their messages list them).
+PHASES, MODES = tuple(MigrationPhase), tuple(GroupMode)
 VERSION = 1
 
 
@@ -27,8 +36,8 @@ def plan_path(group: str) -> str:
 
 @dataclass(frozen=True)
 class MigrationPlan:
-    members: Mapping[str, str] = field(default_factory=dict)
-    phase: str = "mixed"
+    members: Mapping[str, GroupMode] = field(default_factory=dict)
+    phase: MigrationPhase = MigrationPhase.MIXED
     #: ``bootstrap.servers`` for coordinator-mode members; None: the brokers registered in ZooKeeper.
     bootstrap: str | None = None
     #: The group's subscribed topics when the migration started (after ``done`` no registration says them any
@@ -36,23 +45,26 @@ class MigrationPlan:
     topics: tuple[str, ...] = ()
 
     def __post_init__(self) -> None:
+        """Checks the vocabulary, and turns the strings a decoded node gives into its enums."""
         if self.phase not in PHASES:
             raise ValueError(f"migration phase must be one of {', '.join(PHASES)}, got {self.phase!r}")
         for cid, mode in self.members.items():
             if mode not in MODES:
                 raise ValueError(f"mode of {cid} must be one of {', '.join(MODES)}, got {mode!r}")
+        object.__setattr__(self, "phase", MigrationPhase(self.phase))
+        object.__setattr__(self, "members", {cid: GroupMode(mode) for cid, mode in self.members.items()})
 
-    def mode_of(self, consumer_id: str) -> str:
-        if self.phase == "done":
-            return COORDINATOR
-        return self.members.get(consumer_id, ZOOKEEPER)
+    def mode_of(self, consumer_id: str) -> GroupMode:
+        if self.phase is MigrationPhase.DONE:
+            return GroupMode.COORDINATOR
+        return self.members.get(consumer_id, GroupMode.ZOOKEEPER)
 
     @property
     def bridged(self) -> bool:
         """Whether coordinator-mode members must still keep ZooKeeper ownership (the group may be mixed)."""
-        return self.phase != "done"
+        return self.phase is not MigrationPhase.DONE
 
-    def with_member(self, consumer_id: str, mode: str) -> MigrationPlan:
+    def with_member(self, consumer_id: str, mode: GroupMode) -> MigrationPlan:
         return replace(self, members={**self.members, consumer_id: mode})
 
     def encode(self) -> bytes:
@@ -78,20 +90,20 @@ class MigrationPlan:
         if not isinstance(topics, list) or not all(isinstance(t, str) for t in topics):
             raise MalformedNodeError(path, data, "topics must be a list of topic names")
         try:
-            return cls(members, obj.get("phase", "mixed"), obj.get("bootstrap"), tuple(topics))
+            return cls(members, obj.get("phase", MigrationPhase.MIXED), obj.get("bootstrap"), tuple(topics))
         except ValueError as e:
             raise MalformedNodeError(path, data, str(e)) from None
 
 
-def refusal(plan: MigrationPlan, group: str, mode: str) -> str | None:
+def refusal(plan: MigrationPlan, group: str, mode: GroupMode) -> str | None:
     """Why a member started *without* ``--migratable`` in ``mode`` must not join ``group`` now (None: it may).
 
     It would not read the plan: in ZooKeeper mode it stays behind when the group leaves ZooKeeper (``done``), and
     while members are bridged it is a second assignment the bridge does not know of; in coordinator mode, while
     the group is mixed, it would fetch partitions ZooKeeper-mode members own (it claims no owner node)."""
-    moved = sorted(cid for cid, m in plan.members.items() if m == COORDINATOR)
-    if plan.phase == "done":
-        if mode == COORDINATOR:
+    moved = sorted(cid for cid, m in plan.members.items() if m is GroupMode.COORDINATOR)
+    if plan.phase is MigrationPhase.DONE:
+        if mode == GroupMode.COORDINATOR:
             return None
         where = "has left ZooKeeper (migration done)"
     elif moved:

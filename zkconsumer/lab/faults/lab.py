@@ -24,9 +24,12 @@ from zkconsumer import broker_version
 from zkconsumer.broker import Broker
 from zkconsumer.broker.state import STATE_FILE, read_state
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.lab.backends import ProcessBackend
 from zkconsumer.lab.faults.proxy import TcpProxy
 from zkconsumer.lab.runner import GROUP, Lab, LabPlan
+from zkconsumer.lab.scenario import LabMode
 from zkconsumer.migration.driver import MigrationDriver
+from zkconsumer.migration.plan import MigrationPhase
 from zkconsumer.records import encode_value
 from zkconsumer.tools.groups import verify
 from zkconsumer.trace import TraceWriter
@@ -53,8 +56,8 @@ class FaultLab(Lab):
     """One group under one fault. ``with FaultLab(plan, out, zk_servers=3) as lab: ...``"""
 
     def __init__(self, plan: LabPlan, out_dir: Path, zk_servers: int = 1, broker_process: bool = False,
-                 console: Console | None = None) -> None:
-        super().__init__(plan, Path(out_dir), console=console)  # the process backend: real processes, kill -9
+                 console: Console | None = None, backend: ProcessBackend | None = None) -> None:
+        super().__init__(plan, Path(out_dir), console=console, backend=backend)  # processes: kill -9 is real
         self._broker = None  # the in-process broker, when the broker does not run as its own process
         self.zk_servers = zk_servers
         self.broker_process = broker_process
@@ -114,7 +117,7 @@ class FaultLab(Lab):
     def __exit__(self, *exc: object) -> None:
         self._stop_producing.set()
         for name in list(self.procs):
-            self.stop(name)
+            self.members.stop(name)
         for proc in self.procs.values():
             try:
                 proc.wait(30)
@@ -248,7 +251,7 @@ class FaultLab(Lab):
         return set(self.produced)
 
     def live_members(self) -> list[str]:
-        return [n for n, p in self.procs.items() if p.poll() is None and self.status.get(n) == "running"]
+        return [n for n, p in self.procs.items() if p.poll() is None and self.members.status.get(n) == "running"]
 
     # ---------------------------------------------------------------------------------------- migrations
     def migration(self) -> MigrationDriver:
@@ -304,7 +307,7 @@ class FaultLab(Lab):
             return proc.wait(30)
         except subprocess.TimeoutExpired:
             self.backend.procs[name] = proc
-            self.status[name] = "running"
+            self.members.status[name] = "running"
             return None
 
     def coordinator_settled(self, members: list[str]) -> bool:
@@ -318,7 +321,7 @@ class FaultLab(Lab):
         in a group whose migration is done, the coordinator's view instead (no owner nodes any more)."""
         assert self.registry is not None
         members = self.live_members() if members is None else members
-        if self.plan.mode == "migrate" and self.migration().plan().phase == "done":
+        if self.plan.mode is LabMode.MIGRATE and self.migration().plan().phase is MigrationPhase.DONE:
             return self.coordinator_settled(members)
         owners = self.registry.owners(GROUP)
         ids = set(self.registry.consumer_ids(GROUP))
@@ -339,7 +342,8 @@ class FaultLab(Lab):
 
         def caught_up() -> bool:
             # a migrating group commits to ZooKeeper, to the broker or both: the larger of the two counts
-            offsets = self.committed(self.registry) if self.plan.mode == "migrate" else self.registry.offsets(GROUP)
+            offsets = (self.committed(self.registry) if self.plan.mode is LabMode.MIGRATE
+                       else self.registry.offsets(GROUP))
             return all(offsets.get(tp, 0) >= end for tp, end in ends.items())
 
         self.wait(caught_up, timeout, "every commit at the log's end")

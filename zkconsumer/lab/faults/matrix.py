@@ -28,7 +28,9 @@ from rich.console import Console
 
 from zkconsumer.lab.faults import migration
 from zkconsumer.lab.faults.lab import FaultLab
+from zkconsumer.lab.faults.proxy import LinkMode
 from zkconsumer.lab.runner import GROUP, LabPlan
+from zkconsumer.lab.scenario import LabMode
 from zkconsumer.types import tp_str
 
 
@@ -44,7 +46,7 @@ class Fault:
     #: under the kafka-0.8 profile this fault shows Kafka 0.8's own behaviour (two owners, duplicates)
     kafka08_known: bool = False
     #: the lab's mode: ``migrate`` faults strike a live migration (zkconsumer/lab/faults/migration.py)
-    mode: str = "zookeeper"
+    mode: LabMode = LabMode.ZOOKEEPER
 
 
 def _modes(lab: FaultLab) -> dict[int, str | None]:
@@ -83,12 +85,12 @@ def _cut(lab: FaultLab) -> None:
     proxy = lab.proxies["c1"]
     assert lab.registry is not None
     lab.injected("zk-cut", f"{GROUP}_c1", "c1's ZooKeeper connection blackholed (it still fetches)")
-    proxy.set_mode("blackhole")
+    proxy.set_mode(LinkMode.BLACKHOLE)
     lab.wait(lambda: f"{GROUP}_c1" not in lab.registry.consumer_ids(GROUP), 60, "c1's session to expire")
     lab.wait(lambda: lab.settled([m for m in lab.live_members() if m != "c1"]) and not any(
         t.startswith(f"{GROUP}_c1-") for t in lab.registry.owners(GROUP).values()), 60,
         "the others to own c1's partitions")
-    proxy.set_mode("pass")
+    proxy.set_mode(LinkMode.PASS)
     lab.healed("zk-cut", "c1's connection passes again")
 
 
@@ -107,7 +109,7 @@ def _consumers_kill(lab: FaultLab) -> None:
     victims = ["c1", "c2"]
     lab.injected("consumers-kill", ",".join(f"{GROUP}_{v}" for v in victims), "c1 and c2 killed with SIGKILL")
     for v in victims:
-        lab.stop(v, kill=True)
+        lab.members.stop(v, kill=True)
     lab.wait(lambda: not {f"{GROUP}_{v}" for v in victims} & set(lab.registry.consumer_ids(GROUP)), 60,
              "the killed consumers' sessions to expire")
     lab.healed("consumers-kill", "their sessions expired")
@@ -138,7 +140,7 @@ def _herd(lab: FaultLab) -> None:
     n = lab.plan.consumers
     lab.injected("herd-30", f"{n} consumers", f"{n} consumers started together")
     for i in range(1, n + 1):
-        lab.join(f"c{i}")
+        lab.members.start(f"c{i}")
     lab.wait(lambda: len(lab.registry.consumer_ids(GROUP)) == n, 120, f"all {n} registered")
     lab.healed("herd-30", f"all {n} registered")
 
@@ -155,23 +157,23 @@ FAULTS: dict[str, Fault] = {f.name: f for f in [
     Fault("consumer-pause", "one consumer paused (SIGSTOP) past its session, then resumed", _pause,
           kafka08_known=True),
     Fault("migrate-kill", "the migrate process kill -9 mid-step, then run again", migration.migrate_kill,
-          mode="migrate"),
+          mode=LabMode.MIGRATE),
     Fault("member-kill-switching", "a member kill -9 while it switches mode", migration.member_kill_switching,
-          mode="migrate"),
+          mode=LabMode.MIGRATE),
     Fault("bridge-zk-expiry", "a bridged member's ZooKeeper session expiring (proxy cut)", migration.bridge_zk_expiry,
-          proxied=("c1",), mode="migrate"),
+          proxied=("c1",), mode=LabMode.MIGRATE),
     Fault("broker-restart", "the broker kill -9 and restart mid-migration", migration.broker_restart,
-          broker_process=True, mode="migrate"),
+          broker_process=True, mode=LabMode.MIGRATE),
     Fault("rollback-mid", "migrate --rollback started while the migration runs", migration.rollback_mid,
-          mode="migrate"),
+          mode=LabMode.MIGRATE),
     Fault("stranger-joins", "a member without --migratable joining mid-way", migration.stranger_joins,
-          mode="migrate"),
+          mode=LabMode.MIGRATE),
 ]}
 
 
-def faults_of(mode: str) -> list[str]:
+def faults_of(mode: LabMode) -> list[str]:
     """The faults of one lab mode: ``migrate`` strikes migrations, every other mode a running group."""
-    return [n for n, f in FAULTS.items() if (f.mode == "migrate") == (mode == "migrate")]
+    return [n for n, f in FAULTS.items() if (f.mode is LabMode.MIGRATE) == (mode == LabMode.MIGRATE)]
 
 
 @dataclass
@@ -189,9 +191,10 @@ class FaultRun:
 def fault_plan(fault: Fault, profile: str, session_timeout_ms: int = 4000, herd: int | None = None) -> LabPlan:
     consumers = herd if (herd and fault.name == "herd-30") else fault.consumers
     # migrations: Kafka's initial rebalance delay scaled down with the sessions (3 s against 10 s sessions)
+    delay_ms = 1000 if fault.mode is LabMode.MIGRATE else 3000
     return LabPlan(consumers=consumers, profile=profile, topics={"orders": 12 if fault.name == "herd-30" else 6},
                    rate=40.0, initial_records=20, session_timeout_ms=session_timeout_ms, commit_interval_ms=500,
-                   steps=[], mode=fault.mode, initial_rebalance_delay_ms=1000 if fault.mode == "migrate" else 3000)
+                   steps=[], mode=fault.mode, initial_rebalance_delay_ms=delay_ms)
 
 
 def run_fault(fault: Fault, out, profile: str = "default", session_timeout_ms: int = 4000,
@@ -211,7 +214,7 @@ def run_fault(fault: Fault, out, profile: str = "default", session_timeout_ms: i
             lab.start_producing()
             if fault.name != "herd-30":
                 for i in range(1, plan.consumers + 1):
-                    lab.join(f"c{i}")
+                    lab.members.start(f"c{i}")
                 lab.wait_settled(settle)
             fault.drive(lab)
             healed = time.monotonic()

@@ -26,8 +26,9 @@ from __future__ import annotations
 import time
 
 from zkconsumer.lab.faults.lab import FaultLab, FaultTimeout
+from zkconsumer.lab.faults.proxy import LinkMode
 from zkconsumer.lab.runner import GROUP
-from zkconsumer.migration.plan import COORDINATOR
+from zkconsumer.types import GroupMode
 
 #: Generous: a step is a member's switch plus two rebalances, and the lab's machine is busy with the whole group.
 MIGRATION_TIMEOUT = 240.0
@@ -35,13 +36,13 @@ MIGRATION_TIMEOUT = 240.0
 
 def _planned(lab: FaultLab) -> int:
     """How many members the plan puts in coordinator mode so far."""
-    return sum(mode == COORDINATOR for mode in lab.migration().plan().members.values())
+    return sum(mode == GroupMode.COORDINATOR for mode in lab.migration().plan().members.values())
 
 
 def _bridged_and_owning(lab: FaultLab, name: str) -> bool:
     """``name`` runs bridged in coordinator mode and holds owner nodes: it is consuming through the bridge."""
     assert lab.registry is not None
-    return lab.acked(name) == (COORDINATOR, True) and any(
+    return lab.acked(name) == (GroupMode.COORDINATOR, True) and any(
         t.startswith(f"{GROUP}_{name}-") for t in lab.registry.owners(GROUP).values())
 
 
@@ -60,15 +61,15 @@ def migrate_kill(lab: FaultLab) -> None:
 
 def member_kill_switching(lab: FaultLab) -> None:
     proc = lab.run_migrate()
-    lab.wait(lambda: lab.migration().plan().mode_of(f"{GROUP}_c2") == COORDINATOR, 120, "c2's step")
+    lab.wait(lambda: lab.migration().plan().mode_of(f"{GROUP}_c2") == GroupMode.COORDINATOR, 120, "c2's step")
     state = lab.acked("c2")
     lab.injected("member-kill-switching", f"{GROUP}_c2",
                  f"c2 killed with SIGKILL while it switches (it last acknowledged {state})")
-    lab.stop("c2", kill=True)
+    lab.members.stop("c2", kill=True)
     lab.finish_migrate(proc, MIGRATION_TIMEOUT, "migration done")
     lab.procs["c2"].wait(30)
-    lab.restart("c2")
-    lab.wait(lambda: lab.acked("c2") == (COORDINATOR, False), 60, "c2 started again, in coordinator mode")
+    lab.members.restart("c2")
+    lab.wait(lambda: lab.acked("c2") == (GroupMode.COORDINATOR, False), 60, "c2 started again, in coordinator mode")
     lab.healed("member-kill-switching", "c2 back, in the mode the plan gives it")
 
 
@@ -80,14 +81,14 @@ def bridge_zk_expiry(lab: FaultLab) -> None:
     lab.finish_migrate(lab.run_migrate("--members", "c1"), MIGRATION_TIMEOUT, "the group stays mixed")
     lab.wait(lambda: _bridged_and_owning(lab, "c1"), 60, "c1 bridged in coordinator mode, owning partitions")
     lab.injected("bridge-zk-expiry", f"{GROUP}_c1", "c1 (bridged) cut off from ZooKeeper: blackholed by the proxy")
-    proxy.set_mode("blackhole")
+    proxy.set_mode(LinkMode.BLACKHOLE)
     lab.wait(lambda: f"{GROUP}_c1" not in lab.registry.consumer_ids(GROUP), 60, "c1's session to expire")
     others = [m for m in lab.live_members() if m != "c1"]
     lab.wait(lambda: lab.settled(others) and not any(t.startswith(f"{GROUP}_c1-")
                                                      for t in lab.registry.owners(GROUP).values()), 60,
              "the others to own c1's partitions")
     time.sleep(lab.plan.session_timeout_ms / 1000)  # c1 stays cut off while the others consume its partitions
-    proxy.set_mode("pass")
+    proxy.set_mode(LinkMode.PASS)
     lab.wait(lambda: _bridged_and_owning(lab, "c1"), 60, "c1 bridged again on a new session, owning partitions")
     lab.finish_migrate(lab.run_migrate(), MIGRATION_TIMEOUT, "migration done")
     lab.healed("bridge-zk-expiry", "c1 back on a new session; the migration completed")

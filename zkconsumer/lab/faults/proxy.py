@@ -30,10 +30,18 @@ import socket
 import struct
 import threading
 import time
-from typing import Literal
+from enum import StrEnum
 
-Mode = Literal["pass", "drop", "blackhole"]
-MODES: tuple[str, ...] = ("pass", "drop", "blackhole")
+
+class LinkMode(StrEnum):
+    """What the proxy does with the connections through it (the module's docstring says each in full)."""
+
+    PASS = "pass"  # bytes flow both ways
+    DROP = "drop"  # every connection reset, new ones too
+    BLACKHOLE = "blackhole"  # connections kept open, nothing forwarded
+
+
+MODES: tuple[str, ...] = tuple(mode.value for mode in LinkMode)  # what set_mode's error lists
 
 
 def _reset(sock: socket.socket) -> None:
@@ -55,7 +63,7 @@ class TcpProxy:
         self._sel = selectors.DefaultSelector()
         self._lock = threading.Lock()
         self._peer: dict[socket.socket, socket.socket | None] = {}  # each side → the other (None: no upstream)
-        self._mode: Mode = "pass"
+        self._mode = LinkMode.PASS
         self._wake_r, self._wake_w = socket.socketpair()
         self._stopping = False
         self._thread = threading.Thread(target=self._loop, daemon=True, name=f"tcpproxy-{self.port}")
@@ -72,7 +80,7 @@ class TcpProxy:
         return f"{self.host}:{self.port}"
 
     @property
-    def mode(self) -> Mode:
+    def mode(self) -> LinkMode:
         return self._mode
 
     def start(self) -> TcpProxy:
@@ -81,13 +89,15 @@ class TcpProxy:
         self._thread.start()
         return self
 
-    def set_mode(self, mode: Mode) -> None:
+    def set_mode(self, mode: LinkMode) -> None:
         """Switch mode; the selector thread applies it (resets what ``drop``/leaving ``blackhole`` must)."""
         if mode not in MODES:
             raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+        mode = LinkMode(mode)
         with self._lock:
             previous, self._mode = self._mode, mode
-            self._pending_reset = mode == "drop" or (previous == "blackhole" and mode != "blackhole")
+            self._pending_reset = mode is LinkMode.DROP or (previous is LinkMode.BLACKHOLE
+                                                            and mode is not LinkMode.BLACKHOLE)
         self._wake_w.send(b"x")
 
     @property
@@ -140,11 +150,11 @@ class TcpProxy:
             return
         self.accepted += 1
         mode = self._mode
-        if mode == "drop":
+        if mode is LinkMode.DROP:
             _reset(client)
             return
         upstream = None
-        if mode == "pass":
+        if mode is LinkMode.PASS:
             try:
                 upstream = socket.create_connection(self.target, timeout=2.0)
             except OSError:
@@ -171,7 +181,7 @@ class TcpProxy:
             self._close(sock, reset=False)
             return
         peer = self._peer.get(sock)
-        if self._mode != "pass" or peer is None:
+        if self._mode is not LinkMode.PASS or peer is None:
             return  # blackhole: swallowed
         if self._latency_s > 0 or self._last_due.get(peer, 0.0) > time.monotonic():
             due = max(time.monotonic() + self._latency_s, self._last_due.get(peer, 0.0))
@@ -186,7 +196,7 @@ class TcpProxy:
         while self._delayed and self._delayed[0][0] <= now:
             _, _, peer, data = heapq.heappop(self._delayed)
             source = self._peer.get(peer)
-            if source is None or self._mode != "pass":
+            if source is None or self._mode is not LinkMode.PASS:
                 continue
             self._forward(source, peer, data)
 

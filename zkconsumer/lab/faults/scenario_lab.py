@@ -42,9 +42,9 @@ from zkconsumer.apache_kafka.cluster import KafkaCluster
 from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.lab.backends import BackendError, LabBackend, ProcessBackend
 from zkconsumer.lab.faults.lab import FaultLab, FaultTimeout, quiet_logger
-from zkconsumer.lab.faults.proxy import TcpProxy
+from zkconsumer.lab.faults.proxy import LinkMode, TcpProxy
 from zkconsumer.lab.runner import GROUP, Lab, LabPlan
-from zkconsumer.lab.scenario import FOLLOWER, LEADER, ActionKind, Step
+from zkconsumer.lab.scenario import FOLLOWER, LEADER, ActionKind, LabMode, Step
 from zkconsumer.records import encode_value
 from zkconsumer.trace import TraceWriter
 from zkconsumer.zk.registry import Registry, split_connect
@@ -113,7 +113,8 @@ class ScenarioLab(FaultLab):
         ensemble = plan.scenario.ensemble if plan.scenario is not None else (
             3 if any(s.action.on_zookeeper_nodes for s in steps) else 1)
         super().__init__(plan, Path(out_dir), zk_servers=ensemble,
-                         broker_process=any(s.action.on_broker for s in steps), console=console)
+                         broker_process=any(s.action.on_broker for s in steps), console=console,
+                         backend=_Backend(self))
         #: the members whose ZooKeeper link a step cuts or slows: they connect through proxies from the start
         self.proxied = list(dict.fromkeys(s.consumer for s in steps
                                           if s.action in (ActionKind.CUT_ZK, ActionKind.SLOW_ZK)))
@@ -122,7 +123,6 @@ class ScenarioLab(FaultLab):
                                                                       if s.action.on_broker_link))
         #: each such member's proxy in front of the broker's listener for it
         self.broker_links: dict[str, TcpProxy] = {}
-        self.backend = _Backend(self)
         self._zk_given, self._bootstrap_given = zookeeper, bootstrap
         #: Apache Kafka's brokers compare started (kill-coordinator's handle): topics get a replica on each
         self.cluster = cluster
@@ -159,7 +159,7 @@ class ScenarioLab(FaultLab):
             self._broker_link(name)
         if not self._bootstrap_given:
             self.start_lab_broker()
-        elif self.plan.mode != "zookeeper":
+        elif self.plan.mode is not LabMode.ZOOKEEPER:
             broker_version.require(self.bootstrap, (0, 9), f"lab --mode {self.plan.mode} (the broker's group "
                                                            "coordinator)")
         if self._bootstrap_given and not self.registry.broker_ids():
@@ -306,7 +306,7 @@ class ScenarioLab(FaultLab):
                     "coordinator-kafka-3.9 and consumer-protocol-kafka-4")
         if kind.on_broker and self.broker_proc is None:
             return "the broker is not a process of the lab's own (a cluster given to it): it kills only its own"
-        if kind.on_zookeeper_session and self.plan.mode == "coordinator":
+        if kind.on_zookeeper_session and self.plan.mode is LabMode.COORDINATOR:
             return "a coordinator-mode member has no ZooKeeper session or link"
         if kind in (ActionKind.CUT_ZK, ActionKind.SLOW_ZK) and step.consumer not in self.links:
             return f"{step.consumer} does not reach ZooKeeper through a proxy"
@@ -389,10 +389,10 @@ class ScenarioLab(FaultLab):
         self.injected(str(ActionKind.CUT_ZK), f"{GROUP}_{name}",
                       f"{name}'s ZooKeeper link blackholed for {seconds:g} s (it still fetches)")
         for proxy in self.links[name]:
-            proxy.set_mode("blackhole")
+            proxy.set_mode(LinkMode.BLACKHOLE)
         self._hold(seconds)
         for proxy in self.links[name]:
-            proxy.set_mode("pass")
+            proxy.set_mode(LinkMode.PASS)
         self.healed(str(ActionKind.CUT_ZK), f"{name}'s ZooKeeper link passes again", f"{GROUP}_{name}")
 
     def _slow(self, name: str, seconds: float, latency_ms: float) -> None:
@@ -409,9 +409,9 @@ class ScenarioLab(FaultLab):
         link = self.broker_links[name]
         self.injected(str(ActionKind.CUT_BROKER), f"{GROUP}_{name}",
                       f"{name}'s broker link blackholed for {seconds:g} s (its ZooKeeper session goes on)")
-        link.set_mode("blackhole")
+        link.set_mode(LinkMode.BLACKHOLE)
         self._hold(seconds)
-        link.set_mode("pass")
+        link.set_mode(LinkMode.PASS)
         self.healed(str(ActionKind.CUT_BROKER), f"{name}'s broker link passing again", f"{GROUP}_{name}")
 
     def _slow_broker(self, name: str, seconds: float, latency_ms: float) -> None:
