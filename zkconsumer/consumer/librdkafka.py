@@ -29,7 +29,7 @@ from collections.abc import Callable, Iterable
 
 from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.trace import TraceWriter
-from zkconsumer.types import tp_str
+from zkconsumer.types import GroupMode, tp_str
 from zkconsumer.zk import layout
 
 log = logging.getLogger(__name__)
@@ -75,7 +75,7 @@ class RdkafkaMember:
         self.topics = sorted(topics)
         self.consumer_id = layout.make_consumer_id(self.group, config.consumer_id)
         self.thread_id = f"{self.consumer_id}-0"
-        self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id, mode="coordinator")
+        self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id, mode=GroupMode.COORDINATOR)
         self.protocol = config.get("group.protocol")
         self.consumer = confluent_kafka.Consumer(client_settings(config, config.bootstrap_servers))
         self.owned: set[tuple[str, int]] = set()

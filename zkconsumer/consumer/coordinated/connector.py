@@ -52,7 +52,7 @@ from zkconsumer.consumer.listener import RebalanceListener
 from zkconsumer.consumer.progress import PartitionProgress
 from zkconsumer.consumer.streams import KafkaStream
 from zkconsumer.trace import TraceWriter
-from zkconsumer.types import owners_by_topic, partitions_by_topic, tp_str
+from zkconsumer.types import GroupMode, owners_by_topic, partitions_by_topic, tp_str
 from zkconsumer.zk import layout
 from zkconsumer.zk.layout import TopicFilter
 from zkconsumer.zk.registry import Registry, connect
@@ -97,14 +97,14 @@ class CoordinatorConsumerConnector(ConsumerBase):
     ``zookeeper.connect`` are used.
     """
 
-    mode = "coordinator"
+    mode = GroupMode.COORDINATOR
     releasing_counts_as_owned = False  # the coordinator has taken a revoked partition back already
 
     def __init__(self, config: ConsumerConfig, listener: RebalanceListener | None = None,
                  handover: Handover | None = None, assignors: Sequence[object] | None = None) -> None:
         """``handover``: the hook of a member whose partitions are also guarded elsewhere (the migration's
         ZooKeeper bridge; holds.py)."""
-        config.check_mode("coordinator")
+        config.check_mode(GroupMode.COORDINATOR)
         self.config = config
         self.group = config.group_id
         self.consumer_id = layout.make_consumer_id(self.group, config.consumer_id)

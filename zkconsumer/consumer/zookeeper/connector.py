@@ -34,6 +34,7 @@ from zkconsumer.consumer.zookeeper.rebalance import Rebalancer
 from zkconsumer.consumer.zookeeper.triggers import TriggerCause
 from zkconsumer.errors import ConsumerIdInUse, ConsumerRebalanceFailed, ConsumerTimeout, MessageStreamsExist
 from zkconsumer.trace import TraceWriter
+from zkconsumer.types import GroupMode
 from zkconsumer.zk import layout
 from zkconsumer.zk.handler import session_lease
 from zkconsumer.zk.layout import ConsumerRegistration, TopicFilter
@@ -63,7 +64,7 @@ class ZookeeperConsumerConnector(ConsumerBase):
         self.trace = TraceWriter(config.trace_dir, self.group, self.consumer_id)
         for warning in config.warnings():
             log.warning(warning)
-        config.check_mode("zookeeper")
+        config.check_mode(GroupMode.ZOOKEEPER)
         self._embedded = None
         zk_connect = config.zookeeper_connect
         if not zk_connect:
