@@ -10,6 +10,7 @@ import json
 from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 
+from zkconsumer.errors import IllegalArgument
 from zkconsumer.zk.layout import GroupPaths, MalformedNodeError
 
 ZOOKEEPER, COORDINATOR = "zookeeper", "coordinator"
@@ -37,10 +38,10 @@ class MigrationPlan:
 
     def __post_init__(self) -> None:
         if self.phase not in PHASES:
-            raise ValueError(f"migration phase must be one of {', '.join(PHASES)}, got {self.phase!r}")
+            raise IllegalArgument(f"migration phase must be one of {', '.join(PHASES)}, got {self.phase!r}")
         for cid, mode in self.members.items():
             if mode not in MODES:
-                raise ValueError(f"mode of {cid} must be one of {', '.join(MODES)}, got {mode!r}")
+                raise IllegalArgument(f"mode of {cid} must be one of {', '.join(MODES)}, got {mode!r}")
 
     def mode_of(self, consumer_id: str) -> str:
         if self.phase == "done":

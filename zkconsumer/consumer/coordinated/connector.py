@@ -50,6 +50,7 @@ from zkconsumer.consumer.fetcher import FetchedRecord
 from zkconsumer.consumer.listener import RebalanceListener
 from zkconsumer.consumer.progress import PartitionProgress
 from zkconsumer.consumer.streams import KafkaStream
+from zkconsumer.errors import KafkaUnavailable
 from zkconsumer.trace import TraceWriter
 from zkconsumer.zk import layout
 from zkconsumer.zk.layout import TopicFilter
@@ -198,7 +199,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
             zk.stop()
             zk.close()
         if not bootstrap:
-            raise RuntimeError("no brokers registered under /brokers/ids and no bootstrap.servers given")
+            raise KafkaUnavailable("no brokers registered under /brokers/ids and no bootstrap.servers given")
         return bootstrap
 
     # ------------------------------------------------------------------------------------ stream creation
@@ -227,7 +228,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
                                   timeout=max(30.0, self.config.get("socket.timeout.ms") / 1000.0))
         if error is not None:
             self.closed = True
-            raise RuntimeError(f"could not connect to Kafka at {self.bootstrap}: {error}")
+            raise KafkaUnavailable(f"could not connect to Kafka at {self.bootstrap}: {error}")
 
     @property
     def stopping(self) -> bool:

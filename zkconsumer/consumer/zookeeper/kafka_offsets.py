@@ -87,7 +87,7 @@ class KafkaOffsetStore:
                     raise KafkaOffsetError(f"{what} for group {self.group} failed: {e!r}") from e
                 log.debug("%s for group %s: %r; retrying in %.1fs", what, self.group, e, self.backoff)
                 time.sleep(self.backoff)  # Kafka's offsets.channel.backoff.ms between attempts
-        raise AssertionError("unreachable")
+        raise KafkaOffsetError(f"{what} for group {self.group}: no attempt (offsets.commit.max.retries={self.retries})")
 
     def fetch(self, tps: Iterable[TopicPartition], pipelined: bool = True) -> dict[TopicPartition, int]:
         """The committed offsets (``INVALID_OFFSET`` when none), in one OffsetFetch; they become checkpoints.
