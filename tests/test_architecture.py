@@ -5,7 +5,8 @@
   still two modules that need each other);
 * no two packages (first-level folders) import each other, through whichever modules;
 * no library module imports the CLI (``zkconsumer/cli`` is the top layer; only ``__main__`` starts it);
-* one error model: every exception class zkconsumer defines derives from :class:`ZkConsumerError`;
+* one error model: every exception class zkconsumer defines derives from :class:`ZkConsumerError` and is named
+  in the index of ``errors.py``; the library raises no builtin exception but Python's protocol ones;
 * one table of Kafka error codes (:class:`KafkaCode`): no module defines its own ``NONE = 0``;
 * the layers of docs/architecture.md: a module imports only its own layer or those below it;
 * imports inside functions only of the heavy optional dependencies (Spark, Arrow, Docker, matplotlib);
@@ -15,16 +16,18 @@
 from __future__ import annotations
 
 import ast
+import builtins
 import importlib
 import inspect
 import pkgutil
 import subprocess
 import sys
 from collections import defaultdict
-from collections.abc import Collection
+from collections.abc import Collection, Iterator
 from pathlib import Path
 
 import zkconsumer
+from zkconsumer import errors
 from zkconsumer.errors import KafkaCode, ZkConsumerError
 
 ROOT = Path(zkconsumer.__file__).parent
@@ -182,18 +185,125 @@ def test_no_library_module_imports_the_cli() -> None:
     assert {mod: t for mod, t in offenders.items() if t} == {}
 
 
-def test_every_exception_zkconsumer_defines_has_the_one_root() -> None:
-    strays = []
+def defined_classes() -> Iterator[tuple[str, str, type]]:
+    """(module, name, class) of every class a zkconsumer module defines."""
     for info in pkgutil.walk_packages(zkconsumer.__path__, "zkconsumer."):
         if info.name.endswith("__main__"):
             continue  # running it is starting the CLI
         module = importlib.import_module(info.name)
         for name, obj in vars(module).items():
-            # Exception only: a signal such as cli.Terminated (a KeyboardInterrupt) must not be caught as an error
-            if (inspect.isclass(obj) and issubclass(obj, Exception) and obj.__module__ == info.name
-                    and not name.startswith("_") and not issubclass(obj, ZkConsumerError)):
-                strays.append(f"{info.name}.{name}")
+            if inspect.isclass(obj) and obj.__module__ == info.name:
+                yield info.name, name, obj
+
+
+def test_every_exception_zkconsumer_defines_has_the_one_root() -> None:
+    # Exception only: a signal such as cli.Terminated (a KeyboardInterrupt) must not be caught as an error
+    strays = [f"{module}.{name}" for module, name, cls in defined_classes()
+              if issubclass(cls, Exception) and not name.startswith("_") and not issubclass(cls, ZkConsumerError)]
     assert strays == []
+
+
+def error_index() -> dict[str, str]:
+    """The index in ``errors.py``'s docstring: class name → its module; a ``*`` ends a retriable class's name."""
+    block = errors.__doc__.split("Every error class", 1)[1].split("::", 1)[1]
+    index: dict[str, str] = {}
+    module = ""
+    for line in block.splitlines():
+        if not line.startswith("    "):
+            if index:
+                break  # the end of the literal block
+            continue
+        first, _, rest = line.strip().partition(" ")
+        if first.startswith("zkconsumer"):
+            module, line = first, rest
+        for entry in filter(None, (e.strip() for e in line.split(","))):
+            index[entry] = module
+    return index
+
+
+def test_errors_py_indexes_every_error_class_with_its_module() -> None:
+    """Findable from one place: each class deriving from ZkConsumerError is in errors.py's index, under its
+    module, marked ``*`` when it is retriable; the index names no class that is gone."""
+    defined = {name + ("*" if cls.retriable else ""): module for module, name, cls in defined_classes()
+               if issubclass(cls, ZkConsumerError)}
+    assert error_index() == defined
+
+
+#: Builtin exceptions the library may raise, and where: each one where a protocol of Python's asks for it. Any
+#: other error is a class of zkconsumer's (issue 32, "one error surface"), which may derive from a builtin too
+#: for its callers' sake. A bare ``raise``, or ``raise e`` of a caught exception, passes an error on: not checked.
+PROTOCOL_RAISES = {
+    "AttributeError": "in a __getattr__ (a module's, PEP 562, or a class's): the answer for a missing name",
+    "StopIteration": "in an iterator's __next__: the end of the iteration",
+    "NotImplementedError": "an abstract method, its body the raise alone (a docstring aside): subclasses define it",
+}
+BUILTIN_ERRORS = {name for name, obj in vars(builtins).items()
+                  if isinstance(obj, type) and issubclass(obj, BaseException)}
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+def _protocol_raise(name: str, fn: Function | None) -> bool:
+    if fn is None or name not in PROTOCOL_RAISES:
+        return False
+    if name == "AttributeError":
+        return fn.name == "__getattr__"
+    if name == "StopIteration":
+        return fn.name == "__next__"
+    body = [s for s in fn.body if not (isinstance(s, ast.Expr) and isinstance(s.value, ast.Constant))]
+    return len(body) == 1 and isinstance(body[0], ast.Raise)
+
+
+def builtin_raises(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, exception) of each ``raise X`` / ``raise X(...)`` of a builtin exception, the protocol ones aside."""
+    found: list[tuple[int, str]] = []
+
+    def visit(node: ast.AST, fn: Function | None) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.Raise) and child.exc is not None:
+                exc = child.exc.func if isinstance(child.exc, ast.Call) else child.exc
+                if isinstance(exc, ast.Name) and exc.id in BUILTIN_ERRORS and not _protocol_raise(exc.id, fn):
+                    found.append((child.lineno, exc.id))
+            visit(child, child if isinstance(child, Function) else fn)
+
+    visit(tree, None)
+    return found
+
+
+def test_the_builtin_raise_finder_finds_them_and_allows_the_protocols() -> None:
+    code = """
+def f():
+    raise ValueError("x")
+def g(e):
+    try:
+        pass
+    except OSError:
+        raise
+    raise RuntimeError from e
+def __getattr__(name):
+    raise AttributeError(name)
+class It:
+    def __next__(self):
+        raise StopIteration
+    def abstract(self):
+        "a docstring"
+        raise NotImplementedError
+    def half(self):
+        if self:
+            raise NotImplementedError
+        return 1
+def k():
+    raise StopIteration
+"""
+    assert builtin_raises(ast.parse(code)) == [(3, "ValueError"), (9, "RuntimeError"), (20, "NotImplementedError"),
+                                               (23, "StopIteration")]
+
+
+def test_the_library_raises_its_own_errors_not_bare_builtins() -> None:
+    """``except ZkConsumerError`` catches every error zkconsumer raises: where a builtin such as ValueError said
+    what went wrong, a class of ours says it (IllegalArgument, KafkaUnavailable…: errors.py's index)."""
+    bare = [f"{path.relative_to(ROOT.parent)}:{line} {name}"
+            for path in sorted(ROOT.rglob("*.py")) for line, name in builtin_raises(ast.parse(path.read_text()))]
+    assert bare == []
 
 
 def test_kafka_error_codes_are_defined_once() -> None:

@@ -44,7 +44,9 @@ if TYPE_CHECKING:
         ConsumerIdInUse,
         ConsumerRebalanceFailed,
         ConsumerTimeout,
+        IllegalArgument,
         KafkaCode,
+        KafkaUnavailable,
         MessageStreamsExist,
         NotAuthorized,
         ZkConsumerError,
@@ -84,7 +86,9 @@ _EXPORTS = {
     "ConsumerIdInUse": "zkconsumer.errors",
     "ConsumerRebalanceFailed": "zkconsumer.errors",
     "ConsumerTimeout": "zkconsumer.errors",
+    "IllegalArgument": "zkconsumer.errors",
     "KafkaCode": "zkconsumer.errors",
+    "KafkaUnavailable": "zkconsumer.errors",
     "MessageStreamsExist": "zkconsumer.errors",
     "NotAuthorized": "zkconsumer.errors",
     "ZkConsumerError": "zkconsumer.errors",
@@ -117,7 +121,7 @@ __all__ = [
     # errors
     "ZkConsumerError", "ConfigError", "ConsumerRebalanceFailed", "ConsumerTimeout", "ConsumerIdInUse",
     "MessageStreamsExist", "NotAuthorized", "MalformedNodeError", "AssignmentError", "RoundRobinPreconditionError",
-    "KafkaCode",
+    "IllegalArgument", "KafkaUnavailable", "KafkaCode",
     "__version__",
 ]
 

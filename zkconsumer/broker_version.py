@@ -28,7 +28,7 @@ from typing import Any
 from kafka.protocol.admin import ListGroupsRequest
 from kafka.protocol.metadata import ApiVersionsRequest
 
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import IllegalArgument, ZkConsumerError
 
 log = logging.getLogger(__name__)
 
@@ -52,7 +52,7 @@ class BrokerTooOld(ZkConsumerError, RuntimeError):
 def parse_setting(value: Any) -> ApiVersion | None:
     """``zkconsumer.broker.api.version``: ``None`` for ``auto`` (or unset), else the version tuple.
 
-    Raises ValueError with the reason for anything else (config.py turns it into a ConfigError)."""
+    Raises IllegalArgument with the reason for anything else (config.py turns it into a ConfigError)."""
     if value is None:
         return None
     if isinstance(value, tuple) and value and all(isinstance(v, int) for v in value):
@@ -62,11 +62,11 @@ def parse_setting(value: Any) -> ApiVersion | None:
     if text.lower() == AUTO:
         return None
     if not _VERSION_TEXT.fullmatch(text):
-        raise ValueError(f"{PROPERTY} must be '{AUTO}' or a Kafka broker version such as 0.8.2, 0.9, 0.10.2 or 2.8, "
-                         f"got {value!r}")
+        raise IllegalArgument(f"{PROPERTY} must be '{AUTO}' or a Kafka broker version such as 0.8.2, 0.9, 0.10.2 "
+                              f"or 2.8, got {value!r}")
     version = tuple(int(part) for part in text.split("."))
     if version < OLDEST:
-        raise ValueError(f"{PROPERTY}={text} is older than Kafka 0.8.0, the oldest broker kafka-python speaks to")
+        raise IllegalArgument(f"{PROPERTY}={text} is older than Kafka 0.8.0, the oldest broker kafka-python speaks to")
     return version
 
 

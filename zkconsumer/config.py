@@ -15,7 +15,7 @@ from typing import Any
 
 from zkconsumer import broker_version
 from zkconsumer.assignment.assignors import STRATEGIES
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import IllegalArgument, ZkConsumerError
 from zkconsumer.types import GroupMode
 from zkconsumer.zk import security as zksecurity
 from zkconsumer.zk.security import Credentials, ZkSecurity
@@ -28,6 +28,10 @@ COORDINATOR_ONLY_STRATEGIES = ("sticky", "cooperative-sticky")
 
 class ConfigError(ZkConsumerError, ValueError):
     """An invalid or missing consumer property (Kafka's ``InvalidConfigException``), with the property name."""
+
+
+class UnknownProperty(ZkConsumerError, KeyError):
+    """:meth:`ConsumerConfig.get` of a name no property has: a ``KeyError`` still, as a mapping's lookup."""
 
 
 _LEGAL_CHARS = re.compile(r"[a-zA-Z0-9._\-]*")
@@ -251,7 +255,7 @@ class ConsumerConfig:
             return self.props[name]
         prop = _BY_NAME.get(name)
         if prop is None:
-            raise KeyError(name)
+            raise UnknownProperty(name)
         return prop.default
 
     # ---------------------------------------------------------------------------------------- validation
@@ -302,7 +306,7 @@ class ConsumerConfig:
         zk_security_from_properties(self.props)
         try:
             broker_version.parse_setting(self.get(broker_version.PROPERTY))
-        except ValueError as e:
+        except IllegalArgument as e:
             raise ConfigError(str(e)) from None
 
     def check_mode(self, mode: GroupMode) -> None:
@@ -479,7 +483,7 @@ def zk_security_from_properties(props: Mapping[str, Any]) -> ZkSecurity:
             else None,
             sasl=Credentials.parse(zksecurity.SASL, values[zksecurity.SASL]) if values[zksecurity.SASL] else None,
             set_acl=bool(values[zksecurity.SET_ACL]))
-    except ValueError as e:
+    except IllegalArgument as e:
         raise ConfigError(str(e)) from None
 
 

@@ -4,6 +4,52 @@ own exceptions, here so that the connectors, the rebalancer and the streams can 
 another. The bottom layer: it imports nothing of zkconsumer.
 
 The package exports the consumer's errors: ``from zkconsumer import ConsumerRebalanceFailed``.
+
+The rules (docs/architecture.md, "One error root"; tests/test_architecture.py checks them): the library raises its
+own classes, never a bare builtin such as ``ValueError`` (Python's protocols aside: ``AttributeError`` in a
+``__getattr__``, ``StopIteration``, ``NotImplementedError``); a class is ``retriable`` when the same call, made
+again later, may succeed; the CLI catches ``ZkConsumerError``. A class of one module's concern stays beside the
+code that raises it, and is listed here.
+
+Every error class of zkconsumer, by module (``*``: retriable)::
+
+    zkconsumer.errors                      ZkConsumerError, ConsumerRebalanceFailed, MessageStreamsExist,
+                                           ConsumerTimeout*, ConsumerIdInUse, NotAuthorized, IllegalArgument,
+                                           NotEncodable, UnexpectedResponse, OperationTimedOut*, KafkaUnavailable*
+    zkconsumer.records                     RecordValueError
+    zkconsumer.broker_version              BrokerTooOld
+    zkconsumer.config                      ConfigError, UnknownProperty
+    zkconsumer.zk.layout                   LayoutError, MalformedNodeError, InvalidTopicError
+    zkconsumer.zk.registry                 ZkConnectError*, ZkAuthFailed, BrokerAlreadyRegistered*,
+                                           TopicExistsError, UnknownTopicError
+    zkconsumer.zk.topics                   AdminOperationError
+    zkconsumer.zk.server                   ZooKeeperError
+    zkconsumer.assignment.assignors        AssignmentError, RoundRobinPreconditionError
+    zkconsumer.consumer.fetcher            FetcherError
+    zkconsumer.consumer.zookeeper.kafka_offsets  KafkaOffsetError
+    zkconsumer.log.batches                 InvalidBatchError
+    zkconsumer.log.storage                 StorageError, DataDirInUse, OffsetOutOfRange
+    zkconsumer.wire.protocol               MalformedRequest
+    zkconsumer.broker.broker               BrokerConfigError, BrokerNotStarted
+    zkconsumer.broker.client               ConnectionClosed*
+    zkconsumer.coordinator.group           IllegalStateTransition
+    zkconsumer.coordinator.kip848          Kip848DecodeError
+    zkconsumer.coordinator.offsets_codec   CodecError
+    zkconsumer.coordinator.offsets_log     OffsetsAppendFailed
+    zkconsumer.migration.driver            MigrationError, StepDidNotHold
+    zkconsumer.migration.lease             LeaseError, Superseded
+    zkconsumer.tools.groups                GroupError
+    zkconsumer.apache_kafka.jars           KafkaDistError
+    zkconsumer.apache_kafka.processes      KafkaProcessError
+    zkconsumer.apache_kafka.mixed          GroupDidNotSettle, InconsistentGroup
+    zkconsumer.lab.backends                BackendError
+    zkconsumer.lab.scenario                ScenarioError
+    zkconsumer.lab.faults.lab              FaultTimeout
+    zkconsumer.lab.containers.engine       DockerUnavailable
+    zkconsumer.lab.containers.images       ImageBuildError
+    zkconsumer.analysis.traces             TraceInputError
+    zkconsumer.analysis.tables             NotPlain
+    zkconsumer.cli.output                  CliError
 """
 
 from __future__ import annotations
@@ -15,8 +61,15 @@ from kazoo.exceptions import NoAuthError
 
 class ZkConsumerError(Exception):
     """The root of every exception zkconsumer raises: ``except ZkConsumerError`` catches all of them, and nothing
-    from a library underneath (kazoo, kafka-python) is mistaken for ours. Each class keeps the builtin base it had
-    (``RuntimeError``, ``ValueError``, ``LookupError``…) beside this one, so code catching those keeps working."""
+    from a library underneath (kazoo, kafka-python) is mistaken for ours. A class may derive from a builtin too
+    (``RuntimeError``, ``ValueError``, ``LookupError``…), so that code catching that keeps working.
+
+    ``retriable`` (aiokafka's and kafka-python's attribute, by the same name): the same call, made again later
+    with nothing changed, may succeed (a connection not up yet, a timeout, an old session's node not gone yet).
+    False unless a class says otherwise; a caller that retries asks ``error.retriable``, not a list of classes.
+    """
+
+    retriable: bool = False
 
 
 class KafkaCode(IntEnum):
@@ -74,7 +127,10 @@ class MessageStreamsExist(ZkConsumerError, RuntimeError):
 
 
 class ConsumerTimeout(ZkConsumerError):
-    """Kafka's ``ConsumerTimeoutException``: no record within ``consumer.timeout.ms``."""
+    """Kafka's ``ConsumerTimeoutException``: no record within ``consumer.timeout.ms``. Retriable: the stream
+    stays usable, and asking it again waits for the next record as long again."""
+
+    retriable = True
 
 
 class ConsumerIdInUse(ZkConsumerError, RuntimeError):
@@ -97,3 +153,33 @@ class NotAuthorized(ZkConsumerError, NoAuthError):
                          "authenticate as the group's principal with zkconsumer.zookeeper.digest=user:password "
                          "or zkconsumer.zookeeper.sasl=user:password")
         self.path = path
+
+
+class IllegalArgument(ZkConsumerError, ValueError):
+    """A value the function refuses (Java's ``IllegalArgumentException``, as Scala's ``require`` throws it): a
+    stream count below 1, an unknown variant, a clock going back. A consumer property refused is a
+    :class:`~zkconsumer.config.ConfigError`. A ``ValueError`` still, as Python's own refusals are."""
+
+
+class NotEncodable(ZkConsumerError, TypeError):
+    """A value of a type an encoder has no form for (Kafka's JSON in ZooKeeper, a scenario's TOML). A
+    ``TypeError`` still, as ``json.dumps`` raises it."""
+
+
+class UnexpectedResponse(ZkConsumerError, ValueError):
+    """A server answered what the protocol does not allow there: a response to another request (its
+    correlation id), a result type ZooKeeper's ``multiRead`` does not have."""
+
+
+class OperationTimedOut(ZkConsumerError, TimeoutError):
+    """No answer within the time given (Kafka's ``TimeoutException``, retriable as it is). A ``TimeoutError``
+    still, so code waiting on sockets and on us catches one class."""
+
+    retriable = True
+
+
+class KafkaUnavailable(ZkConsumerError, RuntimeError):
+    """No Kafka broker to talk to: none registered in ZooKeeper, none answering at ``bootstrap.servers``
+    (kafka-python's ``NoBrokersAvailable``, retriable as it is: brokers start and come back)."""
+
+    retriable = True

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import IO, Any
 
+from zkconsumer.errors import IllegalArgument
 from zkconsumer.types import GroupMode
 
 #: Every event name a consumer may write (docs/trace.md describes their fields).
@@ -99,7 +100,7 @@ class TraceWriter:
         if self._file is None:
             return
         if event not in EVENTS:
-            raise ValueError(f"unknown trace event {event!r}")
+            raise IllegalArgument(f"unknown trace event {event!r}")
         with self._lock:
             self._seq += 1
             record = {"v": SCHEMA_VERSION, "ts": now_ms() if at_ms is None else at_ms, "event": event,

@@ -30,6 +30,7 @@ from zkconsumer.assignment.assignors import (
     assign,
     sticky_assign,
 )
+from zkconsumer.errors import IllegalArgument
 
 PATTERNS = ("all-same", "random-subsets", "disjoint")
 CHANGE_KINDS = ("join", "leave", "crash")
@@ -89,7 +90,7 @@ def _subscription(pattern: str, index: int, consumers: int, topics: int, streams
     elif pattern == "disjoint":  # topics split among members; more members than topics share one
         chosen = [t for i, t in enumerate(names) if i % consumers == index % consumers] or [names[index % topics]]
     else:
-        raise ValueError(f"unknown subscription pattern {pattern!r}")
+        raise IllegalArgument(f"unknown subscription pattern {pattern!r}")
     return dict.fromkeys(chosen, streams)
 
 

@@ -41,7 +41,7 @@ from kafka.protocol.consumer import (
 from kafka.protocol.metadata import FindCoordinatorRequest
 
 from zkconsumer.broker.client import RawClient
-from zkconsumer.errors import KafkaCode, code_name
+from zkconsumer.errors import KafkaCode, OperationTimedOut, code_name
 
 #: The versions the script speaks: the newest both coordinators answer (zkconsumer's: JoinGroup ≤ 7, SyncGroup ≤ 5,
 #: Heartbeat ≤ 4, LeaveGroup ≤ 4, DescribeGroups ≤ 5), and old enough that the answers carry no field only one
@@ -257,7 +257,7 @@ class _Run:
             if r.groups and r.groups[0].group_state == state:
                 return
             time.sleep(0.02)
-        raise TimeoutError(f"group {self.group} did not reach {state} within {timeout:.0f}s")
+        raise OperationTimedOut(f"group {self.group} did not reach {state} within {timeout:.0f}s")
 
     def describe(self, step: str, alias: str) -> None:
         r = self.members[alias].client.call(DescribeGroupsRequest(groups=[self.group]), V_DESCRIBE)

@@ -37,6 +37,11 @@ class GroupDidNotSettle(ZkConsumerError, AssertionError):
     """The owner nodes never became the computed assignment (or the registrations never showed the step)."""
 
 
+class InconsistentGroup(ZkConsumerError, AssertionError):
+    """What the two kinds of members wrote breaks a promise of the 0.8 layout: a registration in another format
+    than the subscription's, a partition without an owner node, an owner that is no live member's thread."""
+
+
 @dataclass
 class Subscription:
     """Static topics, or one whitelist over ``topics`` (every topic matched), with ``streams`` per member."""
@@ -251,7 +256,7 @@ class MixedGroup:
             if r is None:
                 continue  # gone between the listing and the read; the next poll sees the group without it
             if (r.pattern, dict(r.subscription)) != want:
-                raise AssertionError(f"{cid} registered {(r.pattern, dict(r.subscription))}, not {want}")
+                raise InconsistentGroup(f"{cid} registered {(r.pattern, dict(r.subscription))}, not {want}")
         ctx = AssignmentContext({cid: {t: self.sub.streams for t in self.sub.topics} for cid in ids},
                                 {t: range(n) for t, n in self.sub.topics.items()})
         return {(tp.topic, tp.partition): tid for tp, tid in assign(self.strategy, ctx).owners.items()}
@@ -295,10 +300,10 @@ class MixedGroup:
             time.sleep(0.01)
         every = sorted((t, p) for t, n in self.sub.topics.items() for p in range(n))
         if sorted(owners) != every:
-            raise AssertionError(f"owned {sorted(owners)}, expected one owner node for each of {every}")
+            raise InconsistentGroup(f"owned {sorted(owners)}, expected one owner node for each of {every}")
         threads = {f"{self.group}_{n}-{i}" for n in self.live for i in range(self.sub.streams)}
         if not set(owners.values()) <= threads:
-            raise AssertionError(f"owners {set(owners.values()) - threads} are not threads of live members")
+            raise InconsistentGroup(f"owners {set(owners.values()) - threads} are not threads of live members")
         return registered, converged, owners
 
     def _check_members(self) -> None:

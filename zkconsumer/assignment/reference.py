@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from zkconsumer.errors import IllegalArgument
 from zkconsumer.javacompat import java_sorted
 
 Decision = dict[tuple[str, int], str]
@@ -77,7 +78,7 @@ def roundrobin_port(subs: Mapping[str, Mapping[str, int]], partitions: Mapping[s
     head_set = set(consumers_for_topic[head_topic])
     for topic, threads in consumers_for_topic.items():
         if set(threads) != head_set:
-            raise ValueError(f"requirement failed: topic {topic} vs {head_topic}")
+            raise IllegalArgument(f"requirement failed: topic {topic} vs {head_topic}")
     assignor = _circular(java_sorted(head_set))
     my_topics = sorted(_my_topics(subs, consumer_id))
     all_tps = [(t, p) for t in my_topics for p in sorted(partitions.get(t, []))]

@@ -34,6 +34,10 @@ from zkconsumer.zk.registry import connect
 log = logging.getLogger(__name__)
 
 
+class BrokerNotStarted(ZkConsumerError, RuntimeError):
+    """Asked for what only a started broker has (its port)."""
+
+
 class BrokerConfigError(ZkConsumerError, ValueError):
     """A broker setting that cannot be served (an advertised address that is not host:port)."""
 
@@ -57,7 +61,7 @@ class Broker:
                  socket_request_max_bytes: int = MAX_FRAME_BYTES, connections_max_idle_ms: int = 600_000,
                  listeners: Mapping[str, tuple[int, str]] | None = None) -> None:
         if socket_request_max_bytes < 1 or connections_max_idle_ms < 1:
-            raise ValueError("socket.request.max.bytes and connections.max.idle.ms must be >= 1")
+            raise BrokerConfigError("socket.request.max.bytes and connections.max.idle.ms must be >= 1")
 
         self.zk_connect = zk_connect
         #: further listeners, by name: (port to bind, "host:port" advertised to the clients that come through it),
@@ -176,7 +180,7 @@ class Broker:
     @property
     def port(self) -> int:
         if self._server is None:
-            raise RuntimeError("the broker is not started")
+            raise BrokerNotStarted("the broker is not started")
         return self._server.port
 
     @property

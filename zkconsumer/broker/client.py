@@ -11,6 +11,15 @@ import struct
 
 from kafka.protocol.api_message import ApiMessage
 
+from zkconsumer.errors import UnexpectedResponse, ZkConsumerError
+
+
+class ConnectionClosed(ZkConsumerError, ConnectionError):
+    """The broker closed the connection before a whole answer came. Retriable: a new connection may be
+    answered (a broker restarting, one closing idle connections). A ``ConnectionError`` still."""
+
+    retriable = True
+
 
 class RawClient:
     def __init__(self, host: str, port: int, timeout: float = 10.0, client_id: str = "zkconsumer-raw") -> None:
@@ -36,8 +45,8 @@ class RawClient:
         response_class = request.header.get_response_class()
         response = response_class.decode(frame, version=version, header=True)
         if response.header.correlation_id != request.header.correlation_id:
-            raise AssertionError(f"correlation id {response.header.correlation_id}, expected "
-                                 f"{request.header.correlation_id}")
+            raise UnexpectedResponse(f"correlation id {response.header.correlation_id}, expected "
+                                     f"{request.header.correlation_id}")
         return response
 
     def call(self, request: ApiMessage, version: int) -> ApiMessage:
@@ -57,7 +66,7 @@ class RawClient:
         while len(buf) < n:
             chunk = self.sock.recv(n - len(buf))
             if not chunk:
-                raise ConnectionError("connection closed by the broker")
+                raise ConnectionClosed("connection closed by the broker")
             buf += chunk
         return bytes(buf)
 

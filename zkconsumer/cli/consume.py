@@ -23,11 +23,12 @@ from zkconsumer.cli.output import CliError, console, err_console
 from zkconsumer.config import ConfigError, ConsumerConfig, read_properties
 from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
 from zkconsumer.consumer.librdkafka import RdkafkaMember
-from zkconsumer.consumer.zookeeper.connector import ConsumerRebalanceFailed, ConsumerTimeout, ZookeeperConsumerConnector
+from zkconsumer.consumer.zookeeper.connector import ConsumerTimeout, ZookeeperConsumerConnector
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.migration.member import MigratableConsumer, Subscription
 from zkconsumer.migration.plan import MigrationPlan, plan_path, refusal
 from zkconsumer.types import GroupMode, tp_str
-from zkconsumer.zk.layout import LayoutError, MalformedNodeError, blacklist, whitelist
+from zkconsumer.zk.layout import MalformedNodeError, blacklist, whitelist
 from zkconsumer.zk.registry import Registry, ZkConnectError
 
 
@@ -122,7 +123,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
             connector = CoordinatorConsumerConnector(config)
         else:
             connector = ZookeeperConsumerConnector(config)
-    except (ZkConnectError, RuntimeError, ConfigError) as e:
+    except ZkConsumerError as e:  # ZooKeeper or Kafka unreachable, a property refused, the consumer id in use
         raise CliError(str(e)) from None
     printer = _Printer(args, stop)
     try:
@@ -133,7 +134,7 @@ def cmd_consume(args: argparse.Namespace) -> int:
             else:
                 tf = whitelist(args.whitelist) if args.whitelist else blacklist(args.blacklist)
                 streams = connector.create_message_streams_by_filter(tf, args.streams)
-        except (ConsumerRebalanceFailed, LayoutError, ValueError, RuntimeError) as e:
+        except ZkConsumerError as e:  # the first rebalance failed, a topic name or stream count refused
             raise CliError(str(e)) from None
         err_console.print(f"consumer {connector.consumer_id} joined group {config.group_id}", highlight=False)
 
@@ -267,7 +268,7 @@ def _consume_migratable(args: argparse.Namespace, config: ConsumerConfig, stop: 
 
     try:
         member.run(printer.consume, stop, on_start=started)
-    except (ConsumerRebalanceFailed, LayoutError, ValueError, RuntimeError) as e:
+    except ZkConsumerError as e:
         raise CliError(str(e)) from None
     finally:
         sys.stdout.flush()

@@ -13,6 +13,7 @@ from rich.table import Table
 
 from zkconsumer.broker_version import BrokerTooOld
 from zkconsumer.cli.output import CliError, console
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.lab.backends import BackendError, DockerBackend, ProcessBackend
 from zkconsumer.lab.catalogue import CATALOGUE_VARIANTS, MODES, run_catalogue
 from zkconsumer.lab.catalogue import modes as catalogue_modes
@@ -156,7 +157,7 @@ def cmd_compare(args: argparse.Namespace) -> int:
         from zkconsumer.lab.compare import run_compare  # pandas: not in the consumer image
 
         results = run_compare(plan, out, variants, console, analyze=not args.no_analyze, master=args.master)
-    except ValueError as e:
+    except ZkConsumerError as e:
         raise CliError(str(e)) from None
     return 0 if all(r.measures.get("verify_ok") and r.measures.get("lost") == 0 for r in results) else 1
 
@@ -169,7 +170,7 @@ def cmd_catalogue(args: argparse.Namespace) -> int:
         raise CliError(f"unknown variants {unknown}; choose from all, {', '.join(VARIANTS)}")
     try:
         chosen = catalogue_modes([k.strip() for k in (args.modes or "").split(",") if k.strip()])
-    except ValueError as e:
+    except ZkConsumerError as e:
         raise CliError(str(e)) from None
     out = args.out or Path("lab-runs") / time.strftime("catalogue-%Y%m%d-%H%M%S")
     cells = run_catalogue(chosen, variants, out, console, master=args.master)
@@ -263,6 +264,6 @@ def _nemesis(args: argparse.Namespace, base: Path) -> int:
                               args.variant or PROFILE_VARIANTS[args.profile], base, console,
                               budget=args.shrink_budget, flags={"strategy": args.strategy, "rate": args.rate},
                               master=args.master, confirm=args.shrink_confirm)
-    except ValueError as e:
+    except ZkConsumerError as e:
         raise CliError(str(e)) from None
     return 0 if all(r.breach is None and r.error is None for r in results) else 1

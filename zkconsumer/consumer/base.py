@@ -17,7 +17,7 @@ from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.progress import PartitionProgress
 from zkconsumer.consumer.streams import KafkaStream, Queued
-from zkconsumer.errors import MessageStreamsExist
+from zkconsumer.errors import IllegalArgument, MessageStreamsExist
 from zkconsumer.trace import TraceWriter
 from zkconsumer.types import FetchedRecord
 from zkconsumer.zk import layout
@@ -52,7 +52,7 @@ class ConsumerBase:
         for topic, n in topic_count.items():
             layout.validate_topic(topic)
             if isinstance(n, bool) or not isinstance(n, int) or n < 1:
-                raise ValueError(f"stream count for {topic} must be an integer >= 1, got {n!r}")
+                raise IllegalArgument(f"stream count for {topic} must be an integer >= 1, got {n!r}")
         self._static_streams = {t: [KafkaStream(self, i, self._queue_size()) for i in range(n)]
                                 for t, n in topic_count.items()}
         return self._static_streams
@@ -65,7 +65,7 @@ class ConsumerBase:
         if isinstance(topic_filter, str):
             topic_filter = layout.whitelist(topic_filter)
         if num_streams < 1:
-            raise ValueError("num_streams must be >= 1")
+            raise IllegalArgument("num_streams must be >= 1")
         self.topic_filter = topic_filter
         self._wildcard_streams = [KafkaStream(self, i, self._queue_size()) for i in range(num_streams)]
         return topic_filter, self._wildcard_streams

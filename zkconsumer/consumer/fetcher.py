@@ -20,7 +20,7 @@ from zkconsumer import broker_version
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.consumer.commands import CommandQueue
 from zkconsumer.consumer.progress import INVALID_OFFSET
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import OperationTimedOut, ZkConsumerError
 from zkconsumer.types import FetchedRecord  # defined in types.py (neutral); importable from here as before
 
 #: how long one assign() may spend asking the broker where auto.offset.reset puts new partitions
@@ -111,7 +111,8 @@ class Fetcher:
                 remaining_ms = int((deadline - time.monotonic()) * 1000)
                 try:
                     if remaining_ms <= 0:
-                        raise TimeoutError(f"no answer within {RESOLVE_BUDGET_S:.0f} s for the partitions before it")
+                        raise OperationTimedOut(f"no answer within {RESOLVE_BUDGET_S:.0f} s for the partitions "
+                                                "before it")
                     position = consumer.position(ktp, timeout_ms=remaining_ms)
                 except Exception as e:  # noqa: BLE001 - unknown for now: the first record tells
                     log.warning("could not resolve the start position of %s: %s", tp, e)

@@ -12,6 +12,8 @@ import threading
 import time
 from typing import Protocol
 
+from zkconsumer.errors import IllegalArgument
+
 
 class Clock(Protocol):
     def now_ms(self) -> int:
@@ -43,7 +45,7 @@ class ManualClock:
     def advance(self, ms: int) -> int:
         """Move the clock ``ms`` forward (never back: deadlines assume a monotonic clock); returns the new time."""
         if ms < 0:
-            raise ValueError(f"a clock does not go back (advance by {ms} ms)")
+            raise IllegalArgument(f"a clock does not go back (advance by {ms} ms)")
         with self._lock:
             self._now_ms += ms
             return self._now_ms

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 
 from zkconsumer.coordinator.store import GroupSnapshot, MemberSnapshot
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import IllegalArgument, ZkConsumerError
 
 
 class GroupState(Enum):
@@ -63,7 +63,7 @@ class Member:
         for name, data in self.protocols:
             if name == protocol:
                 return data
-        raise KeyError(f"member {self.member_id} does not support protocol {protocol}")
+        raise IllegalArgument(f"member {self.member_id} does not support protocol {protocol}")
 
     def matches(self, protocols: list[tuple[str, bytes]]) -> bool:
         return self.protocols == protocols
@@ -73,7 +73,7 @@ class Member:
         for name in self.protocol_names:
             if name in candidates:
                 return name
-        raise ValueError(f"member {self.member_id} supports none of {sorted(candidates)}")
+        raise IllegalArgument(f"member {self.member_id} supports none of {sorted(candidates)}")
 
     def session_expired(self, now_ms: int) -> bool:
         return now_ms - self.last_heartbeat_ms > self.session_timeout_ms
@@ -148,7 +148,7 @@ class Group:
         its protocols and its place as leader. Returns the member and its old id."""
         member = self.static_member(instance_id)
         if member is None:
-            raise KeyError(f"group {self.group_id} has no static member {instance_id}")
+            raise IllegalArgument(f"group {self.group_id} has no static member {instance_id}")
         old_id = member.member_id
         del self.members[old_id]
         member.member_id = new_member_id

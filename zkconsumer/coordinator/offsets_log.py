@@ -37,6 +37,7 @@ from zkconsumer.coordinator.offsets_codec import (
     next_offset_after,
 )
 from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemoryOffsetStore
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.log import batches as B
 from zkconsumer.log.storage import LogManager, PartitionLog
 from zkconsumer.zk.layout import OFFSETS_TOPIC
@@ -53,6 +54,10 @@ OFFSETS_TOPIC_CONFIG = {"cleanup.policy": "compact", "compression.type": "produc
 
 def _now_ms() -> int:
     return int(time.time() * 1000)
+
+
+class OffsetsAppendFailed(ZkConsumerError, OSError):
+    """The log refused a batch of the coordinator's own records: an ``OSError`` still, as a failed write is."""
 
 
 class OffsetsLog(MemoryOffsetStore):
@@ -86,7 +91,7 @@ class OffsetsLog(MemoryOffsetStore):
         # We built the batch ourselves: no CRC check, and no size limit (Kafka's coordinator has its own).
         result = plog.append(B.parse_produced(data, len(data), verify_crc=False))
         if result.error:
-            raise OSError(f"append to {plog} failed with error {result.error}")
+            raise OffsetsAppendFailed(f"append to {plog} failed with error {result.error}")
         if self.logs.config.flush_interval_ms != 0:  # 0: append() has fsynced already
             _sync(plog)
 

@@ -19,6 +19,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 from rich.table import Table
 
+from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.nemesis import Invariant
 from zkconsumer.lab.runner import LabPlan
 from zkconsumer.lab.scenario import Scenario, builtin
@@ -103,8 +104,8 @@ def modes(keys: list[str] | None = None) -> list[FailureMode]:
     known = {m.key for m in MODES} | {m.scenario for m in MODES if m.scenario}
     unknown = [k for k in keys if k not in known]
     if unknown:
-        raise ValueError(f"unknown failure modes {unknown}; one of: "
-                         + ", ".join(f"{m.key} ({m.scenario or 'no scenario'})" for m in MODES))
+        raise IllegalArgument(f"unknown failure modes {unknown}; one of: "
+                              + ", ".join(f"{m.key} ({m.scenario or 'no scenario'})" for m in MODES))
     return [m for m in MODES if m.key in keys or m.scenario in keys]
 
 

@@ -31,6 +31,7 @@ from rich.text import Text
 from zkconsumer.apache_kafka.cluster import KafkaCluster
 from zkconsumer.apache_kafka.kraft import KraftBroker
 from zkconsumer.apache_kafka.processes import KafkaBroker
+from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.faults.scenario_lab import lab_for
 from zkconsumer.lab.member_properties import merge_properties
 from zkconsumer.lab.nemesis import COMMIT_INVARIANTS, Invariant, invariant_counts
@@ -328,7 +329,7 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
         variants = list(VARIANTS)
     unknown = [v for v in variants if v not in VARIANTS]
     if unknown:
-        raise ValueError(f"unknown variants {unknown}; choose from all, {', '.join(VARIANTS)}")
+        raise IllegalArgument(f"unknown variants {unknown}; choose from all, {', '.join(VARIANTS)}")
     reasons = {v: unavailable(v) for v in variants}
     for reason in filter(None, reasons.values()):
         console.print(f"[yellow]skipped[/] {reason}", highlight=False)

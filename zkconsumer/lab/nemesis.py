@@ -34,6 +34,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.scenario import FOLLOWER, LEADER, Action, ActionKind, Scenario
 from zkconsumer.lab.scenario_toml import dumps
 
@@ -84,7 +85,7 @@ class Breach:
 
     def __post_init__(self) -> None:
         if not self.invariants:
-            raise ValueError("a breach breaks at least one invariant")
+            raise IllegalArgument("a breach breaks at least one invariant")
         object.__setattr__(self, "invariants", frozenset(Invariant(i) for i in self.invariants))
 
     @property
@@ -149,13 +150,14 @@ class NemesisSettings:
 
     def __post_init__(self) -> None:
         if self.max_actions < 1 or self.members < 1:
-            raise ValueError("max_actions and members must be >= 1")
+            raise IllegalArgument("max_actions and members must be >= 1")
         if self.duration - self.settle <= self.first_at:
-            raise ValueError(f"a run of {self.duration:g} s leaves no time for actions between {self.first_at:g} s "
-                             f"and {self.settle:g} s before its end")
+            raise IllegalArgument(f"a run of {self.duration:g} s leaves no time for actions between "
+                                  f"{self.first_at:g} s and {self.settle:g} s before its end")
         missing = [k for k in self.kinds if k not in RULES]
         if missing:
-            raise ValueError(f"no drawing rule for {', '.join(map(str, missing))}; drawable: {', '.join(drawable())}")
+            raise IllegalArgument(f"no drawing rule for {', '.join(map(str, missing))}; "
+                                  f"drawable: {', '.join(drawable())}")
 
     @property
     def session(self) -> float:
@@ -499,11 +501,11 @@ def parse_kinds(text: str) -> tuple[ActionKind, ...]:
     """``--actions kill,pause``: the kinds, each with a rule; one error naming the ones that are not."""
     names = [n.strip() for n in text.split(",") if n.strip()]
     if not names:
-        raise ValueError(f"--actions names no action; drawable: {', '.join(drawable())}")
+        raise IllegalArgument(f"--actions names no action; drawable: {', '.join(drawable())}")
     unknown = [n for n in names if n not in {k.value for k in ActionKind}]
     undrawable = [n for n in names if n not in unknown and ActionKind(n) not in RULES]
     if unknown or undrawable:
-        raise ValueError("; ".join(filter(None, [
+        raise IllegalArgument("; ".join(filter(None, [
             f"unknown action(s) {', '.join(unknown)}" if unknown else "",
             f"no drawing rule yet for {', '.join(undrawable)}" if undrawable else ""]))
             + f"; drawable: {', '.join(drawable())}")

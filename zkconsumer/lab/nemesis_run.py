@@ -27,6 +27,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.faults.scenario_lab import lab_for
 from zkconsumer.lab.nemesis import (
     COMMIT_INVARIANTS,
@@ -77,7 +78,7 @@ class LabJudge:
 
     def __init__(self, variant: str, flags: dict[str, Any] | None = None, master: str | None = None) -> None:
         if variant not in NEMESIS_VARIANTS:
-            raise ValueError(f"unknown variant {variant!r} for a nemesis; one of: {', '.join(NEMESIS_VARIANTS)}")
+            raise IllegalArgument(f"unknown variant {variant!r} for a nemesis; one of: {', '.join(NEMESIS_VARIANTS)}")
         self.variant = variant
         self.flags = {k: v for k, v in (flags or {}).items() if v is not None}
         self.master = master
@@ -166,7 +167,7 @@ def run_nemesis(seeds: list[int], settings: NemesisSettings, variant: str, out: 
     ``nemesis.json``."""
     reason = unavailable(variant) if variant in VARIANTS else None
     if reason:
-        raise ValueError(reason)
+        raise IllegalArgument(reason)
     # the lab's producer and monitors log every broken connection of a member being killed: keep the verdicts
     # readable (the members' logs keep theirs)
     logging.getLogger("kafka").setLevel(logging.CRITICAL)

@@ -35,6 +35,7 @@ from zkconsumer.apache_kafka import lab_members
 from zkconsumer.assignment.assignors import AssignmentContext, RoundRobinPreconditionError, TopicPartition, assign
 from zkconsumer.consoles import make_console
 from zkconsumer.consumer.zookeeper.kafka_offsets import KafkaOffsetStore
+from zkconsumer.errors import IllegalArgument
 from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.lab import report
 from zkconsumer.lab.backends import GroupSettings, LabBackend, ProcessBackend
@@ -163,7 +164,7 @@ class LabPlan:
         scenario = self.scenario
         if scenario is None:
             if self.mode is not LabMode.MIGRATE and self.workload not in WORKLOADS:
-                raise ValueError(f"unknown workload {self.workload!r}; choose from {', '.join(WORKLOADS)}")
+                raise IllegalArgument(f"unknown workload {self.workload!r}; choose from {', '.join(WORKLOADS)}")
             scenario = builtin_scenario("migration" if self.mode is LabMode.MIGRATE else self.workload)
         return scenario.steps(self.duration, self.consumers, self.topics)
 
@@ -253,8 +254,8 @@ def _mixed_members(plan: LabPlan, backend: str, given: tuple[tuple[str, str], ..
     if not kafka or plan.client == lab_members.CLIENT:
         return given
     if backend != "process":
-        raise ValueError(f"{', '.join(kafka)}: Kafka 0.8.2.2's own consumer runs on the process backend only "
-                         f"(asked: {backend})")
+        raise IllegalArgument(f"{', '.join(kafka)}: Kafka 0.8.2.2's own consumer runs on the process backend only "
+                              f"(asked: {backend})")
     taken, dropped = member_properties(member_kind(LabMode.ZOOKEEPER, lab_members.CLIENT), plan.properties,
                                        plan.scenario.properties if plan.scenario is not None else None)
     notes += [f"{note} ({', '.join(kafka)})" for note in dropped]
@@ -311,8 +312,8 @@ class Lab:
         self._kafka_members: lab_members.KafkaLabMembers | None = None
         if plan.client == lab_members.CLIENT and (plan.mode is not LabMode.ZOOKEEPER
                                                   or self.backend.name != "process"):
-            raise ValueError(f"the {lab_members.CLIENT} client runs in ZooKeeper mode on the process backend only "
-                             f"(asked: mode {plan.mode}, backend {self.backend.name})")
+            raise IllegalArgument(f"the {lab_members.CLIENT} client runs in ZooKeeper mode on the process backend only "
+                                  f"(asked: mode {plan.mode}, backend {self.backend.name})")
         self._kafka_properties = _mixed_members(plan, self.backend.name, self.member_properties, self.skipped)
 
     # ---------------------------------------------------------------------------------------- setup

@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
+from zkconsumer.errors import NotEncodable
 from zkconsumer.lab.scenario import Action, Scenario
 
 #: Scenario fields not written as top-level keys: where it came from, its tables, and a flag of the built-ins.
@@ -90,7 +91,7 @@ def value_toml(value: Any) -> str:
         return "{" + ", ".join(f"{key(str(k))} = {value_toml(v)}" for k, v in value.items()) + "}"
     if isinstance(value, list | tuple):
         return "[" + ", ".join(value_toml(v) for v in value) + "]"
-    raise TypeError(f"no TOML form for {type(value).__name__} {value!r}")
+    raise NotEncodable(f"no TOML form for {type(value).__name__} {value!r}")
 
 
 def string_toml(text: str) -> str:

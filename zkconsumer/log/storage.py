@@ -28,7 +28,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from zkconsumer.errors import KafkaCode, ZkConsumerError
+from zkconsumer.errors import IllegalArgument, KafkaCode, ZkConsumerError
 from zkconsumer.log import batches as B
 from zkconsumer.log.producer_state import ProducerStateTable
 from zkconsumer.log.segment import MAX_SEGMENT_BYTES, Segment
@@ -64,9 +64,9 @@ class LogConfig:
 
     def __post_init__(self) -> None:
         if self.flush_interval_ms is not None and self.flush_interval_ms < 0:
-            raise ValueError("flush_interval_ms must be None, 0 or a positive number of milliseconds")
+            raise IllegalArgument("flush_interval_ms must be None, 0 or a positive number of milliseconds")
         if not 0 < self.segment_bytes <= MAX_SEGMENT_BYTES:
-            raise ValueError(f"segment_bytes must be in 1..{MAX_SEGMENT_BYTES}")
+            raise IllegalArgument(f"segment_bytes must be in 1..{MAX_SEGMENT_BYTES}")
 
 
 @dataclass(frozen=True)

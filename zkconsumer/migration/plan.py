@@ -11,6 +11,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
 
+from zkconsumer.errors import IllegalArgument
 from zkconsumer.types import GroupMode
 from zkconsumer.zk.layout import GroupPaths, MalformedNodeError
 
@@ -47,10 +48,10 @@ class MigrationPlan:
     def __post_init__(self) -> None:
         """Checks the vocabulary, and turns the strings a decoded node gives into its enums."""
         if self.phase not in PHASES:
-            raise ValueError(f"migration phase must be one of {', '.join(PHASES)}, got {self.phase!r}")
+            raise IllegalArgument(f"migration phase must be one of {', '.join(PHASES)}, got {self.phase!r}")
         for cid, mode in self.members.items():
             if mode not in MODES:
-                raise ValueError(f"mode of {cid} must be one of {', '.join(MODES)}, got {mode!r}")
+                raise IllegalArgument(f"mode of {cid} must be one of {', '.join(MODES)}, got {mode!r}")
         object.__setattr__(self, "phase", MigrationPhase(self.phase))
         object.__setattr__(self, "members", {cid: GroupMode(mode) for cid, mode in self.members.items()})
 

@@ -27,7 +27,7 @@ from dataclasses import dataclass
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
-from zkconsumer.errors import KafkaCode, ZkConsumerError
+from zkconsumer.errors import IllegalArgument, KafkaCode, ZkConsumerError
 
 log = logging.getLogger(__name__)
 
@@ -89,8 +89,8 @@ class ApiTable:
     def register(self, request_class: type[ApiMessage], min_version: int, max_version: int, handle: Handler,
                  error_answer: ErrorAnswer | None = None) -> None:
         if not 0 <= min_version <= max_version <= request_class.max_version:
-            raise ValueError(f"{request_class.name}: versions {min_version}..{max_version} outside what "
-                             f"kafka-python supports (0..{request_class.max_version})")
+            raise IllegalArgument(f"{request_class.name}: versions {min_version}..{max_version} outside what "
+                                  f"kafka-python supports (0..{request_class.max_version})")
         self._apis[request_class.API_KEY] = ApiHandler(request_class, min_version, max_version, handle,
                                                        error_answer)
 

@@ -34,6 +34,7 @@ from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandl
 from kazoo.handlers.utils import fileobj_to_fd
 from kazoo.protocol.connection import WATCH_XID, ConnectionDropped, ConnectionHandler
 
+from zkconsumer.errors import IllegalArgument
 from zkconsumer.zk.lease import SessionLease
 
 _READ_MASK = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | select.POLLNVAL
@@ -172,7 +173,7 @@ class PollHandler(SequentialThreadingHandler):
 
     def select(self, rlist, wlist, xlist, timeout=None):  # noqa: D401 - kazoo's signature
         if timeout is not None and timeout < 0:
-            raise ValueError("timeout must be non-negative")
+            raise IllegalArgument("timeout must be non-negative")
         if type(rlist) is not list or type(wlist) is not list:  # kazoo passes lists; compared as lists below
             rlist, wlist = list(rlist), list(wlist)
         kept = getattr(self._polls, "sets", None)

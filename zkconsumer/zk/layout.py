@@ -17,7 +17,7 @@ import uuid as uuidlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
-from zkconsumer.errors import ZkConsumerError
+from zkconsumer.errors import NotEncodable, ZkConsumerError
 from zkconsumer.javacompat import java_sorted, long_to_hex_string
 
 CONSUMERS_PATH = "/consumers"
@@ -108,7 +108,7 @@ def kafka_json(obj: object) -> str:
         return "{" + ",".join(kafka_json(str(k)) + ":" + kafka_json(v) for k, v in obj.items()) + "}"
     if isinstance(obj, Iterable):
         return "[" + ",".join(kafka_json(v) for v in obj) + "]"
-    raise TypeError(f"cannot encode {type(obj).__name__} as Kafka JSON: {obj!r}")
+    raise NotEncodable(f"cannot encode {type(obj).__name__} as Kafka JSON: {obj!r}")
 
 
 def _load_json_object(path: str, data: bytes | str | None) -> dict:

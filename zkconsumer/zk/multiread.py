@@ -25,6 +25,7 @@ from kazoo.exceptions import EXCEPTIONS, NoNodeError
 from kazoo.protocol.serialization import int_struct, multiheader_struct, stat_struct, write_string
 from kazoo.protocol.states import ZnodeStat
 
+from zkconsumer.errors import UnexpectedResponse
 from zkconsumer.zk.server import four_letter_word
 
 _GET_DATA = 4  # ZooKeeper's OpCode.getData
@@ -72,7 +73,7 @@ class MultiRead(namedtuple("MultiRead", "paths")):
                 offset += 4
                 results.append(EXCEPTIONS[code]())
             else:
-                raise ValueError(f"multiRead: unexpected result type {kind} (error {err})")
+                raise UnexpectedResponse(f"multiRead: unexpected result type {kind} (error {err})")
 
 
 def read_data(zk, paths: list[str]) -> dict[str, bytes | None]:

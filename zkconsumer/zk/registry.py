@@ -31,15 +31,22 @@ T = TypeVar("T")
 
 
 class ZkConnectError(ZkConsumerError, RuntimeError):
-    """ZooKeeper could not be reached within the connection timeout."""
+    """ZooKeeper could not be reached within the connection timeout (retriable: a server starting, or back)."""
+
+    retriable = True
 
 
 class ZkAuthFailed(ZkConnectError):
     """ZooKeeper refused this client's SASL credentials (AUTH_FAILED) and closed the session."""
 
+    retriable = False
+
 
 class BrokerAlreadyRegistered(ZkConsumerError, RuntimeError):
-    pass
+    """``/brokers/ids/<id>`` exists. Retriable: a broker restarted within its old session's timeout registers
+    once that session's node is gone (broker/cluster.py waits for it)."""
+
+    retriable = True
 
 
 class TopicExistsError(ZkConsumerError, RuntimeError):

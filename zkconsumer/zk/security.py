@@ -18,6 +18,7 @@ from typing import Any
 
 from kazoo.security import ACL, OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, Id, Permissions, make_digest_acl
 
+from zkconsumer.errors import IllegalArgument
 from zkconsumer.zk.layout import CONSUMERS_PATH
 
 #: Property names: Kafka's for the switch; ours for credentials (Kafka read them from a JAAS file).
@@ -36,10 +37,10 @@ class Credentials:
 
     @classmethod
     def parse(cls, prop: str, text: str) -> Credentials:
-        """``user:password`` (the password may contain ':'); ValueError naming ``prop`` otherwise."""
+        """``user:password`` (the password may contain ':'); IllegalArgument naming ``prop`` otherwise."""
         user, colon, password = text.partition(":")
         if not colon or not user.strip():
-            raise ValueError(f"{prop} must be user:password")
+            raise IllegalArgument(f"{prop} must be user:password")
         return cls(user.strip(), password)
 
     def masked(self) -> str:
@@ -57,7 +58,7 @@ class ZkSecurity:
     def __post_init__(self) -> None:
         if self.set_acl and not self.authenticated:
             # Kafka refuses zookeeper.set.acl without a JAAS login the same way: an ACL naming nobody locks all out.
-            raise ValueError(f"{SET_ACL}=true needs credentials: {DIGEST}=user:password or {SASL}=user:password")
+            raise IllegalArgument(f"{SET_ACL}=true needs credentials: {DIGEST}=user:password or {SASL}=user:password")
 
     @property
     def authenticated(self) -> bool:

@@ -36,7 +36,7 @@ from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssi
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.coordinator.assignors.roundrobin import RoundRobinPartitionAssignor
 from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAssignor
-from kafka.coordinator.base import MemberState
+from kafka.coordinator.base import DEFAULT_GENERATION_ID, MemberState
 from kafka.structs import OffsetAndMetadata
 
 from zkconsumer import broker_version
@@ -51,6 +51,7 @@ from zkconsumer.consumer.fetcher import FetchedRecord
 from zkconsumer.consumer.listener import RebalanceListener
 from zkconsumer.consumer.progress import PartitionProgress
 from zkconsumer.consumer.streams import KafkaStream
+from zkconsumer.errors import KafkaUnavailable
 from zkconsumer.trace import TraceWriter
 from zkconsumer.types import GroupMode, owners_by_topic, partitions_by_topic, tp_str
 from zkconsumer.zk import layout
@@ -130,6 +131,8 @@ class CoordinatorConsumerConnector(ConsumerBase):
         self.member_id: str | None = None
         self.group_generation = -1
         self._rebalance_started: float | None = None
+        #: when the last SyncGroup gave us a share (monotonic): a proof of a live session, as a heartbeat answer is
+        self._joined_at = float("-inf")
         self._rebalance_number = 0  # this consumer's rebalances, as the trace counts them
         #: Joins that take longer than the rebalance timeout are reported (log, trace, :attr:`stall`).
         self.join_watch = JoinWatch(self)
@@ -166,7 +169,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
             zk.stop()
             zk.close()
         if not bootstrap:
-            raise RuntimeError("no brokers registered under /brokers/ids and no bootstrap.servers given")
+            raise KafkaUnavailable("no brokers registered under /brokers/ids and no bootstrap.servers given")
         return bootstrap
 
     # ------------------------------------------------------------------------------------ stream creation
@@ -195,7 +198,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
                                   timeout=max(30.0, self.config.get("socket.timeout.ms") / 1000.0))
         if error is not None:
             self.closed = True
-            raise RuntimeError(f"could not connect to Kafka at {self.bootstrap}: {error}")
+            raise KafkaUnavailable(f"could not connect to Kafka at {self.bootstrap}: {error}")
 
     @property
     def stopping(self) -> bool:
@@ -272,9 +275,18 @@ class CoordinatorConsumerConnector(ConsumerBase):
         member rebalances the coordinator holds it by the rebalance timeout instead, and heartbeats pause."""
         coordinator = getattr(self.poller.consumer, "_coordinator", None)
         heartbeat = getattr(coordinator, "heartbeat", None)
-        if heartbeat is None or coordinator.state != MemberState.STABLE:
+        if heartbeat is None:
             return False
-        heard = max(heartbeat.last_receive, heartbeat.last_reset)
+        if coordinator._generation.generation_id == DEFAULT_GENERATION_ID and self.owned:
+            # A heartbeat answered "unknown member" or "illegal generation" (a member woken from a pause past its
+            # session): kafka-python resets the generation at once, and the revocation follows on the poller's
+            # thread. Until it does, what we still own is another member's already.
+            return True
+        if coordinator.state != MemberState.STABLE:
+            return False
+        # Not kafka-python's ``last_reset``: finding the coordinator again resets it, and a member woken from a pause
+        # finds its coordinator "dead" (no answer for a session) and rediscovers it before any heartbeat is answered.
+        heard = max(heartbeat.last_receive, self._joined_at)
         return time.monotonic() - heard > heartbeat.config["session_timeout_ms"] / 1000.0 * 2 / 3
 
     # ----------------------------------------------------------------------------- the rebalance callbacks
@@ -360,6 +372,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
             self.holds.assigned(tps)
             started = self._rebalance_started
             self._rebalance_started = None
+            self._joined_at = time.monotonic()
         # The share after this rebalance: under cooperative-sticky (KIP-429) ``tps`` are only the partitions added,
         # and those kept stay owned in their old generation; the trace records the whole share either way.
         whole = self.owned_partitions()

@@ -20,6 +20,7 @@ from kafka.structs import MemberState
 
 from zkconsumer.consumer.commands import CommandQueue
 from zkconsumer.consumer.coordinated.join_watch import JoinWatch
+from zkconsumer.errors import OperationTimedOut
 
 log = logging.getLogger(__name__)
 
@@ -58,12 +59,12 @@ class Poller:
               auto_commit_ms: int | None, timeout: float) -> BaseException | None:
         """Create the client and subscribe on the poller thread, then loop. ``topics``: those to fetch metadata
         for before the first join (None: every topic, for a pattern). ``auto_commit_ms``: None for no automatic
-        commits. Returns None once started, or why it could not (the error, or a TimeoutError)."""
+        commits. Returns None once started, or why it could not (the error, or OperationTimedOut)."""
         self._thread = threading.Thread(target=self._run, args=(settings, subscribe, topics, auto_commit_ms),
                                         daemon=True, name=f"{self.host.consumer_id}-poller")
         self._thread.start()
         if not self._started.wait(timeout):
-            return TimeoutError("timed out")
+            return OperationTimedOut("timed out")
         return self._start_error
 
     def _run(self, settings: dict, subscribe: Callable, topics: Sequence[str] | None,
@@ -146,10 +147,10 @@ class Poller:
 
     def call(self, fn: Callable[[KafkaConsumer], object], timeout: float = 30.0):
         """Run ``fn(consumer)`` on the poller thread and wait for its result (None when the poller is not
-        running; TimeoutError when it did not get to it in time)."""
+        running; OperationTimedOut, a TimeoutError, when it did not get to it in time)."""
         if self._thread is None or not self._thread.is_alive():
             return None
-        return self._commands.call(fn, timeout, lambda: TimeoutError("the poller did not run a command in time"))
+        return self._commands.call(fn, timeout, lambda: OperationTimedOut("the poller did not run a command in time"))
 
     def stop(self, wait: float) -> bool:
         """Stop the loop (the client leaves the group as it closes); False if the thread is still alive after

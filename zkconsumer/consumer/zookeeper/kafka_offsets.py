@@ -39,9 +39,9 @@ class KafkaOffsetError(ZkConsumerError, RuntimeError):
 
 
 def _retriable(error: type) -> bool:
-    """Coordinator moved, not available, or loading: Kafka 0.8.2 retried these after a backoff."""
-    return bool(getattr(error, "retriable", False)) or error.__name__ in (
-        "NotCoordinatorError", "CoordinatorNotAvailableError", "CoordinatorLoadInProgressError")
+    """Coordinator moved, not available, or loading (Kafka 0.8.2 retried these after a backoff), or a connection
+    not up yet: kafka-python's errors and ours say so themselves (``retriable``); anything else (an OSError) not."""
+    return bool(getattr(error, "retriable", False))
 
 
 class KafkaOffsetStore:
@@ -89,7 +89,7 @@ class KafkaOffsetStore:
                     raise KafkaOffsetError(f"{what} for group {self.group} failed: {e!r}") from e
                 log.debug("%s for group %s: %r; retrying in %.1fs", what, self.group, e, self.backoff)
                 time.sleep(self.backoff)  # Kafka's offsets.channel.backoff.ms between attempts
-        raise AssertionError("unreachable")
+        raise KafkaOffsetError(f"{what} for group {self.group}: no attempt (offsets.commit.max.retries={self.retries})")
 
     def fetch(self, tps: Iterable[TopicPartition], pipelined: bool = True) -> dict[TopicPartition, int]:
         """The committed offsets (``INVALID_OFFSET`` when none), in one OffsetFetch; they become checkpoints.

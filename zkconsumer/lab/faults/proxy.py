@@ -32,6 +32,8 @@ import threading
 import time
 from enum import StrEnum
 
+from zkconsumer.errors import IllegalArgument
+
 
 class LinkMode(StrEnum):
     """What the proxy does with the connections through it (the module's docstring says each in full)."""
@@ -92,7 +94,7 @@ class TcpProxy:
     def set_mode(self, mode: LinkMode) -> None:
         """Switch mode; the selector thread applies it (resets what ``drop``/leaving ``blackhole`` must)."""
         if mode not in MODES:
-            raise ValueError(f"mode must be one of {MODES}, got {mode!r}")
+            raise IllegalArgument(f"mode must be one of {MODES}, got {mode!r}")
         mode = LinkMode(mode)
         with self._lock:
             previous, self._mode = self._mode, mode
@@ -107,7 +109,7 @@ class TcpProxy:
     def set_latency(self, ms: float) -> None:
         """Hold every chunk this many milliseconds before forwarding it (0: forward at once)."""
         if ms < 0:
-            raise ValueError(f"latency must be >= 0 ms, got {ms!r}")
+            raise IllegalArgument(f"latency must be >= 0 ms, got {ms!r}")
         self._latency_s = ms / 1000.0
         self._wake_w.send(b"x")
 
