@@ -44,7 +44,7 @@ class ZkAuthFailed(ZkConnectError):
 
 class BrokerAlreadyRegistered(ZkConsumerError, RuntimeError):
     """``/brokers/ids/<id>`` exists. Retriable: a broker restarted within its old session's timeout registers
-    once that session's node is gone (broker/cluster.py waits for it)."""
+    once that session's node is gone (zk/cluster.py waits for it)."""
 
     retriable = True
 
