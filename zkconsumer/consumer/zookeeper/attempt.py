@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Protocol
 
@@ -42,20 +42,24 @@ class Outcome(Enum):
 
 
 class AttemptHost(ClaimHost, Protocol):
-    """What an attempt needs of its consumer (a part of rebalance.RebalanceHost)."""
+    """What an attempt needs of its consumer (and, through :class:`ClaimHost`, what its owner nodes need)."""
 
     group: str
     offsets: ZkOffsetStore
     closed: bool
 
     @property
-    def needs_registered_brokers(self) -> bool: ...
+    def needs_registered_brokers(self) -> bool:
+        """Records come from brokers registered in ZooKeeper: a rebalance without any waits for one."""
 
-    def register(self) -> None: ...
+    def register(self) -> None:
+        """Write the registration node (again after a session expiry)."""
 
-    def stop_fetching(self, tps: set[TopicPartition] | None = None, commit: bool = True) -> None: ...
+    def stop_fetching(self, tps: set[TopicPartition] | None = None, commit: bool = True) -> None:
+        """Stop delivering ``tps`` (all when None), committing what was consumed."""
 
-    def start_fetching(self, gained: dict[TopicPartition, str], offsets: dict[TopicPartition, int]) -> None: ...
+    def start_fetching(self, gained: Mapping[TopicPartition, str], offsets: Mapping[TopicPartition, int]) -> None:
+        """Own ``gained`` from ``offsets`` and fetch the whole share."""
 
 
 class AttemptOwner(Protocol):

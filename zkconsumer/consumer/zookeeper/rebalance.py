@@ -19,7 +19,7 @@ import logging
 import threading
 import time
 from collections import Counter, deque
-from collections.abc import Callable, Mapping
+from collections.abc import Callable
 from enum import Enum
 from typing import Protocol
 
@@ -29,10 +29,9 @@ from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
 from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition
 from zkconsumer.config import ConsumerConfig, Profile
-from zkconsumer.consumer.zookeeper.attempt import Incremental, Outcome, StopTheWorld
-from zkconsumer.consumer.zookeeper.claims import ClaimHost, OwnerNodes
+from zkconsumer.consumer.zookeeper.attempt import AttemptHost, Incremental, Outcome, StopTheWorld
+from zkconsumer.consumer.zookeeper.claims import OwnerNodes
 from zkconsumer.consumer.zookeeper.group_view import GroupView
-from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
 from zkconsumer.consumer.zookeeper.phases import PhaseClock
 from zkconsumer.consumer.zookeeper.triggers import TriggerCause, Triggers
 from zkconsumer.errors import ConsumerRebalanceFailed
@@ -116,31 +115,15 @@ class RebalancerState(Enum):
     STOPPED = "stopped"
 
 
-class RebalanceHost(ClaimHost, Protocol):
-    """What the rebalancer needs from its consumer: identity, ZooKeeper access, and a few operations on the
-    fetch/ownership state (what its owner nodes need, :class:`~zkconsumer.consumer.zookeeper.claims.ClaimHost`,
-    and more). Narrow on purpose, so the rebalancer does not depend on the connector's internals."""
+class RebalanceHost(AttemptHost, Protocol):
+    """What the rebalancer needs from its consumer: what an attempt needs (:class:`~.attempt.AttemptHost`, which
+    takes in what its owner nodes need) and the session's side. Narrow on purpose, so the rebalancer does not
+    depend on the connector's internals."""
 
-    group: str
-    offsets: ZkOffsetStore
     topic_filter: TopicFilter | None
     registration: ConsumerRegistration | None
     failure: BaseException | None
     connected: threading.Event
-    closed: bool
-
-    @property
-    def needs_registered_brokers(self) -> bool:
-        """Records come from brokers registered in ZooKeeper: a rebalance without any waits for one."""
-
-    def register(self) -> None:
-        """Write the registration node (again after a session expiry)."""
-
-    def stop_fetching(self, tps: set[TopicPartition] | None = None, commit: bool = True) -> None:
-        """Stop delivering ``tps`` (all when None), committing what was consumed."""
-
-    def start_fetching(self, gained: Mapping[TopicPartition, str], offsets: Mapping[TopicPartition, int]) -> None:
-        """Own ``gained`` from ``offsets`` and fetch the whole share."""
 
     def reset_after_expiry(self) -> None:
         """The session expired: stop and forget everything without committing."""
