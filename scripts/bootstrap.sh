@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# Set up everything zkconsumer needs on a fresh Debian/Ubuntu machine: Java (for ZooKeeper and Spark),
-# python3-venv when missing, a .venv with the package installed editable plus its dev extras.
+# Set up everything zkconsumer needs on a fresh Debian/Ubuntu machine: Java (for ZooKeeper and Spark), chromium
+# (the browser tests), python3-venv when missing, a .venv with the package installed editable plus its dev extras.
 # Idempotent: a stamp file skips the pip step while pyproject.toml is unchanged.
 set -euo pipefail
 cd "$(dirname "$0")/.."
@@ -29,6 +29,11 @@ fi
 JAVAC_DIR="$(dirname "$(readlink -f "$( [ -n "${JAVA_HOME:-}" ] && echo "$JAVA_HOME/bin/java" || command -v java)")")"
 if [ ! -x "$JAVAC_DIR/javac" ] && ! command -v javac >/dev/null 2>&1; then
   apt_install default-jdk-headless
+fi
+# The browser tests (tests/test_pages.py ...) drive Debian's headless chromium through Playwright, launched with the
+# system binary: nothing downloads a browser.
+if ! command -v chromium >/dev/null 2>&1 && ! command -v chromium-browser >/dev/null 2>&1; then
+  apt_install chromium
 fi
 PY="${PYTHON:-python3}"
 if ! "$PY" -c 'import sys; assert sys.version_info >= (3, 11)' 2>/dev/null; then
