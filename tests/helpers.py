@@ -7,6 +7,7 @@ import uuid
 from collections.abc import Callable
 from typing import Any
 
+from kafka import KafkaProducer
 from kazoo.client import KazooClient
 from kazoo.exceptions import KazooException
 from kazoo.handlers.threading import KazooTimeoutError
@@ -118,3 +119,13 @@ def send_authorized_operations(broker, bits: set[int]) -> None:
 
     wrap(DescribeGroupsRequest, groups)
     wrap(MetadataRequest, metadata)
+
+
+def produce_counts(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
+    """``counts[p]`` records (values ``b"0"``, ``b"1"``...) into each partition ``p`` of ``topic``."""
+    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=2)
+    for p, n in counts.items():
+        for i in range(n):
+            producer.send(topic, value=b"%d" % i, partition=p)
+    producer.flush()
+    producer.close()

@@ -334,6 +334,7 @@ TALKS_TO_ZOOKEEPER = {
     "zkconsumer/migration/lease.py": "the driver lease (an ephemeral node) and the plan's versioned write",
     "zkconsumer/zk/server.py": "the health probe of a server it started",
     "zkconsumer/zk/multiread.py": "ZooKeeper's multiRead, which kazoo lacks, sent through kazoo's own connection",
+    "zkconsumer/web/zookeeper_source.py": "the live view's session listener: the page says when ZooKeeper went away",
 }
 KAZOO_CALLS = {"get", "set", "create", "delete", "exists", "get_children", "get_async", "set_async", "create_async",
                "delete_async", "exists_async", "get_children_async", "ensure_path", "ensure_path_async",

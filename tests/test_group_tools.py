@@ -6,22 +6,13 @@ from __future__ import annotations
 import json
 
 from helpers import consumer
-from kafka import KafkaProducer
+from helpers import produce_counts as _produce
 
 from zkconsumer.cli import main
 from zkconsumer.tools.groups import describe
 from zkconsumer.zk.layout import GroupPaths
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.topics import create_topic
-
-
-def _produce(bootstrap: str, topic: str, counts: dict[int, int]) -> None:
-    producer = KafkaProducer(bootstrap_servers=bootstrap, acks=1, linger_ms=2)
-    for p, n in counts.items():
-        for i in range(n):
-            producer.send(topic, value=b"%d" % i, partition=p)
-    producer.flush()
-    producer.close()
 
 
 def test_describe_shows_log_end_offsets_and_lag(registry: Registry, zk_connect: str, broker, capsys) -> None:

@@ -29,6 +29,7 @@ COMMAND_MODULES = [
     "zkconsumer.cli.demo",
     "zkconsumer.cli.consume",
     "zkconsumer.cli.groups",
+    "zkconsumer.cli.watch",
     "zkconsumer.cli.migrate",
     "zkconsumer.cli.lab",
     "zkconsumer.cli.analyze",

@@ -87,7 +87,8 @@ function drawMembers(snap) {
   }
   if (!changed("members", [snap.members, snap.actions])) return;
   const rows = snap.members.map((m) => {
-    const subs = Object.entries(m.subscription).map(([t, n]) => `${t}: ${n}`).join(", ");
+    // streams per topic; 0: not counted in streams (a coordinator member subscribes to topics)
+    const subs = Object.entries(m.subscription).map(([t, n]) => (n ? `${t}: ${n}` : t)).join(", ");
     const buttons = m.actions.map((name) => actionButton(labels[name] || { name, label: name }, m.id));
     return el("tr", { "data-member": m.id, "data-state": m.state },
       el("td", { class: "member-id" }, m.id), el("td", { class: "state" }, m.state),

@@ -1,0 +1,314 @@
+"""``zkconsumer watch``: the live view's server and page over a real ZooKeeper group (real consumers of ours, the
+local broker for the log ends) and over our broker's group coordinator; the page in a real browser.
+
+One group, one server and one browser per module (the tests run in order on them): the snapshot and the event
+stream, the page following a member that leaves, a client leaving the stream, ZooKeeper cut off (through the lab's
+TCP proxy) and back; then the coordinator group, and the command line itself.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import urllib.error
+import urllib.request
+from collections.abc import Iterator
+from urllib.parse import urlparse
+
+import pytest
+from browser import chromium, open_page
+from helpers import consumer, fresh_chroot, wait_until
+from helpers import produce_counts as produce
+
+from zkconsumer.broker import Broker
+from zkconsumer.cli import main
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
+from zkconsumer.lab.faults.proxy import LinkMode, TcpProxy
+from zkconsumer.web.coordinator_source import CoordinatorGroupSource
+from zkconsumer.web.history import History
+from zkconsumer.web.serve import AddressInUse, serve
+from zkconsumer.web.zookeeper_source import ZooKeeperGroupSource
+from zkconsumer.zk.registry import Registry, connect, split_connect
+from zkconsumer.zk.topics import create_topic
+
+TIMEOUT_MS = 15000
+
+
+def get_json(url: str, body: dict | None = None) -> tuple[int, dict]:
+    data = None if body is None else json.dumps(body).encode()
+    request = urllib.request.Request(url, data=data, headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=10) as response:
+            return response.status, json.loads(response.read())
+    except urllib.error.HTTPError as e:
+        return e.code, json.loads(e.read())
+
+
+def first_event(url: str) -> dict:
+    """The first server-sent event of ``/events``, then the connection is dropped (a client going away)."""
+    parsed = urlparse(url)
+    conn = http.client.HTTPConnection(parsed.hostname, parsed.port, timeout=10)
+    try:
+        conn.request("GET", "/events")
+        response = conn.getresponse()
+        assert response.status == 200 and response.getheader("content-type").startswith("text/event-stream")
+        event = None
+        while True:
+            line = response.readline().decode().strip()
+            if line.startswith("event:"):
+                event = line.partition(":")[2].strip()
+            elif line.startswith("data:") and event == "snapshot":
+                return json.loads(line.partition(":")[2])
+    finally:
+        conn.close()
+
+
+# ------------------------------------------------------------------------------------------------ fixtures
+@pytest.fixture(scope="module")
+def browser() -> Iterator:
+    with chromium() as b:
+        yield b
+
+
+@pytest.fixture(scope="module")
+def zk_group(zk_server, tmp_path_factory) -> Iterator[dict]:
+    """Group ``g`` (members ``g_a`` and ``g_b`` on topic ``t``, 4 partitions) in a chroot with the local broker; a
+    ZooKeeper source reaching ZooKeeper through a TCP proxy the tests cut; its server."""
+    zk_connect = fresh_chroot(zk_server.connect_string, "watch")
+    hosts, chroot = split_connect(zk_connect)
+    host, port = hosts.split(",")[0].rsplit(":", 1)
+    proxy = TcpProxy((host, int(port))).start()
+    client = connect(zk_connect)
+    reg = Registry(client)
+    broker = Broker(zk_connect, data_dir=tmp_path_factory.mktemp("broker")).start()
+    create_topic(reg, "t", 4)
+    produce(broker.bootstrap, "t", {0: 10, 1: 4})
+    reg.write_offset("g", "t", 0, 3)
+    members = {name: consumer(zk_connect, "g", name) for name in ("a", "b")}
+    source = served = None
+    try:
+        for c in members.values():
+            c.create_message_streams({"t": 1})
+        source = ZooKeeperGroupSource(proxy.address + chroot, "g", poll=0.3, lag_every=0.5)
+        served = serve(source, interval=0.1)
+        yield {"url": served.url, "source": source, "members": members, "proxy": proxy, "reg": reg}
+    finally:
+        if served is not None:
+            served.stop()
+        if source is not None:
+            source.close()
+        for c in members.values():
+            c.shutdown()
+        broker.stop()
+        client.stop()
+        client.close()
+        proxy.stop()
+
+
+def owners(snapshot: dict) -> dict[int, str | None]:
+    return {p["partition"]: p["owner"] for p in snapshot["partitions"]}
+
+
+# ------------------------------------------------------------------------------------------- pure history
+def test_history_keeps_owner_changes_and_membership_events() -> None:
+    h = History()
+    h.observe_members(1, ["c1"])
+    h.observe_owners(1, {"t-0": "c1-0", "t-1": None})
+    h.observe_members(2, ["c1", "c2"])
+    h.observe_owners(2, {"t-0": "c2-0", "t-1": "c1-0"})
+    h.observe_owners(3, {"t-1": "c1-0"})
+    assert [(c.ts, c.partition, c.owner) for c in h.changes] == [
+        (1, "t-0", "c1-0"), (2, "t-0", "c2-0"), (2, "t-1", "c1-0"), (3, "t-0", None)]
+    assert [e.text for e in h.events] == ["ids changed: +c2", "t-0: c1-0 → c2-0", "t-1: none → c1-0",
+                                          "t-0: c2-0 → none"]
+
+
+# -------------------------------------------------------------------------------------------- ZooKeeper
+def test_the_snapshot_and_the_events_show_the_group_from_zookeeper(zk_group) -> None:
+    url = zk_group["url"]
+
+    def settled() -> dict | None:
+        status, snap = get_json(url + "snapshot")
+        assert status == 200
+        done = (sorted(m["id"] for m in snap["members"]) == ["g_a", "g_b"]
+                and all(owners(snap).values()) and len(owners(snap)) == 4
+                and snap["partitions"][0]["end"] == 10)
+        return snap if done else None
+
+    snap = wait_until(settled, message="both members, every partition owned, the log ends read")
+    assert snap["kind"] == "zookeeper" and snap["status"]["ok"] and snap["group"]["id"] == "g"
+    assert {m["id"]: m["subscription"] for m in snap["members"]} == {"g_a": {"t": 1}, "g_b": {"t": 1}}
+    assert sorted(p for m in snap["members"] for p in m["owned"]) == ["t-0", "t-1", "t-2", "t-3"]
+    rows = {p["partition"]: (p["offset"], p["end"], p["lag"]) for p in snap["partitions"]}
+    assert rows[0] == (3, 10, 7) and rows[1] == (None, 4, None)
+    assert {c["partition"] for c in snap["changes"]} == {"t-0", "t-1", "t-2", "t-3"}
+    event = first_event(url)
+    assert sorted(m["id"] for m in event["members"]) == ["g_a", "g_b"]
+    status, answer = get_json(url + "act", {"action": "kill", "member": "g_a"})
+    assert status == 400 and "takes no action" in answer["error"]
+    assert get_json(url + "act", {"member": 3})[0] == 400
+
+
+def test_a_client_leaving_the_event_stream_leaves_the_server_serving(zk_group) -> None:
+    for _ in range(3):
+        first_event(zk_group["url"])  # read one event, hang up
+    parsed = urlparse(zk_group["url"])
+    raw = socket.create_connection((parsed.hostname, parsed.port))
+    raw.sendall(b"GET /events HTTP/1.1\r\nHost: x\r\n\r\n")
+    raw.close()  # gone before the first event
+    assert get_json(zk_group["url"] + "snapshot")[0] == 200
+    assert first_event(zk_group["url"])["group"]["id"] == "g"
+
+
+def test_the_page_shows_members_and_owners_and_follows_a_member_leaving(zk_group, browser) -> None:
+    with open_page(browser, zk_group["url"]) as (page, log):
+        page.set_default_timeout(TIMEOUT_MS)
+        page.wait_for_selector("#members tr[data-member=g_a]")
+        page.wait_for_selector("#members tr[data-member=g_b]")
+        page.wait_for_function("document.querySelectorAll('#partitions tr[data-owner]').length === 4")
+        assert page.text_content("#group-id") == "g"
+        assert page.locator("#partitions tr[data-partition=t-0] td.lag").text_content() == "7"
+        assert page.locator("#status").is_hidden()
+        zk_group["members"].pop("b").shutdown()
+        page.wait_for_selector("#members tr[data-member=g_b]", state="detached")
+        page.wait_for_function("[...document.querySelectorAll('#partitions td.owner')]"
+                               ".every(td => td.textContent === 'g_a-0')")
+        assert page.locator("#members tr[data-member=g_a] td.owned").text_content() == "t-0, t-1, t-2, t-3"
+        page.wait_for_selector("#events li[data-kind=rebalance]:has-text('ids changed: -g_b')")
+        box = page.locator("#timeline .point path").first.bounding_box()
+        page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
+        assert "t-0" in page.locator(".hovertext").first.text_content()
+    assert log.errors == [] and log.remote == []
+
+
+def test_zookeeper_going_away_leaves_the_server_answering_and_the_page_saying_so(zk_group, browser) -> None:
+    proxy, url = zk_group["proxy"], zk_group["url"]
+    with open_page(browser, url) as (page, log):
+        page.set_default_timeout(TIMEOUT_MS)
+        page.wait_for_selector("#members tr[data-member=g_a]")
+        proxy.set_mode(LinkMode.DROP)
+        try:
+            page.wait_for_selector("#status[data-ok=false]")
+            assert "ZooKeeper" in page.text_content("#status") and "since" in page.text_content("#status")
+            status, snap = get_json(url + "snapshot")
+            assert status == 200 and not snap["status"]["ok"]
+            assert [m["id"] for m in snap["members"]] == ["g_a"]  # the last data stays
+            assert page.locator("#members tr[data-member=g_a]").count() == 1
+        finally:
+            proxy.set_mode(LinkMode.PASS)
+        page.wait_for_selector("#status[data-ok=true]", state="attached")
+        assert page.locator("#status").is_hidden()
+        page.wait_for_selector("#events li[data-kind=source]:has-text('back')")
+    assert log.errors == [] and log.remote == []
+
+
+def test_zookeeper_unreachable_at_start_is_said_and_then_read(zk_server) -> None:
+    hosts, _ = split_connect(zk_server.connect_string)
+    host, port = hosts.split(",")[0].rsplit(":", 1)
+    with TcpProxy((host, int(port))) as proxy:
+        proxy.set_mode(LinkMode.DROP)
+        source = ZooKeeperGroupSource(proxy.address, "nobody", poll=0.3)
+        try:
+            with serve(source) as served:
+                snap = wait_until(lambda: (s := get_json(served.url + "snapshot")[1])["status"]["ok"] is False and s,
+                                  message="the unreachable status")
+                assert "ZooKeeper unreachable since" in snap["status"]["message"]
+                proxy.set_mode(LinkMode.PASS)
+                wait_until(lambda: get_json(served.url + "snapshot")[1]["status"]["ok"], message="connected")
+        finally:
+            source.close()
+
+
+# ------------------------------------------------------------------------------------------- coordinator
+def test_the_coordinator_group_shows_state_members_assignments_and_lag(zk_connect, registry, tmp_path,
+                                                                       browser) -> None:
+    broker = Broker(zk_connect, data_dir=tmp_path / "broker", group_initial_rebalance_delay_ms=0,
+                    group_min_session_timeout_ms=500).start()
+    member = None
+    source = CoordinatorGroupSource(broker.bootstrap, "cg", poll=0.3, lag_every=0.3)
+    try:
+        create_topic(registry, "ct", 3)
+        produce(broker.bootstrap, "ct", {0: 5, 1: 2})
+        member = CoordinatorConsumerConnector(ConsumerConfig.from_properties({
+            "group.id": "cg", "bootstrap.servers": broker.bootstrap, "consumer.id": "m1",
+            "auto.offset.reset": "smallest", "session.timeout.ms": 3000, "heartbeat.interval.ms": 300,
+            "auto.commit.interval.ms": 200, "consumer.timeout.ms": -1}))
+        stream = member.create_message_streams({"ct": 1})["ct"][0]
+        threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()  # offsets advance as read
+        with serve(source) as served:
+            def stable() -> dict | None:
+                snap = get_json(served.url + "snapshot")[1]
+                rows = {p["partition"]: (p["offset"], p["end"], p["lag"]) for p in snap["partitions"]}
+                done = (snap["group"]["state"] == "Stable" and len(snap["members"]) == 1
+                        and all(owners(snap).values()) and len(owners(snap)) == 3
+                        and rows.get(0) == (5, 5, 0) and rows.get(1) == (2, 2, 0))
+                last.append((snap["group"], rows))
+                return snap if done else None
+
+            last: list = []
+            snap = wait_until(stable, message=f"one member owning the 3 partitions, its offsets committed {last[-1:]}")
+            m = snap["members"][0]
+            assert snap["kind"] == "coordinator" and snap["group"]["protocol"] == "range"
+            assert snap["group"]["generation"] is None  # DescribeGroups has none (coordinator_source.py)
+            assert sorted(m["owned"]) == ["ct-0", "ct-1", "ct-2"] and m["subscription"] == {"ct": 0}
+            assert m["client"].endswith("127.0.0.1") and set(owners(snap).values()) == {m["id"]}
+            with open_page(browser, served.url) as (page, log):
+                page.set_default_timeout(TIMEOUT_MS)
+                page.wait_for_selector(f"#members tr[data-member='{m['id']}']")
+                assert page.text_content("#group-state") == "Stable"
+                assert page.text_content("#group-generation") == "n/a"
+                member.shutdown()  # first: a member whose broker is gone takes its timeouts to leave
+                member = None
+                page.wait_for_selector("#group-state:text('Empty')")
+                page.wait_for_selector("#members tbody tr", state="detached")
+                broker.stop()
+                page.wait_for_selector("#status[data-ok=false]:has-text('broker unreachable since')")
+                assert get_json(served.url + "snapshot")[0] == 200
+            assert log.errors == [] and log.remote == []
+    finally:
+        if member is not None:
+            member.shutdown()
+        source.close()
+        broker.stop()
+
+
+# ------------------------------------------------------------------------------------------- the command
+def test_the_command_needs_one_group_source_and_a_free_port(capsys) -> None:
+    assert main(["watch", "--group", "g"]) == 1
+    assert "--zookeeper ZK" in capsys.readouterr().err
+    assert main(["watch", "--zookeeper", "localhost:2181"]) == 1
+    assert "--group" in capsys.readouterr().err
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        with pytest.raises(AddressInUse, match="in use"):
+            serve(None, port=port)
+        assert main(["watch", "--bootstrap-server", "127.0.0.1:1", "--group", "g", "--port", str(port)]) == 1
+        assert "the port is in use" in capsys.readouterr().err
+
+
+def test_the_command_prints_its_address_serves_and_stops_on_ctrl_c(zk_connect, tmp_path) -> None:
+    props = tmp_path / "consumer.properties"
+    props.write_text(f"group.id=g\nzookeeper.connect={zk_connect}\n")
+    env = {**os.environ, "PYTHONPATH": os.pathsep.join(filter(None, [os.getcwd(), os.environ.get("PYTHONPATH")]))}
+    proc = subprocess.Popen([sys.executable, "-m", "zkconsumer", "watch", "--consumer.config", str(props)],
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env)
+    try:
+        line = proc.stdout.readline()
+        assert line.startswith("zkconsumer watch: http://127.0.0.1:") and "(Ctrl-C to stop)" in line
+        url = line.split()[2]
+        snap = wait_until(lambda: (s := get_json(url + "snapshot")[1])["status"]["ok"] and s["title"] and s)
+        assert snap["group"]["id"] == "g" and "ZooKeeper" in snap["title"]
+        proc.send_signal(signal.SIGINT)
+        assert proc.wait(15) == 130
+    finally:
+        if proc.poll() is None:
+            proc.kill()
