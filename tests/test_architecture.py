@@ -418,6 +418,7 @@ LAZY_IMPORTS = {
     "zkconsumer.analysis": "imports pyspark",
     "zkconsumer.lab.containers": "imports the Docker SDK",
     "zkconsumer.lab.compare": "imports pandas, which the consumer's container image leaves out",
+    "zkconsumer.web": "Starlette and uvicorn: only the commands that serve a page (watch, lab --ui) need them",
 }
 #: Function-local imports for another reason, each explained where it is.
 LAZY_ELSEWHERE = {

@@ -49,6 +49,7 @@ Every error class of zkconsumer, by module (``*``: retriable)::
     zkconsumer.lab.containers.images       ImageBuildError
     zkconsumer.analysis.traces             TraceInputError
     zkconsumer.analysis.tables             NotPlain
+    zkconsumer.web.serve                   AddressInUse
     zkconsumer.cli.output                  CliError
 """
 

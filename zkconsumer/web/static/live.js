@@ -1,0 +1,206 @@
+/* The live view: draws each snapshot the server sends on /events (zkconsumer/web/app.py).
+ *
+ * DOM hooks (stable, for tests and the lab page):
+ *   body[data-updated=N]              snapshots drawn so far; body[data-kind] zookeeper|coordinator|lab
+ *   #connection                       "connection to the server lost, retrying" (shown while /events is down)
+ *   #status[data-ok=true|false]       the source's status banner (shown when not ok)
+ *   #group-id #group-state #group-protocol #group-generation   the group header ("n/a" where unknown)
+ *   #members tr[data-member=ID]       one row per member: td.member-id td.state td.client td.subscription td.owned
+ *     button.act[data-action=NAME][data-member=ID]   the member's actions
+ *   #actions button.act[data-action=NAME]            actions on no member (e.g. add a member)
+ *   #answer[data-status=ok|error]     the answer to the last button (its text: the message or the error)
+ *   #partitions tr[data-partition=TOPIC-P][data-owner=OWNER]   td.topic td.partition td.owner td.offset td.end td.lag
+ *   #timeline                         the ownership timeline (plotly; hover shows .hovertext)
+ *   #events li[data-kind=KIND]        the event log, newest first
+ */
+"use strict";
+
+const $ = (sel) => document.querySelector(sel);
+const drawn = {};
+
+function el(tag, attrs, ...children) {
+  const node = document.createElement(tag);
+  for (const [k, v] of Object.entries(attrs || {})) {
+    if (k === "class") node.className = v;
+    else if (k.startsWith("data-")) node.setAttribute(k, v);
+    else node[k] = v;
+  }
+  for (const c of children) node.append(c instanceof Node ? c : String(c));
+  return node;
+}
+
+function changed(key, value) {
+  const json = JSON.stringify(value);
+  if (drawn[key] === json) return false;
+  drawn[key] = json;
+  return true;
+}
+
+function clock(ms) {
+  const d = new Date(ms);
+  const pad = (n, w = 2) => String(n).padStart(w, "0");
+  return `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+function localDate(ms) {  // plotly's date axis reads a string without a zone as it is: show local time
+  const d = new Date(ms);
+  const pad = (n, w = 2) => String(n).padStart(w, "0");
+  return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
+    `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+const show = (v) => (v === null || v === undefined ? "n/a" : String(v));
+const dash = (v) => (v === null || v === undefined ? "-" : String(v));
+
+function drawStatus(snap) {
+  const status = $("#status");
+  status.dataset.ok = String(snap.status.ok);
+  status.textContent = snap.status.message;
+  status.hidden = snap.status.ok;
+}
+
+function drawGroup(snap) {
+  const g = snap.group;
+  document.title = snap.title;
+  $("#title").textContent = snap.title;
+  $("#group-id").textContent = g.id;
+  const coordinator = snap.kind === "coordinator" || g.state !== null || g.generation !== null;
+  for (const node of document.querySelectorAll("#group .coordinator")) node.hidden = !coordinator;
+  $("#group-state").textContent = show(g.state);
+  $("#group-protocol").textContent = show(g.protocol);
+  $("#group-generation").textContent = show(g.generation);
+  $("#updated").textContent = clock(snap.ts);
+}
+
+function actionButton(action, member) {
+  const attrs = { class: "act", type: "button", "data-action": action.name };
+  if (member !== null) attrs["data-member"] = member;
+  const button = el("button", attrs, action.label);
+  button.addEventListener("click", () => act(action.name, member, button));
+  return button;
+}
+
+function drawMembers(snap) {
+  const labels = Object.fromEntries(snap.actions.map((a) => [a.name, a]));
+  if (changed("actions", snap.actions)) {
+    $("#actions").replaceChildren(...snap.actions.filter((a) => !a.member).map((a) => actionButton(a, null)));
+  }
+  if (!changed("members", [snap.members, snap.actions])) return;
+  const rows = snap.members.map((m) => {
+    const subs = Object.entries(m.subscription).map(([t, n]) => `${t}: ${n}`).join(", ");
+    const buttons = m.actions.map((name) => actionButton(labels[name] || { name, label: name }, m.id));
+    return el("tr", { "data-member": m.id, "data-state": m.state },
+      el("td", { class: "member-id" }, m.id), el("td", { class: "state" }, m.state),
+      el("td", { class: "client" }, m.client), el("td", { class: "subscription" }, subs),
+      el("td", { class: "owned" }, m.owned.join(", ")), el("td", { class: "buttons" }, ...buttons));
+  });
+  $("#members tbody").replaceChildren(...rows);
+}
+
+function drawPartitions(snap) {
+  if (!changed("partitions", snap.partitions)) return;
+  const rows = snap.partitions.map((p) => {
+    const attrs = { "data-partition": `${p.topic}-${p.partition}` };
+    if (p.owner !== null) attrs["data-owner"] = p.owner;
+    return el("tr", attrs,
+      el("td", { class: "topic" }, p.topic), el("td", { class: "partition" }, p.partition),
+      el("td", { class: p.owner === null ? "owner none" : "owner" }, p.owner === null ? "none" : p.owner),
+      el("td", { class: "offset" }, dash(p.offset)), el("td", { class: "end" }, dash(p.end)),
+      el("td", { class: "lag" }, dash(p.lag)));
+  });
+  $("#partitions tbody").replaceChildren(...rows);
+}
+
+function drawEvents(snap) {
+  if (!changed("events", snap.events)) return;
+  const items = snap.events.slice(-300).reverse().map((e) =>
+    el("li", { "data-kind": e.kind }, `${clock(e.ts)} ${e.kind}: ${e.text}`));
+  $("#events").replaceChildren(...items);
+}
+
+/* One bar per stretch of ownership: a change opens its partition's next stretch and closes the one before; the
+   open stretches end now. An unowned stretch is a gap. */
+function segments(snap) {
+  const open = {}, done = [];
+  const changes = [...snap.changes].sort((a, b) => a.ts - b.ts);
+  for (const c of changes) {
+    const prev = open[c.partition];
+    if (prev) done.push({ ...prev, to: c.ts });
+    open[c.partition] = c.owner === null ? null : { partition: c.partition, owner: c.owner, from: c.ts };
+  }
+  for (const s of Object.values(open)) if (s) done.push({ ...s, to: Math.max(snap.ts, s.from) });
+  return done;
+}
+
+function partitionOrder(snap) {
+  const names = new Set(snap.partitions.map((p) => `${p.topic}-${p.partition}`));
+  for (const c of snap.changes) names.add(c.partition);
+  const key = (n) => { const i = n.lastIndexOf("-"); return [n.slice(0, i), Number(n.slice(i + 1))]; };
+  return [...names].sort((a, b) => {
+    const [ta, pa] = key(a), [tb, pb] = key(b);
+    return ta < tb ? -1 : ta > tb ? 1 : pa - pb;
+  });
+}
+
+function drawTimeline(snap) {
+  if (typeof Plotly === "undefined" || !changed("timeline", [snap.changes, snap.ts])) return;
+  const byOwner = {};
+  for (const s of segments(snap)) (byOwner[s.owner] ||= []).push(s);
+  const traces = Object.entries(byOwner).sort().map(([owner, segs]) => ({
+    type: "bar", orientation: "h", name: owner,
+    y: segs.map((s) => s.partition), base: segs.map((s) => localDate(s.from)), x: segs.map((s) => s.to - s.from),
+    hovertext: segs.map((s) => `${s.partition}: ${owner}<br>${clock(s.from)} – ${clock(s.to)}`),
+    hoverinfo: "text",
+  }));
+  const order = partitionOrder(snap);
+  const layout = {
+    barmode: "overlay", uirevision: "keep", height: Math.max(160, 60 + 22 * order.length),
+    margin: { l: 110, r: 20, t: 10, b: 40 }, xaxis: { type: "date" },
+    yaxis: { type: "category", categoryorder: "array", categoryarray: order, autorange: "reversed" },
+    showlegend: true,
+  };
+  Plotly.react("timeline", traces, layout, { displaylogo: false, responsive: true });
+}
+
+function draw(snap) {
+  document.body.dataset.kind = snap.kind;
+  drawStatus(snap);
+  drawGroup(snap);
+  drawMembers(snap);
+  drawPartitions(snap);
+  drawTimeline(snap);
+  drawEvents(snap);
+  document.body.dataset.updated = String(Number(document.body.dataset.updated) + 1);
+}
+
+async function act(action, member, button) {
+  const answer = $("#answer");
+  if (button) button.disabled = true;
+  try {
+    const response = await fetch("/act", {
+      method: "POST", headers: { "Content-Type": "application/json" }, body: JSON.stringify({ action, member }),
+    });
+    const body = await response.json().catch(() => ({ error: `HTTP ${response.status}` }));
+    answer.dataset.status = response.ok ? "ok" : "error";
+    answer.textContent = response.ok ? body.message : body.error;
+  } catch (e) {
+    answer.dataset.status = "error";
+    answer.textContent = `the server did not answer: ${e}`;
+  } finally {
+    answer.hidden = false;
+    if (button) button.disabled = false;
+  }
+}
+
+function connect() {
+  const source = new EventSource("/events");
+  source.addEventListener("open", () => { $("#connection").hidden = true; });
+  source.addEventListener("snapshot", (e) => {
+    $("#connection").hidden = true;
+    draw(JSON.parse(e.data));
+  });
+  // EventSource reconnects by itself; the banner says so meanwhile
+  source.addEventListener("error", () => { $("#connection").hidden = false; });
+}
+
+connect();
