@@ -127,7 +127,7 @@ class LiveGroup:
         self._exits(r)
         for e in r.lab_events:
             self.events.append(Event(r.ts, EventKind.ACTION, plain(e)))
-        for e in r.rebalances:
+        for e in sorted(r.rebalances, key=lambda e: e.get("ts") or 0):  # read file by file: put in time order
             self.events.append(Event(int(e.get("ts") or r.ts), EventKind.REBALANCE, self._rebalance_text(e, names)))
         self._diff(r, owners)
         self.owners, self.states = owners, dict(r.states)

@@ -174,6 +174,9 @@ class LiveHook(Protocol):
     """What ``lab --ui`` hooks into the lab's loop (lab/live.py's LabSource): the page's actions are carried out on
     the loop's thread (the lab is not thread-safe), and the page may end the churn early or hold it open."""
 
+    #: The churn lasts until the page says (its "finish"), not the plan's duration.
+    open_ended: bool
+
     def churning(self, elapsed: float) -> bool:
         """Whether the churn goes on ``elapsed`` seconds after the members started."""
         ...
@@ -588,7 +591,8 @@ class Lab:
                         f"({errors or 'no answer yet'}; group {e.get('group_state') or 'not described'})")
         self._stalls_shown = len(self.tail.stalls)
         title = (f"group {GROUP} — {self.plan.mode} mode, {self.plan.profile} profile, {self.plan.strategy} — "
-                 f"{elapsed:4.0f}s / {self.plan.duration:.0f}s")
+                 f"{elapsed:4.0f}s" + (" (until finish)" if self.ui is not None and self.ui.open_ended
+                                       else f" / {self.plan.duration:.0f}s"))
         rebalances = Counter(e["consumer"] for e in self.tail.rebalances)
         members = {name: (state, self.tail.per_consumer[f"{GROUP}_{name}"], rebalances[f"{GROUP}_{name}"])
                    for name, state in self.members.status.items()}
