@@ -23,9 +23,10 @@ from helpers import wait_until
 from zkconsumer.cli import main
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.backends import ProcessBackend
+from zkconsumer.lab.faults.scenario_lab import CutAnyLab, lab_for
 from zkconsumer.lab.live import FINISH, JOIN, LabSource, LiveGroup, Reading, actions, member_of, plain
 from zkconsumer.lab.runner import Lab, LabPlan
-from zkconsumer.lab.scenario import ActionKind, Step
+from zkconsumer.lab.scenario import ActionKind, LabMode, Step
 
 TOPICS = {"orders": 2, "payments": 1}
 PRODUCED = {("orders", 0): 10, ("orders", 1): 12, ("payments", 0): 5}
@@ -187,6 +188,14 @@ def test_a_button_is_a_lab_step_carried_out_on_the_labs_loop(tmp_path: Path) -> 
     # without open_ended the plan's duration ends it, and finish ends it sooner
     timed = LabSource(Lab(plan, tmp_path / "timed", backend=_Names()))
     assert timed.churning(plan.duration - 1) and not timed.churning(plan.duration)
+
+
+def test_the_ui_lab_links_every_member_to_zookeeper_where_it_can(tmp_path: Path) -> None:
+    """The page's cut button on any member: each reaches ZooKeeper through a proxy of its own, made as it starts."""
+    assert type(lab_for(LabPlan(), tmp_path, cut_any=True)) is CutAnyLab
+    assert type(lab_for(LabPlan(mode=LabMode.COORDINATOR), tmp_path, cut_any=True)) is Lab  # no ZooKeeper session
+    assert type(lab_for(LabPlan(), tmp_path, cut_any=True, backend=_Names())) is CutAnyLab
+    assert type(lab_for(LabPlan(), tmp_path)) is Lab
 
 
 def test_the_cli_refuses_ui_with_several_runs(capsys) -> None:

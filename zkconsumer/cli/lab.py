@@ -217,7 +217,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
             out = base / profile if args.compare else base
             console.rule(f"[bold]lab: {profile} profile ({args.backend} backend)")
             try:
-                lab = lab_for(plan, out, args.zookeeper, args.bootstrap_server, console, backend=new_backend())
+                lab = lab_for(plan, out, args.zookeeper, args.bootstrap_server, console, backend=new_backend(),
+                              cut_any=args.ui)
                 with _live_page(args, lab):
                     summaries.append(lab.run(args.analyze, args.master))
             except BrokerTooOld as e:  # --mode coordinator | migrate against a Kafka 0.8 cluster

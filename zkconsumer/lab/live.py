@@ -308,7 +308,7 @@ class LabSource:
         except Exception as e:  # noqa: BLE001 - said on the page; the run goes on
             self.lab.events.append(f"{time.strftime('%H:%M:%S')} [red]failed[/] {order.action} {name}: {e}")
         said = "; ".join(plain(e) for e in self.lab.events[before:])
-        order.done.set_result(said or f"{step.action} {name}: carried out")
+        order.done.set_result(said or f"{step.action} {name}: under way (its events follow)")
 
     def _next_member(self) -> str:
         """The next member name neither started nor planned by the run's schedule (a scheduled join keeps its)."""
