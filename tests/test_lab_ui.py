@@ -224,8 +224,11 @@ def test_a_kill_clicked_on_the_lab_page_shows_the_rebalance_and_the_new_owners(t
                                 "--rate", "50", "--out", str(tmp_path / "run")], stdout=log, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
-        url = wait_until(lambda: re.search(r"live page: (http://127\.0\.0\.1:\d+/)", log_path.read_text()),
-                         timeout=60, message="the lab to print its page's URL").group(1)
+        def printed() -> re.Match | None:
+            assert lab.poll() is None, f"the lab ended: {log_path.read_text()[-4000:]}"
+            return re.search(r"live page: (http://127\.0\.0\.1:\d+/)", log_path.read_text())
+
+        url = wait_until(printed, timeout=60, message="the lab to print its page's URL").group(1)
         with chromium() as browser, open_page(browser, url) as (page, page_log):
             # every partition owned by a running member, and the group said to have settled
             wait_until(lambda: (s := _page_state(page))["owners"] and all(
