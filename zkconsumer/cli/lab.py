@@ -9,10 +9,11 @@ from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.markup import escape
 from rich.table import Table
 
 from zkconsumer.broker_version import BrokerTooOld
-from zkconsumer.cli.output import CliError, console
+from zkconsumer.cli.output import CliError, console, err_console
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.lab.backends import BackendError, DockerBackend, ProcessBackend
 from zkconsumer.lab.catalogue import CATALOGUE_VARIANTS, MODES, run_catalogue
@@ -20,9 +21,10 @@ from zkconsumer.lab.catalogue import modes as catalogue_modes
 from zkconsumer.lab.faults.cli import run_matrix
 from zkconsumer.lab.faults.matrix import faults_of
 from zkconsumer.lab.faults.scenario_lab import lab_for
+from zkconsumer.lab.live import LabSource
 from zkconsumer.lab.nemesis import DEFAULT_KINDS, NemesisSettings, drawable, parse_kinds
 from zkconsumer.lab.nemesis_run import NEMESIS_VARIANTS, PROFILE_VARIANTS, run_nemesis
-from zkconsumer.lab.runner import WORKLOADS, LabPlan
+from zkconsumer.lab.runner import WORKLOADS, Lab, LabPlan
 from zkconsumer.lab.scenario import LabMode, ScenarioError, builtin_names
 from zkconsumer.lab.scenario import builtin as builtin_scenario
 from zkconsumer.lab.scenario import load as load_scenario
@@ -75,6 +77,17 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "with --mode migrate: migrate-kill member-kill-switching bridge-zk-expiry broker-restart "
                         "rollback-mid stranger-joins) and print one verdict per fault; --profile / --compare choose "
                         "the profiles")
+    u = p.add_argument_group("the live page (--ui)")
+    u.add_argument("--ui", action="store_true",
+                   help="serve a live page of the run: members with buttons (add a member, stop, kill -9, pause, cut "
+                        "from ZooKeeper where the lab has the link, restart, finish), owners, offsets and lag, "
+                        "ownership over time, each rebalance as it happens. Without --workload or --scenario nothing "
+                        "is scheduled (the page drives the group); without --duration the run lasts until the "
+                        "page's finish or Ctrl-C")
+    u.add_argument("--port", type=int, default=0, help="the page's port (default 0: a free one; the URL is printed)")
+    u.add_argument("--host", default="127.0.0.1",
+                   help="the page's address (default 127.0.0.1; any other is reachable from elsewhere, and the "
+                        "page has no login: warned)")
     n = p.add_argument_group("randomized fault schedules (--nemesis; docs/scenarios.md)")
     n.add_argument("--nemesis", action="store_true",
                    help="draw a schedule of actions from --seed, print it (a scenario file), run it, judge it with "
@@ -186,6 +199,8 @@ def cmd_lab(args: argparse.Namespace) -> int:
         results = run_compare(plan, base, ["zookeeper-default", "coordinator"], console, analyze=args.analyze,
                               master=args.master)
         return 0 if all(r.measures.get("verify_ok") and r.measures.get("lost") == 0 for r in results) else 1
+    if args.ui and (args.mode == BOTH or args.compare or args.nemesis or args.faults is not None):
+        raise CliError("--ui watches one lab run: not with --mode both, --compare, --faults or --nemesis")
     mode = LabMode.ZOOKEEPER if args.mode == ZK else LabMode(args.mode)
     profiles = ["kafka-0.8", "default"] if args.compare else [args.profile]
     if args.nemesis:
@@ -196,11 +211,16 @@ def cmd_lab(args: argparse.Namespace) -> int:
     with _backends(args) as new_backend:
         for profile in profiles:
             plan = lab_plan(args, profile=profile, mode=mode)
+            if args.ui and args.scenario is None and args.workload is None:
+                # the page drives the group: a schedule would mix its rebalances with those the clicks cause
+                plan.steps, plan.workload = [], "live page"
             out = base / profile if args.compare else base
             console.rule(f"[bold]lab: {profile} profile ({args.backend} backend)")
             try:
-                summaries.append(lab_for(plan, out, args.zookeeper, args.bootstrap_server, console,
-                                         backend=new_backend()).run(args.analyze, args.master))
+                lab = lab_for(plan, out, args.zookeeper, args.bootstrap_server, console, backend=new_backend(),
+                              cut_any=args.ui)
+                with _live_page(args, lab):
+                    summaries.append(lab.run(args.analyze, args.master))
             except BrokerTooOld as e:  # --mode coordinator | migrate against a Kafka 0.8 cluster
                 raise CliError(str(e)) from None
     if args.compare:
@@ -213,6 +233,34 @@ def cmd_lab(args: argparse.Namespace) -> int:
             table.add_row(key.replace("_", " "), *(str(s.get(key)) for s in summaries))
         console.print(table)
     return 0 if all(s.get("verify_ok") and s.get("lost") == 0 for s in summaries) else 1
+
+
+@contextlib.contextmanager
+def _live_page(args: argparse.Namespace, lab: Lab) -> Iterator[None]:
+    """``--ui``: the page served before the lab starts its members, its URL printed; stopped when the run is over
+    (after the summary: a page of a finished run would offer buttons on nothing)."""
+    if not args.ui:
+        yield
+        return
+    from zkconsumer.web.serve import AddressInUse, exposure_warning, serve
+
+    warning = exposure_warning(args.host, lab=True)
+    if warning:
+        err_console.print(f"[yellow]{escape(warning)}[/]", highlight=False)
+    source = LabSource(lab, open_ended=args.duration is None)
+    try:
+        served = serve(source, args.host, args.port)
+    except AddressInUse as e:
+        raise CliError(str(e)) from None
+    until = "until the page's finish or Ctrl-C" if args.duration is None else f"{lab.plan.duration:g} s at most"
+    console.print(f"live page: {served.url} (its buttons act on this run, which lasts {until})", highlight=False,
+                  soft_wrap=True)
+    console.file.flush()  # read by whoever started the lab, through a pipe too
+    try:
+        yield
+    finally:
+        source.close()
+        served.stop()
 
 
 @contextlib.contextmanager

@@ -23,6 +23,7 @@ import time
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Protocol
 
 from kafka import KafkaProducer
 from kafka.admin import NewTopic
@@ -167,6 +168,23 @@ class LabPlan:
                 raise IllegalArgument(f"unknown workload {self.workload!r}; choose from {', '.join(WORKLOADS)}")
             scenario = builtin_scenario("migration" if self.mode is LabMode.MIGRATE else self.workload)
         return scenario.steps(self.duration, self.consumers, self.topics)
+
+
+class LiveHook(Protocol):
+    """What ``lab --ui`` hooks into the lab's loop (lab/live.py's LabSource): the page's actions are carried out on
+    the loop's thread (the lab is not thread-safe), and the page may end the churn early or hold it open."""
+
+    #: The churn lasts until the page says (its "finish"), not the plan's duration.
+    open_ended: bool
+
+    def churning(self, elapsed: float) -> bool:
+        """Whether the churn goes on ``elapsed`` seconds after the members started."""
+        ...
+
+    def turn(self, reg: Registry, elapsed: float, wait: float) -> None:
+        """Carry out the page's queued actions, read the group for the page, then wait up to ``wait`` seconds
+        (less when the page asks for something)."""
+        ...
 
 
 class TraceTail:
@@ -315,6 +333,8 @@ class Lab:
             raise IllegalArgument(f"the {lab_members.CLIENT} client runs in ZooKeeper mode on the process backend only "
                                   f"(asked: mode {plan.mode}, backend {self.backend.name})")
         self._kafka_properties = _mixed_members(plan, self.backend.name, self.member_properties, self.skipped)
+        #: ``lab --ui``'s live page, when one watches this run (it sets itself here)
+        self.ui: LiveHook | None = None
 
     # ---------------------------------------------------------------------------------------- setup
     def _start_infrastructure(self) -> None:
@@ -571,7 +591,8 @@ class Lab:
                         f"({errors or 'no answer yet'}; group {e.get('group_state') or 'not described'})")
         self._stalls_shown = len(self.tail.stalls)
         title = (f"group {GROUP} — {self.plan.mode} mode, {self.plan.profile} profile, {self.plan.strategy} — "
-                 f"{elapsed:4.0f}s / {self.plan.duration:.0f}s")
+                 f"{elapsed:4.0f}s" + (" (until finish)" if self.ui is not None and self.ui.open_ended
+                                       else f" / {self.plan.duration:.0f}s"))
         rebalances = Counter(e["consumer"] for e in self.tail.rebalances)
         members = {name: (state, self.tail.per_consumer[f"{GROUP}_{name}"], rebalances[f"{GROUP}_{name}"])
                    for name, state in self.members.status.items()}
@@ -607,11 +628,11 @@ class Lab:
                 steps = sorted(self.plan.schedule(), key=lambda s: s.at)
                 started = time.monotonic()
                 with Live(self._view(reg, 0), console=self.console, refresh_per_second=2) as live:
-                    while (elapsed := time.monotonic() - started) < self.plan.duration:
+                    while self._churning(elapsed := time.monotonic() - started):
                         while steps and steps[0].at <= elapsed:
                             self.perform(steps.pop(0))
                         live.update(self._view(reg, elapsed))
-                        time.sleep(0.5)
+                        self._idle(reg, elapsed)
                     self._stop_producing.set()
                     producer.join(30)
                     self._event("producer stopped; waiting for the group to catch up")
@@ -621,7 +642,7 @@ class Lab:
                         offsets = self.committed(reg)
                         if all(offsets.get(tp, -1) >= end for tp, end in self.produced.items()):
                             break
-                        time.sleep(0.5)
+                        self._idle(reg, time.monotonic() - started)
                     live.update(self._view(reg, time.monotonic() - started))
                 if self._migration is not None:
                     self._migration.join(90)
@@ -664,6 +685,16 @@ class Lab:
             if summary["commits_untraced"]:  # the analysis reads traces only: say what it could not see
                 self.console.print(_commits_not_judged(self.plan), highlight=False)
         return summary
+
+    def _churning(self, elapsed: float) -> bool:
+        return self.ui.churning(elapsed) if self.ui is not None else elapsed < self.plan.duration
+
+    def _idle(self, reg: Registry, elapsed: float) -> None:
+        """Half a second between two views; the live page's turn when one watches (woken by a click)."""
+        if self.ui is None:
+            time.sleep(0.5)
+        else:
+            self.ui.turn(reg, elapsed, 0.5)
 
     def _zk_requests(self) -> int:
         """Packets the embedded ZooKeeper received so far (``mntr``); 0 with an external ZooKeeper."""

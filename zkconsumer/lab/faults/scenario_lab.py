@@ -73,14 +73,18 @@ def session_password(session_id: int) -> bytes:
 
 def lab_for(plan: LabPlan, out_dir: Path, zookeeper: str | None = None, bootstrap: str | None = None,
             console: Console | None = None, backend: LabBackend | None = None,
-            cluster: KafkaCluster | None = None) -> Lab:
+            cluster: KafkaCluster | None = None, cut_any: bool = False) -> Lab:
     """The lab ``plan`` needs: a :class:`ScenarioLab` when its scenario (or its steps) strikes servers, links,
     sessions or topics, else a plain Lab (which reports such a step n/a). ``cluster``: Apache Kafka's brokers
-    that compare started for the run (``bootstrap`` names them), whose coordinator the lab may kill."""
+    that compare started for the run (``bootstrap`` names them), whose coordinator the lab may kill. ``cut_any``
+    (``lab --ui``, whose page cuts any member from ZooKeeper): a ScenarioLab with a link for every member, on the
+    process backend (the one its proxies run on)."""
     needs = plan.scenario.needs_fault_lab if plan.scenario is not None else any(
         step.action.needs_fault_lab for step in plan.steps or ())
-    if needs:
-        return ScenarioLab(plan, out_dir, zookeeper, bootstrap, console, backend=backend, cluster=cluster)
+    cut_any = cut_any and (backend is None or backend.name == "process") and plan.mode is not LabMode.COORDINATOR
+    if needs or cut_any:
+        kind = CutAnyLab if cut_any else ScenarioLab
+        return kind(plan, out_dir, zookeeper, bootstrap, console, backend=backend, cluster=cluster)
     return Lab(plan, out_dir, zookeeper, bootstrap, console, backend=backend)
 
 
@@ -591,3 +595,13 @@ class ScenarioLab(FaultLab):
         summary["fault_errors"] = list(self.fault_errors)
         summary["zookeeper_servers"] = self.zk.servers if self.zk is not None else None
         return summary
+
+
+class CutAnyLab(ScenarioLab):
+    """A ScenarioLab whose every member reaches ZooKeeper through a link of its own, made as the member starts
+    (``lab --ui``: the page's cut button works on any member, those the page adds too)."""
+
+    def _consumer_args(self, name: str) -> list[str]:
+        if name not in self.links:
+            self._link(name)
+        return super()._consumer_args(name)
