@@ -46,7 +46,7 @@ from zkconsumer.lab.scenario import builtin as builtin_scenario
 from zkconsumer.migration.driver import MigrationDriver
 from zkconsumer.records import encode_value
 from zkconsumer.tools.groups import verify
-from zkconsumer.trace import TraceWriter
+from zkconsumer.trace import TraceWriter, now_ms
 from zkconsumer.types import GroupMode, tp_str
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import packets_received
@@ -606,6 +606,7 @@ class Lab:
                     self.members.start(f"c{i}")
                 steps = sorted(self.plan.schedule(), key=lambda s: s.at)
                 started = time.monotonic()
+                summary["started_ms"] = now_ms()  # the schedule's 0 on the traces' clock (compare.html's t = 0)
                 with Live(self._view(reg, 0), console=self.console, refresh_per_second=2) as live:
                     while (elapsed := time.monotonic() - started) < self.plan.duration:
                         while steps and steps[0].at <= elapsed:
