@@ -31,7 +31,7 @@ from zkconsumer.lab.scenario import ActionKind
 class NoTimeline(StrEnum):
     """Why a variant has no row in the timeline: said in its place."""
 
-    NOT_ANALYSED = "not analysed (compare --no-analyze): no activity table"
+    NOT_ANALYSED = "not analysed (no Spark analysis): no activity table"
     NO_TABLE = "its analysis wrote no activity table"
     EMPTY = "its activity table is empty: no member traced an event"
 
