@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import io
 import json
+from pathlib import Path
 
 import pandas as pd
 import pytest
@@ -20,7 +21,9 @@ from zkconsumer.lab.compare import (
     render_table,
     run_compare,
     table_cells,
+    timeline_of,
 )
+from zkconsumer.lab.compare_page import LabMark, NoTimeline, Timeline, lab_marks, page, timeline_figure
 from zkconsumer.lab.nemesis import Invariant
 from zkconsumer.lab.runner import LabPlan, Step
 from zkconsumer.lab.variants import VARIANTS, Measure, NotApplicable
@@ -53,6 +56,31 @@ def test_compare_runs_both_modes_and_writes_one_table(spark, tmp_path) -> None:
     assert all(document[v]["invariants"] == {i.value: 0 for i in Invariant} for v in document), document
     assert (out / "compare.png").stat().st_size > 10_000
     assert "rebalance latency p50" in buf.getvalue()
+    assert f"page: {out / 'compare.html'}" in " ".join(buf.getvalue().split())
+    _the_page_opens_offline_with_a_row_per_variant(out, ["zookeeper-default", "coordinator"])
+
+
+def _the_page_opens_offline_with_a_row_per_variant(out, names: list[str]) -> None:
+    """compare.html in a real browser: no console error, nothing fetched from the network, both panels of every
+    variant drawn with their curves and the kill -9 marked, every report link resolving to a file."""
+    from urllib.parse import unquote, urlparse
+
+    from browser import chromium, open_page
+
+    with chromium() as browser, open_page(browser, (out / "compare.html").as_uri()) as (page, log):
+        page.wait_for_selector("#timeline .main-svg")
+        titles = page.locator("#timeline .annotation-text").all_text_contents()
+        assert titles == [f"{n}: {what}" for n in names for what in ("records per second",
+                                                                      "partitions without an owner")], titles
+        assert page.locator("#timeline g.cartesianlayer > g.subplot").count() == 2 * len(names)
+        assert page.locator("#timeline g.trace.scatter").count() == 3 * len(names)  # rate, unowned, lab actions
+        assert page.locator("#timeline .textpoint", has_text="kill -9 c1").count() == len(names)
+        assert page.locator("#measures tbody tr").count() == len(MEASURES) + len(Invariant)
+        links = page.locator("#reports a").evaluate_all("links => links.map(a => a.href)")
+        assert len(links) == len(names) and all(Path(unquote(urlparse(u).path)).is_file() for u in links), links
+        hrefs = page.locator("#reports a").evaluate_all("links => links.map(a => a.getAttribute('href'))")
+        assert hrefs == [f"{n}/report/report.html" for n in names]  # relative: the folder can move
+        assert log.errors == [] and log.remote == []
 
 
 @pytest.mark.slow
@@ -219,3 +247,103 @@ def test_the_figure_says_0_in_every_variant_and_draws_no_bar_for_n_a() -> None:
         from zkconsumer.analysis.plots import plt
 
         plt.close(fig)
+
+
+# --------------------------------------------------------------------------- compare.html, built from frames
+def _activity(rates: list[float], unowned: list[int], start: int = 1_000_000) -> pd.DataFrame:
+    """An activity table as the analysis writes it: one group, 1 s buckets from ``start``."""
+    n = len(rates)
+    return pd.DataFrame({"group": ["lab"] * n, "ts": [start + 1000 * i for i in range(n)], "bucket_ms": [1000] * n,
+                         "deliveries": [int(r) for r in rates], "records_per_s": rates,
+                         "owned": [6 - u for u in unowned], "unowned": unowned})
+
+
+def _timelines() -> list[Timeline]:
+    kill = LabMark(1_003_000, "kill -9 c1")
+    return [Timeline("zookeeper-kafka-0.8", _activity([50.0, 50, 0, 0, 0, 50], [0, 0, 6, 6, 6, 0]), (kill,),
+                     started_ms=999_000, report="zookeeper-kafka-0.8/report/report.html"),
+            Timeline("zookeeper-default", _activity([50.0, 50, 50, 40, 50, 50], [0, 0, 0, 2, 0, 0]), (kill,),
+                     started_ms=999_000, report="zookeeper-default/report/report.html"),
+            Timeline("coordinator", None, missing=NoTimeline.NOT_ANALYSED)]
+
+
+def test_the_timeline_has_a_row_per_variant_with_both_series_on_one_time_axis() -> None:
+    fig = timeline_figure(_timelines())
+    by_axes = {}
+    for trace in fig.data:
+        by_axes.setdefault((trace.xaxis, trace.yaxis), []).append(trace)
+    [rate] = [t for t in by_axes[("x", "y")] if t.name == "zookeeper-kafka-0.8"]
+    [unowned] = by_axes[("x2", "y2")]
+    # seconds since the lab's start; the last bucket's rate is held to its end
+    assert list(rate.x) == [1.0, 2.0, 3.0, 4.0, 5.0, 6.0, 7.0] and list(rate.y) == [50, 50, 0, 0, 0, 50, 50]
+    assert list(unowned.x) == [2.0, 3.0, 4.0, 5.0, 6.0, 7.0] and list(unowned.y) == [0, 0, 6, 6, 6, 0]
+    [marks] = [t for t in by_axes[("x", "y")] if t.name == "lab actions"]
+    assert list(marks.text) == ["kill -9 c1"] and list(marks.x) == [4.0]
+    assert [t.name for t in by_axes[("x3", "y3")]] == ["zookeeper-default", "lab actions"]
+    assert [t.name for t in by_axes[("x4", "y4")]] == ["zookeeper-default"]
+    assert not any(t.xaxis in ("x5", "x6") for t in fig.data)  # the run without a table has its row, and a note
+    assert "coordinator: " + NoTimeline.NOT_ANALYSED.value in [a.text for a in fig.layout.annotations]
+    matches = [fig.layout[f"xaxis{i if i > 1 else ''}"].matches for i in range(1, 7)]
+    assert matches.count(None) == 1 and len(set(matches) - {None}) == 1  # zoom one panel, all follow
+
+
+def _tags(text: str) -> list[tuple[str, dict[str, str]]]:
+    """The page's tags and their attributes (a script's text is not parsed for tags)."""
+    from html.parser import HTMLParser
+
+    found = []
+
+    class Tags(HTMLParser):
+        def handle_starttag(self, tag: str, attrs: list) -> None:
+            found.append((tag, {k: v or "" for k, v in attrs}))
+
+    Tags().feed(text)
+    return found
+
+
+def test_the_page_holds_the_timeline_the_table_with_n_a_and_relative_links() -> None:
+    results = _results()[:2]
+    cells = table_cells(results)
+    timelines = _timelines()[:2]
+    text = page("workload churn, 3 consumers, 30s", timelines, cells.header, cells.rows, cells.footnotes)
+    # plotly.js inline, once: no script, stylesheet or font from the network (the browser test checks requests)
+    tags = _tags(text)
+    assert [a for _, a in tags if a.get("src") or a.get("href", "").startswith(("http:", "https:", "//"))] == []
+    assert text.count("* plotly.js v") == 1 and text.count("Plotly.newPlot") == 1  # the library's banner, the plot
+    assert '<a href="zookeeper-default/report/report.html">zookeeper-default</a>' in text  # the column's head
+    assert '<li data-variant="zookeeper-kafka-0.8"><a href="zookeeper-kafka-0.8/report/report.html">' in text
+    assert "the lab&#x27;s start" in text
+    without = [Timeline("zookeeper-default", None, missing=NoTimeline.NOT_ANALYSED),
+               Timeline("coordinator", _activity([], [])), Timeline("cooperative-sticky", None)]
+    results = [VariantResult.of(n, {}, {}) for n in ("zookeeper-default", "coordinator", "cooperative-sticky")]
+    cells = table_cells(results)
+    text = page("t", without, cells.header, cells.rows, cells.footnotes)
+    assert f"zookeeper-default: {NoTimeline.NOT_ANALYSED.value}</li>" in text
+    assert f"coordinator: {NoTimeline.EMPTY.value}</li>" in text
+    assert f"cooperative-sticky: {NoTimeline.NO_TABLE.value}</li>" in text
+    assert '<td class="na">n/a [1]</td>' in text and "[1] cooperative-sticky: " in text
+    assert "zookeeper-default: no report (not analysed)" in text
+
+
+def test_the_labs_actions_come_from_its_trace(tmp_path) -> None:
+    lines = [json.dumps({"ts": 20, "event": "lab_step", "step": "kill", "target": "lab_c1"}),
+             json.dumps({"ts": 10, "event": "lab_step", "step": "join", "target": "lab_c3"}),
+             json.dumps({"ts": 30, "event": "fault_injected", "fault": "pause", "target": "lab_c2"}),
+             json.dumps({"ts": 40, "event": "fault_healed", "fault": "pause", "target": "lab_c2"}),
+             json.dumps({"ts": 50, "event": "lab_step", "step": "create-topic", "target": ""}),
+             json.dumps({"ts": 60, "event": "rebalance_done"}), "{torn"]
+    assert lab_marks(lines) == [LabMark(10, "join c3"), LabMark(20, "kill -9 c1"), LabMark(30, "pause c2"),
+                                LabMark(40, "healed: pause c2"), LabMark(50, "create-topic")]
+    # a run's row, read back: its table, its lab.jsonl, its start, its report relative to compare.html
+    run = tmp_path / "zookeeper-default"
+    (run / "traces").mkdir(parents=True)
+    (run / "traces" / "lab.jsonl").write_text("\n".join(lines) + "\n")
+    (run / "report" / "tables").mkdir(parents=True)
+    result = VariantResult.of("zookeeper-default", {"trace_dir": str(run / "traces"), "started_ms": 5}, {})
+    row = timeline_of(result, run / "report", tmp_path)
+    assert row.why_none is NoTimeline.NO_TABLE and row.report is None and len(row.marks) == 5 and row.t0 == 5
+    _activity([1.0], [0]).to_parquet(run / "report" / "tables" / "activity.parquet")
+    (run / "report" / "report.html").write_text("<html></html>")
+    row = timeline_of(result, run / "report", tmp_path)
+    assert row.why_none is None and len(row.activity) == 1 and row.report == "zookeeper-default/report/report.html"
+    assert timeline_of(result, None, tmp_path).why_none is NoTimeline.NOT_ANALYSED

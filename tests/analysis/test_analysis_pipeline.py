@@ -240,3 +240,13 @@ def test_small_trace_settings_change_no_table_and_are_restored(analyzed, spark, 
         narrow_csv, wide_csv = (tmp_path / side / "tables" / name for side in ("narrow", "wide"))
         assert narrow_csv.read_bytes() == wide_csv.read_bytes(), name
     assert narrow.lines == wide.lines
+
+
+def test_activity_over_time(analyzed):
+    """1 s buckets from A's first line (1000) to its shutdown (4000): deliveries in the first two, none after;
+    t-1 has no owner from B's last line (3200: B never shut down) to the end."""
+    a = pd.read_csv(analyzed[0] / "tables" / "activity.csv")
+    assert list(a.columns) == ["group", "ts", "bucket_ms", "deliveries", "records_per_s", "owned", "unowned"]
+    assert list(a["ts"]) == [1000, 2000, 3000, 4000] and set(a["bucket_ms"]) == {1000}
+    assert list(a["deliveries"]) == [8, 9, 0, 0]
+    assert list(a["owned"]) == [2, 2, 1, 1] and list(a["unowned"]) == [0, 0, 1, 1]

@@ -17,6 +17,7 @@ from rich.console import Console
 
 from zkconsumer.analysis import consumers as consumers_mod
 from zkconsumer.analysis import plots
+from zkconsumer.analysis.activity import activity
 from zkconsumer.analysis.invariants import InvariantCounts, compute_invariants, count_invariants
 from zkconsumer.analysis.partitions import analyze_partitions, stints
 from zkconsumer.analysis.progress import Stages
@@ -49,6 +50,8 @@ DESCRIPTIONS = {
     "commits_backwards": "invariant: commits below an earlier commit of the partition and store (should be empty)",
     "reowned": "invariant: per fault heal and partition, its owner at heal + session timeout + 1 s (null: none)",
     "faults": "the lab's faults: injected, healed, deadline, partitions unowned at it, latest re-own after the heal",
+    "activity": "per group and time bucket (ts: its start; 1 s, wider for long traces): deliveries, records per "
+                "second, partitions owned and unowned (of the group's known ones) at the bucket's end",
 }
 
 
@@ -188,13 +191,15 @@ def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: 
                  "offset_resets": res.summary["offset_resets"], "bad_lines": ts.bad_count,
                  "duplicates_committed": res.invariants.duplicates_committed,
                  "commits_backwards": res.invariants.commits_backwards, "lost_offsets": pt.lost_ranges}
+        # the activity over time is for the report and the compare page: verdict-only runs skip it
+        over_time = [("activity", activity(ts.deliveries(), ts.rest(), rb.ownership))] if plots_and_report else []
         for name, df in [("group_rebalances", rb.group_rebalances), ("consumer_rebalances", rb.consumer_rebalances),
                          ("unowned", rb.unowned), ("ownership", rb.ownership), ("partitions", pt.partitions),
                          ("duplicates", pt.duplicates), ("lost_offsets", pt.lost), ("overlaps", pt.overlaps),
                          ("stints", pt.stints), ("consumers", cons), ("offset_resets", resets),
                          ("bad_lines", ts.bad), ("duplicates_committed", inv.duplicates_committed),
                          ("commits_backwards", inv.commits_backwards), ("reowned", inv.reowned),
-                         ("faults", inv.faults)]:
+                         ("faults", inv.faults), *over_time]:
             res.tables[name] = writer.write(name, df, DESCRIPTIONS[name], rows=known.get(name)).rows
         note.append(f"{len(res.tables)} tables → {out / 'tables'}")
     if not plots_and_report:

@@ -110,7 +110,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_lab)
 
     c = sub.add_parser("compare", help="the same workload and churn in ZooKeeper mode (default, kafka-0.8) and "
-                                        "coordinator mode: one table, one figure, a Spark report per run")
+                                        "coordinator mode: one table, one figure, a page with every run on one "
+                                        "time axis (compare.html), a Spark report per run")
     c.add_argument("--consumers", type=int, help="consumer processes at the start (default 3)")
     c.add_argument("--duration", type=float, help="seconds of churn per run (default 30)")
     c.add_argument("--strategy", choices=("range", "roundrobin"), help="default range")

@@ -9,7 +9,8 @@ of group rebalances so that modes with different rebalance counts compare per re
 
 A measure that means nothing for a variant (its ``Variant.not_applicable``) has no value: "n/a" in the table with
 the reason in a footnote, an empty cell in compare.csv, null in compare.json, no bar in the figure. The builders
-of those (:func:`table_cells`, :func:`csv_frame`, :func:`json_document`, :func:`figure`) do no I/O.
+of those (:func:`table_cells`, :func:`csv_frame`, :func:`json_document`, :func:`figure`) do no I/O. compare.html
+(compare_page.py) puts every variant on one time axis above the same table, with a link to each run's report.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from __future__ import annotations
 import contextlib
 import dataclasses
 import json
+import os
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -32,6 +34,7 @@ from zkconsumer.apache_kafka.cluster import KafkaCluster
 from zkconsumer.apache_kafka.kraft import KraftBroker
 from zkconsumer.apache_kafka.processes import KafkaBroker
 from zkconsumer.errors import IllegalArgument
+from zkconsumer.lab.compare_page import NoTimeline, Timeline, lab_marks, page
 from zkconsumer.lab.faults.scenario_lab import lab_for
 from zkconsumer.lab.member_properties import merge_properties
 from zkconsumer.lab.nemesis import COMMIT_INVARIANTS, Invariant, invariant_counts
@@ -313,6 +316,34 @@ def figure(results: list[VariantResult]) -> Figure:
     return fig
 
 
+def timeline_of(result: VariantResult, report: Path | None, out: Path) -> Timeline:
+    """A variant's row of compare.html, read from its run: the activity table of its analysis, the lab's actions
+    (``lab.jsonl``), the lab's start, and its report.html as a link relative to ``out`` (where compare.html is)."""
+    activity, missing = None, None
+    if report is None:
+        missing = NoTimeline.NOT_ANALYSED
+    elif (report / "tables" / "activity.parquet").exists():
+        activity = _table(report, "activity")
+    else:
+        missing = NoTimeline.NO_TABLE
+    trace_dir = result.summary.get("trace_dir")
+    lab_trace = Path(trace_dir) / "lab.jsonl" if trace_dir else None
+    marks = lab_marks(lab_trace.read_text(errors="replace").splitlines()) if lab_trace and lab_trace.is_file() \
+        else []
+    page_path = report / "report.html" if report is not None else None
+    link = Path(os.path.relpath(page_path, out)).as_posix() if page_path is not None and page_path.is_file() \
+        else None
+    return Timeline(result.name, activity, tuple(marks), result.summary.get("started_ms"), link, missing)
+
+
+def write_page(results: list[VariantResult], reports: dict[str, Path | None], title: str, path: Path) -> Path:
+    """compare.html: :func:`compare_page.page` on each variant's :func:`timeline_of`, written."""
+    cells = table_cells(results)
+    timelines = [timeline_of(r, reports.get(r.name), path.parent) for r in results]
+    path.write_text(page(title, timelines, cells.header, cells.rows, cells.footnotes), encoding="utf-8")
+    return path
+
+
 def plot(results: list[VariantResult], path: Path) -> Path:
     """compare.png: :func:`figure`, written."""
     from zkconsumer.analysis import plots  # matplotlib: loaded only when a figure is drawn
@@ -375,7 +406,8 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
     results = [VariantResult.of(n, summaries[n], measures_from(summaries[n], reports[n]), verdicts[n])
                for n in variants]
     what = f"scenario {plan.scenario.name}" if plan.scenario is not None else f"workload {plan.workload}"
-    table = render_table(results, f"{what}, {plan.consumers} consumers, {plan.duration:.0f}s")
+    title = f"{what}, {plan.consumers} consumers, {plan.duration:.0f}s"
+    table = render_table(results, title)
     console.print(table)
     for r in results:  # a scenario's action with no counterpart in a variant (compare.json: summary.not_applicable)
         for line in r.summary.get("not_applicable") or ():
@@ -383,6 +415,7 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
     png = plot(results, out / "compare.png")
     csv_frame(results).to_csv(out / "compare.csv", index=False)
     (out / "compare.json").write_text(json.dumps(json_document(results), indent=2, default=str))
-    console.print(f"table: {out / 'compare.csv'}  figure: {png}  reports: "
+    html_page = write_page(results, reports, title, out / "compare.html")
+    console.print(f"table: {out / 'compare.csv'}  figure: {png}  page: {html_page}  reports: "
                   + ", ".join(str(p) for p in reports.values() if p is not None), highlight=False)
     return results

@@ -47,7 +47,7 @@ from zkconsumer.lab.scenario import builtin as builtin_scenario
 from zkconsumer.migration.driver import MigrationDriver
 from zkconsumer.records import encode_value
 from zkconsumer.tools.groups import verify
-from zkconsumer.trace import TraceWriter
+from zkconsumer.trace import TraceWriter, now_ms
 from zkconsumer.types import GroupMode, tp_str
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import packets_received
@@ -627,6 +627,7 @@ class Lab:
                     self.members.start(f"c{i}")
                 steps = sorted(self.plan.schedule(), key=lambda s: s.at)
                 started = time.monotonic()
+                summary["started_ms"] = now_ms()  # the schedule's 0 on the traces' clock (compare.html's t = 0)
                 with Live(self._view(reg, 0), console=self.console, refresh_per_second=2) as live:
                     while self._churning(elapsed := time.monotonic() - started):
                         while steps and steps[0].at <= elapsed:
