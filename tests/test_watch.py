@@ -32,7 +32,7 @@ from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
 from zkconsumer.lab.faults.proxy import LinkMode, TcpProxy
 from zkconsumer.web.coordinator_source import CoordinatorGroupSource
-from zkconsumer.web.history import History
+from zkconsumer.web.history import MAX_LISTED, History, Settling, moves_text
 from zkconsumer.web.serve import AddressInUse, serve
 from zkconsumer.web.zookeeper_source import ZooKeeperGroupSource
 from zkconsumer.zk.registry import Registry, connect, split_connect
@@ -117,7 +117,7 @@ def owners(snapshot: dict) -> dict[int, str | None]:
 
 
 # ------------------------------------------------------------------------------------------- pure history
-def test_history_keeps_owner_changes_and_membership_events() -> None:
+def test_history_keeps_owner_changes_and_logs_a_line_per_read() -> None:
     h = History()
     h.observe_members(1, ["c1"])
     h.observe_owners(1, {"t-0": "c1-0", "t-1": None})
@@ -126,8 +126,65 @@ def test_history_keeps_owner_changes_and_membership_events() -> None:
     h.observe_owners(3, {"t-1": "c1-0"})
     assert [(c.ts, c.partition, c.owner) for c in h.changes] == [
         (1, "t-0", "c1-0"), (2, "t-0", "c2-0"), (2, "t-1", "c1-0"), (3, "t-0", None)]
-    assert [e.text for e in h.events] == ["ids changed: +c2", "t-0: c1-0 → c2-0", "t-1: none → c1-0",
-                                          "t-0: c2-0 → none"]
+    assert [e.text for e in h.events] == ["ids changed: +c2",
+                                          "released by c1-0: t-0; claimed by c1-0: t-1; claimed by c2-0: t-0",
+                                          "released by c2-0: t-0"]
+
+
+def test_a_rebalance_reads_as_a_few_lines_and_one_summary_once_the_group_settled() -> None:
+    """c1 (6 partitions) leaves a group of two with 12: one line for the ids, one per read that moved owners, and
+    the summary at the first quiet read of a settled group, not at the read that saw the ids change."""
+    h = History()
+    ids = ["c1", "c2"]
+    first = {f"orders-{p}": f"c{1 + p % 2}-0" for p in range(12)}
+    h.observe(1000, ids, first, settled=True)  # where the watch starts: no event, no rebalance
+    h.observe(1500, ids, first, settled=True)
+    assert h.events == [] and len(h.changes) == 12
+    h.observe(2000, ["c2"], first, settled=False)  # its ids node gone, its owner nodes a moment longer
+    released = {p: (None if o == "c1-0" else o) for p, o in first.items()}
+    h.observe(2010, ["c2"], released, settled=False)
+    half = {**released, **{f"orders-{p}": "c2-0" for p in (0, 2, 4)}}
+    h.observe(2040, ["c2"], half, settled=False)
+    everything = dict.fromkeys(first, "c2-0")
+    h.observe(2070, ["c2"], everything, settled=True)  # the last claim: settled, but not quiet yet
+    assert len(h.events) == 4
+    h.observe(3000, ["c2"], everything, settled=True)
+    assert [(e.ts, e.kind, e.text) for e in h.events] == [
+        (2000, "rebalance", "ids changed: -c1"),
+        (2010, "rebalance", "released by c1-0: orders-0, orders-2, orders-4, orders-6, orders-8, orders-10"),
+        (2040, "rebalance", "claimed by c2-0: orders-0, orders-2, orders-4"),
+        (2070, "rebalance", "claimed by c2-0: orders-6, orders-8, orders-10"),
+        (3000, "rebalance", "group settled: 6 partitions changed hands, 70 ms from the ids change to the last claim;"
+                            " longest a partition sat unowned: 60 ms")]
+    assert len([c for c in h.changes if c.ts >= 2000]) == 12  # the timeline keeps a change per partition
+    h.observe(4000, ["c2"], everything, settled=True)
+    assert len(h.events) == 5  # settled once
+    # a member joining while the group holds still: the read that saw it does not settle it
+    h.observe(5000, ["c2", "c3"], everything, settled=True)
+    assert h.events[-1].text == "ids changed: +c3"
+    h.observe(5100, ["c2", "c3"], everything, settled=True)
+    assert h.events[-1].text == "group settled: no partition changed hands"
+
+
+def test_the_summary_counts_moves_returns_and_the_unowned() -> None:
+    s = Settling()
+    assert s.settle(5) is None  # nothing under way
+    s.change(100, "t-0", "a", None)
+    s.change(150, "t-0", None, "a")  # released and claimed back
+    s.change(160, "t-1", "a", "b")  # seen as one step
+    s.change(170, "t-2", "a", None)  # left with no owner (a member whose topic went)
+    summary = s.settle(400)
+    assert (summary.moved, summary.unowned, summary.returned, summary.longest_unowned_ms) == (2, 1, 1, 230)
+    assert summary.text((90, "kill -9 a")) == (
+        "group settled 0.1 s after kill -9 a: 2 partitions changed hands (1 to no owner), 1 released and claimed "
+        "back, 70 ms from the first release to the last release; longest a partition sat unowned: 230 ms")
+    assert not s.open
+
+
+def test_a_long_list_of_partitions_is_cut_short() -> None:
+    assert moves_text([(f"t-{p}", "a", None) for p in range(20)]) == (
+        "released by a: " + ", ".join(f"t-{p}" for p in range(MAX_LISTED)) + " and 4 more")
+    assert moves_text([]) is None
 
 
 # -------------------------------------------------------------------------------------------- ZooKeeper
@@ -182,6 +239,8 @@ def test_the_page_shows_members_and_owners_and_follows_a_member_leaving(zk_group
                                ".every(td => td.textContent === 'g_a-0')")
         assert page.locator("#members tr[data-member=g_a] td.owned").text_content() == "t-0, t-1, t-2, t-3"
         page.wait_for_selector("#events li[data-kind=rebalance]:has-text('ids changed: -g_b')")
+        page.wait_for_selector("#events li[data-kind=rebalance]:has-text('released by g_b-0: ')")
+        page.wait_for_selector("#events li[data-kind=rebalance]:has-text('group settled: 2 partitions changed hands')")
         box = page.locator("#timeline .point path").first.bounding_box()
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         assert "t-0" in page.locator(".hovertext").first.text_content()
@@ -206,6 +265,14 @@ def test_zookeeper_going_away_leaves_the_server_answering_and_the_page_saying_so
         page.wait_for_selector("#status[data-ok=true]", state="attached")
         assert page.locator("#status").is_hidden()
         page.wait_for_selector("#events li[data-kind=source]:has-text('back')")
+        # ZooKeeper going away and coming back, marked on the timeline: a dotted line and a label each
+        page.wait_for_function("document.getElementById('timeline').layout.annotations.length >= 2")
+        layout = page.evaluate("(() => { const l = document.getElementById('timeline').layout;"
+                               " return {labels: l.annotations.map(a => [a.text, a.x]),"
+                               " lines: l.shapes.filter(s => s.line.dash === 'dot').map(s => s.x0)}; })()")
+        labels = [text for text, _ in layout["labels"]]
+        assert labels[0].startswith("ZooKeeper ") and labels[-1] == "ZooKeeper back", labels
+        assert [x for _, x in layout["labels"]] == layout["lines"]
     assert log.errors == [] and log.remote == []
 
 

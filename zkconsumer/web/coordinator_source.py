@@ -122,7 +122,7 @@ class CoordinatorGroupSource(WatchedGroup):
         group = GroupInfo(self.group, description.get("group_state") or None,
                           description.get("protocol_data") or None, None)
         self.live.update(members, [Read(t, p, owners.get((t, p)), offsets.get((t, p))) for t, p in tps], group,
-                         membership="members changed")
+                         membership="members changed", settled=group.state == "Stable")
         return tps
 
     @staticmethod

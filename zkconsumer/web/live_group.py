@@ -41,7 +41,8 @@ def lag(offset: int | None, end: int | None) -> int | None:
 class LiveGroup:
     """What a source shows: the last read, its history, the log ends, whether the group is reachable now.
 
-    ``where``: what the status names when it is not (``ZooKeeper localhost:2181``, ``broker host:9092``)."""
+    ``where``: what the status names when it is not, what then where (``ZooKeeper localhost:2181``, ``broker
+    host:9092``): the log says ``ZooKeeper back (localhost:2181)``, short up front for the timeline's label."""
 
     def __init__(self, title: str, kind: SourceKind, group: str, where: str,
                  now: Callable[[], float] = time.time) -> None:
@@ -62,17 +63,21 @@ class LiveGroup:
 
     # ---------------------------------------------------------------------------------------------- reads
     def update(self, members: Iterable[Member], reads: Iterable[Read], group: GroupInfo | None = None,
-               membership: str = "ids changed") -> None:
-        """A read of the whole group: the members' ids changing is a ``rebalance: <membership>`` event, each
-        owner change a change and an event; ``group``: the group's own fields, when the source has them."""
+               membership: str = "ids changed", settled: bool | None = None) -> None:
+        """A read of the whole group: the members' ids changing is a ``rebalance: <membership>`` event, the owner
+        changes a change each and one event; ``group``: the group's own fields, when the source has them;
+        ``settled``: whether the group is whole now, as the source judges it (default: every partition read has
+        an owner), which ends a rebalance under way with its summary (:meth:`History.observe`)."""
         members, reads = list(members), list(reads)
+        if settled is None:
+            settled = all(r.owner is not None for r in reads)
         now = self._now()
         ts = int(now * 1000)
         with self._lock:
             if group is not None and self._group.state is not None and group.state != self._group.state:
                 self._history.note(ts, "rebalance", f"state: {self._group.state} → {group.state}")
-            self._history.observe_members(ts, [m.id for m in members], membership)
-            self._history.observe_owners(ts, {partition_name(r.topic, r.partition): r.owner for r in reads})
+            self._history.observe(ts, [m.id for m in members],
+                                  {partition_name(r.topic, r.partition): r.owner for r in reads}, settled, membership)
             self._members, self._reads = members, reads
             self._group = group or self._group
             self._read_at = now
@@ -102,7 +107,8 @@ class LiveGroup:
         with self._lock:
             if self._down_since is not None:
                 self._down_since = None
-                self._history.note(self.now_ms(), "source", f"{self.where} back")
+                what, _, address = self.where.partition(" ")
+                self._history.note(self.now_ms(), "source", f"{what} back ({address})" if address else f"{what} back")
 
     @property
     def is_up(self) -> bool:

@@ -136,7 +136,7 @@ class ZooKeeperGroupSource(WatchedGroup):
                           [partition_name(r.topic, r.partition) for r in reads
                            if r.owner and _consumer_of(r.owner) == cid])
                    for cid in ids]
-        self.live.update(members, reads)
+        self.live.update(members, reads, settled=settled(ids, subscriptions, reads))
         self.live.up()
 
     def _lag_loop(self) -> None:
@@ -157,6 +157,14 @@ class ZooKeeperGroupSource(WatchedGroup):
             # a broker that did not answer: ask less often (each failure logs a warning)
             wait = self._lag_every if ends or not tps or not bootstrap else max(self._lag_every, 10.0)
             self.live.set_ends({(tp.topic, tp.partition): end for tp, end in ends.items()})
+
+
+def settled(ids: list[str], subscriptions: dict[str, dict[str, int]], reads: list[Read]) -> bool:
+    """Whether a 0.8 group is whole: every partition of the topics its ids subscribe to owned, and every owner a
+    thread of a registered id (a consumer whose session ended may leave its owner nodes a moment longer)."""
+    registered = set(ids)
+    subscribed = {t for cid in ids for t in subscriptions.get(cid, {})}
+    return all(_consumer_of(r.owner) in registered if r.owner else r.topic not in subscribed for r in reads)
 
 
 def _decoded(decode: Callable[[str, bytes], object], path: str, nodes: dict[str, bytes | None]):

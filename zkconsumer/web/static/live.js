@@ -10,7 +10,8 @@
  *   #actions button.act[data-action=NAME]            actions on no member (e.g. add a member)
  *   #answer[data-status=ok|error]     the answer to the last button (its text: the message or the error)
  *   #partitions tr[data-partition=TOPIC-P][data-owner=OWNER]   td.topic td.partition td.owner td.offset td.end td.lag
- *   #timeline                         the ownership timeline (plotly; hover shows .hovertext)
+ *   #timeline                         the ownership timeline (plotly; hover shows .hovertext); its layout's
+ *                                     shapes and annotations mark the events of kind action and source
  *   #events li[data-kind=KIND]        the event log, newest first
  */
 "use strict";
@@ -143,6 +144,34 @@ function partitionOrder(snap) {
   });
 }
 
+/* The events a reader lines the owners up with: the lab's steps and faults (kind action) and the source losing
+   its group or having it back (kind source), each a dotted line across the timeline with a short label at the
+   top (the whole text on hover), so that "kill at 07:10:07, owners moved at 07:10:13" is on the picture. */
+const MARKED = { action: "#555", source: "#b00" };
+const MAX_MARKS = 40;
+const escapeHtml = (t) => t.replace(/&/g, "&amp;").replace(/</g, "&lt;").replace(/>/g, "&gt;");
+
+function label(text) {
+  const short = text.replace(/ \(.*\)$/, "");  // "ZooKeeper session lost (ZooKeeper host:2181)": the first part
+  return short.length > 32 ? `${short.slice(0, 31)}…` : short;
+}
+
+function marks(snap) {
+  const shown = snap.events.filter((e) => e.kind in MARKED).slice(-MAX_MARKS);
+  const at = (e) => localDate(e.ts);
+  return {
+    shapes: shown.map((e) => ({
+      type: "line", xref: "x", yref: "paper", x0: at(e), x1: at(e), y0: 0, y1: 1,
+      line: { dash: "dot", width: 1, color: MARKED[e.kind] },
+    })),
+    annotations: shown.map((e, i) => ({
+      xref: "x", yref: "paper", x: at(e), y: 1, yanchor: "bottom", yshift: (i % 2) * 13, showarrow: false,
+      text: escapeHtml(label(e.text)), hovertext: escapeHtml(`${clock(e.ts)} ${e.kind}: ${e.text}`),
+      font: { size: 10, color: MARKED[e.kind] },
+    })),
+  };
+}
+
 function drawTimeline(snap) {
   if (typeof Plotly === "undefined" || !changed("timeline", [snap.changes, snap.ts])) return;
   const byOwner = {};
@@ -154,11 +183,12 @@ function drawTimeline(snap) {
     hoverinfo: "text",
   }));
   const order = partitionOrder(snap);
+  const { shapes, annotations } = marks(snap);
   const layout = {
-    barmode: "overlay", uirevision: "keep", height: Math.max(160, 60 + 22 * order.length),
-    margin: { l: 110, r: 20, t: 10, b: 40 }, xaxis: { type: "date" },
+    barmode: "overlay", uirevision: "keep", height: Math.max(160, 60 + 22 * order.length) + (shapes.length ? 30 : 0),
+    margin: { l: 110, r: 20, t: shapes.length ? 40 : 10, b: 40 }, xaxis: { type: "date" },
     yaxis: { type: "category", categoryorder: "array", categoryarray: order, autorange: "reversed" },
-    showlegend: true,
+    showlegend: true, shapes, annotations,
   };
   Plotly.react("timeline", traces, layout, { displaylogo: false, responsive: true });
 }
