@@ -66,10 +66,12 @@ def test_ownership_changes_are_timestamped_and_the_group_settling_is_an_event() 
     assert [(c.ts, c.partition, c.owner) for c in snap.changes] == [
         (1000, "orders-0", "c1"), (1500, "orders-1", "c1"), (1500, "payments-0", "c2")]
     assert [e.text for e in snap.events if e.kind == "rebalance"] == [
-        "group settled: 3 partition(s) changed hands over 0.5 s; every partition owned (c1 2, c2 1)"]
+        "group settled: 3 partitions changed hands, 500 ms from the first claim to the last claim; longest a "
+        "partition sat unowned: 0 ms; every partition owned (c1 2, c2 1)"]
     # c1 killed: its partitions stay its own until its session expires, then go unowned, then to c2
     killed = {"c1": "killed (-9)", "c2": "running"}
-    group.take(reading(3000, killed, first, lab_events=["12:00:03 c1 killed with SIGKILL"]))
+    group.take(reading(3000, killed, first, lab_events=["12:00:03 c1 killed with SIGKILL"],
+                       steps=[(1200, "join c2"), (2990, "kill -9 c1")]))
     group.take(reading(9000, killed, {("payments", 0): "lab_c2-0"}))
     snap = group.take(reading(9500, killed, {tp: "lab_c2-0" for tp in first}, rebalances=[
         {"ts": 9400, "consumer": "lab_c2", "duration_ms": 80, "attempts": 2, "owned": ["payments-0", "orders-1",
@@ -80,8 +82,23 @@ def test_ownership_changes_are_timestamped_and_the_group_settling_is_an_event() 
     assert [(e.ts, e.kind, e.text) for e in snap.events][1:] == [
         (3000, "action", "c1 killed with SIGKILL"), (9300, "rebalance", "c2 rebalanced in 20 ms: owns 0"),
         (9400, "rebalance", "c2 rebalanced in 80 ms, 2 attempts: owns 3 (orders-0, orders-1, payments-0)")]
+    group.take(reading(9600, killed, {tp: "lab_c2-0" for tp in first}))  # quiet: settled, and after what
+    assert group.events[-1].text == (
+        "group settled 6.5 s after kill -9 c1: 2 partitions changed hands, 500 ms from the first release to the "
+        "last claim; longest a partition sat unowned: 500 ms; every partition owned (c2 3)")
     snap = group.take(reading(10000, {"c1": "killed (-9)", "c2": "stopped"}, {tp: "lab_c2-0" for tp in first}))
     assert [e.text for e in snap.events][-1:] == ["c2 exited (stopped)"]  # and not settled: c2 no longer runs
+    # a step an earlier rebalance answered is not the next one's cause, nor one longer than cause_ms before it
+    group.take(reading(20000, running, first))
+    group.take(reading(20100, running, first))
+    assert group.events[-1].text.startswith("group settled: 2 partitions changed hands")
+    late = LiveGroup("lab", [], cause_ms=1000)
+    late.take(reading(1000, running, first, steps=[(500, "pause c1")]))
+    late.take(reading(2000, running, first))
+    assert late.events[-1].text.startswith("group settled 0.5 s after pause c1: 3 partitions")
+    late.take(reading(9000, running, {tp: "lab_c2-0" for tp in first}, steps=[(3000, "pause c2")]))
+    late.take(reading(9500, running, {tp: "lab_c2-0" for tp in first}))
+    assert late.events[-1].text.startswith("group settled: 2 partitions changed hands")
 
 
 def test_a_group_that_cannot_be_read_keeps_its_last_data_under_a_banner() -> None:
@@ -176,6 +193,7 @@ def test_a_button_is_a_lab_step_carried_out_on_the_labs_loop(tmp_path: Path) -> 
     steps = [json.loads(line) for line in (tmp_path / "traces" / "lab.jsonl").read_text().splitlines()]
     assert [(s["event"], s["step"], s["target"]) for s in steps] == [("lab_step", "kill", "lab_c1"),
                                                                       ("lab_step", "join", "lab_c4")]
+    assert lab.marks == [(steps[0]["ts"], "kill -9 c1"), (steps[1]["ts"], "join c4")]  # what a rebalance follows
     assert any(e.text == "c4 joined" for e in source.snapshot().events)
     # open-ended: the churn lasts past the plan's duration, until the page's finish
     assert source.churning(plan.duration + 100)
@@ -252,6 +270,16 @@ def test_a_kill_clicked_on_the_lab_page_shows_the_rebalance_and_the_new_owners(t
             after = wait_until(moved_on, timeout=SESSION_TIMEOUT_S + 2 - (time.monotonic() - clicked), interval=0.1,
                                message=f"a rebalance and new owners of {victim}'s partitions {moved} on the page")
             assert after["states"][victim] == "killed"
+            # the group settled, said after the click; the kill marked on the timeline, where the owners moved
+            page.wait_for_selector(f"#events li[data-kind=rebalance]:has-text('s after kill -9 {victim}: ')",
+                                   timeout=5000)
+            marks = page.evaluate("""() => {
+                const layout = document.getElementById('timeline').layout;
+                return {labels: layout.annotations.map(a => [a.text, a.x]),
+                        lines: layout.shapes.filter(s => s.line.dash === 'dot').map(s => s.x0)};
+            }""")
+            [at] = [x for text, x in marks["labels"] if text == f"{victim} killed with SIGKILL"]
+            assert at in marks["lines"], marks
             page.click("#actions button.act[data-action=finish]")
             page.wait_for_selector("#answer[data-status=ok]:has-text('finishing')", timeout=5000)
             assert page_log.errors == [] and page_log.remote == []

@@ -30,6 +30,7 @@ from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.runner import GROUP, Lab
 from zkconsumer.lab.scenario import ActionKind, LabMode, Step
 from zkconsumer.types import tp_str
+from zkconsumer.web.history import Settling
 from zkconsumer.web.snapshot import Action, Change, Event, GroupInfo, Member, PartitionRow, Snapshot, SourceKind, Status
 from zkconsumer.zk.registry import Registry
 
@@ -39,7 +40,7 @@ TP = tuple[str, int]
 class EventKind(StrEnum):
     """The lab page's event kinds (:attr:`Event.kind`)."""
 
-    REBALANCE = "rebalance"  # a member's rebalance_done, or the group settled again
+    REBALANCE = "rebalance"  # a member's rebalance_done, or the group settled again (and after which step)
     ACTION = "action"  # a step of the lab's (the page's, the scenario's), a fault and its heal
     MEMBER = "member"  # a member's process exited
     SOURCE = "source"  # the lab cannot read the group (ZooKeeper or the broker down), or can again
@@ -103,21 +104,28 @@ class Reading:
     expected: frozenset[TP] = frozenset()
     rebalances: list[dict] = field(default_factory=list)
     lab_events: list[str] = field(default_factory=list)
+    #: the lab's steps and faults as its trace has them (ts, ``kill -9 c1``): what a rebalance is said to follow
+    steps: list[tuple[int, str]] = field(default_factory=list)
     #: False once the churn is over: the page offers no more actions
     open: bool = True
 
 
 class LiveGroup:
-    """The lab page's data, kept across the lab's turns (pure: each :meth:`take` is one turn's reading)."""
+    """The lab page's data, kept across the lab's turns (pure: each :meth:`take` is one turn's reading).
 
-    def __init__(self, title: str, buttons: list[Action]) -> None:
-        self.buttons = buttons
+    ``cause_ms``: how long before a rebalance's first change a step may be to be named as its cause (a kill -9
+    moves nothing until the member's session expires)."""
+
+    def __init__(self, title: str, buttons: list[Action], cause_ms: int = 30_000) -> None:
+        self.buttons, self.cause_ms = buttons, cause_ms
         self.owners: dict[str, str] = {}  # "topic-partition" → member, as of the last reading
         self.states: dict[str, str] = {}
         self.changes: deque[Change] = deque(maxlen=KEEP_CHANGES)
         self.events: deque[Event] = deque(maxlen=KEEP_EVENTS)
-        #: the ownership changes since the group last settled: first and last change (ms), partitions moved
-        self._moving: tuple[int, int, set[str]] | None = None
+        #: the rebalance under way, from its first ownership change; the lab's steps; the last one's start
+        self._settling = Settling()
+        self._steps: deque[tuple[int, str]] = deque(maxlen=KEEP_EVENTS)
+        self._began: int | None = None
         self.snapshot = Snapshot(title, SourceKind.LAB, int(time.time() * 1000), GroupInfo(GROUP),
                                  Status(False, "starting ZooKeeper and the broker; the members start next"))
 
@@ -125,6 +133,7 @@ class LiveGroup:
         names = list(r.states)
         owners = {tp_str(tp): member_of(owner, names) for tp, owner in r.owners.items()}
         self._exits(r)
+        self._steps.extend(r.steps)
         for e in r.lab_events:
             self.events.append(Event(r.ts, EventKind.ACTION, plain(e)))
         for e in sorted(r.rebalances, key=lambda e: e.get("ts") or 0):  # read file by file: put in time order
@@ -166,24 +175,30 @@ class LiveGroup:
 
     def _diff(self, r: Reading, owners: dict[str, str]) -> None:
         """Ownership changes since the last reading, and the group settled again: every partition a running member
-        subscribes to owned by a running member, after changes, with none this turn."""
+        subscribes to owned by a running member, after changes, with none this turn (the summary dates it by the
+        last change, not by this turn)."""
         moved = sorted({*owners, *self.owners} - {tp for tp in owners if owners[tp] == self.owners.get(tp)},
                        key=_tp_order)
         for tp in moved:
             self.changes.append(Change(r.ts, tp, owners.get(tp)))
-        if moved:
-            first, _, parts = self._moving or (r.ts, r.ts, set())
-            self._moving = (first, r.ts, parts | set(moved))
-            return
+            self._settling.change(r.ts, tp, self.owners.get(tp), owners.get(tp))
         settled = r.expected and all(r.states.get(owners.get(tp_str(tp), "")) == "running" for tp in r.expected)
-        if self._moving is not None and settled:
-            first, last, parts = self._moving
-            counts = Counter(owners.values())
-            self.events.append(Event(r.ts, EventKind.REBALANCE,
-                                     f"group settled: {len(parts)} partition(s) changed hands over "
-                                     f"{(last - first) / 1000:.1f} s; every partition owned ("
-                                     + ", ".join(f"{m} {n}" for m, n in sorted(counts.items())) + ")"))
-            self._moving = None
+        if moved or not settled:
+            return
+        summary = self._settling.settle(r.ts)
+        if summary is None:
+            return
+        counts = ", ".join(f"{m} {n}" for m, n in sorted(Counter(owners.values()).items()))
+        self.events.append(Event(r.ts, EventKind.REBALANCE,
+                                 f"{summary.text(self._cause(summary.began))}; every partition owned ({counts})"))
+        self._began = summary.began
+
+    def _cause(self, began: int) -> tuple[int, str] | None:
+        """The lab's last step before a rebalance's first change, within ``cause_ms`` and after the previous
+        rebalance's first change (that one's cause is not this one's)."""
+        return next((step for step in reversed(self._steps)
+                     if step[0] <= began and began - step[0] <= self.cause_ms
+                     and (self._began is None or step[0] > self._began)), None)
 
 
 def _state(state: str) -> str:
@@ -226,7 +241,9 @@ class LabSource:
         self.fault_seconds = fault_seconds or 2 * lab.plan.session_timeout_ms / 1000
         plan = lab.plan
         title = f"lab — {plan.mode} mode, {plan.profile} profile, {plan.strategy} — {lab.out}"
-        self.group = LiveGroup(title, actions(self.fault_seconds))
+        # a step's rebalance: a kill -9 or a cut moves nothing until the session expires, a pause until it heals
+        self.group = LiveGroup(title, actions(self.fault_seconds),
+                               cause_ms=int(max(3 * plan.session_timeout_ms, 2000 * self.fault_seconds)))
         self._snapshot = self.group.snapshot
         self._lock = threading.Lock()
         self._orders: queue.SimpleQueue[_Order] = queue.SimpleQueue()
@@ -235,7 +252,7 @@ class LabSource:
         self._over = False
         #: why each (member, action) does not apply now, for act()'s answer; written on the lab's loop
         self._why: dict[tuple[str, str], str] = {}
-        self._rebalances_seen = self._events_seen = 0
+        self._rebalances_seen = self._events_seen = self._steps_seen = 0
         lab.ui = self
 
     # ------------------------------------------------------------------------------ the web server's side
@@ -334,6 +351,7 @@ class LabSource:
             snapshot = self.group.take(reading)
             self._rebalances_seen += len(reading.rebalances)
             self._events_seen += len(reading.lab_events)
+            self._steps_seen += len(reading.steps)
         with self._lock:
             self._snapshot = snapshot
 
@@ -353,7 +371,7 @@ class LabSource:
             owners=owners, committed=committed, produced=dict(lab.produced),
             expected=frozenset(tp for tp in lab.produced if plan.subscribes_by_regex or tp[0] in subscribed),
             rebalances=lab.tail.rebalances[self._rebalances_seen:], lab_events=lab.events[self._events_seen:],
-            open=not self._over)
+            steps=lab.marks[self._steps_seen:], open=not self._over)
 
     def _actions_of(self, name: str, state: str) -> list[str]:
         """The member actions that apply to ``name`` now: by its state, then as the lab says

@@ -187,6 +187,23 @@ class LiveHook(Protocol):
         ...
 
 
+def mark_label(e: dict) -> str | None:
+    """A lab.jsonl line as the pages name it: ``kill -9 c1``, ``pause c2``, ``healed: pause c2``; None for a line
+    that is no step or fault."""
+    target = str(e.get("target") or "").removeprefix(f"{GROUP}_")
+    match e.get("event"):
+        case "lab_step":
+            step = str(e.get("step", ""))
+            what = "kill -9" if step == ActionKind.KILL else step
+        case "fault_injected":
+            what = str(e.get("fault", ""))
+        case "fault_healed":
+            what = f"healed: {e.get('fault', '')}"
+        case _:
+            return None
+    return f"{what} {target}".strip()
+
+
 class TraceTail:
     """Reads the consumers' trace files incrementally (they keep growing while the lab runs)."""
 
@@ -320,6 +337,8 @@ class Lab:
         self.requests: dict[str, dict[str, int]] = {}
         self._stalls_shown = 0
         self.lab_trace: TraceWriter | None = None  # lab.jsonl: fault_injected / fault_healed, from the first fault
+        #: the lab.jsonl lines as written, (ts, label) (:func:`mark_label`): what the live page names a rebalance after
+        self.marks: list[tuple[int, str]] = []
         #: steps that had no counterpart in this run, and why; and properties no member of this run takes
         self.skipped: list[str] = []
         #: the run's properties this run's members take (each kind of member has counterparts for some)
@@ -502,7 +521,11 @@ class Lab:
     def _lab_line(self, event: str, **fields: object) -> None:
         if self.lab_trace is None:
             self.lab_trace = TraceWriter(self.traces, GROUP, "lab")
-        self.lab_trace.emit(event, **fields)
+        at = now_ms()
+        self.lab_trace.emit(event, at_ms=at, **fields)
+        label = mark_label({"event": event, **fields})
+        if label is not None:
+            self.marks.append((at, label))
 
     def injected(self, fault: str, target: str = "", text: str = "") -> None:
         """A fault struck: a line in the lab's trace (lab.jsonl, opened at its first line) and an event."""
@@ -645,6 +668,9 @@ class Lab:
                             break
                         self._idle(reg, time.monotonic() - started)
                     live.update(self._view(reg, time.monotonic() - started))
+                # the churn and the catch-up are over; what follows (verify, the members stopped) is not the
+                # group's doing: compare.html cuts each variant's series here
+                summary["ended_ms"] = now_ms()
                 if self._migration is not None:
                     self._migration.join(90)
                     summary["migration"] = self.migration_result or "unfinished"
