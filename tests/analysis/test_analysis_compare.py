@@ -23,7 +23,7 @@ from zkconsumer.lab.compare import (
     table_cells,
     timeline_of,
 )
-from zkconsumer.lab.compare_page import LabMark, NoTimeline, Timeline, lab_marks, page, timeline_figure
+from zkconsumer.lab.compare_page import LabMark, NoTimeline, Timeline, lab_marks, page, series, timeline_figure
 from zkconsumer.lab.nemesis import Invariant
 from zkconsumer.lab.runner import LabPlan, Step
 from zkconsumer.lab.variants import VARIANTS, Measure, NotApplicable
@@ -287,6 +287,23 @@ def test_the_timeline_has_a_row_per_variant_with_both_series_on_one_time_axis() 
     assert matches.count(None) == 1 and len(set(matches) - {None}) == 1  # zoom one panel, all follow
 
 
+def test_each_series_ends_where_the_labs_churn_and_catch_up_did() -> None:
+    """The lab stops every member after its run: the last bucket, sampled after that, has every partition unowned;
+    cut at ``ended_ms`` (summary.json), it is gone from the series, the figure and so the page."""
+    activity = _activity([50.0, 50, 40, 0], [0, 0, 0, 6])  # buckets end at 1_001_000 ... 1_004_000
+    assert list(series(activity, 1_003_500)["unowned"]) == [0, 0, 0]
+    assert list(series(activity, 1_003_000)["unowned"]) == [0, 0, 0]  # a bucket ending at ended_ms stays
+    assert list(series(activity)["unowned"]) == [0, 0, 0, 6]
+    cut = Timeline("zookeeper-default", activity, started_ms=1_000_000, ended_ms=1_003_500)
+    [rate, unowned] = timeline_figure([cut]).data
+    assert list(unowned.x) == [1.0, 2.0, 3.0] and max(unowned.y) == 0 and list(rate.x)[-1] == 3.0
+    results = _results()[:1]
+    cells = table_cells(results)
+    text = page("t", [cut], cells.header, cells.rows, cells.footnotes)
+    assert "Each series ends where the lab's churn and the group's catch-up did" in text
+    assert "Each series ends" not in page("t", _timelines()[:1], cells.header, cells.rows, cells.footnotes)
+
+
 def _tags(text: str) -> list[tuple[str, dict[str, str]]]:
     """The page's tags and their attributes (a script's text is not parsed for tags)."""
     from html.parser import HTMLParser
@@ -339,9 +356,11 @@ def test_the_labs_actions_come_from_its_trace(tmp_path) -> None:
     (run / "traces").mkdir(parents=True)
     (run / "traces" / "lab.jsonl").write_text("\n".join(lines) + "\n")
     (run / "report" / "tables").mkdir(parents=True)
-    result = VariantResult.of("zookeeper-default", {"trace_dir": str(run / "traces"), "started_ms": 5}, {})
+    result = VariantResult.of("zookeeper-default", {"trace_dir": str(run / "traces"), "started_ms": 5,
+                                                    "ended_ms": 70}, {})
     row = timeline_of(result, run / "report", tmp_path)
     assert row.why_none is NoTimeline.NO_TABLE and row.report is None and len(row.marks) == 5 and row.t0 == 5
+    assert row.ended_ms == 70
     _activity([1.0], [0]).to_parquet(run / "report" / "tables" / "activity.parquet")
     (run / "report" / "report.html").write_text("<html></html>")
     row = timeline_of(result, run / "report", tmp_path)

@@ -318,7 +318,8 @@ def figure(results: list[VariantResult]) -> Figure:
 
 def timeline_of(result: VariantResult, report: Path | None, out: Path) -> Timeline:
     """A variant's row of compare.html, read from its run: the activity table of its analysis, the lab's actions
-    (``lab.jsonl``), the lab's start, and its report.html as a link relative to ``out`` (where compare.html is)."""
+    (``lab.jsonl``), the lab's start and end, and its report.html as a link relative to ``out`` (where
+    compare.html is)."""
     activity, missing = None, None
     if report is None:
         missing = NoTimeline.NOT_ANALYSED
@@ -333,7 +334,8 @@ def timeline_of(result: VariantResult, report: Path | None, out: Path) -> Timeli
     page_path = report / "report.html" if report is not None else None
     link = Path(os.path.relpath(page_path, out)).as_posix() if page_path is not None and page_path.is_file() \
         else None
-    return Timeline(result.name, activity, tuple(marks), result.summary.get("started_ms"), link, missing)
+    return Timeline(result.name, activity, tuple(marks), result.summary.get("started_ms"), link, missing,
+                    result.summary.get("ended_ms"))
 
 
 def write_page(results: list[VariantResult], reports: dict[str, Path | None], title: str, path: Path) -> Path:

@@ -24,8 +24,7 @@ import pandas as pd
 import plotly.graph_objects as go
 from plotly.subplots import make_subplots
 
-from zkconsumer.lab.runner import GROUP
-from zkconsumer.lab.scenario import ActionKind
+from zkconsumer.lab.runner import mark_label
 
 
 class NoTimeline(StrEnum):
@@ -54,7 +53,9 @@ class LabMark:
 @dataclass(frozen=True)
 class Timeline:
     """One variant's row: its activity table (None without one, and ``missing`` says why), the lab's actions, the
-    lab's start on the traces' clock, and a link to its report.html relative to compare.html (None: no report)."""
+    lab's start on the traces' clock, a link to its report.html relative to compare.html (None: no report), and
+    when the lab's churn and catch-up ended (``ended_ms``: after it the lab stops every member, which is no
+    rebalance; None: not recorded)."""
 
     name: str
     activity: pd.DataFrame | None
@@ -62,6 +63,7 @@ class Timeline:
     started_ms: int | None = None
     report: str | None = None
     missing: NoTimeline | None = None
+    ended_ms: int | None = None
 
     @property
     def why_none(self) -> NoTimeline | None:
@@ -82,10 +84,6 @@ class Timeline:
         return int(self.activity["ts"].min()) if self.activity is not None and not self.activity.empty else 0
 
 
-def _label(target: str) -> str:
-    return target.removeprefix(f"{GROUP}_")
-
-
 def lab_marks(lines: Iterable[str]) -> list[LabMark]:
     """The lab's actions from its trace's lines (``lab.jsonl``): ``lab_step`` (join, stop, kill -9, ...),
     ``fault_injected`` and ``fault_healed``; a torn or foreign line is skipped."""
@@ -93,30 +91,25 @@ def lab_marks(lines: Iterable[str]) -> list[LabMark]:
     for line in lines:
         try:
             e = json.loads(line)
-            ts, event = int(e["ts"]), e["event"]
-        except (ValueError, KeyError, TypeError):
+            ts, label = int(e["ts"]), mark_label(e)
+        except (ValueError, KeyError, TypeError, AttributeError):
             continue
-        target = _label(str(e.get("target") or ""))
-        if event == "lab_step":
-            step = str(e.get("step", ""))
-            what = "kill -9" if step == ActionKind.KILL else step
-        elif event == "fault_injected":
-            what = str(e.get("fault", ""))
-        elif event == "fault_healed":
-            what = f"healed: {e.get('fault', '')}"
-        else:
-            continue
-        out.append(LabMark(ts, f"{what} {target}".strip()))
+        if label is not None:
+            out.append(LabMark(ts, label))
     return sorted(out, key=lambda m: m.ts)
 
 
-def series(activity: pd.DataFrame) -> pd.DataFrame:
+def series(activity: pd.DataFrame, ended_ms: int | None = None) -> pd.DataFrame:
     """The group's activity per bucket, summed over the groups a run traced (the lab runs one): ts (bucket start),
-    end (bucket end, where ``unowned`` was sampled), records_per_s, unowned."""
+    end (bucket end, where ``unowned`` was sampled), records_per_s, unowned. With ``ended_ms`` (the lab's churn
+    and catch-up over), only the buckets that end by then: a later one samples the members the lab stops at the
+    end of every run, every partition unowned at once, which no rebalance did."""
     per = (activity.groupby("ts", as_index=False)
            .agg(bucket_ms=("bucket_ms", "max"), records_per_s=("records_per_s", "sum"), unowned=("unowned", "sum"))
            .sort_values("ts"))
     per["end"] = per["ts"] + per["bucket_ms"]
+    if ended_ms is not None:
+        per = per[per["end"] <= ended_ms]
     return per[["ts", "end", "records_per_s", "unowned"]].reset_index(drop=True)
 
 
@@ -148,7 +141,9 @@ def timeline_figure(timelines: list[Timeline]) -> go.Figure:
                                showarrow=False, font={"color": "#a60", "size": 14})
             fig.update_yaxes(visible=False, row=row)
             continue
-        s = series(t.activity)
+        s = series(t.activity, t.ended_ms)
+        if s.empty:  # nothing ended before the lab's end (a run shorter than a bucket): the whole table, then
+            s = series(t.activity)
         start, end = (s["ts"] - t.t0) / 1000, (s["end"] - t.t0) / 1000
         span = (min(span[0], float(start.min())), max(span[1], float(end.max())))
         # the last bucket's rate held to its end (a step line stops at its last point)
@@ -237,6 +232,10 @@ def reports_html(timelines: list[Timeline]) -> str:
     return f'<ul id="reports">{items}</ul>'
 
 
+_ENDED_NOTE = (" Each series ends where the lab's churn and the group's catch-up did: after that the lab stops"
+               " every member, which would show as every partition unowned at once but is no rebalance.")
+
+
 def page(title: str, timelines: list[Timeline], header: list[str], rows: list[list[str]],
          footnotes: list[str]) -> str:
     """The whole page: the timeline (plotly.js embedded, once), the table, the reports."""
@@ -245,6 +244,7 @@ def page(title: str, timelines: list[Timeline], header: list[str], rows: list[li
                     for t in missing)
     plot = timeline_figure(timelines).to_html(full_html=False, include_plotlyjs=True, div_id="timeline",
                                               config={"displaylogo": False, "responsive": True})
+    ended = _ENDED_NOTE if any(t.ended_ms is not None for t in timelines) else ""
     return f"""<!DOCTYPE html>
 <html lang="en"><head><meta charset="utf-8"><title>compare: {html.escape(title)}</title>
 <style>{_STYLE}</style></head>
@@ -253,7 +253,7 @@ def page(title: str, timelines: list[Timeline], header: list[str], rows: list[li
 <h2>Over time</h2>
 <p class="note">One row per variant, all on one time axis (drag to zoom, double-click to reset; every panel
 follows). {html.escape(time_zero_note(timelines))} Dotted lines and triangles: the lab's actions (hover a triangle).
-Records per second are per bucket; partitions without an owner are counted at each bucket's end.</p>
+Records per second are per bucket; partitions without an owner are counted at each bucket's end.{ended}</p>
 {f'<ul class="missing">{notes}</ul>' if notes else ""}
 {plot}
 <h2>Measures</h2>
