@@ -57,16 +57,18 @@ def test_compare_runs_both_modes_and_writes_one_table(spark, tmp_path) -> None:
     assert (out / "compare.png").stat().st_size > 10_000
     assert "rebalance latency p50" in buf.getvalue()
     assert f"page: {out / 'compare.html'}" in " ".join(buf.getvalue().split())
-    _the_page_opens_offline_with_a_row_per_variant(out, ["zookeeper-default", "coordinator"])
+    assert all(r.summary["started_ms"] < r.summary["ended_ms"] for r in results)  # the series' end, below
+    _the_page_opens_offline_with_a_row_per_variant(out, {r.name: r.summary for r in results})
 
 
-def _the_page_opens_offline_with_a_row_per_variant(out, names: list[str]) -> None:
+def _the_page_opens_offline_with_a_row_per_variant(out, summaries: dict[str, dict]) -> None:
     """compare.html in a real browser: no console error, nothing fetched from the network, both panels of every
     variant drawn with their curves and the kill -9 marked, every report link resolving to a file."""
     from urllib.parse import unquote, urlparse
 
     from browser import chromium, open_page
 
+    names = list(summaries)
     with chromium() as browser, open_page(browser, (out / "compare.html").as_uri()) as (page, log):
         page.wait_for_selector("#timeline .main-svg")
         titles = page.locator("#timeline .annotation-text").all_text_contents()
@@ -75,6 +77,13 @@ def _the_page_opens_offline_with_a_row_per_variant(out, names: list[str]) -> Non
         assert page.locator("#timeline g.cartesianlayer > g.subplot").count() == 2 * len(names)
         assert page.locator("#timeline g.trace.scatter").count() == 3 * len(names)  # rate, unowned, lab actions
         assert page.locator("#timeline .textpoint", has_text="kill -9 c1").count() == len(names)
+        # each unowned series cut where its run's churn and catch-up ended, within a bucket (1 s): not at the lab
+        # stopping every member after it
+        ends = page.evaluate("document.getElementById('timeline')._fullData"  # the x arrays decoded
+                             ".filter(t => t.yaxis !== 'y' && Number(t.yaxis.slice(1)) % 2 === 0)"
+                             ".map(t => Number(t.x[t.x.length - 1]))")
+        ended = [(s["ended_ms"] - s["started_ms"]) / 1000 for s in summaries.values()]
+        assert all(e - 1 <= end <= e for end, e in zip(ends, ended, strict=True)), (ends, ended)
         assert page.locator("#measures tbody tr").count() == len(MEASURES) + len(Invariant)
         links = page.locator("#reports a").evaluate_all("links => links.map(a => a.href)")
         assert len(links) == len(names) and all(Path(unquote(urlparse(u).path)).is_file() for u in links), links

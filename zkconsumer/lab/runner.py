@@ -668,9 +668,6 @@ class Lab:
                             break
                         self._idle(reg, time.monotonic() - started)
                     live.update(self._view(reg, time.monotonic() - started))
-                # the churn and the catch-up are over; what follows (verify, the members stopped) is not the
-                # group's doing: compare.html cuts each variant's series here
-                summary["ended_ms"] = now_ms()
                 if self._migration is not None:
                     self._migration.join(90)
                     summary["migration"] = self.migration_result or "unfinished"
@@ -692,6 +689,9 @@ class Lab:
                     summary["broker_requests"] = sum(counts.values())
                     self.requests["broker"] = counts
         finally:
+            # the churn, the catch-up and the verify are over, the members still run: what follows (every member
+            # stopped) is the lab's doing, no rebalance; compare.html cuts each variant's series here
+            summary["ended_ms"] = now_ms()
             self._stop_producing.set()
             for name in list(self.members.paused):  # a stopped process cannot act on SIGTERM
                 self.resume(name)
