@@ -297,3 +297,14 @@ def test_a_kill_clicked_on_the_lab_page_shows_the_rebalance_and_the_new_owners(t
             except subprocess.TimeoutExpired:
                 lab.kill()
                 lab.wait()
+
+
+def test_a_coordinator_groups_generation_comes_from_its_members_traces() -> None:
+    """A watcher outside the group cannot read a classic group's generation (web/coordinator_source.py); the lab's
+    page can: every coordinator-mode trace line carries it, and the newest one seen is the group's."""
+    group = LiveGroup("lab", [])
+    assert group.take(reading(1000, {"c1": "running"})).group.generation is None  # ZooKeeper mode: none
+    done = [{"event": "rebalance_done", "ts": 900, "consumer": "lab_c1", "generation": 3, "owned": []},
+            {"event": "rebalance_done", "ts": 950, "consumer": "lab_c2", "generation": 4, "owned": []}]
+    assert group.take(reading(2000, {"c1": "running", "c2": "running"}, rebalances=done)).group.generation == 4
+    assert group.take(reading(3000, {"c1": "running"})).group.generation == 4  # kept until a newer one

@@ -126,6 +126,9 @@ class LiveGroup:
         self._settling = Settling()
         self._steps: deque[tuple[int, str]] = deque(maxlen=KEEP_EVENTS)
         self._began: int | None = None
+        #: a coordinator-mode group's generation, from its members' traces (``generation`` on every line): the one
+        #: field of the group a watcher from outside cannot read (web/coordinator_source.py), the lab can
+        self._generation: int | None = None
         self.snapshot = Snapshot(title, SourceKind.LAB, int(time.time() * 1000), GroupInfo(GROUP),
                                  Status(False, "starting ZooKeeper and the broker; the members start next"))
 
@@ -138,6 +141,8 @@ class LiveGroup:
             self.events.append(Event(r.ts, EventKind.ACTION, plain(e)))
         for e in sorted(r.rebalances, key=lambda e: e.get("ts") or 0):  # read file by file: put in time order
             self.events.append(Event(int(e.get("ts") or r.ts), EventKind.REBALANCE, self._rebalance_text(e, names)))
+            if isinstance(e.get("generation"), int) and e["generation"] >= (self._generation or 0):
+                self._generation = e["generation"]
         self._diff(r, owners)
         self.owners, self.states = owners, dict(r.states)
         members = [Member(name, _state(state), r.subscriptions.get(name, {}),
@@ -147,7 +152,8 @@ class LiveGroup:
         rows = [PartitionRow(t, p, owners.get(tp_str((t, p))), r.committed.get((t, p)), end,
                              end - r.committed.get((t, p), 0))  # from the beginning: nothing committed is all lag
                 for (t, p), end in sorted(r.produced.items())]
-        self.snapshot = Snapshot(self.snapshot.title, SourceKind.LAB, r.ts, GroupInfo(GROUP), Status(), members,
+        info = GroupInfo(GROUP, generation=self._generation)
+        self.snapshot = Snapshot(self.snapshot.title, SourceKind.LAB, r.ts, info, Status(), members,
                                  rows, list(self.changes), list(self.events), self.buttons if r.open else [])
         return self.snapshot
 
