@@ -30,7 +30,7 @@ from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.runner import GROUP, Lab
 from zkconsumer.lab.scenario import ActionKind, LabMode, Step
 from zkconsumer.types import tp_str
-from zkconsumer.web.history import Settling
+from zkconsumer.web.history import MAX_CHANGES, MAX_EVENTS, Settling
 from zkconsumer.web.snapshot import Action, Change, Event, GroupInfo, Member, PartitionRow, Snapshot, SourceKind, Status
 from zkconsumer.zk.registry import Registry
 
@@ -57,8 +57,9 @@ BY_STATE: dict[str, tuple[ActionKind, ...]] = {
 }
 #: A member no longer running is started again (``restart``), whatever ended it.
 ENDED = (ActionKind.RESTART,)
-#: How many ownership changes and events the page keeps (a long run would grow its page without end).
-KEEP_CHANGES, KEEP_EVENTS = 5000, 500
+#: How many ownership changes and events the page keeps (a long run would grow its page without end): as many as
+#: ``zkconsumer watch`` keeps.
+KEEP_CHANGES, KEEP_EVENTS = MAX_CHANGES, MAX_EVENTS
 
 
 def actions(fault_seconds: float) -> list[Action]:
