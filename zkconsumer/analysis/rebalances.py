@@ -127,8 +127,21 @@ def final_assignments(crb: DataFrame) -> DataFrame:
     return last.select("group", "rebalance_id", F.explode("owned").alias("tp"), F.col("consumer").alias("owner"))
 
 
+def _shares(control: DataFrame) -> DataFrame:
+    """(group, consumer, rebalance, _share): the consumer's share at its rebalance's last ``assigned`` line, as
+    partition → thread (empty where the trace has no assignment map: a hand-built or converted one). The map is
+    staged as its JSON text and decoded here, on the few ``assigned`` lines: decoding it while staging made the
+    optimizer copy the whole typed parse into the plan once more (out of memory)."""
+    if "assignment" not in control.columns:
+        return control.select("group", "consumer", "rebalance",
+                              F.lit(None).cast("map<string,string>").alias("_share")).limit(0)
+    return (control.where(_ev("assigned")).groupBy("group", "consumer", "rebalance")
+            .agg(F.from_json(F.max_by("assignment", "seq"), "map<string,string>").alias("_share")))
+
+
 def ownership(control: DataFrame, consumers: DataFrame, crb: DataFrame) -> DataFrame:
-    """Ownership intervals: group, topic, partition, consumer, owned_from, owned_to, end_reason, rebalance_id.
+    """Ownership intervals: group, topic, partition, consumer, thread, owned_from, owned_to, end_reason,
+    rebalance_id.
 
     An ownership that its process's life ended without a ``released`` (a ``kill -9``) ends with that life, even
     when the consumer, started again under its id, owns the partition again later."""
@@ -149,9 +162,11 @@ def ownership(control: DataFrame, consumers: DataFrame, crb: DataFrame) -> DataF
     return (marks.where(F.col("kind") == "own")
             .join(ends, ["group", "consumer"], "left")
             .join(rid, ["group", "consumer", "rebalance"], "left")
+            .join(_shares(control), ["group", "consumer", "rebalance"], "left")
             .withColumn("_life_ended", F.col("life_last_ts").isNotNull()
                         & (F.col("next_ts").isNull() | (F.col("next_ts") > F.col("life_last_ts"))))
-            .select("group", topic, partition, "consumer", F.col("ts").alias("owned_from"),
+            .select("group", topic, partition, "consumer", F.element_at("_share", F.col("tp")).alias("thread"),
+                    F.col("ts").alias("owned_from"),
                     F.when(F.col("_life_ended"), F.col("life_last_ts"))
                     .otherwise(F.coalesce("next_ts", "last_ts")).alias("owned_to"),
                     F.when(F.col("_life_ended"), "its process ended (a later one took the id)")
