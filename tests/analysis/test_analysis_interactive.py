@@ -128,6 +128,7 @@ def test_records_per_second_and_rebalance_bands() -> None:
     rate, unowned = _trace(fig, "records/s"), _trace(fig, "unowned partitions")
     assert list(rate.y) == [10, 20, 0, 5, 5, 0] and rate.line.shape == "hv"
     assert list(unowned.y) == [0, 0, 0, 0, 0, 2] and unowned.yaxis != rate.yaxis
+    assert pd.Timestamp(unowned.x[0]) == pd.Timestamp(T0 + 1000, unit="ms")  # a count at the bucket's end
     bands = [s for s in fig.layout.shapes if s.type == "rect"]
     assert [(pd.Timestamp(s.x0), pd.Timestamp(s.x1)) for s in bands] == [
         (pd.Timestamp(T0, unit="ms"), pd.Timestamp(T0 + 101, unit="ms")),

@@ -254,7 +254,7 @@ def lab_marks(lab: pd.DataFrame) -> tuple[list[dict], go.Scatter | None]:
 
 # ------------------------------------------------------------------ activity
 def rate_traces(activity: pd.DataFrame) -> tuple[list[go.Scatter], list[go.Scatter]]:
-    """(records per second, partitions without an owner) per group, as steps over the buckets."""
+    """(records per second over each bucket, partitions without an owner at its end) per group, as steps."""
     rates, unowned = [], []
     multi = activity["group"].nunique() > 1 if len(activity) else False
     for group, rows in activity.sort_values(["group", "ts"]).groupby("group", sort=True):
@@ -263,7 +263,9 @@ def rate_traces(activity: pd.DataFrame) -> tuple[list[go.Scatter], list[go.Scatt
         rates.append(go.Scatter(name="records/s" + suffix, legendgroup="rate", legendgrouptitle_text="activity",
                                 x=x, y=rows["records_per_s"], mode="lines", line_shape="hv",
                                 hovertemplate="%{x|%H:%M:%S} UTC: %{y:.0f} records/s<extra>" + str(group) + "</extra>"))
-        unowned.append(go.Scatter(name="unowned partitions" + suffix, legendgroup="rate", x=x, y=rows["unowned"],
+        # the count holds at the bucket's end: drawn from there until the next bucket's end
+        unowned.append(go.Scatter(name="unowned partitions" + suffix, legendgroup="rate",
+                                  x=when(rows["ts"] + rows["bucket_ms"]), y=rows["unowned"],
                                   mode="lines", line_shape="hv", line=dict(dash="dot", color="#d62728"),
                                   hovertemplate="%{x|%H:%M:%S} UTC: %{y} unowned<extra>" + str(group) + "</extra>"))
     return rates, unowned

@@ -248,8 +248,7 @@ class Timeline:
 def _timeline(ts: TraceSet, owners: pd.DataFrame, grb: pd.DataFrame, act: pd.DataFrame,
               max_partitions: int) -> Timeline:
     """The interactive timeline from the written tables and the capped lane and lab events."""
-    lane_rows = lanes.lane_events(ts.control())
-    lab_rows = lanes.lab_events(ts.lab_events)
+    lane_rows, lab_rows = lanes.timeline_events(ts.control(), ts.lab_events)
     total = sum(ts.event_counts.get(e, 0) for e in interactive.LANE_EVENTS)
     capped = (f"the member lanes show the first {len(lane_rows):,} of {total:,} events"
               if total > len(lane_rows) else "")

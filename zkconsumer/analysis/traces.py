@@ -43,7 +43,7 @@ FIELDS: dict[str, T.DataType] = {
     "fault": S, "target": S, "session_timeout_ms": L, "step": S,  # the lab's fault and step events
     "waited_ms": L, "rebalance_timeout_ms": L, "member_state": S, "waiting_for": S, "join_errors": S,  # join_stalled
     "group_state": S, "group_protocol": S, "group_members": S, "describe_error": S,
-    "phases_ms": S,  # rebalance_done / rebalance_failed: where the time went (only its backoff is staged)
+    "phases_ms": S,  # rebalance_done / rebalance_failed: where the time went (the report's lanes show its backoff)
 }
 COMMON = ("v", "ts", "event", "group", "consumer", "seq")
 #: Fields the analysis needs beyond COMMON, per event; others are optional.
@@ -224,7 +224,7 @@ def _parse(df: DataFrame) -> DataFrame:
 #: Parsed fields the analysis uses; the others are validated but not staged.
 STAGED = ("ts", "event", "group", "consumer", "seq", "cause", "rebalance", "attempt", "ids_cversion", "attempts",
           "strategy", "topic", "partition", "offset", "from_offset", "to_offset", "reset", "store", "fault", "target",
-          "session_timeout_ms", "step", "assignment")
+          "session_timeout_ms", "step", "assignment", "phases_ms")
 
 
 def _local_jsonl(trace_dir: str) -> list[Path] | None:
@@ -285,8 +285,6 @@ def read_traces(spark: SparkSession, trace_dir: str, work_dir: str | Path, in_me
         *[F.col(f"p.{k}").alias(k) for k in STAGED],
         F.coalesce("p.mode", F.lit(GroupMode.ZOOKEEPER.value)).alias("mode"),  # no mode written: a 0.8 member's
         F.col("p.error").alias("failure"), F.col("_parts").alias("parts"), F.col("_owned").alias("owned"),
-        # the report's timeline: how long a rebalance slept between tries (and, STAGED, its assignment's threads)
-        F.get_json_object("p.phases_ms", "$.backoff").cast("long").alias("backoff_ms"),
     ).observe(counted, F.count(F.lit(1)).alias("lines"), F.sum(F.when(~F.col("_ok"), 1).otherwise(0)).alias("bad"),
               *[F.sum(F.when(F.col("_ok") & (F.col("event") == e), 1).otherwise(0)).alias(e) for e in sorted(EVENTS)])
     if in_memory:  # coalesce keeps each split's row ids: they are computed below it, per split
