@@ -13,6 +13,7 @@ import os
 import shutil
 from collections.abc import Iterator
 from dataclasses import dataclass, field
+from html.parser import HTMLParser
 from urllib.parse import urlparse
 
 import pytest
@@ -77,3 +78,25 @@ def open_page(browser, url: str, width: int = 1280, height: int = 900) -> Iterat
         yield page, log
     finally:
         context.close()
+
+
+class _References(HTMLParser):
+    """Every ``src`` / ``href`` of a tag that the browser would load (scripts, stylesheets, fonts, images, frames)."""
+
+    LOADED = {"script", "link", "img", "iframe", "source", "audio", "video", "embed", "object"}
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.urls: list[str] = []
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in self.LOADED:
+            self.urls += [v for k, v in attrs if k in ("src", "href", "data") and v]
+
+
+def remote_references(page: str) -> list[str]:
+    """The URLs a page's tags would fetch from another machine. Read from the tags, not the text: an embedded
+    plotly.js holds URL strings in its code that it never loads."""
+    parser = _References()
+    parser.feed(page)
+    return [u for u in parser.urls if u.startswith(("http://", "https://", "//"))]

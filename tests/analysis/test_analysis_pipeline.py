@@ -16,6 +16,8 @@ from pathlib import Path
 
 import pandas as pd
 import pytest
+from browser import remote_references
+from plotly.io.json import to_json_plotly
 from rich.console import Console
 
 import zkconsumer.cli.analyze as analyze_cli
@@ -90,7 +92,10 @@ def test_writes_every_file(analyzed):
         assert (out / "img" / f"{png}.png").stat().st_size > 1000
     md = (out / "report.md").read_text()
     html = (out / "report.html").read_text()
-    assert "img/ownership.png" in md and 'src="img/ownership.png"' in html
+    # report.md keeps the PNGs; report.html stands alone: the timeline is interactive, the other PNGs embedded
+    assert "img/ownership.png" in md and "img/ownership.png" not in html
+    assert html.count('<img src="data:image/png;base64,') == 2 and 'class="plotly-graph-div"' in html
+    assert remote_references(html) == []
     assert "tables/duplicates.csv" in md and 'href="tables/duplicates.csv"' in html
     assert not (out / "_work").exists()
 
@@ -250,3 +255,14 @@ def test_activity_over_time(analyzed):
     assert list(a["ts"]) == [1000, 2000, 3000, 4000] and set(a["bucket_ms"]) == {1000}
     assert list(a["deliveries"]) == [8, 9, 0, 0]
     assert list(a["owned"]) == [2, 2, 1, 1] and list(a["unowned"]) == [0, 0, 1, 1]
+
+
+def test_the_timeline_tells_the_story(analyzed):
+    """The story's ownership (with the thread the assignment gave), B's failed claim and retry, C cut short by
+    its kill, and records per second, in the figure embedded in report.html."""
+    page = (analyzed[0] / "report.html").read_text()
+    for text in ("<b>A</b> (thread A-0)<br>t-0", "given by group rebalance #1 (cause: startup)", "attempt → retried",
+                 "failed claim", "<b>C</b>: rebalance 1, attempt 1", "records/s", "unowned partitions"):
+        assert to_json_plotly(text)[1:-1] in page, text  # as plotly writes strings into the page
+    owners = table(analyzed[0], "ownership")
+    assert (owners["thread"] == owners["consumer"] + "-0").all()

@@ -3,7 +3,11 @@ verdict stands apart from the link to its table, the same way in both formats.""
 
 from __future__ import annotations
 
+import base64
 import re
+
+import pandas as pd
+from browser import remote_references
 
 from zkconsumer.analysis.invariants import InvariantCounts
 from zkconsumer.analysis.pipeline import invariant_bullets
@@ -47,3 +51,35 @@ def test_see_renders_one_bracketed_link_per_format() -> None:
     r.p("3 extra deliveries" + r.see("duplicates.csv", "tables/a&b.csv"))
     assert "3 extra deliveries ([duplicates.csv](tables/a&b.csv))" in r.to_markdown()
     assert '<p>3 extra deliveries (<a href="tables/a&amp;b.csv">duplicates.csv</a>)</p>' in r.to_html()
+
+
+def test_a_figure_is_its_png_in_markdown_and_interactive_in_html_with_plotly_js_once(tmp_path) -> None:
+    import plotly.graph_objects as go
+
+    r = Report("t")
+    r.figure(go.Figure(go.Bar(x=[1], y=["a"], hovertext=["c1"])), "img/ownership.png", "Ownership", "hover a bar")
+    r.figure(go.Figure(), None, "Without a PNG")
+    md, page = r.to_markdown(), r.to_html()
+    assert "![Ownership](img/ownership.png)" in md and "Without a PNG" not in md
+    assert page.count("class=\"plotly-graph-div\"") == 2 and page.count("* plotly.js v") == 1
+    assert page.index("* plotly.js v") < page.index('id="figure-1"') < page.index('id="figure-2"')
+    assert "<figcaption>hover a bar</figcaption>" in page and "<figcaption>Without a PNG</figcaption>" in page
+    assert remote_references(page) == []
+
+
+def test_images_are_embedded_and_tables_sortable_so_the_page_stands_alone(tmp_path) -> None:
+    (tmp_path / "img").mkdir()
+    png = b"\x89PNG\r\n\x1a\nnot really"
+    (tmp_path / "img" / "cdf.png").write_bytes(png)
+    r = Report("t")
+    r.image("img/cdf.png", "CDF")
+    r.image("img/missing.png", "left as a path")
+    r.table(pd.DataFrame({"consumer": ["c10", "c9"], "records": [1000, 99]}), "caption")
+    page = r.to_html(tmp_path)
+    assert f'src="data:image/png;base64,{base64.b64encode(png).decode()}"' in page
+    assert 'src="img/missing.png"' in page and 'src="img/cdf.png"' in r.to_html()  # no base: paths
+    assert "<table class='sortable'>" in page and 'querySelectorAll("table.sortable")' in page
+    assert remote_references(page) == []
+    assert remote_references('<script src="https://cdn.plot.ly/x.js"></script><link href="//f.io/a.css">'
+                             '<a href="https://example.org">a link is not loaded</a>') == [
+        "https://cdn.plot.ly/x.js", "//f.io/a.css"]

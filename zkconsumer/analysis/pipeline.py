@@ -11,12 +11,13 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 import pandas as pd
+import plotly.graph_objects as go
 from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from rich.console import Console
 
 from zkconsumer.analysis import consumers as consumers_mod
-from zkconsumer.analysis import plots
+from zkconsumer.analysis import interactive, lanes, plots
 from zkconsumer.analysis.activity import activity
 from zkconsumer.analysis.invariants import InvariantCounts, compute_invariants, count_invariants
 from zkconsumer.analysis.partitions import analyze_partitions, stints
@@ -33,7 +34,7 @@ DESCRIPTIONS = {
                         "attempts, failed claims, partitions moved, unowned time",
     "consumer_rebalances": "one row per consumer rebalance (consumer, rebalance number) and its group rebalance",
     "unowned": "per group rebalance and partition: how long the partition had no owner before its new owner",
-    "ownership": "ownership timeline: partition, consumer, owned_from, owned_to, why it ended",
+    "ownership": "ownership timeline: partition, consumer, thread, owned_from, owned_to, why it ended",
     "partitions": "per partition: deliveries, committed offset, duplicates, lost offsets, overlaps, owners",
     "duplicates": "one row per extra delivery of an offset, with the group rebalance during/after which it happened "
                   "and whether it was inside an uncommitted window (offset >= the commit before it)",
@@ -192,7 +193,8 @@ def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: 
                  "duplicates_committed": res.invariants.duplicates_committed,
                  "commits_backwards": res.invariants.commits_backwards, "lost_offsets": pt.lost_ranges}
         # the activity over time is for the report and the compare page: verdict-only runs skip it
-        over_time = [("activity", activity(ts.deliveries(), ts.rest(), rb.ownership))] if plots_and_report else []
+        act = activity(ts.deliveries(), ts.rest(), rb.ownership)
+        over_time = [("activity", act)] if plots_and_report else []
         for name, df in [("group_rebalances", rb.group_rebalances), ("consumer_rebalances", rb.consumer_rebalances),
                          ("unowned", rb.unowned), ("ownership", rb.ownership), ("partitions", pt.partitions),
                          ("duplicates", pt.duplicates), ("lost_offsets", pt.lost), ("overlaps", pt.overlaps),
@@ -216,8 +218,11 @@ def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: 
                      plots.duration_cdf(grb, img / "rebalance_duration_cdf.png"),
                      plots.duplicates_per_rebalance(dup_counts, img / "duplicates_per_rebalance.png")]
         note.append(f"{len(res.plots)} PNG → {img}")
+    with st.stage("timeline") as note:
+        timeline = _timeline(ts, owners, grb, _written(writer, "activity", act), max_plot_partitions)
+        note.append(f"{len(timeline.figure.data)} traces" + (f"; {timeline.capped}" if timeline.capped else ""))
     with st.stage("report") as note:
-        rep = build_report(trace_dir, ts, res, writer, st, bad_preview, grb, {
+        rep = build_report(trace_dir, ts, res, writer, st, bad_preview, grb, timeline, {
             "partitions": _written(writer, "partitions", pt.partitions, PREVIEW_ROWS),
             "duplicates": _written(writer, "duplicates", pt.duplicates, PREVIEW_ROWS),
             "lost_offsets": _written(writer, "lost_offsets", pt.lost, PREVIEW_ROWS),
@@ -230,6 +235,24 @@ def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: 
     res.stages = st.timings
     _release(spark, work, keep_work)
     return res
+
+
+@dataclass
+class Timeline:
+    """The report's interactive figure and, when the lanes show only part of the trace, a sentence saying so."""
+
+    figure: go.Figure
+    capped: str = ""
+
+
+def _timeline(ts: TraceSet, owners: pd.DataFrame, grb: pd.DataFrame, act: pd.DataFrame,
+              max_partitions: int) -> Timeline:
+    """The interactive timeline from the written tables and the capped lane and lab events."""
+    lane_rows, lab_rows = lanes.timeline_events(ts.control(), ts.lab_events)
+    total = sum(ts.event_counts.get(e, 0) for e in interactive.LANE_EVENTS)
+    capped = (f"the member lanes show the first {len(lane_rows):,} of {total:,} events"
+              if total > len(lane_rows) else "")
+    return Timeline(interactive.timeline(owners, grb, lane_rows, lab_rows, act, max_partitions), capped)
 
 
 def _release(spark: SparkSession, work: Path, keep_work: bool) -> None:
@@ -279,7 +302,8 @@ def invariant_bullets(r: Report, inv: InvariantCounts) -> list[str]:
 
 
 def build_report(trace_dir: str, ts: TraceSet, res: AnalysisResult, writer: TableWriter, st: Stages,
-                 bad: pd.DataFrame, grb: pd.DataFrame, previews: dict[str, pd.DataFrame]) -> Report:
+                 bad: pd.DataFrame, grb: pd.DataFrame, timeline: Timeline,
+                 previews: dict[str, pd.DataFrame]) -> Report:
     r = Report("zkconsumer trace analysis")
     s = res.summary
     r.p(f"Input: `{trace_dir}` — {ts.files} files, {ts.lines:,} lines, {ts.valid:,} valid events, "
@@ -311,7 +335,12 @@ def build_report(trace_dir: str, ts: TraceSet, res: AnalysisResult, writer: Tabl
     r.image("img/rebalance_duration_cdf.png", "Group rebalance duration CDF")
     r.image("img/duplicates_per_rebalance.png", "Records delivered again, per group rebalance")
     r.h2("Partition ownership")
-    r.image("img/ownership.png", "Ownership timeline per partition")
+    r.figure(timeline.figure, "img/ownership.png", "Ownership timeline per partition",
+             "Ownership per partition (hover a bar: owner, thread, interval, the group rebalance that gave it), each "
+             "member's lane (rebalance attempts, backoffs, failed claims, session events), the lab's steps and "
+             "faults (vertical lines) and records per second, on one time axis (UTC): drag to zoom, double-click "
+             "to zoom out, click a legend entry to hide it." + (f" Note: {timeline.capped}." if timeline.capped
+                                                               else ""))
     r.h2("Partitions")
     r.table(previews["partitions"], r.link("partitions.csv", "tables/partitions.csv"))
     for name, title in [("duplicates", "Duplicates"), ("lost_offsets", "Lost offsets"), ("overlaps", "Overlaps"),

@@ -127,22 +127,48 @@ def final_assignments(crb: DataFrame) -> DataFrame:
     return last.select("group", "rebalance_id", F.explode("owned").alias("tp"), F.col("consumer").alias("owner"))
 
 
+def _assignments(control: DataFrame) -> DataFrame | None:
+    """One ``assign`` mark per ``assigned`` line and partition, carrying the thread it went to; None when the lines
+    carry no assignment (a hand-built or converted trace). The map is staged as its JSON text and decoded here, on
+    the few ``assigned`` lines: decoding it while staging made the optimizer copy the whole typed parse into the
+    plan once more (out of memory)."""
+    if "assignment" not in control.columns:
+        return None
+    share = F.explode(F.from_json("assignment", "map<string,string>"))
+    return control.where(_ev("assigned")).select(
+        "group", "consumer", "seq", "ts", "rebalance", "life_last_ts", share.alias("tp", "_thread"),
+        F.lit("assign").alias("kind"))
+
+
 def ownership(control: DataFrame, consumers: DataFrame, crb: DataFrame) -> DataFrame:
-    """Ownership intervals: group, topic, partition, consumer, owned_from, owned_to, end_reason, rebalance_id.
+    """Ownership intervals: group, topic, partition, consumer, thread, owned_from, owned_to, end_reason,
+    rebalance_id.
 
     An ownership that its process's life ended without a ``released`` (a ``kill -9``) ends with that life, even
-    when the consumer, started again under its id, owns the partition again later."""
+    when the consumer, started again under its id, owns the partition again later. Its thread is the one the
+    consumer's last assignment of the partition before it named."""
     if "life_last_ts" not in control.columns:
         control = control.withColumn("life_last_ts", F.lit(None).cast("long"))
+    no_thread = F.lit(None).cast("string").alias("_thread")
     own = control.where(_ev("rebalance_done")).select(
-        "group", "consumer", "seq", "ts", "rebalance", "life_last_ts", F.explode("owned").alias("tp"),
+        "group", "consumer", "seq", "ts", "rebalance", "life_last_ts", F.explode("owned").alias("tp"), no_thread,
         F.lit("own").alias("kind"))
     rel = control.where(_ev("released")).select(
-        "group", "consumer", "seq", "ts", "rebalance", "life_last_ts", F.explode("parts").alias("tp"),
+        "group", "consumer", "seq", "ts", "rebalance", "life_last_ts", F.explode("parts").alias("tp"), no_thread,
         F.lit("release").alias("kind"))
-    w = Window.partitionBy("group", "consumer", "tp").orderBy("seq")
-    marks = own.unionByName(rel).select(
-        "*", F.lead("kind").over(w).alias("next_kind"), F.lead("ts").over(w).alias("next_ts"))
+    marks = own.unionByName(rel)
+    assigned = _assignments(control)
+    if assigned is not None:
+        marks = marks.unionByName(assigned)
+    # one partitioning for all three: the thread from the marks up to each row, the next own / release after it
+    # (read backwards: the last one seen from the end, before this row)
+    w = Window.partitionBy("group", "consumer", "tp")
+    upto, after = w.orderBy("seq").rowsBetween(UNBOUNDED, 0), w.orderBy(F.col("seq").desc()).rowsBetween(UNBOUNDED, -1)
+    step = F.col("kind") != "assign"
+    marks = marks.select(
+        "*", F.last(F.when(step, F.col("kind")), ignorenulls=True).over(after).alias("next_kind"),
+        F.last(F.when(step, F.col("ts")), ignorenulls=True).over(after).alias("next_ts"),
+        F.last("_thread", ignorenulls=True).over(upto).alias("thread"))
     ends = consumers.select("group", "consumer", "last_ts", "shutdown")
     rid = crb.select("group", "consumer", "rebalance", "rebalance_id")
     topic, partition = split_tp("tp")
@@ -151,7 +177,7 @@ def ownership(control: DataFrame, consumers: DataFrame, crb: DataFrame) -> DataF
             .join(rid, ["group", "consumer", "rebalance"], "left")
             .withColumn("_life_ended", F.col("life_last_ts").isNotNull()
                         & (F.col("next_ts").isNull() | (F.col("next_ts") > F.col("life_last_ts"))))
-            .select("group", topic, partition, "consumer", F.col("ts").alias("owned_from"),
+            .select("group", topic, partition, "consumer", "thread", F.col("ts").alias("owned_from"),
                     F.when(F.col("_life_ended"), F.col("life_last_ts"))
                     .otherwise(F.coalesce("next_ts", "last_ts")).alias("owned_to"),
                     F.when(F.col("_life_ended"), "its process ended (a later one took the id)")

@@ -1,19 +1,32 @@
 """A one-page report in Markdown and HTML, built from one list of blocks so both always say the same.
 
 No template engine or Markdown library (no new dependencies): blocks are headings, paragraphs, bullet
-lists, small tables (pandas) and images, each rendered twice. Inline text knows two marks, both rendered in
-each format: links (:meth:`Report.link`, :meth:`Report.see`) and ``**bold**``.
+lists, small tables (pandas), images and interactive figures, each rendered twice. Inline text knows two marks,
+both rendered in each format: links (:meth:`Report.link`, :meth:`Report.see`) and ``**bold**``.
+
+report.html stands alone, so it can be mailed or opened offline: images are embedded as data: URIs, plotly.js
+is embedded once (with the first figure), tables sort on a click of their header (a few lines of inline script).
+Markdown shows a figure as the PNG that stands for it.
 """
 
 from __future__ import annotations
 
+import base64
 import html
+import mimetypes
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import pandas as pd
+
+
+class Figure(Protocol):
+    """What the report needs of a figure (a plotly ``Figure``): its HTML, with or without plotly.js."""
+
+    def to_html(self, *, full_html: bool, include_plotlyjs: bool, div_id: str | None, config: dict) -> str: ...
+
 
 PREVIEW_ROWS = 15
 
@@ -37,6 +50,11 @@ class Report:
 
     def image(self, path: str, alt: str) -> None:
         self.blocks.append(("img", (path, alt)))
+
+    def figure(self, fig: Figure, png: str | None, alt: str, caption: str = "") -> None:
+        """An interactive figure in HTML (with ``caption`` under it); in Markdown the PNG ``png`` that stands
+        for it, or nothing."""
+        self.blocks.append(("figure", (fig, png, alt, caption)))
 
     def link(self, text: str, href: str) -> str:
         """An inline link token; rendered per format (``[[text|href]]``)."""
@@ -65,10 +83,15 @@ class Report:
             elif kind == "img":
                 path, alt = value
                 out += [f"![{alt}]({path})", ""]
+            elif kind == "figure":
+                _, png, alt, _ = value
+                out += [f"![{alt}]({png})", ""] if png else []
         return "\n".join(out)
 
-    def to_html(self) -> str:
+    def to_html(self, base: Path | None = None) -> str:
+        """The page; ``base`` (the report's directory) embeds the images found under it as data: URIs."""
         body = [f"<h1>{html.escape(self.title)}</h1>"]
+        figures = 0
         for kind, value in self.blocks:
             if kind == "h2":
                 body.append(f"<h2>{html.escape(value)}</h2>")
@@ -82,25 +105,71 @@ class Report:
                 head = "".join(f"<th>{html.escape(str(c))}</th>" for c in df.columns)
                 rows = "".join("<tr>" + "".join(f"<td>{html.escape(_cell(v))}</td>" for v in r) + "</tr>"
                                for r in df.itertuples(index=False))
-                body.append(f"<table>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
+                body.append(f"<table class='sortable'>{cap}<thead><tr>{head}</tr></thead><tbody>{rows}</tbody></table>")
             elif kind == "img":
                 path, alt = value
-                body.append(f'<figure><img src="{html.escape(path)}" alt="{html.escape(alt)}">'
+                body.append(f'<figure><img src="{html.escape(_embedded(path, base))}" alt="{html.escape(alt)}">'
                             f"<figcaption>{html.escape(alt)}</figcaption></figure>")
+            elif kind == "figure":
+                fig, _, alt, caption = value
+                figures += 1
+                div = fig.to_html(full_html=False, include_plotlyjs=figures == 1, div_id=f"figure-{figures}",
+                                  config={"displaylogo": False, "responsive": True})
+                body.append(f"<figure class='interactive' aria-label='{html.escape(alt)}'>{div}"
+                            f"<figcaption>{_html_inline(caption or alt)}</figcaption></figure>")
         return (f"<!doctype html>\n<html><head><meta charset='utf-8'><title>{html.escape(self.title)}</title>"
-                f"<style>{_CSS}</style></head><body>\n" + "\n".join(body) + "\n</body></html>\n")
+                f"<style>{_CSS}</style></head><body>\n" + "\n".join(body)
+                + f"\n<script>{_SORT_JS}</script>\n</body></html>\n")
 
     def write(self, out_dir: Path) -> tuple[Path, Path]:
         md, page = out_dir / "report.md", out_dir / "report.html"
         md.write_text(self.to_markdown(), encoding="utf-8")
-        page.write_text(self.to_html(), encoding="utf-8")
+        page.write_text(self.to_html(out_dir), encoding="utf-8")
         return md, page
+
+
+def _embedded(path: str, base: Path | None) -> str:
+    """``path`` as a data: URI when it is a file under ``base``, else as given."""
+    file = base / path if base is not None else None
+    if file is None or not file.is_file():
+        return path
+    kind = mimetypes.guess_type(file.name)[0] or "application/octet-stream"
+    return f"data:{kind};base64,{base64.b64encode(file.read_bytes()).decode('ascii')}"
 
 
 _CSS = ("body{font-family:sans-serif;max-width:70em;margin:2em auto;padding:0 1em}"
         "table{border-collapse:collapse;font-size:.85em;margin:.5em 0 1.5em}"
         "td,th{border:1px solid #ccc;padding:2px 6px;text-align:left}caption{text-align:left;font-weight:bold}"
-        "img{max-width:100%}figure{margin:1em 0}")
+        "img{max-width:100%}figure{margin:1em 0}figure.interactive{max-width:none}"
+        "table.sortable th{cursor:pointer;user-select:none}"
+        "th[data-sort=asc]::after{content:' \\25B2'}th[data-sort=desc]::after{content:' \\25BC'}")
+
+#: Click a header to sort its table by that column (again: the other way). A column whose every non-empty cell
+#: is a number (thousands separators allowed) sorts as numbers, any other as text; empty cells go first.
+_SORT_JS = """
+document.querySelectorAll("table.sortable").forEach(function (table) {
+  table.querySelectorAll("thead th").forEach(function (th, i) {
+    th.title = "sort by " + th.textContent;
+    th.addEventListener("click", function () {
+      var body = table.tBodies[0], rows = Array.prototype.slice.call(body.rows);
+      var text = function (r) { return r.cells[i] ? r.cells[i].textContent.trim() : ""; };
+      var num = function (r) { return Number(text(r).replace(/,/g, "")); };
+      var numeric = rows.every(function (r) { return text(r) === "" || isFinite(num(r)); });
+      var asc = th.dataset.sort !== "asc";
+      table.querySelectorAll("thead th").forEach(function (h) { delete h.dataset.sort; });
+      th.dataset.sort = asc ? "asc" : "desc";
+      var key = function (r) { return text(r) === "" ? null : numeric ? num(r) : text(r); };
+      rows.sort(function (a, b) {
+        var x = key(a), y = key(b);
+        var c = x === y ? 0 : x === null ? -1 : y === null ? 1
+              : numeric ? x - y : x.localeCompare(y, undefined, {numeric: true});
+        return asc ? c : -c;
+      });
+      rows.forEach(function (r) { body.appendChild(r); });
+    });
+  });
+});
+"""
 
 
 def _cell(v: Any) -> str:

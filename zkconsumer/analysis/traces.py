@@ -43,6 +43,7 @@ FIELDS: dict[str, T.DataType] = {
     "fault": S, "target": S, "session_timeout_ms": L, "step": S,  # the lab's fault and step events
     "waited_ms": L, "rebalance_timeout_ms": L, "member_state": S, "waiting_for": S, "join_errors": S,  # join_stalled
     "group_state": S, "group_protocol": S, "group_members": S, "describe_error": S,
+    "phases_ms": S,  # rebalance_done / rebalance_failed: where the time went (the report's lanes show its backoff)
 }
 COMMON = ("v", "ts", "event", "group", "consumer", "seq")
 #: Fields the analysis needs beyond COMMON, per event; others are optional.
@@ -223,7 +224,7 @@ def _parse(df: DataFrame) -> DataFrame:
 #: Parsed fields the analysis uses; the others are validated but not staged.
 STAGED = ("ts", "event", "group", "consumer", "seq", "cause", "rebalance", "attempt", "ids_cversion", "attempts",
           "strategy", "topic", "partition", "offset", "from_offset", "to_offset", "reset", "store", "fault", "target",
-          "session_timeout_ms", "step")
+          "session_timeout_ms", "step", "assignment", "phases_ms")
 
 
 def _local_jsonl(trace_dir: str) -> list[Path] | None:
