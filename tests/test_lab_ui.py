@@ -49,7 +49,8 @@ def test_the_page_shows_members_partitions_and_owners_by_member_name() -> None:
         ("c10", "paused", ["orders-0"], [])]
     assert snap.members[1].subscription == {"orders": 1} and snap.members[1].client == "default"
     assert [(p.topic, p.partition, p.owner, p.offset, p.end, p.lag) for p in snap.partitions] == [
-        ("orders", 0, "c10", 7, 10, 3), ("orders", 1, "c1", None, 12, 12), ("payments", 0, "elsewhere", None, 5, 5)]
+        ("orders", 0, "c10 (paused)", 7, 10, 3), ("orders", 1, "c1 (killed)", None, 12, 12),
+        ("payments", 0, "elsewhere", None, 5, 5)]  # an owner node outliving its consumer shows its member's state
     assert [a.name for a in snap.actions if not a.member] == [JOIN, FINISH]
     # the churn over: the same page, no buttons
     closed = group.take(reading(2000, {"c2": "running"}, actions={"c2": ["stop"]}, open=False))
@@ -68,7 +69,8 @@ def test_ownership_changes_are_timestamped_and_the_group_settling_is_an_event() 
     assert [e.text for e in snap.events if e.kind == "rebalance"] == [
         "group settled: 3 partitions changed hands, 500 ms from the first claim to the last claim; longest a "
         "partition sat unowned: 0 ms; every partition owned (c1 2, c2 1)"]
-    # c1 killed: its partitions stay its own until its session expires, then go unowned, then to c2
+    # c1 killed: its owner nodes stay until its session expires (shown as the killed member's), then go, then to c2;
+    # the partitions count as unowned from the kill on (no one consumes them)
     killed = {"c1": "killed (-9)", "c2": "running"}
     group.take(reading(3000, killed, first, lab_events=["12:00:03 c1 killed with SIGKILL"],
                        steps=[(1200, "join c2"), (2990, "kill -9 c1")]))
@@ -78,14 +80,15 @@ def test_ownership_changes_are_timestamped_and_the_group_settling_is_an_event() 
                                                                                        "orders-0"]},
         {"ts": 9300, "consumer": "lab_c2", "duration_ms": 20, "attempts": 1, "owned": []}]))
     assert [(c.ts, c.partition, c.owner) for c in snap.changes][3:] == [
-        (9000, "orders-0", None), (9000, "orders-1", None), (9500, "orders-0", "c2"), (9500, "orders-1", "c2")]
+        (3000, "orders-0", "c1 (killed)"), (3000, "orders-1", "c1 (killed)"), (9000, "orders-0", None),
+        (9000, "orders-1", None), (9500, "orders-0", "c2"), (9500, "orders-1", "c2")]
     assert [(e.ts, e.kind, e.text) for e in snap.events][1:] == [
         (3000, "action", "c1 killed with SIGKILL"), (9300, "rebalance", "c2 rebalanced in 20 ms: owns 0"),
         (9400, "rebalance", "c2 rebalanced in 80 ms, 2 attempts: owns 3 (orders-0, orders-1, payments-0)")]
     group.take(reading(9600, killed, {tp: "lab_c2-0" for tp in first}))  # quiet: settled, and after what
     assert group.events[-1].text == (
-        "group settled 6.5 s after kill -9 c1: 2 partitions changed hands, 500 ms from the first release to the "
-        "last claim; longest a partition sat unowned: 500 ms; every partition owned (c2 3)")
+        "group settled 6.5 s after kill -9 c1: 2 partitions changed hands, 6500 ms from the first release to the "
+        "last claim; longest a partition sat unowned: 6500 ms; every partition owned (c2 3)")
     snap = group.take(reading(10000, {"c1": "killed (-9)", "c2": "stopped"}, {tp: "lab_c2-0" for tp in first}))
     assert [e.text for e in snap.events][-1:] == ["c2 exited (stopped)"]  # and not settled: c2 no longer runs
     # a step an earlier rebalance answered is not the next one's cause, nor one longer than cause_ms before it
@@ -280,6 +283,8 @@ def test_a_kill_clicked_on_the_lab_page_shows_the_rebalance_and_the_new_owners(t
             }""")
             [at] = [x for text, x in marks["labels"] if text == f"{victim} killed with SIGKILL"]
             assert at in marks["lines"], marks
+            # the two members started together: one mark, one label for both
+            assert "c1, c2 joined" in [text for text, _ in marks["labels"]], marks
             page.click("#actions button.act[data-action=finish]")
             page.wait_for_selector("#answer[data-status=ok]:has-text('finishing')", timeout=5000)
             assert page_log.errors == [] and page_log.remote == []

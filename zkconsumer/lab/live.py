@@ -46,12 +46,14 @@ class EventKind(StrEnum):
     SOURCE = "source"  # the lab cannot read the group (ZooKeeper or the broker down), or can again
 
 
+#: The process state of a member that consumes (MemberProcesses.status).
+RUNNING = "running"
 #: The page's actions besides the members' own: they act on the run.
 JOIN, FINISH = ActionKind.JOIN.value, "finish"
 #: Each process state (MemberProcesses.status) → the member actions it takes, before the lab's own say
 #: (Lab.not_applicable): a paused or stopping process acts on nothing but SIGKILL.
 BY_STATE: dict[str, tuple[ActionKind, ...]] = {
-    "running": (ActionKind.STOP, ActionKind.KILL, ActionKind.PAUSE, ActionKind.CUT_ZK),
+    RUNNING: (ActionKind.STOP, ActionKind.KILL, ActionKind.PAUSE, ActionKind.CUT_ZK),
     "paused": (ActionKind.KILL,),
     "stopping": (ActionKind.KILL,),
 }
@@ -119,7 +121,8 @@ class LiveGroup:
 
     def __init__(self, title: str, buttons: list[Action], cause_ms: int = 30_000) -> None:
         self.buttons, self.cause_ms = buttons, cause_ms
-        self.owners: dict[str, str] = {}  # "topic-partition" → member, as of the last reading
+        self.owners: dict[str, str] = {}  # "topic-partition" → member as shown, as of the last reading
+        self._live: dict[str, str] = {}  # "topic-partition" → its owner, where that member runs
         self.states: dict[str, str] = {}
         self.changes: deque[Change] = deque(maxlen=KEEP_CHANGES)
         self.events: deque[Event] = deque(maxlen=KEEP_EVENTS)
@@ -144,13 +147,14 @@ class LiveGroup:
             self.events.append(Event(int(e.get("ts") or r.ts), EventKind.REBALANCE, self._rebalance_text(e, names)))
             if isinstance(e.get("generation"), int) and e["generation"] >= (self._generation or 0):
                 self._generation = e["generation"]
-        self._diff(r, owners)
-        self.owners, self.states = owners, dict(r.states)
+        shown = {tp: _shown(m, r.states) for tp, m in owners.items()}
+        self._diff(r, owners, shown)
+        self.owners, self.states = shown, dict(r.states)
         members = [Member(name, _state(state), r.subscriptions.get(name, {}),
                           sorted((tp for tp, m in owners.items() if m == name), key=_tp_order),
                           r.clients.get(name, ""), list(r.actions.get(name, [])) if r.open else [])
                    for name, state in sorted(r.states.items(), key=lambda kv: _name_order(kv[0]))]
-        rows = [PartitionRow(t, p, owners.get(tp_str((t, p))), r.committed.get((t, p)), end,
+        rows = [PartitionRow(t, p, shown.get(tp_str((t, p))), r.committed.get((t, p)), end,
                              end - r.committed.get((t, p), 0))  # from the beginning: nothing committed is all lag
                 for (t, p), end in sorted(r.produced.items())]
         info = GroupInfo(GROUP, generation=self._generation)
@@ -180,16 +184,23 @@ class LiveGroup:
         return (f"{member_of(str(e.get('consumer', '?')), names)} rebalanced in {e.get('duration_ms', '?')} ms{tries}: "
                 f"owns {len(owned)}" + (f" ({', '.join(owned)})" if owned else ""))
 
-    def _diff(self, r: Reading, owners: dict[str, str]) -> None:
+    def _diff(self, r: Reading, owners: dict[str, str], shown: dict[str, str]) -> None:
         """Ownership changes since the last reading, and the group settled again: every partition a running member
         subscribes to owned by a running member, after changes, with none this turn (the summary dates it by the
-        last change, not by this turn)."""
-        moved = sorted({*owners, *self.owners} - {tp for tp in owners if owners[tp] == self.owners.get(tp)},
+        last change, not by this turn).
+
+        The timeline draws the owners as ``shown`` (``c1 (killed)`` from the kill on); the rebalance's measures
+        count a partition unowned from the moment its owner stopped running, not from when its owner node went
+        (a kill -9 leaves the node until the session expires: the partition is consumed by no one meanwhile)."""
+        moved = sorted({*shown, *self.owners} - {tp for tp in shown if shown[tp] == self.owners.get(tp)},
                        key=_tp_order)
         for tp in moved:
-            self.changes.append(Change(r.ts, tp, owners.get(tp)))
-            self._settling.change(r.ts, tp, self.owners.get(tp), owners.get(tp))
-        settled = r.expected and all(r.states.get(owners.get(tp_str(tp), "")) == "running" for tp in r.expected)
+            self.changes.append(Change(r.ts, tp, shown.get(tp)))
+        live = {tp: m for tp, m in owners.items() if r.states.get(m, RUNNING) == RUNNING}
+        for tp in sorted({*live, *self._live} - {tp for tp in live if live[tp] == self._live.get(tp)}, key=_tp_order):
+            self._settling.change(r.ts, tp, self._live.get(tp), live.get(tp))
+        self._live = live
+        settled = r.expected and all(r.states.get(owners.get(tp_str(tp), "")) == RUNNING for tp in r.expected)
         if moved or not settled:
             return
         summary = self._settling.settle(r.ts)
@@ -206,6 +217,13 @@ class LiveGroup:
         return next((step for step in reversed(self._steps)
                      if step[0] <= began and began - step[0] <= self.cause_ms
                      and (self._began is None or step[0] > self._began)), None)
+
+
+def _shown(member: str, states: dict[str, str]) -> str:
+    """An owner as the page shows it: a lab member that no longer runs (killed, stopped, paused) with its state,
+    ``c1 (killed)``, so the timeline shows where an owner node outlived its consumer; any other owner as it is."""
+    state = states.get(member, RUNNING)
+    return member if state == RUNNING else f"{member} ({_state(state)})"
 
 
 def _state(state: str) -> str:
@@ -286,7 +304,7 @@ class LabSource:
 
     def _check(self, action: str, member: str | None) -> None:
         """Refuse now what cannot apply (as of the last turn); the lab's loop checks again when it carries it out."""
-        if action not in {str(k) for k in (*BY_STATE["running"], *ENDED)}:
+        if action not in {str(k) for k in (*BY_STATE[RUNNING], *ENDED)}:
             raise IllegalArgument(f"unknown action {action!r}; one of: "
                                   + ", ".join(a.name for a in self.group.buttons))
         snapshot = self.snapshot()
@@ -367,7 +385,7 @@ class LabSource:
         lab.members.reap()
         states = dict(lab.members.status)
         owners, committed = lab.owners(reg), lab.committed(reg)  # the lab's loop polled the traces just before
-        running = [n for n, s in states.items() if s == "running"]
+        running = [n for n, s in states.items() if s == RUNNING]
         subscribed = {t for n in running for t in plan.topics_of(n)}
         return Reading(
             now, states,
@@ -384,7 +402,7 @@ class LabSource:
         """The member actions that apply to ``name`` now: by its state, then as the lab says
         (``Lab.not_applicable``: a cut needs the member's proxy, which a ScenarioLab has)."""
         out = []
-        for kind in (*BY_STATE["running"], *ENDED):
+        for kind in (*BY_STATE[RUNNING], *ENDED):
             why = None if kind in BY_STATE.get(state, ENDED) else f"not while {name} is {_state(state)}"
             why = why or self.lab.not_applicable(Step(0.0, kind, name, seconds=self.fault_seconds))
             if why:

@@ -156,18 +156,41 @@ function label(text) {
   return short.length > 32 ? `${short.slice(0, 31)}…` : short;
 }
 
+// Events within MERGE_MS of each other (three members joining at once) share one mark: one line, one label
+// ("c1, c2, c3 joined" when they say the same of different members), every text in its hover.
+const MERGE_MS = 1000;
+
+function merged(events) {
+  const groups = [];
+  for (const e of events) {
+    const last = groups[groups.length - 1];
+    if (last && last.kind === e.kind && e.ts - last.ts < MERGE_MS) last.texts.push(e.text);
+    else groups.push({ ts: e.ts, kind: e.kind, texts: [e.text] });
+  }
+  return groups;
+}
+
+function groupLabel(texts) {
+  if (texts.length === 1) return label(texts[0]);
+  const split = texts.map((t) => t.match(/^(\S+) (.*)$/) || [t, t, ""]);
+  const rest = split[0][2];
+  if (rest && split.every((m) => m[2] === rest)) return label(`${split.map((m) => m[1]).join(", ")} ${rest}`);
+  return `${label(texts[0])} +${texts.length - 1}`;
+}
+
 function marks(snap) {
-  const shown = snap.events.filter((e) => e.kind in MARKED).slice(-MAX_MARKS);
-  const at = (e) => localDate(e.ts);
+  const shown = merged(snap.events.filter((e) => e.kind in MARKED).sort((a, b) => a.ts - b.ts)).slice(-MAX_MARKS);
+  const at = (g) => localDate(g.ts);
   return {
-    shapes: shown.map((e) => ({
-      type: "line", xref: "x", yref: "paper", x0: at(e), x1: at(e), y0: 0, y1: 1,
-      line: { dash: "dot", width: 1, color: MARKED[e.kind] },
+    shapes: shown.map((g) => ({
+      type: "line", xref: "x", yref: "paper", x0: at(g), x1: at(g), y0: 0, y1: 1,
+      line: { dash: "dot", width: 1, color: MARKED[g.kind] },
     })),
-    annotations: shown.map((e, i) => ({
-      xref: "x", yref: "paper", x: at(e), y: 1, yanchor: "bottom", yshift: (i % 2) * 13, showarrow: false,
-      text: escapeHtml(label(e.text)), hovertext: escapeHtml(`${clock(e.ts)} ${e.kind}: ${e.text}`),
-      font: { size: 10, color: MARKED[e.kind] },
+    annotations: shown.map((g, i) => ({
+      xref: "x", yref: "paper", x: at(g), y: 1, yanchor: "bottom", yshift: (i % 2) * 13, showarrow: false,
+      text: escapeHtml(groupLabel(g.texts)),
+      hovertext: g.texts.map((t) => escapeHtml(`${clock(g.ts)} ${g.kind}: ${t}`)).join("<br>"),
+      font: { size: 10, color: MARKED[g.kind] },
     })),
   };
 }
