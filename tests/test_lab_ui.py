@@ -225,7 +225,19 @@ def test_the_cli_refuses_ui_with_several_runs(capsys) -> None:
 
 
 #: The lab's default session timeout (LabPlan.session_timeout_ms): the killed member's partitions move when it ends.
-SESSION_TIMEOUT_S = LabPlan().session_timeout_ms / 1000
+#: The kill test's run: two members on four partitions and 3 s sessions (the lab's default is 6 s; a shorter
+#: session is a shorter test, and the bound below is the session's), nothing scheduled (the page drives it).
+SESSION_TIMEOUT_S = 3.0
+UI_SCENARIO = f"""name = "ui-kill"
+description = "two members, nothing scheduled: the page's kill -9 is the run's only step"
+members = 2
+rate = 50
+initial_records = 20
+session_timeout_ms = {int(SESSION_TIMEOUT_S * 1000)}
+
+[topics]
+orders = 4
+"""
 
 
 def _page_state(page) -> dict:
@@ -241,8 +253,10 @@ def _page_state(page) -> dict:
 def test_a_kill_clicked_on_the_lab_page_shows_the_rebalance_and_the_new_owners(tmp_path: Path) -> None:
     log_path = tmp_path / "lab.log"
     with log_path.open("w") as log:
-        lab = subprocess.Popen([sys.executable, "-m", "zkconsumer", "lab", "--ui", "--port", "0", "--consumers", "2",
-                                "--rate", "50", "--out", str(tmp_path / "run")], stdout=log, stderr=subprocess.STDOUT,
+        scenario = tmp_path / "ui-kill.toml"
+        scenario.write_text(UI_SCENARIO)
+        lab = subprocess.Popen([sys.executable, "-m", "zkconsumer", "lab", "--ui", "--port", "0", "--scenario",
+                                str(scenario), "--out", str(tmp_path / "run")], stdout=log, stderr=subprocess.STDOUT,
                                stdin=subprocess.DEVNULL, env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         def printed() -> re.Match | None:

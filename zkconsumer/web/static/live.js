@@ -156,15 +156,16 @@ function label(text) {
   return short.length > 32 ? `${short.slice(0, 31)}…` : short;
 }
 
-// Events within MERGE_MS of each other (three members joining at once) share one mark: one line, one label
-// ("c1, c2, c3 joined" when they say the same of different members), every text in its hover.
+// Actions within MERGE_MS of each other (three members joining at once) share one mark: one line, one label
+// ("c1, c2, c3 joined" when they say the same of different members), every text in its hover. The source's own
+// events (ZooKeeper lost, back) keep a mark each, however close: a short outage still shows where it began.
 const MERGE_MS = 1000;
 
 function merged(events) {
   const groups = [];
   for (const e of events) {
     const last = groups[groups.length - 1];
-    if (last && last.kind === e.kind && e.ts - last.ts < MERGE_MS) last.texts.push(e.text);
+    if (last && e.kind === "action" && last.kind === e.kind && e.ts - last.ts < MERGE_MS) last.texts.push(e.text);
     else groups.push({ ts: e.ts, kind: e.kind, texts: [e.text] });
   }
   return groups;
