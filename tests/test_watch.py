@@ -26,13 +26,23 @@ from browser import chromium, open_page
 from helpers import consumer, fresh_chroot, wait_until
 from helpers import produce_counts as produce
 
+from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.broker import Broker
 from zkconsumer.cli import main
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
+from zkconsumer.coordinator.offsets_codec import (
+    encode_group_key,
+    encode_group_value,
+    encode_offset_key,
+    encode_offset_value,
+)
+from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemberSnapshot
 from zkconsumer.lab.faults.proxy import LinkMode, TcpProxy
-from zkconsumer.web.coordinator_source import CoordinatorGroupSource
+from zkconsumer.web.coordinator_source import CoordinatorGroupSource, group_info
+from zkconsumer.web.group_metadata import GroupMetadataFold, View
 from zkconsumer.web.history import MAX_LISTED, History, Settling, moves_text
+from zkconsumer.web.offsets_topic_reader import OffsetsTopicReader
 from zkconsumer.web.serve import AddressInUse, serve
 from zkconsumer.web.zookeeper_source import ZooKeeperGroupSource
 from zkconsumer.zk.registry import Registry, connect, split_connect
@@ -294,28 +304,75 @@ def test_zookeeper_unreachable_at_start_is_said_and_then_read(zk_server) -> None
 
 
 # ------------------------------------------------------------------------------------------- coordinator
-def test_the_coordinator_group_shows_state_members_assignments_and_lag(zk_connect, registry, tmp_path,
-                                                                       browser) -> None:
+def test_the_latest_group_metadata_is_picked_out_of_the_partition() -> None:
+    """The group's records among other groups', offset commits and bytes that do not decode, in offset order: the
+    latest GroupMetadata wins, a tombstone resets it, and everything skipped is counted."""
+    def snapshot(generation: int, leader: str | None, at: int = -1) -> bytes:
+        members = () if leader is None else (MemberSnapshot(leader, "c", "/h", 3000, 3000, b"", b""),)
+        return encode_group_value(GroupSnapshot("consumer", generation, "range", leader, at, members))
+
+    fold = GroupMetadataFold("cg")
+    commit = (encode_offset_key("cg", TopicPartition("ct", 0)), encode_offset_value(CommittedOffset(5)))
+    records = [(encode_group_key("cg"), snapshot(1, "m1", 1000)), commit,
+               (encode_group_key("other"), snapshot(9, "x1")),
+               (encode_group_key("cg"), snapshot(2, "m2", 2000)), commit,
+               (b"\x00\x07junk", b"?"), (encode_group_key("cg"), b"\x00\x09not a value"), (None, b"")]
+    for offset, (key, value) in enumerate(records):
+        fold.apply(offset, key, value, timestamp_ms=50_000 + offset)
+    assert (fold.latest.snapshot.generation, fold.latest.snapshot.leader, fold.latest.offset,
+            fold.latest.at_ms) == (2, "m2", 3, 2000)
+    assert (fold.group_records, fold.offset_commits, fold.other_groups, fold.undecodable) == (2, 2, 1, 3)
+    assert fold.counts_text() == "8 records read: 2 of the group, 2 offset commits, 1 of other groups, 3 undecodable"
+    shown = group_info("cg", {"group_state": "Stable", "protocol_data": "range"},
+                       View(fold.latest, "__consumer_offsets-7", "", fold.counts_text()))
+    assert (shown.generation, shown.leader, shown.rebalanced_at) == (2, "m2", 2000)
+    assert shown.generation_note.startswith("from the GroupMetadata record at __consumer_offsets-7 offset 3 (8 ")
+    fold.apply(8, encode_group_key("cg"), None, timestamp_ms=60_000)  # the group deleted
+    assert fold.latest.snapshot is None and fold.latest.deleted and fold.latest.offset == 8
+    fold.apply(9, encode_group_key("cg"), encode_group_value(GroupSnapshot("consumer", 1, None, None)), 61_000)
+    assert (fold.latest.snapshot.generation, fold.latest.at_ms) == (1, 61_000)  # v3 without a state timestamp
+    gone = group_info("cg", {}, View(GroupMetadataFold("cg").latest, None, "broker unreachable", ""))
+    assert (gone.generation, gone.leader, gone.generation_note) == (None, None, "broker unreachable")
+
+
+def test_the_coordinator_group_shows_state_members_assignments_lag_and_generation(zk_connect, registry, tmp_path,
+                                                                                  browser) -> None:
+    """Its generation, from the group's GroupMetadata in __consumer_offsets, is the members' own, and grows when a
+    second member joins; before any group asked for a coordinator, the topic is not there and the reader says so."""
     broker = Broker(zk_connect, data_dir=tmp_path / "broker", group_initial_rebalance_delay_ms=0,
                     group_min_session_timeout_ms=500).start()
-    member = None
+    early = OffsetsTopicReader(broker.bootstrap, "cg", retry=0.2)
+    try:
+        assert wait_until(lambda: early.view().problem.startswith("no __consumer_offsets topic yet"),
+                          message=f"no topic yet: {early.view()}")
+        assert early.view().latest.snapshot is None
+    finally:
+        early.close()
+    members: list[CoordinatorConsumerConnector] = []
     source = CoordinatorGroupSource(broker.bootstrap, "cg", poll=0.3, lag_every=0.3)
+
+    def join(name: str) -> CoordinatorConsumerConnector:
+        member = CoordinatorConsumerConnector(ConsumerConfig.from_properties({
+            "group.id": "cg", "bootstrap.servers": broker.bootstrap, "consumer.id": name,
+            "auto.offset.reset": "smallest", "session.timeout.ms": 3000, "heartbeat.interval.ms": 300,
+            "auto.commit.interval.ms": 200, "consumer.timeout.ms": -1}))
+        members.append(member)
+        stream = member.create_message_streams({"ct": 1})["ct"][0]
+        threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()  # offsets advance as read
+        return member
+
     try:
         create_topic(registry, "ct", 3)
         produce(broker.bootstrap, "ct", {0: 5, 1: 2})
-        member = CoordinatorConsumerConnector(ConsumerConfig.from_properties({
-            "group.id": "cg", "bootstrap.servers": broker.bootstrap, "consumer.id": "m1",
-            "auto.offset.reset": "smallest", "session.timeout.ms": 3000, "heartbeat.interval.ms": 300,
-            "auto.commit.interval.ms": 200, "consumer.timeout.ms": -1}))
-        stream = member.create_message_streams({"ct": 1})["ct"][0]
-        threading.Thread(target=lambda: [None for _ in stream], daemon=True).start()  # offsets advance as read
+        member = join("m1")
         with serve(source) as served:
             def stable() -> dict | None:
                 snap = get_json(served.url + "snapshot")[1]
                 rows = {p["partition"]: (p["offset"], p["end"], p["lag"]) for p in snap["partitions"]}
                 done = (snap["group"]["state"] == "Stable" and len(snap["members"]) == 1
                         and all(owners(snap).values()) and len(owners(snap)) == 3
-                        and rows.get(0) == (5, 5, 0) and rows.get(1) == (2, 2, 0))
+                        and rows.get(0) == (5, 5, 0) and rows.get(1) == (2, 2, 0)
+                        and snap["group"]["generation"] == member.group_generation)
                 last.append((snap["group"], rows))
                 return snap if done else None
 
@@ -323,16 +380,35 @@ def test_the_coordinator_group_shows_state_members_assignments_and_lag(zk_connec
             snap = wait_until(stable, message=f"one member owning the 3 partitions, its offsets committed {last[-1:]}")
             m = snap["members"][0]
             assert snap["kind"] == "coordinator" and snap["group"]["protocol"] == "range"
-            assert snap["group"]["generation"] is None  # DescribeGroups has none (coordinator_source.py)
+            first = snap["group"]["generation"]
+            assert first >= 1 and snap["group"]["leader"] == m["id"] and snap["group"]["rebalanced_at"] > 0
+            assert snap["group"]["generation_note"].startswith("from the GroupMetadata record at __consumer_offsets-")
             assert sorted(m["owned"]) == ["ct-0", "ct-1", "ct-2"] and m["subscription"] == {"ct": 0}
             assert m["client"].endswith("127.0.0.1") and set(owners(snap).values()) == {m["id"]}
             with open_page(browser, served.url) as (page, log):
                 page.set_default_timeout(TIMEOUT_MS)
                 page.wait_for_selector(f"#members tr[data-member='{m['id']}']")
                 assert page.text_content("#group-state") == "Stable"
-                assert page.text_content("#group-generation") == "n/a"
-                member.shutdown()  # first: a member whose broker is gone takes its timeouts to leave
-                member = None
+                assert page.text_content("#group-generation") == str(first)
+                assert "__consumer_offsets-" in page.get_attribute("#group-generation", "title")
+                assert page.text_content("#group-leader") == m["id"]
+                assert page.locator("#group-rebalanced").text_content().count(":") == 2
+
+                second = join("m2")
+
+                def grown() -> dict | None:
+                    g = second.group_generation
+                    snap = get_json(served.url + "snapshot")[1]
+                    return snap if (g > first and member.group_generation == g and len(snap["members"]) == 2
+                                    and snap["group"]["generation"] == g) else None
+
+                snap = wait_until(grown, message=f"m2 joined, the generation past {first}: {second.group_generation}")
+                generation = snap["group"]["generation"]
+                page.wait_for_function(f"document.querySelector('#group-generation').textContent === '{generation}'")
+                assert page.text_content("#group-leader") in {m["id"] for m in snap["members"]}
+                for gone in (second, member):  # first: a member whose broker is gone takes its timeouts to leave
+                    members.remove(gone)
+                    gone.shutdown()
                 page.wait_for_selector("#group-state:text('Empty')")
                 page.wait_for_selector("#members tbody tr", state="detached")
                 broker.stop()
@@ -340,7 +416,7 @@ def test_the_coordinator_group_shows_state_members_assignments_and_lag(zk_connec
                 assert get_json(served.url + "snapshot")[0] == 200
             assert log.errors == [] and log.remote == []
     finally:
-        if member is not None:
+        for member in members:
             member.shutdown()
         source.close()
         broker.stop()

@@ -1,11 +1,16 @@
 """A coordinator group as a live source: state, protocol, members (member id, client id, host) with their decoded
-assignments, committed offsets and lag, polled through the Kafka admin API every ``poll`` seconds.
+assignments, committed offsets and lag, polled through the Kafka admin API every ``poll`` seconds; its generation,
+leader and last rebalance read from ``__consumer_offsets``.
 
-The generation is shown as unknown ("n/a") on purpose: no request a non-member can send carries a classic
-group's generation. DescribeGroups (v0-v5) answers the state, protocol type, protocol and members but not the
-generation; OffsetFetch answers offsets only; a Heartbeat or OffsetCommit with a made-up generation answers
-ILLEGAL_GENERATION without saying which one is right. Kafka's ConsumerGroupDescribe (KIP-848) has a group epoch,
-but only for groups of the new protocol, which this broker's coordinator (and the 0.9-2.x ones) do not run.
+No request a non-member can send carries a classic group's generation: DescribeGroups (v0-v5) answers the state,
+protocol type, protocol and members but not the generation; OffsetFetch answers offsets only; a Heartbeat or
+OffsetCommit with a made-up generation answers ILLEGAL_GENERATION without saying which one is right (Kafka's
+ConsumerGroupDescribe, KIP-848, has a group epoch, but only for groups of the new protocol). The coordinator
+writes it down, though: at every completed rebalance a GroupMetadata record (generation, protocol, leader, state
+timestamp, members) goes to the group's partition of ``__consumer_offsets``, in ours as in Kafka's, as Burrow
+reads it. :class:`~zkconsumer.web.offsets_topic_reader.OffsetsTopicReader` follows that partition; when it
+cannot (no topic yet, not authorized, a broker that refuses), the generation shows "n/a" with the reason in its
+tooltip, and the group's own status stays what DescribeGroups says.
 
 Partitions: those assigned to a member, those with a committed offset, and every partition of the topics the
 members subscribe to (so a partition nobody owns shows as such). A broker that goes away never stops the source:
@@ -25,8 +30,10 @@ from kafka.errors import KafkaError
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.tools.groups import read_log_ends
+from zkconsumer.web.group_metadata import View
 from zkconsumer.web.history import partition_name
 from zkconsumer.web.live_group import LiveGroup, Read, WatchedGroup
+from zkconsumer.web.offsets_topic_reader import OffsetsTopicReader
 from zkconsumer.web.snapshot import GroupInfo, Member, SourceKind
 
 log = logging.getLogger(__name__)
@@ -55,9 +62,19 @@ def members_of(description: dict[str, Any]) -> list[Member]:
             for m in sorted(description.get("members") or [], key=lambda m: m["member_id"])]
 
 
+def group_info(group: str, description: dict[str, Any], view: View) -> GroupInfo:
+    """The header: state and protocol as described, generation, leader and last rebalance as the latest
+    GroupMetadata record has them (None while there is none, or after a tombstone)."""
+    snapshot = view.latest.snapshot
+    return GroupInfo(group, description.get("group_state") or None, description.get("protocol_data") or None,
+                     None if snapshot is None else snapshot.generation, None if snapshot is None else snapshot.leader,
+                     None if snapshot is None else view.latest.at_ms, view.note())
+
+
 class CoordinatorGroupSource(WatchedGroup):
     """The :class:`~zkconsumer.web.snapshot.LiveSource` of coordinator group ``group`` at ``bootstrap``; its
-    thread starts at once (the broker need not be up yet)."""
+    thread starts at once (the broker need not be up yet), as does its reader of ``__consumer_offsets``.
+    ``admin_options``: extra kafka-python settings (security) for both clients."""
 
     def __init__(self, bootstrap: str, group: str, *, poll: float = 1.0, lag_every: float = 2.0,
                  admin_options: dict[str, Any] | None = None, now: Callable[[], float] = time.time) -> None:
@@ -67,12 +84,14 @@ class CoordinatorGroupSource(WatchedGroup):
         self.live = LiveGroup(f"group {group} (coordinator at {bootstrap})", SourceKind.COORDINATOR, group,
                               f"broker {bootstrap}", now)
         self._admin: AdminClient | None = None
+        self._offsets_topic = OffsetsTopicReader(bootstrap, group, options=self._admin_options)
         self._closed = threading.Event()
         self._thread = threading.Thread(target=self._loop, name=f"watch {group}", daemon=True)
         self._thread.start()
 
     def close(self) -> None:
         self._closed.set()
+        self._offsets_topic.close()
         # the poller closes its client as it ends; one blocked on a broker that went away ends within its
         # request timeout, not worth waiting for
         self._thread.join(1)
@@ -119,8 +138,7 @@ class CoordinatorGroupSource(WatchedGroup):
         offsets = {(tp.topic, tp.partition): meta.offset for tp, meta in committed.items() if meta.offset >= 0}
         topics = sorted({t for m in members for t in m.subscription})
         tps = sorted(set(owners) | set(offsets) | set(self._partitions_of(admin, topics)))
-        group = GroupInfo(self.group, description.get("group_state") or None,
-                          description.get("protocol_data") or None, None)
+        group = group_info(self.group, description, self._offsets_topic.view())
         self.live.update(members, [Read(t, p, owners.get((t, p)), offsets.get((t, p))) for t, p in tps], group,
                          membership="members changed", settled=group.state == "Stable")
         return tps

@@ -33,12 +33,17 @@ class Status:
 @dataclass(frozen=True)
 class GroupInfo:
     """The group's own fields: a coordinator group's state, protocol and generation (None where a ZooKeeper group
-    has no such thing)."""
+    has no such thing, or where they are not known); a watched coordinator group's ``leader`` (member id) and
+    ``rebalanced_at`` (epoch ms of its last state change) come with the generation, and ``generation_note`` says
+    where the generation comes from or why it is unknown."""
 
     id: str
     state: str | None = None
     protocol: str | None = None
     generation: int | None = None
+    leader: str | None = None
+    rebalanced_at: int | None = None
+    generation_note: str = ""
 
 
 @dataclass(frozen=True)

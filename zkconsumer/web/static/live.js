@@ -4,7 +4,10 @@
  *   body[data-updated=N]              snapshots drawn so far; body[data-kind] zookeeper|coordinator|lab
  *   #connection                       "connection to the server lost, retrying" (shown while /events is down)
  *   #status[data-ok=true|false]       the source's status banner (shown when not ok)
- *   #group-id #group-state #group-protocol #group-generation   the group header ("n/a" where unknown)
+ *   #group-id #group-state #group-protocol #group-generation   the group header ("n/a" where unknown);
+ *     #group-generation[title]: where the generation comes from, or why it is unknown
+ *   #group-leader #group-rebalanced   a watched coordinator group's leader and last rebalance (from its
+ *                                     GroupMetadata record; shown for the coordinator kind only)
  *   #members tr[data-member=ID]       one row per member: td.member-id td.state td.client td.subscription td.owned
  *     button.act[data-action=NAME][data-member=ID]   the member's actions
  *   #actions button.act[data-action=NAME]            actions on no member (e.g. add a member)
@@ -70,6 +73,11 @@ function drawGroup(snap) {
   $("#group-state").textContent = show(g.state);
   $("#group-protocol").textContent = show(g.protocol);
   $("#group-generation").textContent = show(g.generation);
+  $("#group-generation").title = g.generation_note || "";
+  for (const node of document.querySelectorAll("#group .watched")) node.hidden = snap.kind !== "coordinator";
+  $("#group-leader").textContent = show(g.leader);
+  $("#group-rebalanced").textContent = g.rebalanced_at === null || g.rebalanced_at === undefined
+    ? "n/a" : clock(g.rebalanced_at);
   $("#updated").textContent = clock(snap.ts);
 }
 
