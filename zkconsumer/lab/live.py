@@ -30,7 +30,7 @@ from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.runner import GROUP, Lab
 from zkconsumer.lab.scenario import ActionKind, LabMode, Step
 from zkconsumer.types import tp_str
-from zkconsumer.web.history import MAX_CHANGES, MAX_EVENTS, Settling
+from zkconsumer.web.history import MAX_CHANGES, MAX_EVENTS, Settling, partition_key
 from zkconsumer.web.snapshot import Action, Change, Event, GroupInfo, Member, PartitionRow, Snapshot, SourceKind, Status
 from zkconsumer.zk.registry import Registry
 
@@ -151,7 +151,7 @@ class LiveGroup:
         self._diff(r, owners, shown)
         self.owners, self.states = shown, dict(r.states)
         members = [Member(name, _state(state), r.subscriptions.get(name, {}),
-                          sorted((tp for tp, m in owners.items() if m == name), key=_tp_order),
+                          sorted((tp for tp, m in owners.items() if m == name), key=partition_key),
                           r.clients.get(name, ""), list(r.actions.get(name, [])) if r.open else [])
                    for name, state in sorted(r.states.items(), key=lambda kv: _name_order(kv[0]))]
         rows = [PartitionRow(t, p, shown.get(tp_str((t, p))), r.committed.get((t, p)), end,
@@ -178,7 +178,7 @@ class LiveGroup:
 
     @staticmethod
     def _rebalance_text(e: dict, names: list[str]) -> str:
-        owned = sorted(e.get("owned") or (), key=_tp_order)
+        owned = sorted(e.get("owned") or (), key=partition_key)
         attempts = e.get("attempts")
         tries = f", {attempts} attempts" if isinstance(attempts, int) and attempts > 1 else ""
         return (f"{member_of(str(e.get('consumer', '?')), names)} rebalanced in {e.get('duration_ms', '?')} ms{tries}: "
@@ -192,12 +192,11 @@ class LiveGroup:
         The timeline draws the owners as ``shown`` (``c1 (killed)`` from the kill on); the rebalance's measures
         count a partition unowned from the moment its owner stopped running, not from when its owner node went
         (a kill -9 leaves the node until the session expires: the partition is consumed by no one meanwhile)."""
-        moved = sorted({*shown, *self.owners} - {tp for tp in shown if shown[tp] == self.owners.get(tp)},
-                       key=_tp_order)
+        moved = _differing(self.owners, shown)
         for tp in moved:
             self.changes.append(Change(r.ts, tp, shown.get(tp)))
         live = {tp: m for tp, m in owners.items() if r.states.get(m, RUNNING) == RUNNING}
-        for tp in sorted({*live, *self._live} - {tp for tp in live if live[tp] == self._live.get(tp)}, key=_tp_order):
+        for tp in _differing(self._live, live):
             self._settling.change(r.ts, tp, self._live.get(tp), live.get(tp))
         self._live = live
         settled = r.expected and all(r.states.get(owners.get(tp_str(tp), "")) == RUNNING for tp in r.expected)
@@ -219,6 +218,11 @@ class LiveGroup:
                      and (self._began is None or step[0] > self._began)), None)
 
 
+def _differing(before: dict[str, str], after: dict[str, str]) -> list[str]:
+    """The partitions whose owner is not the same in ``after`` as in ``before`` (gone or new included), in order."""
+    return sorted({*before, *after} - {tp for tp in after if after[tp] == before.get(tp)}, key=partition_key)
+
+
 def _shown(member: str, states: dict[str, str]) -> str:
     """An owner as the page shows it: a lab member that no longer runs (killed, stopped, paused) with its state,
     ``c1 (killed)``, so the timeline shows where an owner node outlived its consumer; any other owner as it is."""
@@ -234,11 +238,6 @@ def _state(state: str) -> str:
 def _name_order(name: str) -> tuple[int, str]:
     digits = re.sub(r"\D", "", name)
     return (int(digits) if digits else 0, name)
-
-
-def _tp_order(tp: str) -> tuple[str, int]:
-    topic, _, p = tp.rpartition("-")
-    return (topic, int(p)) if p.isdigit() else (tp, -1)
 
 
 @dataclass
@@ -384,7 +383,8 @@ class LabSource:
         lab, plan = self.lab, self.lab.plan
         lab.members.reap()
         states = dict(lab.members.status)
-        owners, committed = lab.owners(reg), lab.committed(reg)  # the lab's loop polled the traces just before
+        # what the lab's view read this turn (it polled the traces just before): not read from ZooKeeper again
+        owners, committed = lab.read if lab.read is not None else (lab.owners(reg), lab.committed(reg))
         running = [n for n, s in states.items() if s == RUNNING]
         subscribed = {t for n in running for t in plan.topics_of(n)}
         return Reading(

@@ -354,6 +354,8 @@ class Lab:
         self._kafka_properties = _mixed_members(plan, self.backend.name, self.member_properties, self.skipped)
         #: ``lab --ui``'s live page, when one watches this run (it sets itself here)
         self.ui: LiveHook | None = None
+        #: the owners and committed offsets the last view read: the live page shows them, not a second read of its own
+        self.read: tuple[dict[tuple[str, int], str], dict[tuple[str, int], int]] | None = None
 
     # ---------------------------------------------------------------------------------------- setup
     def _start_infrastructure(self) -> None:
@@ -620,7 +622,8 @@ class Lab:
         members = {name: (state, self.tail.per_consumer[f"{GROUP}_{name}"], rebalances[f"{GROUP}_{name}"])
                    for name, state in self.members.status.items()}
         events = "\n".join(self.events[-6:])
-        return Group(report.partitions_table(title, self.produced, self.owners(reg), self.committed(reg)),
+        self.read = (self.owners(reg), self.committed(reg))
+        return Group(report.partitions_table(title, self.produced, *self.read),
                      report.members_table(members), f"[dim]{events}[/]")
 
     # --------------------------------------------------------------------------------------------- run

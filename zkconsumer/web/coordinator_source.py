@@ -30,8 +30,8 @@ from kafka.errors import KafkaError
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.tools.groups import read_log_ends
+from zkconsumer.types import tp_str
 from zkconsumer.web.group_metadata import View
-from zkconsumer.web.history import partition_name
 from zkconsumer.web.live_group import LiveGroup, Read, WatchedGroup
 from zkconsumer.web.offsets_topic_reader import OffsetsTopicReader
 from zkconsumer.web.snapshot import GroupInfo, Member, SourceKind
@@ -57,7 +57,7 @@ def subscription(member: dict[str, Any]) -> dict[str, int]:
 
 def members_of(description: dict[str, Any]) -> list[Member]:
     return [Member(m["member_id"], description.get("group_state") or "", subscription(m),
-                   [partition_name(t, p) for t, p in assigned(m)],
+                   [tp_str((t, p)) for t, p in assigned(m)],
                    client=f"{m.get('client_id') or ''} {(m.get('client_host') or '').lstrip('/')}".strip())
             for m in sorted(description.get("members") or [], key=lambda m: m["member_id"])]
 

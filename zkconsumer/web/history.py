@@ -23,11 +23,6 @@ MAX_CHANGES = 20000
 MAX_LISTED = 16
 
 
-def partition_name(topic: str, partition: int) -> str:
-    """The ``topic-partition`` name the snapshot uses for a partition (Kafka's ``TopicPartition.toString``)."""
-    return f"{topic}-{partition}"
-
-
 def partition_key(name: str) -> tuple[str, int]:
     """``orders-10`` after ``orders-9``: a partition name's sort key."""
     topic, _, partition = name.rpartition("-")

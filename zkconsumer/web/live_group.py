@@ -14,7 +14,8 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 
 from zkconsumer.errors import IllegalArgument
-from zkconsumer.web.history import History, partition_name
+from zkconsumer.types import tp_str
+from zkconsumer.web.history import History
 from zkconsumer.web.snapshot import GroupInfo, Member, PartitionRow, Snapshot, SourceKind, Status
 
 
@@ -77,7 +78,7 @@ class LiveGroup:
             if group is not None and self._group.state is not None and group.state != self._group.state:
                 self._history.note(ts, "rebalance", f"state: {self._group.state} → {group.state}")
             self._history.observe(ts, [m.id for m in members],
-                                  {partition_name(r.topic, r.partition): r.owner for r in reads}, settled, membership)
+                                  {tp_str((r.topic, r.partition)): r.owner for r in reads}, settled, membership)
             self._members, self._reads = members, reads
             self._group = group or self._group
             self._read_at = now

@@ -25,7 +25,7 @@ from kazoo.protocol.states import KazooState
 
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.tools.groups import broker_api_version, read_log_ends, subscribed_topics
-from zkconsumer.web.history import partition_name
+from zkconsumer.types import tp_str
 from zkconsumer.web.live_group import LiveGroup, Read, WatchedGroup
 from zkconsumer.web.snapshot import Member, SourceKind
 from zkconsumer.zk import layout
@@ -133,7 +133,7 @@ class ZooKeeperGroupSource(WatchedGroup):
         reads = [Read(t, p, _decoded(layout.decode_owner, g.owner(t, p), owner_nodes),
                       _decoded(layout.decode_offset, g.offset(t, p), offset_nodes)) for t, p in tps]
         members = [Member(cid, "registered", subscriptions.get(cid, {}),
-                          [partition_name(r.topic, r.partition) for r in reads
+                          [tp_str((r.topic, r.partition)) for r in reads
                            if r.owner and _consumer_of(r.owner) == cid])
                    for cid in ids]
         self.live.update(members, reads, settled=settled(ids, subscriptions, reads))
