@@ -270,6 +270,11 @@ def test_a_kill_clicked_on_the_lab_page_shows_the_rebalance_and_the_new_owners(t
                 s["states"].get(o) == "running" for o in s["owners"].values()) and any(
                 "group settled" in r for r in s["rebalances"]), timeout=60, interval=0.2,
                 message="every partition owned on the page")
+            # the client each member runs, and no column a lab member has no value for (a 0.8 registration's)
+            assert page.evaluate("[...document.querySelectorAll('#members th[data-column]')]"
+                                 ".map(th => th.dataset.column)") == ["member-id", "state", "client", "subscription",
+                                                                      "owned"]
+            assert page.locator("#events-none").is_hidden()  # a rebalance seen: no "no rebalance seen" line
             before = _page_state(page)
             victim = sorted(set(before["owners"].values()))[0]
             moved = sorted(tp for tp, owner in before["owners"].items() if owner == victim)

@@ -11,6 +11,7 @@ from __future__ import annotations
 import http.client
 import json
 import os
+import re
 import signal
 import socket
 import subprocess
@@ -18,6 +19,7 @@ import sys
 import threading
 import urllib.error
 import urllib.request
+import uuid
 from collections.abc import Iterator
 from urllib.parse import urlparse
 
@@ -44,7 +46,8 @@ from zkconsumer.web.group_metadata import GroupMetadataFold, View
 from zkconsumer.web.history import MAX_LISTED, History, Settling, moves_text
 from zkconsumer.web.offsets_topic_reader import OffsetsTopicReader
 from zkconsumer.web.serve import AddressInUse, serve
-from zkconsumer.web.zookeeper_source import ZooKeeperGroupSource
+from zkconsumer.web.zookeeper_source import ZooKeeperGroupSource, consumer_host
+from zkconsumer.zk.layout import make_consumer_id
 from zkconsumer.zk.registry import Registry, connect, split_connect
 from zkconsumer.zk.topics import create_topic
 
@@ -108,7 +111,8 @@ def zk_group(zk_server, tmp_path_factory) -> Iterator[dict]:
             c.create_message_streams({"t": 1})
         source = ZooKeeperGroupSource(proxy.address + chroot, "g", poll=0.3, lag_every=0.5)
         served = serve(source, interval=0.1)
-        yield {"url": served.url, "source": source, "members": members, "proxy": proxy, "reg": reg}
+        yield {"url": served.url, "source": source, "members": members, "proxy": proxy, "reg": reg,
+               "zk_connect": zk_connect}
     finally:
         if served is not None:
             served.stop()
@@ -124,6 +128,11 @@ def zk_group(zk_server, tmp_path_factory) -> Iterator[dict]:
 
 def owners(snapshot: dict) -> dict[int, str | None]:
     return {p["partition"]: p["owner"] for p in snapshot["partitions"]}
+
+
+def columns(page) -> list[str]:
+    """The member table's columns as the page shows them (web/static/live.js, ``th[data-column]``)."""
+    return page.evaluate("[...document.querySelectorAll('#members th[data-column]')].map(th => th.dataset.column)")
 
 
 # ------------------------------------------------------------------------------------------- pure history
@@ -191,6 +200,13 @@ def test_the_summary_counts_moves_returns_and_the_unowned() -> None:
     assert not s.open
 
 
+def test_a_generated_consumer_id_names_its_host() -> None:
+    generated = make_consumer_id("g", hostname="web-3.example", now_ms=1712345678901, uuid=uuid.UUID(int=7 << 100))
+    assert consumer_host("g", generated) == "web-3.example"
+    assert consumer_host("g", make_consumer_id("g", "a")) is None  # consumer.id named it: no host in it
+    assert consumer_host("g", "g_a-1-1") is None and consumer_host("other", generated) is None
+
+
 def test_a_long_list_of_partitions_is_cut_short() -> None:
     assert moves_text([(f"t-{p}", "a", None) for p in range(20)]) == (
         "released by a: " + ", ".join(f"t-{p}" for p in range(MAX_LISTED)) + " and 4 more")
@@ -212,6 +228,11 @@ def test_the_snapshot_and_the_events_show_the_group_from_zookeeper(zk_group) -> 
     snap = wait_until(settled, message="both members, every partition owned, the log ends read")
     assert snap["kind"] == "zookeeper" and snap["status"]["ok"] and snap["group"]["id"] == "g"
     assert {m["id"]: m["subscription"] for m in snap["members"]} == {"g_a": {"t": 1}, "g_b": {"t": 1}}
+    # each registration's version, pattern and timestamp; no host in an id consumer.id named, no client id
+    assert {(m["version"], m["pattern"], m["host"], m["client_id"], m["client"]) for m in snap["members"]} == {
+        (1, "static", None, None, "")}
+    assert all(snap["ts"] - 600_000 < m["registered_at"] <= snap["ts"] for m in snap["members"])
+    assert snap["since"] <= snap["ts"]
     assert sorted(p for m in snap["members"] for p in m["owned"]) == ["t-0", "t-1", "t-2", "t-3"]
     rows = {p["partition"]: (p["offset"], p["end"], p["lag"]) for p in snap["partitions"]}
     assert rows[0] == (3, 10, 7) and rows[1] == (None, 4, None)
@@ -243,6 +264,15 @@ def test_the_page_shows_members_and_owners_and_follows_a_member_leaving(zk_group
         assert page.text_content("#group-id") == "g"
         assert page.locator("#partitions tr[data-partition=t-0] td.lag").text_content() == "7"
         assert page.locator("#status").is_hidden()
+        # what a 0.8 registration has, in columns that say so; no client, client id or host column (ids named)
+        assert columns(page) == ["member-id", "state", "version", "pattern", "registered-at", "subscription", "owned"]
+        row = page.locator("#members tr[data-member=g_a]")
+        assert (row.locator("td.version").text_content(), row.locator("td.pattern").text_content()) == ("1", "static")
+        assert re.fullmatch(r"\d{4}-\d\d-\d\d \d\d:\d\d:\d\d", row.locator("td.registered-at").text_content())
+        # the "no rebalance" line stands exactly while the log has no rebalance (the first read may catch the tail
+        # of b's join)
+        assert page.evaluate("document.getElementById('events-none').hidden === "
+                             "(document.querySelectorAll('#events li[data-kind=rebalance]').length > 0)")
         zk_group["members"].pop("b").shutdown()
         page.wait_for_selector("#members tr[data-member=g_b]", state="detached")
         page.wait_for_function("[...document.querySelectorAll('#partitions td.owner')]"
@@ -251,9 +281,24 @@ def test_the_page_shows_members_and_owners_and_follows_a_member_leaving(zk_group
         page.wait_for_selector("#events li[data-kind=rebalance]:has-text('ids changed: -g_b')")
         page.wait_for_selector("#events li[data-kind=rebalance]:has-text('released by g_b-0: ')")
         page.wait_for_selector("#events li[data-kind=rebalance]:has-text('group settled: 2 partitions changed hands')")
+        assert page.locator("#events-none").is_hidden()
         box = page.locator("#timeline .point path").first.bounding_box()
         page.mouse.move(box["x"] + box["width"] / 2, box["y"] + box["height"] / 2)
         assert "t-0" in page.locator(".hovertext").first.text_content()
+        # a member joins with the id Kafka generates (no consumer.id): its host shows, in a column of its own, and
+        # the log has its join and the rebalance it made, summed up once the group settled
+        settled = "[...document.querySelectorAll('#events li[data-kind=rebalance]')]" \
+                  ".filter(li => li.textContent.includes('group settled: 2 partitions changed hands')).length"
+        before = page.evaluate(settled)
+        joined = zk_group["members"]["c"] = consumer(zk_group["zk_connect"], "g")
+        joined.create_message_streams({"t": 1})
+        page.wait_for_selector(f"#events li[data-kind=rebalance]:has-text('ids changed: +{joined.consumer_id}')")
+        page.wait_for_function(f"{settled} > {before}")
+        assert columns(page) == ["member-id", "state", "host", "version", "pattern", "registered-at", "subscription",
+                                 "owned"]
+        assert page.locator(f"#members tr[data-member='{joined.consumer_id}'] td.host").text_content() == (
+            socket.gethostname())
+        assert page.locator("#members tr[data-member=g_a] td.host").text_content() == "-"
     assert log.errors == [] and log.remote == []
 
 
@@ -268,7 +313,8 @@ def test_zookeeper_going_away_leaves_the_server_answering_and_the_page_saying_so
             assert "ZooKeeper" in page.text_content("#status") and "since" in page.text_content("#status")
             status, snap = get_json(url + "snapshot")
             assert status == 200 and not snap["status"]["ok"]
-            assert [m["id"] for m in snap["members"]] == ["g_a"]  # the last data stays
+            assert sorted(m["id"] for m in snap["members"]) == sorted(  # the last data stays
+                c.consumer_id for c in zk_group["members"].values())
             assert page.locator("#members tr[data-member=g_a]").count() == 1
         finally:
             proxy.set_mode(LinkMode.PASS)
@@ -286,7 +332,7 @@ def test_zookeeper_going_away_leaves_the_server_answering_and_the_page_saying_so
     assert log.errors == [] and log.remote == []
 
 
-def test_zookeeper_unreachable_at_start_is_said_and_then_read(zk_server) -> None:
+def test_zookeeper_unreachable_at_start_is_said_and_then_read(zk_server, browser) -> None:
     hosts, _ = split_connect(zk_server.connect_string)
     host, port = hosts.split(",")[0].rsplit(":", 1)
     with TcpProxy((host, int(port))) as proxy:
@@ -299,6 +345,14 @@ def test_zookeeper_unreachable_at_start_is_said_and_then_read(zk_server) -> None
                 assert "ZooKeeper unreachable since" in snap["status"]["message"]
                 proxy.set_mode(LinkMode.PASS)
                 wait_until(lambda: get_json(served.url + "snapshot")[1]["status"]["ok"], message="connected")
+                # nothing happened to the group: the Events section says so in a line (beside ZooKeeper's own)
+                with open_page(browser, served.url) as (page, log):
+                    page.set_default_timeout(TIMEOUT_MS)
+                    page.wait_for_selector("#events li[data-kind=source]:has-text('back')")
+                    assert page.locator("#events-none").text_content().startswith("no rebalance seen since ")
+                    assert page.locator("#events-none").is_visible()
+                    assert columns(page) == ["member-id", "state", "subscription", "owned"]  # no member, no fields
+                assert log.errors == [] and log.remote == []
         finally:
             source.close()
 
@@ -384,10 +438,16 @@ def test_the_coordinator_group_shows_state_members_assignments_lag_and_generatio
             assert first >= 1 and snap["group"]["leader"] == m["id"] and snap["group"]["rebalanced_at"] > 0
             assert snap["group"]["generation_note"].startswith("from the GroupMetadata record at __consumer_offsets-")
             assert sorted(m["owned"]) == ["ct-0", "ct-1", "ct-2"] and m["subscription"] == {"ct": 0}
-            assert m["client"].endswith("127.0.0.1") and set(owners(snap).values()) == {m["id"]}
+            assert (m["host"], m["client"], m["version"], m["registered_at"]) == ("127.0.0.1", "", None, None)
+            assert m["client_id"] and set(owners(snap).values()) == {m["id"]}
             with open_page(browser, served.url) as (page, log):
                 page.set_default_timeout(TIMEOUT_MS)
                 page.wait_for_selector(f"#members tr[data-member='{m['id']}']")
+                # the client id and host it has, and no column of a 0.8 registration
+                assert columns(page) == ["member-id", "state", "client-id", "host", "subscription", "owned"]
+                row = page.locator(f"#members tr[data-member='{m['id']}']")
+                assert row.locator("td.client-id").text_content() == m["client_id"]
+                assert row.locator("td.host").text_content() == "127.0.0.1"
                 assert page.text_content("#group-state") == "Stable"
                 assert page.text_content("#group-generation") == str(first)
                 assert "__consumer_offsets-" in page.get_attribute("#group-generation", "title")
@@ -405,6 +465,7 @@ def test_the_coordinator_group_shows_state_members_assignments_lag_and_generatio
                 snap = wait_until(grown, message=f"m2 joined, the generation past {first}: {second.group_generation}")
                 generation = snap["group"]["generation"]
                 page.wait_for_function(f"document.querySelector('#group-generation').textContent === '{generation}'")
+                page.wait_for_selector("#events li[data-kind=rebalance]:has-text('members changed: +')")
                 assert page.text_content("#group-leader") in {m["id"] for m in snap["members"]}
                 for gone in (second, member):  # first: a member whose broker is gone takes its timeouts to leave
                     members.remove(gone)

@@ -133,8 +133,10 @@ class LiveGroup:
         #: a coordinator-mode group's generation, from its members' traces (``generation`` on every line): the one
         #: field of the group a watcher from outside cannot read (web/coordinator_source.py), the lab can
         self._generation: int | None = None
-        self.snapshot = Snapshot(title, SourceKind.LAB, int(time.time() * 1000), GroupInfo(GROUP),
-                                 Status(False, "starting ZooKeeper and the broker; the members start next"))
+        started = int(time.time() * 1000)
+        self.snapshot = Snapshot(title, SourceKind.LAB, started, GroupInfo(GROUP),
+                                 Status(False, "starting ZooKeeper and the broker; the members start next"),
+                                 since=started)
 
     def take(self, r: Reading) -> Snapshot:
         names = list(r.states)
@@ -159,7 +161,8 @@ class LiveGroup:
                 for (t, p), end in sorted(r.produced.items())]
         info = GroupInfo(GROUP, generation=self._generation)
         self.snapshot = Snapshot(self.snapshot.title, SourceKind.LAB, r.ts, info, Status(), members,
-                                 rows, list(self.changes), list(self.events), self.buttons if r.open else [])
+                                 rows, list(self.changes), list(self.events), self.buttons if r.open else [],
+                                 since=self.snapshot.since)
         return self.snapshot
 
     def failed(self, ts: int, message: str) -> Snapshot:

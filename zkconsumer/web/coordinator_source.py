@@ -56,9 +56,11 @@ def subscription(member: dict[str, Any]) -> dict[str, int]:
 
 
 def members_of(description: dict[str, Any]) -> list[Member]:
+    """The described members, with the client id and host the coordinator has for each (``/127.0.0.1``: the
+    address it saw the member's JoinGroup from)."""
     return [Member(m["member_id"], description.get("group_state") or "", subscription(m),
-                   [tp_str((t, p)) for t, p in assigned(m)],
-                   client=f"{m.get('client_id') or ''} {(m.get('client_host') or '').lstrip('/')}".strip())
+                   [tp_str((t, p)) for t, p in assigned(m)], client_id=m.get("client_id") or None,
+                   host=(m.get("client_host") or "").lstrip("/") or None)
             for m in sorted(description.get("members") or [], key=lambda m: m["member_id"])]
 
 

@@ -58,6 +58,7 @@ class LiveGroup:
         self._down_since: float | None = None
         self._down_why = ""
         self._read_at: float | None = None
+        self._since = self.now_ms()  # the history's start: the page says "no rebalance seen since" then
 
     def now_ms(self) -> int:
         return int(self._now() * 1000)
@@ -133,7 +134,8 @@ class LiveGroup:
                     for r in self._reads for end in [self._ends.get((r.topic, r.partition))]]
             return Snapshot(title=self.title, kind=self.kind, ts=self.now_ms(), group=self._group,
                             status=self._status(), members=list(self._members), partitions=rows,
-                            changes=list(self._history.changes), events=list(self._history.events))
+                            changes=list(self._history.changes), events=list(self._history.events),
+                            since=self._since)
 
 
 class WatchedGroup:

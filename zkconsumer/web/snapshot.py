@@ -52,7 +52,14 @@ class Member:
 
     ``state``: ``registered`` (ZooKeeper), the coordinator's view, or a lab process state (``running``,
     ``paused``, ``stopped``, ``killed``); ``owned``: ``"topic-partition"`` names; ``actions``: the names of the
-    :class:`Action` buttons this member takes now."""
+    :class:`Action` buttons this member takes now.
+
+    The rest is what one kind of source has, empty ("" or None) where it has not, and the page shows a column
+    only when some member fills it: ``client``, the client a lab member runs (``kafka-python``, a profile);
+    ``client_id`` and ``host``, a coordinator member's as the coordinator has them; a 0.8 id's ``host``, the host
+    part of an id Kafka generated (``<group>_<host>-<ms>-<uuid>``, none when ``consumer.id`` named it), and its
+    registration's ``version``, ``pattern`` (``static``, ``white_list``, ``black_list``) and ``registered_at``
+    (its ``timestamp``, epoch ms)."""
 
     id: str
     state: str = ""
@@ -60,6 +67,11 @@ class Member:
     owned: list[str] = field(default_factory=list)
     client: str = ""
     actions: list[str] = field(default_factory=list)
+    client_id: str | None = None
+    host: str | None = None
+    version: int | None = None
+    pattern: str | None = None
+    registered_at: int | None = None
 
 
 @dataclass(frozen=True)
@@ -106,7 +118,8 @@ class Action:
 
 @dataclass(frozen=True)
 class Snapshot:
-    """The whole page's data at ``ts`` (epoch ms)."""
+    """The whole page's data at ``ts`` (epoch ms); ``since``: when the source began to keep its history (epoch
+    ms; None: not said), the start of what ``changes`` and ``events`` can have seen."""
 
     title: str
     kind: SourceKind
@@ -118,6 +131,7 @@ class Snapshot:
     changes: list[Change] = field(default_factory=list)
     events: list[Event] = field(default_factory=list)
     actions: list[Action] = field(default_factory=list)
+    since: int | None = None
 
     def to_json(self) -> dict[str, Any]:
         return dataclasses.asdict(self)

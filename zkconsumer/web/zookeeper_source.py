@@ -1,5 +1,5 @@
-"""A 0.8 group in ZooKeeper as a live source: its registered ids with their subscriptions, owners, committed
-offsets and lag, kept current by ZooKeeper watches.
+"""A 0.8 group in ZooKeeper as a live source: its registered ids with their registrations (subscription, pattern,
+version, timestamp), owners, committed offsets and lag, kept current by ZooKeeper watches.
 
 Why it calls kazoo itself (README, "Who talks to ZooKeeper"): the reads go through :class:`Registry`, but the
 source listens to its session's state (``add_listener``) to say on the page when ZooKeeper went away and to read
@@ -16,6 +16,7 @@ in a thread of their own, since a broker that does not answer would otherwise ho
 from __future__ import annotations
 
 import logging
+import re
 import threading
 import time
 from collections.abc import Callable
@@ -24,12 +25,12 @@ from kazoo.exceptions import KazooException
 from kazoo.protocol.states import KazooState
 
 from zkconsumer.assignment.assignors import TopicPartition
-from zkconsumer.tools.groups import broker_api_version, read_log_ends, subscribed_topics
+from zkconsumer.tools.groups import broker_api_version, read_log_ends
 from zkconsumer.types import tp_str
 from zkconsumer.web.live_group import LiveGroup, Read, WatchedGroup
 from zkconsumer.web.snapshot import Member, SourceKind
 from zkconsumer.zk import layout
-from zkconsumer.zk.layout import GroupPaths
+from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths
 from zkconsumer.zk.registry import Registry, ZkConnectError, connect
 from zkconsumer.zk.security import NO_SECURITY, ZkSecurity
 
@@ -120,7 +121,11 @@ class ZooKeeperGroupSource(WatchedGroup):
         """The whole group, watches set again on ``ids``, ``owners`` and each ``owners/<topic>``."""
         g = GroupPaths(self.group)
         ids = reg.consumer_ids(self.group, watch=self._watch)
-        subscriptions = subscribed_topics(reg, self.group)
+        registration_nodes = reg.read_many(g.registration(cid) for cid in ids)
+        registrations = {cid: _decoded(ConsumerRegistration.decode, g.registration(cid), registration_nodes)
+                         for cid in ids}
+        all_topics = reg.topics()
+        subscriptions = {cid: r.topic_streams(all_topics) for cid, r in registrations.items() if r is not None}
         owner_topics = reg.children(g.owners, watch=self._watch)
         owned = {(t, int(p)) for t in owner_topics
                  for p in reg.children(g.owners_topic(t), watch=self._watch) if p.isdecimal()}
@@ -132,9 +137,8 @@ class ZooKeeperGroupSource(WatchedGroup):
         offset_nodes = reg.read_many(g.offset(t, p) for t, p in tps)
         reads = [Read(t, p, _decoded(layout.decode_owner, g.owner(t, p), owner_nodes),
                       _decoded(layout.decode_offset, g.offset(t, p), offset_nodes)) for t, p in tps]
-        members = [Member(cid, "registered", subscriptions.get(cid, {}),
-                          [tp_str((r.topic, r.partition)) for r in reads
-                           if r.owner and _consumer_of(r.owner) == cid])
+        members = [member(self.group, cid, registrations[cid], subscriptions.get(cid, {}),
+                          [tp_str((r.topic, r.partition)) for r in reads if r.owner and _consumer_of(r.owner) == cid])
                    for cid in ids]
         self.live.update(members, reads, settled=settled(ids, subscriptions, reads))
         self.live.up()
@@ -157,6 +161,34 @@ class ZooKeeperGroupSource(WatchedGroup):
             # a broker that did not answer: ask less often (each failure logs a warning)
             wait = self._lag_every if ends or not tps or not bootstrap else max(self._lag_every, 10.0)
             self.live.set_ends({(tp.topic, tp.partition): end for tp, end in ends.items()})
+
+
+def member(group: str, consumer_id: str, registration: ConsumerRegistration | None, subscription: dict[str, int],
+           owned: list[str]) -> Member:
+    """A registered id as the page shows it: with its registration's version, pattern and timestamp (none when
+    the node went, or does not decode, between the ids read and its own), and the host part of an id Kafka
+    generated."""
+    if registration is None:
+        return Member(consumer_id, "registered", subscription, owned, host=consumer_host(group, consumer_id))
+    ts = registration.timestamp
+    return Member(consumer_id, "registered", subscription, owned, host=consumer_host(group, consumer_id),
+                  version=registration.version, pattern=registration.pattern,
+                  registered_at=int(ts) if ts.isdecimal() else None)
+
+
+#: what ZookeeperConsumerConnector appends to ``<group>_`` without a ``consumer.id``: host, millis, 8 hex digits of
+#: a UUID (layout.consumer_uuid)
+_GENERATED = re.compile(r"(?P<host>.+)-\d{10,}-[0-9a-f]{1,8}")
+
+
+def consumer_host(group: str, consumer_id: str) -> str | None:
+    """The host in a consumer id Kafka generated (``g_web-3-1712345678901-1a2b3c4d`` → ``web-3``); None for an id
+    that ``consumer.id`` named (``g_a``), or one of another group's shape."""
+    prefix = f"{group}_"
+    if not consumer_id.startswith(prefix):
+        return None
+    generated = _GENERATED.fullmatch(consumer_id[len(prefix):])
+    return generated["host"] if generated else None
 
 
 def settled(ids: list[str], subscriptions: dict[str, dict[str, int]], reads: list[Read]) -> bool:

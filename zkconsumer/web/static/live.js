@@ -8,7 +8,11 @@
  *     #group-generation[title]: where the generation comes from, or why it is unknown
  *   #group-leader #group-rebalanced   a watched coordinator group's leader and last rebalance (from its
  *                                     GroupMetadata record; shown for the coordinator kind only)
- *   #members tr[data-member=ID]       one row per member: td.member-id td.state td.client td.subscription td.owned
+ *   #members th[data-column=KEY]      the member table's columns, in order: member-id state, then those of
+ *                                     client client-id host version pattern registered-at that some member
+ *                                     fills (a column a source cannot fill is left out), then subscription owned
+ *   #members tr[data-member=ID]       one row per member: a td of the column's class per column (td.member-id,
+ *                                     td.host, td.registered-at[title=exact time], ...)
  *     button.act[data-action=NAME][data-member=ID]   the member's actions
  *   #actions button.act[data-action=NAME]            actions on no member (e.g. add a member)
  *   #answer[data-status=ok|error]     the answer to the last button (its text: the message or the error)
@@ -16,6 +20,8 @@
  *   #timeline                         the ownership timeline (plotly; hover shows .hovertext); its layout's
  *                                     shapes and annotations mark the events of kind action and source
  *   #events li[data-kind=KIND]        the event log, newest first
+ *   #events-none                      "no rebalance seen since HH:MM:SS ...", shown while the log has no event of
+ *                                     kind rebalance (snapshot.since: when the source began watching)
  */
 "use strict";
 
@@ -51,6 +57,10 @@ function localDate(ms) {  // plotly's date axis reads a string without a zone as
   const pad = (n, w = 2) => String(n).padStart(w, "0");
   return `${d.getFullYear()}-${pad(d.getMonth() + 1)}-${pad(d.getDate())} ` +
     `${pad(d.getHours())}:${pad(d.getMinutes())}:${pad(d.getSeconds())}.${pad(d.getMilliseconds(), 3)}`;
+}
+
+function stamp(ms) {  // a date and time to the second: when a 0.8 id registered (maybe days ago)
+  return localDate(ms).slice(0, 19);
 }
 
 const show = (v) => (v === null || v === undefined ? "n/a" : String(v));
@@ -89,20 +99,58 @@ function actionButton(action, member) {
   return button;
 }
 
+/* The member table's columns (snapshot.py's Member). An optional one shows only when some member has a value for
+   it: each source fills its own (a lab member's client; a coordinator member's client id and host; a 0.8 id's
+   registration and the host in a generated id) and the others are left out rather than shown empty. */
+const MEMBER_COLUMNS = [
+  { key: "id", cls: "member-id", label: "member" },
+  { key: "state", label: "state" },
+  { key: "client", optional: true, label: "client", title: "the client the lab runs this member with" },
+  { key: "client_id", optional: true, label: "client id", title: "the member's client.id, as the coordinator has it" },
+  { key: "host", optional: true, label: "host",
+    title: "a coordinator member: the address the coordinator saw it join from; a 0.8 id: the host part of an " +
+      "id Kafka generated (<group>_<host>-<ms>-<uuid>), none where consumer.id named it" },
+  { key: "version", optional: true, label: "registration version",
+    title: "the version field of its registration, /consumers/<group>/ids/<id>" },
+  { key: "pattern", optional: true, label: "pattern",
+    title: "how its registration names its topics: static (by name), white_list or black_list (a regex)" },
+  { key: "registered_at", optional: true, label: "registered at", text: stamp, exact: localDate,
+    title: "its registration's timestamp (local time; the exact one on hover)" },
+  // streams per topic; 0: not counted in streams (a coordinator member subscribes to topics)
+  { key: "subscription", label: "subscription",
+    text: (subs) => Object.entries(subs).map(([t, n]) => (n ? `${t}: ${n}` : t)).join(", ") },
+  { key: "owned", label: "owned partitions", text: (owned) => owned.join(", ") },
+];
+
+const filled = (v) => v !== null && v !== undefined && v !== "";
+
+function memberColumns(members) {
+  return MEMBER_COLUMNS.filter((c) => !c.optional || members.some((m) => filled(m[c.key])))
+    .map((c) => ({ ...c, cls: c.cls || c.key.replace(/_/g, "-") }));
+}
+
+function memberCell(column, m) {
+  const v = m[column.key];
+  if (!filled(v)) return el("td", { class: column.cls }, "-");
+  const attrs = { class: column.cls };
+  if (column.exact) attrs.title = column.exact(v);
+  return el("td", attrs, column.text ? column.text(v) : v);
+}
+
 function drawMembers(snap) {
   const labels = Object.fromEntries(snap.actions.map((a) => [a.name, a]));
   if (changed("actions", snap.actions)) {
     $("#actions").replaceChildren(...snap.actions.filter((a) => !a.member).map((a) => actionButton(a, null)));
   }
   if (!changed("members", [snap.members, snap.actions])) return;
+  const columns = memberColumns(snap.members);
+  const head = columns.map((c) => el("th", c.title ? { "data-column": c.cls, title: c.title } : { "data-column": c.cls },
+    c.label));
+  $("#members thead").replaceChildren(el("tr", {}, ...head, el("th", {})));
   const rows = snap.members.map((m) => {
-    // streams per topic; 0: not counted in streams (a coordinator member subscribes to topics)
-    const subs = Object.entries(m.subscription).map(([t, n]) => (n ? `${t}: ${n}` : t)).join(", ");
     const buttons = m.actions.map((name) => actionButton(labels[name] || { name, label: name }, m.id));
     return el("tr", { "data-member": m.id, "data-state": m.state },
-      el("td", { class: "member-id" }, m.id), el("td", { class: "state" }, m.state),
-      el("td", { class: "client" }, m.client), el("td", { class: "subscription" }, subs),
-      el("td", { class: "owned" }, m.owned.join(", ")), el("td", { class: "buttons" }, ...buttons));
+      ...columns.map((c) => memberCell(c, m)), el("td", { class: "buttons" }, ...buttons));
   });
   $("#members tbody").replaceChildren(...rows);
 }
@@ -122,10 +170,16 @@ function drawPartitions(snap) {
 }
 
 function drawEvents(snap) {
-  if (!changed("events", snap.events)) return;
+  if (!changed("events", [snap.events, snap.since])) return;
   const items = snap.events.slice(-300).reverse().map((e) =>
     el("li", { "data-kind": e.kind }, `${clock(e.ts)} ${e.kind}: ${e.text}`));
   $("#events").replaceChildren(...items);
+  // a healthy group that nothing happened to says so, rather than leaving the section empty
+  const none = $("#events-none");
+  none.hidden = snap.events.some((e) => e.kind === "rebalance");
+  none.textContent = filled(snap.since)
+    ? `no rebalance seen since ${clock(snap.since)}, when this page's server began watching the group`
+    : "no rebalance seen yet";
 }
 
 /* One bar per stretch of ownership: a change opens its partition's next stretch and closes the one before; the
