@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import time
 import uuid
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from typing import Any
 
 from kafka import KafkaProducer
@@ -77,6 +78,18 @@ def consumer(zk_connect: str, group: str, consumer_id: str | None = None, fetch:
         settings["consumer.id"] = consumer_id
     settings.update({k.replace("_", "."): v for k, v in props.items()})
     return ZookeeperConsumerConnector(ConsumerConfig.from_properties(settings))
+
+
+@contextmanager
+def streaming_members(zk_connect: str, *consumer_ids: str, topics: dict[str, int] | None = None,
+                      **props: Any) -> Iterator[list[ZookeeperConsumerConnector]]:
+    """Consumers of group g (:func:`consumer`), each with its streams of ``topics`` (one stream of t), made in order;
+    every one shut down on the way out however the test ends, even one whose streams failed to start."""
+    with ExitStack() as stack:
+        members = [stack.enter_context(consumer(zk_connect, "g", cid, **props)) for cid in consumer_ids]
+        for member in members:
+            member.create_message_streams(topics or {"t": 1})
+        yield members
 
 
 def drain(stream, limit: int | None = None) -> list:

@@ -33,6 +33,12 @@ def produce(plog: PartitionLog, values: list[bytes], **kw) -> int:
     return result.base_offset
 
 
+def produce_each(plog: PartitionLog, prefix: bytes, n: int) -> None:
+    """``n`` one-record batches, ``prefix0`` .. ``prefix{n-1}``: many batches, so a restart has some to scan."""
+    for i in range(n):
+        produce(plog, [b"%s%d" % (prefix, i)])
+
+
 def read_all(plog: PartitionLog, start: int = 0) -> list[tuple[int, int, bytes | None, bytes | None, list]]:
     out = []
     offset = start
@@ -134,8 +140,7 @@ def test_offset_for_timestamp(tmp_path: Path) -> None:
 
 def test_clean_restart_recovers_without_rescanning(tmp_path: Path, caplog) -> None:
     plog = open_log(tmp_path / "t-0")
-    for i in range(20):
-        produce(plog, [b"v%d" % i])
+    produce_each(plog, b"v", 20)
     before = read_all(plog)
     plog.close()
     assert (tmp_path / "t-0" / CHECKPOINT_FILE).exists()
@@ -151,8 +156,7 @@ def test_clean_restart_recovers_without_rescanning(tmp_path: Path, caplog) -> No
 
 def test_restart_without_checkpoint_scans_and_keeps_everything_written(tmp_path: Path) -> None:
     plog = open_log(tmp_path / "t-0", flush_interval_ms=0)
-    for i in range(25):
-        produce(plog, [b"v%d" % i])
+    produce_each(plog, b"v", 25)
     before = read_all(plog)
     # a crash: no close(), so no checkpoint; the files are what a kill -9 leaves behind
     second = open_log(tmp_path / "t-0")
@@ -168,8 +172,7 @@ def _segment_file(path: Path) -> Path:
 def test_torn_tail_is_truncated_with_a_warning(tmp_path: Path, caplog, damage: str) -> None:
     directory = tmp_path / "t-0"
     plog = open_log(directory)
-    for i in range(10):
-        produce(plog, [b"v%d" % i])
+    produce_each(plog, b"v", 10)
     plog.close()
     good = read_all(open_log(directory))
     log_file = _segment_file(directory)
@@ -199,11 +202,9 @@ def test_torn_tail_is_truncated_with_a_warning(tmp_path: Path, caplog, damage: s
 def test_torn_tail_after_checkpoint_position_keeps_unchecked_good_batches(tmp_path: Path) -> None:
     directory = tmp_path / "t-0"
     plog = open_log(directory, flush_interval_ms=0)
-    for i in range(5):
-        produce(plog, [b"a%d" % i])
+    produce_each(plog, b"a", 5)
     plog.checkpoint()
-    for i in range(5):
-        produce(plog, [b"b%d" % i])
+    produce_each(plog, b"b", 5)
     # crash now: 5 records after the checkpoint, then a torn write
     with open(_segment_file(directory), "ab") as f:
         f.write(make_batch([b"torn"])[:30])
@@ -236,8 +237,7 @@ def test_damage_in_a_middle_segment_drops_later_segments(tmp_path: Path, caplog)
 def test_invalid_index_file_is_rebuilt(tmp_path: Path) -> None:
     directory = tmp_path / "t-0"
     plog = open_log(directory, index_interval_bytes=100)
-    for i in range(30):
-        produce(plog, [b"v%d" % i])
+    produce_each(plog, b"v", 30)
     entries = plog.active.index_entries
     plog.close()
     index = sorted(directory.glob("*.index"))[0]

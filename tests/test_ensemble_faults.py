@@ -171,6 +171,26 @@ def numbered_producer(producer: KafkaProducer, topic: str, partitions: int) -> C
     return produce
 
 
+def producer_to_t(broker: Broker, registry: Registry, partitions: int) -> KafkaProducer:
+    """Topic ``t`` with ``partitions``, once ``broker`` knows it, and a producer to it (acks=1: no waits on
+    replication)."""
+    create_topic(registry, "t", partitions)
+    assert broker.cluster.wait_for(lambda snap: "t" in snap.topics, 10)
+    return KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1, linger_ms=2)
+
+
+def stop_all(zk: ZooKeeperServer, c: ZookeeperConsumerConnector | None, producer: KafkaProducer | None,
+             broker: Broker) -> None:
+    """A broker test's end, whatever was started: the ensemble whole again first (a consumer's shutdown waits for
+    ZooKeeper), then the consumer, the producer, the broker."""
+    restore_all(zk)
+    if c is not None:
+        c.shutdown()
+    if producer is not None:
+        producer.close()
+    broker.stop()
+
+
 def take(stream, n: int, timeout: float = 30.0) -> list:
     """The next ``n`` records of ``stream`` (its consumer.timeout.ms only bounds each wait)."""
     deadline = time.monotonic() + timeout
@@ -251,9 +271,7 @@ def test_quorum_loss_pauses_delivery_and_resumes_on_the_same_session(zk: ZooKeep
     producer = None
     c = None
     try:
-        create_topic(registry, "t", 2)
-        assert broker.cluster.wait_for(lambda snap: "t" in snap.topics, 10)
-        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1, linger_ms=2)
+        producer = producer_to_t(broker, registry, 2)
         produce = numbered_producer(producer, "t", 2)
         c = consumer(zk_connect, "g", "a", fetch=True, auto_offset_reset="smallest", consumer_timeout_ms=1000,
                      zookeeper_session_timeout_ms=15000, auto_commit_enable=True, auto_commit_interval_ms=200)
@@ -304,12 +322,7 @@ def test_quorum_loss_pauses_delivery_and_resumes_on_the_same_session(zk: ZooKeep
                    message="everything committed")
         assert not c.rebalancer.busy and c.rebalancer.rebalance_count == 1
     finally:
-        restore_all(zk)  # a consumer's shutdown waits for ZooKeeper
-        if c is not None:
-            c.shutdown()
-        if producer is not None:
-            producer.close()
-        broker.stop()
+        stop_all(zk, c, producer, broker)
 
 
 def test_a_record_arriving_as_the_connection_is_suspended_waits(zk: ZooKeeperServer, zk_connect: str,
@@ -320,9 +333,7 @@ def test_a_record_arriving_as_the_connection_is_suspended_waits(zk: ZooKeeperSer
     producer = None
     c = None
     try:
-        create_topic(registry, "t", 1)
-        assert broker.cluster.wait_for(lambda snap: "t" in snap.topics, 10)
-        producer = KafkaProducer(bootstrap_servers=broker.bootstrap, acks=1, linger_ms=2)
+        producer = producer_to_t(broker, registry, 1)
         c = consumer(zk_connect, "g", "a", fetch=True, auto_offset_reset="smallest",
                      zookeeper_session_timeout_ms=15000)
         stream = c.create_message_streams({"t": 1})["t"][0]
@@ -357,12 +368,7 @@ def test_a_record_arriving_as_the_connection_is_suspended_waits(zk: ZooKeeperSer
         assert [r.offset for r in got] == [0] and c.connected.is_set()
     finally:
         release.set()
-        restore_all(zk)  # a consumer's shutdown waits for ZooKeeper
-        if c is not None:
-            c.shutdown()
-        if producer is not None:
-            producer.close()
-        broker.stop()
+        stop_all(zk, c, producer, broker)
 
 
 def test_session_expired_across_a_quorum_loss_reregisters(zk: ZooKeeperServer, zk_connect: str, registry: Registry,

@@ -185,16 +185,13 @@ def test_own_registration_missing_fails_the_attempt_in_kafka_08(registry: Regist
 
 def test_own_registration_missing_is_restored_by_default(registry: Registry, zk_connect: str) -> None:
     create_topic(registry, "t", 1)
-    a = consumer(zk_connect, "g", "a")
-    try:
+    with consumer(zk_connect, "g", "a") as a:
         a.create_message_streams({"t": 1})
         registry.zk.delete(GroupPaths("g").registration("g_a"))
         wait_until(lambda: registry.zk.exists(GroupPaths("g").registration("g_a")) is not None,
                    message="re-registered")
         wait_until(lambda: owners(registry, "g") == {"t-0": "g_a-0"}, message="owns t-0")
         assert a.failure is None
-    finally:
-        a.shutdown()
 
 
 @pytest.mark.parametrize("profile", PROFILES)

@@ -9,7 +9,7 @@ import threading
 import time
 
 import pytest
-from helpers import consumer, expire_session, wait_until
+from helpers import consumer, expire_session, streaming_members, wait_until
 
 from zkconsumer.consumer.zookeeper.connector import MessageStreamsExist
 from zkconsumer.consumer.zookeeper.rebalance import BrokerCount
@@ -69,18 +69,11 @@ def test_registration_node_is_kafkas(registry: Registry, zk_connect: str) -> Non
 @pytest.mark.parametrize("profile", PROFILES)
 def test_leave_moves_partitions(registry: Registry, zk_connect: str, profile: str) -> None:
     create_topic(registry, "t", 4)
-    a = consumer(zk_connect, "g", "a", zkconsumer_profile=profile)
-    b = consumer(zk_connect, "g", "b", zkconsumer_profile=profile)
-    try:
-        a.create_message_streams({"t": 1})
-        b.create_message_streams({"t": 1})
+    with streaming_members(zk_connect, "a", "b", zkconsumer_profile=profile) as (a, b):
         wait_until(lambda: owners(registry, "g") == {"t-0": "g_a-0", "t-1": "g_a-0", "t-2": "g_b-0", "t-3": "g_b-0"},
                    message="two-way split")
         b.shutdown()
         wait_until(lambda: owners(registry, "g") == {f"t-{p}": "g_a-0" for p in range(4)}, message="a owns all")
-    finally:
-        a.shutdown()
-        b.shutdown()
 
 
 CHILD = """
@@ -122,11 +115,7 @@ def test_kill_9_moves_partitions_after_session_timeout(registry: Registry, zk_co
 def test_server_side_session_expiry_reregisters(registry: Registry, zk_connect: str, zk_server, profile: str) -> None:
     """Expire a's session on the server (a second client on the same id and password, then closed)."""
     create_topic(registry, "t", 2)
-    a = consumer(zk_connect, "g", "a", zkconsumer_profile=profile)
-    b = consumer(zk_connect, "g", "b", zkconsumer_profile=profile)
-    try:
-        a.create_message_streams({"t": 1})
-        b.create_message_streams({"t": 1})
+    with streaming_members(zk_connect, "a", "b", zkconsumer_profile=profile) as (a, _b):
         split = {"t-0": "g_a-0", "t-1": "g_b-0"}
         wait_until(lambda: owners(registry, "g") == split, message="split")
         old_session = a.zk.client_id[0]
@@ -138,26 +127,16 @@ def test_server_side_session_expiry_reregisters(registry: Registry, zk_connect: 
         wait_until(lambda: owners(registry, "g") == split, message="split again after expiry")
         events = (a.trace.path.read_text() if a.trace.path else "")
         assert a.failure is None, events
-    finally:
-        a.shutdown()
-        b.shutdown()
 
 
 def test_partition_growth_triggers_rebalance(registry: Registry, zk_connect: str) -> None:
     create_topic(registry, "t", 2)
-    a = consumer(zk_connect, "g", "a")
-    b = consumer(zk_connect, "g", "b")
-    try:
-        a.create_message_streams({"t": 1})
-        b.create_message_streams({"t": 1})
+    with streaming_members(zk_connect, "a", "b"):
         wait_until(lambda: len(owners(registry, "g")) == 2, message="2 owned")
         add_partitions(registry, "t", 6)
         wait_until(lambda: owners(registry, "g") == {"t-0": "g_a-0", "t-1": "g_a-0", "t-2": "g_a-0",
                                                      "t-3": "g_b-0", "t-4": "g_b-0", "t-5": "g_b-0"},
                    message="6 partitions split 3/3")
-    finally:
-        a.shutdown()
-        b.shutdown()
 
 
 def test_wildcard_picks_up_new_topic(registry: Registry, zk_connect: str) -> None:

@@ -72,8 +72,7 @@ def test_an_attempt_that_keeps_failing_ends_in_failed_and_the_next_change_recove
 
 def test_a_session_expiry_passes_through_expired(registry: Registry, zk_connect: str) -> None:
     create_topic(registry, "t", 2)
-    a = consumer(zk_connect, "g", "a")
-    try:
+    with consumer(zk_connect, "g", "a") as a:
         a.create_message_streams({"t": 1})
         old = a.zk.client_id[0]
         expire_session(zk_connect, a.zk.client_id, lambda: a.zk.client_id and a.zk.client_id[0] != old)
@@ -82,5 +81,3 @@ def test_a_session_expiry_passes_through_expired(registry: Registry, zk_connect:
         after = states(a)[states(a).index(S.EXPIRED):]
         assert after[:3] == [S.EXPIRED, S.REBALANCING, S.STABLE]
         assert len(a.owned_partitions()) == 2
-    finally:
-        a.shutdown()

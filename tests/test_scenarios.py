@@ -681,9 +681,8 @@ def test_the_lab_plans_and_verifies_by_the_subscriptions(tmp_path: Path) -> None
 
 
 # ------------------------------------------------------------------------------------------- a real run
-GC_PAUSE = """
-    name = "gc-pause"
-    duration = 16
+#: The group the real runs below share: short enough to run in a test, its 4 s session outlived by their faults.
+REAL_RUN_GROUP = """
     members = 2
     rate = 40
     initial_records = 20
@@ -692,7 +691,12 @@ GC_PAUSE = """
 
     [topics]
     orders = 4
+"""
 
+GC_PAUSE = """
+    name = "gc-pause"
+    duration = 16
+""" + REAL_RUN_GROUP + """
     [[actions]]
     at = 5
     do = "pause"
@@ -725,15 +729,7 @@ def test_a_lab_runs_a_scenario_file_pausing_a_member_past_its_session(zk_connect
 FAULTS_ON_AN_ENSEMBLE = """
     name = "ensemble-faults"
     duration = 17
-    members = 2
-    rate = 40
-    initial_records = 20
-    session_timeout_ms = 4000
-    commit_interval_ms = 300
-
-    [topics]
-    orders = 4
-
+""" + REAL_RUN_GROUP + """
     [[actions]]
     at = 3
     do = "kill-zk"

@@ -6,7 +6,7 @@ classes."""
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
 from typing import NamedTuple, TypeVar
@@ -51,6 +51,15 @@ def partitions_by_topic(tps: Iterable[tuple[str, int]]) -> dict[str, set[int]]:
     for topic, partition in tps:
         out.setdefault(topic, set()).add(partition)
     return out
+
+
+def chosen(choices: Mapping[str, V], name: str, refused: Callable[[str], Exception], what: str) -> V:
+    """``choices[name]``; else ``refused`` with ``what`` is wrong and the names there are, so that a setting
+    naming something unknown (a strategy, an assignor) tells the user what would do."""
+    try:
+        return choices[name]
+    except KeyError:
+        raise refused(f"{what}; choose one of {', '.join(choices)}") from None
 
 
 def owners_by_topic(owners: Mapping[TopicPartition, V]) -> dict[str, dict[int, V]]:

@@ -23,7 +23,7 @@ from zkconsumer.analysis.invariants import InvariantCounts, compute_invariants, 
 from zkconsumer.analysis.partitions import analyze_partitions, stints
 from zkconsumer.analysis.progress import Stages
 from zkconsumer.analysis.rebalances import analyze_rebalances
-from zkconsumer.analysis.report import PREVIEW_ROWS, Report
+from zkconsumer.analysis.report import PREVIEW_ROWS, Report, Written
 from zkconsumer.analysis.tables import TableWriter
 from zkconsumer.analysis.traces import TraceSet, is_small, read_traces
 
@@ -64,15 +64,11 @@ def offset_resets(events: DataFrame) -> DataFrame:
 
 
 @dataclass
-class AnalysisResult:
-    out_dir: Path
-    tables: dict[str, int] = field(default_factory=dict)
-    plots: list[Path] = field(default_factory=list)
+class AnalysisResult(Written):
+    """An analysis' outputs, with the trace lines it read (``bad_lines``: the malformed ones it skipped)."""
+
     bad_lines: int = 0
     lines: int = 0
-    report_md: Path | None = None
-    report_html: Path | None = None
-    seconds: float = 0.0
     summary: dict[str, int] = field(default_factory=dict)
     stages: list[tuple[str, float, str]] = field(default_factory=list)
     invariants: InvariantCounts = field(default_factory=InvariantCounts)

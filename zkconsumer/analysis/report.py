@@ -32,6 +32,19 @@ PREVIEW_ROWS = 15
 
 
 @dataclass
+class Written:
+    """What a pipeline wrote under ``out_dir``: its tables (name → rows), plots and report.md / report.html, and
+    how long it took. The trace analysis and the sweep both extend it, so the CLI tells of either the same way."""
+
+    out_dir: Path
+    tables: dict[str, int] = field(default_factory=dict)
+    plots: list[Path] = field(default_factory=list)
+    report_md: Path | None = None
+    report_html: Path | None = None
+    seconds: float = 0.0
+
+
+@dataclass
 class Report:
     title: str
     blocks: list[tuple[str, Any]] = field(default_factory=list)

@@ -12,22 +12,18 @@ from rich.console import Console
 
 from zkconsumer.analysis import plots
 from zkconsumer.analysis.progress import Stages
-from zkconsumer.analysis.report import Report
+from zkconsumer.analysis.report import Report, Written
 from zkconsumer.analysis.sweep import SweepConfig, run_spark
 from zkconsumer.analysis.tables import TableWriter
 
 
 @dataclass
-class SweepResult:
-    out_dir: Path
-    scenarios: int
+class SweepResult(Written):
+    """A sweep's outputs, with its size (scenarios in, result rows out) and the seconds Spark computed them in."""
+
+    scenarios: int = field(kw_only=True)
     rows: int = 0
-    tables: dict[str, int] = field(default_factory=dict)
-    plots: list[Path] = field(default_factory=list)
-    seconds: float = 0.0
     compute_seconds: float = 0.0
-    report_md: Path | None = None
-    report_html: Path | None = None
 
 
 def summaries(results: DataFrame) -> dict[str, DataFrame]:
@@ -71,7 +67,7 @@ def run_sweep(spark: SparkSession, cfg: SweepConfig, scenarios: int, out_dir: st
     out = Path(out_dir)
     out.mkdir(parents=True, exist_ok=True)
     st = Stages(console, spark)
-    res = SweepResult(out, scenarios)
+    res = SweepResult(out, scenarios=scenarios)
     writer = TableWriter(out, csv=csv)
     with st.stage("assign scenarios") as note:
         results = run_spark(spark, cfg, scenarios)

@@ -26,9 +26,9 @@ from pathlib import Path
 from kafka.protocol.metadata import MetadataRequest
 
 from zkconsumer.apache_kafka.jars import KafkaDist, fetch
-from zkconsumer.apache_kafka.processes import KafkaProcessError, KafkaServer, jvm_command, tail
+from zkconsumer.apache_kafka.processes import KafkaProcessError, KafkaServer, jvm_command
 from zkconsumer.broker.client import RawClient
-from zkconsumer.zk.server import free_port, port_in_use
+from zkconsumer.zk.server import free_port, port_in_use, tail, time_left
 
 #: The Kafka 4 line the project runs; KIP-848's protocol is GA from 4.0.
 KRAFT_VERSION = "4.1.1"
@@ -132,7 +132,6 @@ class KraftBroker(KafkaServer):
                         return
                 except (OSError, ValueError, AssertionError):
                     pass  # not serving yet
-            if time.monotonic() > deadline:
-                raise KafkaProcessError(f"Kafka {self.version} (KRaft) was not ready within {timeout:.0f}s; log:\n"
-                                        f"{tail(self.log_file)}")
+            time_left(deadline, lambda: KafkaProcessError(
+                f"Kafka {self.version} (KRaft) was not ready within {timeout:.0f}s; log:\n{tail(self.log_file)}"))
             time.sleep(0.2)

@@ -29,7 +29,7 @@ from typing import Self
 from zkconsumer.apache_kafka.jars import DEFAULT_VERSION, KafkaDist, fetch
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zk.registry import Registry
-from zkconsumer.zk.server import find_java, free_port, port_in_use
+from zkconsumer.zk.server import find_java, free_port, port_in_use, tail, time_left
 
 log = logging.getLogger(__name__)
 
@@ -90,14 +90,6 @@ def harness_command(dist: KafkaDist, zk_connect: str, group: str, topics: Iterab
 def write_log4j(path: Path, log_file: Path, level: str = "INFO", consumer_level: str = "INFO") -> Path:
     path.write_text(_LOG4J.format(level=level, path=log_file, consumer_level=consumer_level))
     return path
-
-
-def tail(path: Path, lines: int = 30) -> str:
-    try:
-        with open(path, errors="replace") as f:
-            return "".join(f.readlines()[-lines:])
-    except OSError:
-        return "(no log)"
 
 
 def wait_or_kill(proc: subprocess.Popen, timeout: float) -> None:
@@ -241,9 +233,9 @@ class KafkaBroker(KafkaServer):
                 info = reg.broker(self.broker_id)
                 if info is not None and info.port == self.port and port_in_use(self.port):
                     return
-                if time.monotonic() > deadline:
-                    raise KafkaProcessError(f"Kafka {self.version} broker {self.broker_id} did not register in "
-                                            f"{self.zk_connect} within {timeout:.0f}s; log:\n{tail(self.log_file)}")
+                time_left(deadline, lambda: KafkaProcessError(
+                    f"Kafka {self.version} broker {self.broker_id} did not register in {self.zk_connect} within "
+                    f"{timeout:.0f}s; log:\n{tail(self.log_file)}"))
                 time.sleep(0.05)
 
     def wait_topic(self, topic: str, partitions: int, timeout: float = 30.0) -> None:
@@ -345,11 +337,9 @@ class HighLevelConsumers:
                     if e["event"] == "error" or e["event"] == "exited":
                         raise KafkaProcessError(f"Kafka consumer {member or ''}: {e.get('error', 'JVM exited')}; "
                                                 f"log:\n{tail(self.log_file)}{tail(self.work_dir / 'stderr.log')}")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise KafkaProcessError(f"no {event!r} from Kafka consumer {member or ''} within {timeout:.0f}s;"
-                                            f" log:\n{tail(self.log_file)}")
-                self._cond.wait(remaining)
+                self._cond.wait(time_left(deadline, lambda: KafkaProcessError(
+                    f"no {event!r} from Kafka consumer {member or ''} within {timeout:.0f}s; log:\n"
+                    f"{tail(self.log_file)}")))
 
     def _do(self, command: str, member: str, done: str, wait: bool, timeout: float) -> dict | None:
         with self._cond:

@@ -33,7 +33,7 @@ from itertools import compress, cycle, filterfalse, repeat
 
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.javacompat import java_sort, java_sorted, string_hash_unsigned
-from zkconsumer.types import TopicPartition  # defined in types.py (neutral); importable from here as before
+from zkconsumer.types import TopicPartition, chosen  # TopicPartition: in types.py (neutral), importable here as before
 
 log = logging.getLogger(__name__)
 
@@ -510,11 +510,8 @@ STRATEGIES: dict[str, Strategy] = {
 
 
 def get_strategy(name: str) -> Strategy:
-    try:
-        return STRATEGIES[name]
-    except KeyError:
-        raise AssignmentError(
-            f"unknown partition.assignment.strategy {name!r}; choose one of {', '.join(STRATEGIES)}") from None
+    """The assignor a ``partition.assignment.strategy`` names (ZooKeeper mode)."""
+    return chosen(STRATEGIES, name, AssignmentError, f"unknown partition.assignment.strategy {name!r}")
 
 
 def assign(strategy: str, ctx: AssignmentContext) -> Assignment:

@@ -11,7 +11,7 @@ from pathlib import Path
 from kazoo.security import OPEN_ACL_UNSAFE
 from rich.table import Table
 
-from zkconsumer.cli.output import CliError, console
+from zkconsumer.cli.output import CliError, as_cli_error, console
 from zkconsumer.cli.topics import open_registry, print_names, zookeeper_action
 from zkconsumer.cli.zkauth import add_zk_auth_args, zk_security_from_args
 from zkconsumer.tools.groups import (
@@ -77,11 +77,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    with open_registry(args) as reg:
-        try:
-            rows = describe(reg, args.group, args.bootstrap_server)
-        except (GroupError, LayoutError) as e:
-            raise CliError(str(e)) from None
+    with open_registry(args) as reg, as_cli_error(GroupError, LayoutError):
+        rows = describe(reg, args.group, args.bootstrap_server)
     if args.json:
         print(json.dumps([{"topic": r.topic, "partition": r.partition, "offset": r.offset, "log_end_offset":
                            r.log_end, "lag": r.lag, "owner": r.owner} for r in rows]))
@@ -101,21 +98,15 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 def cmd_offset_checker(args: argparse.Namespace) -> int:
     topics = [t for t in args.topic.split(",") if t] if args.topic is not None else None
-    with open_registry(args) as reg:
-        try:
-            report = check(reg, args.group, topics, args.bootstrap_server, args.socket_timeout_ms)
-        except (GroupError, LayoutError) as e:
-            raise CliError(str(e)) from None
+    with open_registry(args) as reg, as_cli_error(GroupError, LayoutError):
+        report = check(reg, args.group, topics, args.bootstrap_server, args.socket_timeout_ms)
     print("\n".join(report.lines(args.broker_info)))
     return 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    with open_registry(args) as reg:
-        try:
-            delete_group(reg, args.group)
-        except GroupError as e:
-            raise CliError(str(e)) from None
+    with open_registry(args) as reg, as_cli_error(GroupError):
+        delete_group(reg, args.group)
     console.print(f"Deleted all consumer group information for group {args.group} in zookeeper.", highlight=False)
     return 0
 
@@ -158,21 +149,15 @@ def cmd_import(args: argparse.Namespace) -> int:
         raise CliError(f"cannot read {args.input_file}: {e.strerror}") from None
     except (GroupError, LayoutError) as e:
         raise CliError(str(e)) from None
-    with open_registry(args) as reg:
-        try:
-            n = import_offsets(reg, entries, args.force)
-        except GroupError as e:
-            raise CliError(str(e)) from None
+    with open_registry(args) as reg, as_cli_error(GroupError):
+        n = import_offsets(reg, entries, args.force)
     console.print(f"imported {n} offsets", highlight=False)
     return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
-    with open_registry(args) as reg:
-        try:
-            result = verify(reg, args.group)
-        except LayoutError as e:
-            raise CliError(str(e)) from None
+    with open_registry(args) as reg, as_cli_error(LayoutError):
+        result = verify(reg, args.group)
     if result.error:
         raise CliError(result.error)
     for problem in result.problems:

@@ -4,6 +4,9 @@ import the module that loads them."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
+
 from zkconsumer.consoles import make_console
 from zkconsumer.errors import ZkConsumerError
 
@@ -17,3 +20,13 @@ class CliError(ZkConsumerError):
     def __init__(self, message: str, code: int = 1) -> None:
         super().__init__(message)
         self.code = code
+
+
+@contextmanager
+def as_cli_error(*errors: type[Exception]) -> Iterator[None]:
+    """The library's ``errors`` raised in the block shown as their message on one line (a :class:`CliError`), not
+    as a traceback: they are the user's to fix (a missing group, a malformed node), not bugs."""
+    try:
+        yield
+    except errors as e:
+        raise CliError(str(e)) from None

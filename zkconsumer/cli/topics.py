@@ -8,7 +8,7 @@ from collections.abc import Callable, Iterable
 
 from rich.table import Table
 
-from zkconsumer.cli.output import CliError, console
+from zkconsumer.cli.output import CliError, as_cli_error, console
 from zkconsumer.cli.zkauth import add_zk_auth_args, zk_security_from_args
 from zkconsumer.zk.layout import LayoutError
 from zkconsumer.zk.registry import Registry, TopicExistsError, UnknownTopicError, ZkConnectError
@@ -76,15 +76,13 @@ def open_registry(args: argparse.Namespace):
 
 
 def cmd_create(args: argparse.Namespace) -> int:
-    with open_registry(args) as reg:
+    with open_registry(args) as reg, as_cli_error(TopicExistsError, LayoutError, AdminOperationError):
         try:
             assignment = create_topic(reg, args.topic, args.partitions, args.replication_factor)
-        except TopicExistsError as e:
+        except TopicExistsError:
             if args.if_not_exists:
                 return 0
-            raise CliError(str(e)) from None
-        except (LayoutError, AdminOperationError) as e:
-            raise CliError(str(e)) from None
+            raise
     console.print(f'Created topic "{args.topic}" with {len(assignment)} partition(s).', highlight=False)
     return 0
 

@@ -64,31 +64,26 @@ class InvalidTopicError(LayoutError):
 
 # --------------------------------------------------------------------------------------------- JSON encoding
 
+#: The characters ``Utils.JSONEscapeString`` writes as a two-character escape.
+_JSON_ESCAPES = {'"': '\\"', "\\": "\\\\", "/": "\\/", "\b": "\\b", "\f": "\\f", "\n": "\\n", "\r": "\\r",
+                 "\t": "\\t"}
+
+
+def _escape_char(c: str) -> str:
+    """One character as Kafka writes it: a short escape, ``\\uXXXX`` for the other C0 and C1 controls, else itself."""
+    if c in _JSON_ESCAPES:
+        return _JSON_ESCAPES[c]
+    if "\x00" <= c <= "\x1f" or "\x7f" <= c <= "\x9f":
+        return f"\\u{ord(c):04x}"
+    return c
+
+
 def _escape(s: str) -> str:
-    """Kafka's ``Utils.JSONEscapeString``: used for wildcard regexes in registrations."""
-    out = []
-    for c in s:
-        if c == '"':
-            out.append('\\"')
-        elif c == "\\":
-            out.append("\\\\")
-        elif c == "/":
-            out.append("\\/")
-        elif c == "\b":
-            out.append("\\b")
-        elif c == "\f":
-            out.append("\\f")
-        elif c == "\n":
-            out.append("\\n")
-        elif c == "\r":
-            out.append("\\r")
-        elif c == "\t":
-            out.append("\\t")
-        elif "\x00" <= c <= "\x1f" or "\x7f" <= c <= "\x9f":
-            out.append(f"\\u{ord(c):04x}")
-        else:
-            out.append(c)
-    return "".join(out)
+    """Kafka's ``Utils.JSONEscapeString``: used for wildcard regexes in registrations.
+
+    Kafka escapes ``/`` too, which Python's ``json`` does not, so the registration bytes match Kafka's only this way.
+    """
+    return "".join(_escape_char(c) for c in s)
 
 
 def kafka_json(obj: object) -> str:

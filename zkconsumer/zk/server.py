@@ -25,7 +25,7 @@ import socket
 import subprocess
 import tempfile
 import time
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import asdict, dataclass
 from glob import glob
 from pathlib import Path
@@ -112,6 +112,26 @@ def port_in_use(port: int, host: str = "127.0.0.1") -> bool:
     with socket.socket() as s:
         s.settimeout(0.2)
         return s.connect_ex((host, port)) == 0
+
+
+def tail(path: str | Path, lines: int = 30) -> str:
+    """The last ``lines`` of a server's log, for the message of an error about it ("(no log)" before it has one)."""
+    try:
+        with open(path, errors="replace") as f:
+            return "".join(f.readlines()[-lines:])
+    except OSError:
+        return "(no log)"
+
+
+def time_left(deadline: float, timed_out: Callable[[], Exception]) -> float:
+    """The seconds left until ``deadline`` (on ``time.monotonic()``); raises ``timed_out()`` once there are none.
+
+    A waiting start-up (ZooKeeper's, a Kafka JVM's) polls until it is ready; the error is made only when it is
+    raised, because its message reads the server's log, which is not worth reading on every poll."""
+    remaining = deadline - time.monotonic()
+    if remaining <= 0:
+        raise timed_out()
+    return remaining
 
 
 def four_letter_word(host: str, port: int, word: str = "ruok", timeout: float = 1.0) -> str:
@@ -285,11 +305,7 @@ class ZooKeeperServer:
         return node.pid is not None and pid_alive(node.pid)
 
     def log_tail(self, node: ZkNode, lines: int = 25) -> str:
-        try:
-            with open(os.path.join(node.data_dir, "zookeeper.log"), errors="replace") as f:
-                return "".join(f.readlines()[-lines:])
-        except OSError:
-            return "(no log)"
+        return tail(os.path.join(node.data_dir, "zookeeper.log"), lines)
 
     def wait_serving(self, timeout: float = 60.0, nodes: list[ZkNode] | None = None) -> None:
         """Block until each node (or the given ones) answers a real client session."""
@@ -298,22 +314,25 @@ class ZooKeeperServer:
         quiet.propagate = False
         quiet.addHandler(logging.NullHandler())
         for node in nodes or self.nodes:
-            while True:
-                if not self._alive(node):
-                    raise ZooKeeperError(f"ZooKeeper server {node.server_id} exited during start-up "
-                                         f"(jars from {self.source}); log:\n{self.log_tail(node)}")
-                remaining = deadline - time.monotonic()
-                if remaining <= 0:
-                    raise ZooKeeperError(f"ZooKeeper server {node.server_id} on {node.address} did not serve "
-                                         f"within {timeout:.0f}s; log:\n{self.log_tail(node)}")
-                # Cheap probe first: 'srvr' names a Mode only once the node serves (in a quorum, for ensembles).
-                try:
-                    serving = "Mode:" in four_letter_word("127.0.0.1", node.client_port, "srvr", 0.5)
-                except OSError:
-                    serving = False
-                if serving and self._session_ok(node, min(5.0, remaining), quiet):
-                    break
-                time.sleep(0.05)
+            self._wait_node_serving(node, deadline, timeout, quiet)
+
+    def _wait_node_serving(self, node: ZkNode, deadline: float, timeout: float, quiet: logging.Logger) -> None:
+        """One node of :meth:`wait_serving`, within what is left of the shared ``timeout``."""
+        while True:
+            if not self._alive(node):
+                raise ZooKeeperError(f"ZooKeeper server {node.server_id} exited during start-up "
+                                     f"(jars from {self.source}); log:\n{self.log_tail(node)}")
+            remaining = time_left(deadline, lambda: ZooKeeperError(
+                f"ZooKeeper server {node.server_id} on {node.address} did not serve within {timeout:.0f}s; "
+                f"log:\n{self.log_tail(node)}"))
+            # Cheap probe first: 'srvr' names a Mode only once the node serves (in a quorum, for ensembles).
+            try:
+                serving = "Mode:" in four_letter_word("127.0.0.1", node.client_port, "srvr", 0.5)
+            except OSError:
+                serving = False
+            if serving and self._session_ok(node, min(5.0, remaining), quiet):
+                return
+            time.sleep(0.05)
 
     @staticmethod
     def _session_ok(node: ZkNode, timeout: float, logger: logging.Logger) -> bool:

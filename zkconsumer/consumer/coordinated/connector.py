@@ -53,7 +53,7 @@ from zkconsumer.consumer.progress import PartitionProgress
 from zkconsumer.consumer.streams import KafkaStream
 from zkconsumer.errors import KafkaUnavailable
 from zkconsumer.trace import TraceWriter
-from zkconsumer.types import GroupMode, owners_by_topic, partitions_by_topic, tp_str
+from zkconsumer.types import GroupMode, chosen, owners_by_topic, partitions_by_topic, tp_str
 from zkconsumer.zk import layout
 from zkconsumer.zk.layout import TopicFilter
 from zkconsumer.zk.registry import Registry, connect
@@ -75,11 +75,8 @@ ASSIGNORS: dict[str, type] = {
 
 def assignor_class(strategy: str) -> type:
     """kafka-python's assignor for a Kafka strategy name."""
-    try:
-        return ASSIGNORS[strategy]
-    except KeyError:
-        raise ConfigError(f"partition.assignment.strategy {strategy!r} has no coordinator-mode assignor; "
-                          f"choose one of {', '.join(ASSIGNORS)}") from None
+    return chosen(ASSIGNORS, strategy, ConfigError,
+                  f"partition.assignment.strategy {strategy!r} has no coordinator-mode assignor")
 
 
 def filter_pattern(topic_filter: TopicFilter) -> str:
