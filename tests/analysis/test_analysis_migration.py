@@ -31,13 +31,16 @@ def last_modes(traces: Path) -> dict[str, str]:
 
 
 class ForeignCoordinatorBackend(ProcessBackend):
-    """The lab's broker answering DescribeGroups and Metadata with authorized-operation bits kafka-python's enum does
-    not know (15), asked for or not, as some Kafka-compatible coordinators do: before issue 30 every check of the
-    migration failed on them and the step was rolled back."""
+    """The lab's broker answering as Kafka-compatible coordinators written independently of Kafka did: DescribeGroups
+    and Metadata with authorized-operation bits kafka-python's enum does not know (15), asked for or not (before issue
+    30 every check of the migration failed on them and the step was rolled back), and DescribeGroups with only the
+    fields the protocol requires filled: member ids and the group's state, no client id, host, metadata or assignment
+    (the test-only switch; before issue 38 no member was found and the first step was rolled back)."""
 
     def start_broker(self, zk_connect: str, data_dir: Path, group: GroupSettings) -> str:
         bootstrap = super().start_broker(zk_connect, data_dir, group)
         send_authorized_operations(self._broker, {3, 6, 8, 15})
+        self._broker.group_apis.describe_required_only = True
         return bootstrap
 
 

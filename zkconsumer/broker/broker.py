@@ -21,7 +21,7 @@ from kazoo.client import KazooClient
 
 from zkconsumer.broker.handlers import BrokerOptions, CoreApis
 from zkconsumer.broker.server import Server
-from zkconsumer.coordinator.apis import GroupApis
+from zkconsumer.coordinator.apis import DESCRIBE_REQUIRED_ONLY_ENV, GroupApis
 from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
 from zkconsumer.coordinator.offsets_log import OffsetsLog
 from zkconsumer.errors import ZkConsumerError
@@ -59,7 +59,12 @@ class Broker:
                  group_max_session_timeout_ms: int = 1800000, offsets_topic_num_partitions: int = 50,
                  offsets_retention_minutes: int = 10080, offset_store=None,
                  socket_request_max_bytes: int = MAX_FRAME_BYTES, connections_max_idle_ms: int = 600_000,
-                 listeners: Mapping[str, tuple[int, str]] | None = None) -> None:
+                 listeners: Mapping[str, tuple[int, str]] | None = None,
+                 test_describe_groups_required_only: bool | None = None) -> None:
+        """``test_describe_groups_required_only`` (TEST-ONLY; None: the environment variable
+        :data:`~zkconsumer.coordinator.apis.DESCRIBE_REQUIRED_ONLY_ENV`): DescribeGroups answers carry only the fields
+        Kafka's protocol requires a coordinator to fill, as an independent Kafka-compatible coordinator's did (issue
+        38); ``self.group_apis.describe_required_only`` switches it on a running broker."""
         if socket_request_max_bytes < 1 or connections_max_idle_ms < 1:
             raise BrokerConfigError("socket.request.max.bytes and connections.max.idle.ms must be >= 1")
 
@@ -91,7 +96,10 @@ class Broker:
             offsets_topic_num_partitions, group_initial_rebalance_delay_ms, group_min_session_timeout_ms,
             group_max_session_timeout_ms, offsets_retention_minutes), offset_store)
         self._offset_store = offset_store
-        GroupApis(self, self.coordinator).install(self.apis)
+        if test_describe_groups_required_only is None:
+            test_describe_groups_required_only = os.environ.get(DESCRIBE_REQUIRED_ONLY_ENV, "") not in ("", "0")
+        self.group_apis = GroupApis(self, self.coordinator, test_describe_groups_required_only)
+        self.group_apis.install(self.apis)
         self.logs: LogManager | None = None
         self.cluster: ClusterView | None = None
         self.zk: KazooClient | None = None

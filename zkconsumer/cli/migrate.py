@@ -91,7 +91,7 @@ def _show_checks(driver: MigrationDriver, plan) -> None:
         return
     check = driver.check(expected, None if plan.bridged else driver.subscribed_partitions() or None)
     console.print(check.summary(), highlight=False)
-    table = Table(title="the coordinator's view (DescribeGroups)")
+    table = Table(title=f"the coordinator group's members (DescribeGroups), assignments {check.evidence}")
     table.add_column("member")
     table.add_column("partitions")
     for name, tps in sorted(check.members.items()):

@@ -77,13 +77,23 @@ VERSIONS = {
 }
 GROUP_KEY, TRANSACTION_KEY = 0, 1
 
+#: Test-only: set (to anything but ``""``/``0``) in a broker's environment, its DescribeGroups answers carry only what
+#: Kafka's protocol requires a coordinator to fill (see :attr:`GroupApis.describe_required_only`).
+DESCRIBE_REQUIRED_ONLY_ENV = "ZKCONSUMER_TEST_DESCRIBE_GROUPS_REQUIRED_ONLY"
+
 
 class GroupApis:
     """Request handlers; the broker gives them its cluster view (who leads which partition) and the coordinator."""
 
-    def __init__(self, broker: BrokerHost, coordinator: GroupCoordinator) -> None:
+    def __init__(self, broker: BrokerHost, coordinator: GroupCoordinator, describe_required_only: bool = False
+                 ) -> None:
         self.broker = broker
         self.coordinator = coordinator
+        #: TEST-ONLY. DescribeGroups answers each member with its ``member_id`` (and the group with its state and
+        #: protocol) and leaves ``client_id``, ``client_host``, ``member_metadata`` and ``member_assignment`` empty,
+        #: as a Kafka-compatible coordinator written independently of Kafka did (issue 38): the protocol names those
+        #: fields but does not promise what they carry, and ``zkconsumer migrate``'s checks must hold without them.
+        self.describe_required_only = describe_required_only
         self._refused: set[tuple[str, str]] = set()  # (peer host, group) told about KIP-848 already
 
     def install(self, table: ApiTable) -> None:
@@ -353,10 +363,16 @@ class GroupApis:
             groups.append(Group(
                 error_code=d.error, error_message=None, group_id=gid, group_state=d.state,
                 protocol_type=d.protocol_type, protocol_data=d.protocol, authorized_operations=None,
-                members=[Member(member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
-                                client_host=m.client_host, member_metadata=m.metadata,
-                                member_assignment=m.assignment) for m in d.members]))
+                members=[self._described_member(Member, m) for m in d.members]))
         return DescribeGroupsResponse(throttle_time_ms=0, groups=groups)
+
+    def _described_member(self, member_class: type, m) -> object:
+        """One member of a DescribeGroups answer: all of it, or (test-only) only what the protocol requires."""
+        if self.describe_required_only:
+            return member_class(member_id=m.member_id, group_instance_id=m.group_instance_id, client_id="",
+                                client_host="", member_metadata=b"", member_assignment=b"")
+        return member_class(member_id=m.member_id, group_instance_id=m.group_instance_id, client_id=m.client_id,
+                            client_host=m.client_host, member_metadata=m.metadata, member_assignment=m.assignment)
 
     def describe_groups_error(self, ctx, req, code: int):
         Group = DescribeGroupsResponse.DescribedGroup

@@ -44,7 +44,7 @@ from zkconsumer.lab.member_properties import member_kind, member_properties, mer
 from zkconsumer.lab.processes import MemberProcesses
 from zkconsumer.lab.scenario import ActionKind, LabMode, Scenario, Step
 from zkconsumer.lab.scenario import builtin as builtin_scenario
-from zkconsumer.migration.driver import MigrationDriver
+from zkconsumer.migration.driver import MigrationDriver, Ownership
 from zkconsumer.records import encode_value
 from zkconsumer.tools.groups import verify
 from zkconsumer.trace import TraceWriter, now_ms
@@ -674,7 +674,13 @@ class Lab:
                 if self._migration is not None:
                     self._migration.join(90)
                     summary["migration"] = self.migration_result or "unfinished"
-                if self.plan.mode is LabMode.ZOOKEEPER or self.migration_result == "rolled back":
+                if self.plan.mode is LabMode.MIGRATE:  # the migration's own verdict: the two cannot disagree
+                    ownership = self._verify_migration(reg)
+                    summary["ownership"] = ownership.summary()
+                    # a migration that failed (rolled back or not) still fails the run: it is said in "migration"
+                    summary["verify_ok"] = ownership.ok and (self._migration is None
+                                                             or self.migration_result in ("done", "rolled back"))
+                elif self.plan.mode is LabMode.ZOOKEEPER:
                     result = verify(reg, GROUP)
                     self.console.print()
                     self.console.print("Rebalance operation successful !" if result.ok else
@@ -683,9 +689,6 @@ class Lab:
                     summary["verify_ok"] = result.ok
                 else:  # no owner nodes to verify: every partition must be owned by exactly one live member
                     summary["verify_ok"] = self._verify_by_traces()
-                    if self._migration is not None:
-                        summary["verify_ok"] = summary["verify_ok"] and self.migration_result in ("done",
-                                                                                                 "rolled back")
                 summary["zookeeper_requests"] = self._zk_requests() - zk_requests_at_start
                 counts = self.backend.broker_request_counts()
                 if counts is not None:
@@ -730,6 +733,24 @@ class Lab:
         """Packets the embedded ZooKeeper received so far (``mntr``); 0 with an external ZooKeeper."""
         address = self.backend.zookeeper_address()
         return (packets_received(*address) or 0) if address is not None else 0
+
+    def _verify_migration(self, reg: Registry) -> Ownership:
+        """Migrate mode: the ownership verdict ``zkconsumer migrate`` itself reaches (MigrationDriver.ownership), on
+        the evidence the group's state makes authoritative: owner nodes held by registered members while any member
+        uses ZooKeeper (before the migration, mixed, failed and rolled back, or rolled back), the coordinator once
+        done. Waited for up to three session timeouts (a rebalance may still be settling after the last step, a killed
+        member may still be in the coordinator's group until its session times out).
+
+        Until issue 38 this read the members' traces whenever the migration's result was not exactly "rolled back",
+        so after a failed step it judged owner-node holders by the ``rebalance_done`` lines of their traces and
+        disagreed with the driver (docs/migration.md says how)."""
+        driver = MigrationDriver(reg, GROUP, self.bootstrap, step_timeout_s=60.0)
+        deadline = time.monotonic() + max(15.0, 3 * self.plan.session_timeout_ms / 1000)
+        while not (verdict := driver.ownership()).ok and time.monotonic() < deadline:
+            time.sleep(0.5)  # ZooKeeper and the coordinator are read again: nothing here to watch for both
+        self.console.print()
+        self.console.print(verdict.summary(), highlight=False)
+        return verdict
 
     def _verify_by_traces(self) -> bool:
         """Every partition owned, once, by a member still running (what verify checks with owner nodes)."""

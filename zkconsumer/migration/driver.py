@@ -5,6 +5,13 @@ the plan with one more member in coordinator mode, waits for that member's ackno
 partition to be owned again, and goes on; at the end it sets the ``done`` phase, in which members drop their
 ZooKeeper bridge. Rollback walks the same steps backwards. Each step is idempotent: a driver stopped half-way
 is run again and resumes from the plan in ZooKeeper.
+
+A forward step that does not hold (its member never acknowledges, partitions stay unowned, the coordinator's view
+does not hold) rolls the **whole group** back to ZooKeeper mode, as ``--rollback`` does (issue 38): a group is left
+mixed only by a ``--members`` canary whose every step held, or by a driver stopped between steps, never half way
+through a step that failed. Ownership is judged only on evidence the group's state makes authoritative
+(:meth:`MigrationDriver.ownership`): owner nodes held by registered members while any member uses ZooKeeper, the
+coordinator's answers (member ids, and assignments from DescribeGroups or the members' acknowledgements) once done.
 """
 
 from __future__ import annotations
@@ -13,7 +20,9 @@ import contextlib
 import json
 import time
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
+from enum import StrEnum
+from typing import NoReturn
 
 from kazoo.exceptions import NoNodeError
 
@@ -25,7 +34,7 @@ from zkconsumer.migration.lease import DriverLease
 from zkconsumer.migration.plan import MigrationPhase, MigrationPlan, plan_path
 from zkconsumer.tools.groups import read_log_ends
 from zkconsumer.types import GroupMode
-from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths
+from zkconsumer.zk.layout import ConsumerRegistration, GroupPaths, consumer_of_thread
 from zkconsumer.zk.registry import Registry
 
 
@@ -48,6 +57,39 @@ class MemberState:
     bridged: bool
     registered: bool      # has a node under ids
     plan_version: int | None = None  # the plan version the acknowledgement answers (None: not said)
+    #: A coordinator-mode member's own report (member id, generation, partitions); None: ZooKeeper mode, or an
+    #: older member that publishes no member id (verify.py identifies it by the old fields then)
+    report: verify.ReportedMember | None = None
+
+
+class OwnershipEvidence(StrEnum):
+    """What an ownership verdict (:meth:`MigrationDriver.ownership`) read; the value is how the verdict says so."""
+
+    #: Some member still uses ZooKeeper (ZooKeeper mode, or bridged): the owner nodes are the lock every member
+    #: obeys, so each partition must have one, held by a thread of a registered member (Kafka's verify).
+    OWNER_NODES = "ZooKeeper's owner nodes"
+    #: The migration is done: no owner nodes any more; the coordinator's group (DescribeGroups, by member id) and
+    #: the assignments it or the members report.
+    COORDINATOR = "the coordinator"
+
+
+@dataclass(frozen=True)
+class Ownership:
+    """Whether every partition of the group is owned, once, and on which evidence."""
+
+    evidence: OwnershipEvidence
+    problems: list[str] = field(default_factory=list)
+    detail: str = ""  # the coordinator check's summary, when it was asked
+
+    @property
+    def ok(self) -> bool:
+        return not self.problems
+
+    def summary(self) -> str:
+        said = f"by {self.evidence}" + (f"; {self.detail}" if self.detail else "")
+        if self.ok:
+            return f"every partition owned once ({said})"
+        return f"ownership check failed ({said}): " + "; ".join(self.problems)
 
 
 class MigrationDriver:
@@ -118,14 +160,40 @@ class MigrationDriver:
             except (ValueError, NoNodeError):
                 continue
         return [MemberState(cid, acks.get(cid, {}).get("mode"), bool(acks.get(cid, {}).get("bridged")), cid in ids,
-                            acks.get(cid, {}).get("plan_version"))
+                            acks.get(cid, {}).get("plan_version"),
+                            verify.reported_member(cid, acks[cid]) if isinstance(acks.get(cid), dict) else None)
                 for cid in sorted(ids | set(acks))]
 
     def unowned(self) -> list[str]:
-        """Partitions of the group's subscribed topics without an owner node (mixed phase and ZooKeeper mode)."""
+        """Partitions of the group's topics (subscribed, else the plan's) without an owner node held by a thread of
+        a registered member (mixed phase and ZooKeeper mode), as Kafka's verify counts them: a node whose member is
+        no longer registered is a lock nobody consumes under (found by issue 38: the driver counted any node)."""
         owners = self.registry.owners(self.group)
-        return [f"{t}-{p}" for t, parts in sorted(self.subscribed_partitions().items())
-                for p in parts if (t, p) not in owners]
+        registered = set(self.registry.children(self.paths.ids))
+        partitions = self.subscribed_partitions()
+        if not partitions and (topics := self.plan().topics):
+            partitions = {t: list(ps) for t, ps in self.registry.partitions_for_topics(list(topics)).items()}
+        return [f"{t}-{p}" for t, parts in sorted(partitions.items()) for p in parts
+                if (t, p) not in owners or consumer_of_thread(owners[(t, p)]) not in registered]
+
+    def ownership(self) -> Ownership:
+        """Every partition owned once, judged on what the group's state makes authoritative: ZooKeeper's owner nodes
+        while any member uses ZooKeeper (the plan is not ``done``; the bridged members' coordinator share is checked
+        for double assignment too), the coordinator once it is ``done``. The lab's final check and the driver's
+        steps both read this, so they cannot disagree (issue 38: the lab judged the members' traces instead)."""
+        plan = self.plan()
+        coordinator = [m.consumer_id for m in self.members() if m.mode == GroupMode.COORDINATOR]
+        if plan.phase is MigrationPhase.DONE:
+            topics = list(plan.topics) or sorted(self.subscribed_partitions())
+            partitions = {t: list(ps) for t, ps in self.registry.partitions_for_topics(topics).items()}
+            check = self.check(coordinator, partitions)
+            return Ownership(OwnershipEvidence.COORDINATOR, list(check.problems), check.summary())
+        unowned = self.unowned()
+        problems = [f"unowned {', '.join(unowned)}"] if unowned else []
+        if not coordinator or not self.verify_steps:
+            return Ownership(OwnershipEvidence.OWNER_NODES, problems)
+        check = self.check(coordinator, None)
+        return Ownership(OwnershipEvidence.OWNER_NODES, problems + list(check.problems), check.summary())
 
     # ---------------------------------------------------------------------------------------- stepping
     def _await(self, what: str, done: Callable[[], bool]) -> None:
@@ -192,7 +260,9 @@ class MigrationDriver:
             version = broker_version.api_version(bootstrap)
         except Exception as e:  # noqa: BLE001 - a broker restarting: not yet, checked again until the step timeout
             return verify.GroupCheck("unknown", {}, [f"cannot reach {bootstrap}: {e}"])
-        self.last_check = verify.judge(verify.describe(bootstrap, self.group, version), expected, partitions)
+        reported = [m.report for m in self.members() if m.report is not None and m.mode == GroupMode.COORDINATOR]
+        self.last_check = verify.judge(verify.describe(bootstrap, self.group, version), expected, partitions,
+                                       reported)
         return self.last_check
 
     def _hold(self, what: str, expected: list[str], partitions: dict[str, list[int]] | None,
@@ -283,17 +353,19 @@ class MigrationDriver:
                             if plan.mode_of(m.consumer_id) == GroupMode.COORDINATOR]
         if moved:  # a driver stopped mid-way: check what it did before going on (its last step may not have held)
             self.progress(f"resuming: {', '.join(moved)} planned in coordinator mode already")
-            for cid in moved:
-                self._await_member(cid, f"{cid} to run in coordinator mode", GroupMode.COORDINATOR, True)
-            self._await("every partition to be owned again", self._settled)
-            self._hold(f"{', '.join(moved)} in coordinator mode", moved, None, False)
+            try:
+                for cid in moved:
+                    self._await_member(cid, f"{cid} to run in coordinator mode", GroupMode.COORDINATOR, True)
+                self._await("every partition to be owned again", self._settled)
+                self._hold(f"{', '.join(moved)} in coordinator mode", moved, None, False)
+            except MigrationError as e:
+                self._roll_back_group(f"the previous run's steps ({', '.join(moved)} in coordinator mode)", e)
         for m in members:
             if plan.mode_of(m.consumer_id) == m.mode == GroupMode.COORDINATOR and m.bridged:
                 continue
             if only is not None and m.consumer_id not in only:
                 continue
             self._refuse_strangers_midway(m.consumer_id)
-            held = plan
             plan = plan.with_member(m.consumer_id, GroupMode.COORDINATOR)
             self._write(plan)
             self.progress(f"{m.consumer_id}: to coordinator mode")
@@ -303,7 +375,7 @@ class MigrationDriver:
                 self._await("every partition to be owned again", self._settled)
                 self._hold(f"{m.consumer_id} in coordinator mode", [*moved, m.consumer_id], None, False)
             except MigrationError as e:
-                self._undo_member(held, m.consumer_id, e)
+                self._roll_back_group(f"moving {m.consumer_id} to coordinator mode", e)
             moved.append(m.consumer_id)
             self.progress(f"{m.consumer_id}: in coordinator mode, every partition owned")
         if only is not None and any(plan.mode_of(m.consumer_id) != GroupMode.COORDINATOR for m in members):
@@ -311,7 +383,6 @@ class MigrationDriver:
                           f"({len(moved)} of {len(members)} members moved): run migrate again to go on")
             return plan
         self._refuse_strangers_midway("the ZooKeeper bridge is dropped")
-        mixed = plan
         plan = replace(plan, phase=MigrationPhase.DONE)
         self._write(plan)
         self.progress("every member in coordinator mode: dropping the ZooKeeper bridge")
@@ -321,7 +392,7 @@ class MigrationDriver:
                                    False)
             self._hold("the coordinator group", [m.consumer_id for m in members], partitions, True)
         except MigrationError as e:
-            self._undo_done(mixed, members, e)
+            self._roll_back_group("dropping the ZooKeeper bridge (done)", e)
         gone = f" ({', '.join(self.gone)} gone meanwhile)" if self.gone else ""
         self.progress(f"migration done: the group is managed by the broker's coordinator{gone}")
         return plan
@@ -337,37 +408,32 @@ class MigrationDriver:
                                  "held, every partition owned). Stop them or restart them with --migratable, then run "
                                  "migrate again (it resumes), or --rollback")
 
-    def _undo_member(self, held: MigrationPlan, consumer_id: str, error: MigrationError) -> None:
-        """A member's step did not hold: put that member back in ZooKeeper mode (the plan that held), then raise."""
-        if not self.rollback_on_failure:
-            raise MigrationError(f"{error}; {consumer_id} left in coordinator mode (--no-rollback): run again, or "
-                                 "--rollback") from error
-        self.progress(f"{consumer_id}: the step did not hold ({error}); back to ZooKeeper mode")
-        self._write(held)
-        self._await_member(consumer_id, f"{consumer_id} to run in ZooKeeper mode again", held.mode_of(consumer_id),
-                           False)
-        self._await("every partition to be owned again", self._settled)
-        raise MigrationError(f"moving {consumer_id} to coordinator mode did not hold: {error}; rolled back: "
-                             f"{consumer_id} runs in ZooKeeper mode again and every partition is owned") from error
+    def _roll_back_group(self, failed: str, error: MigrationError) -> NoReturn:
+        """A forward step did not hold: roll the **whole group** back to ZooKeeper mode (what ``--rollback`` does:
+        every member the plan or its acknowledgement puts in coordinator mode, one by one, each time every partition
+        owned again), then raise naming the step and the check that failed.
 
-    def _undo_done(self, mixed: MigrationPlan, members: list[MemberState], error: MigrationError) -> None:
-        """The group did not hold without the bridge: bridge every member again (the mixed phase held), then raise."""
+        Why the whole group and not just the member whose step failed (issue 38): that left the members moved before
+        it in coordinator mode, a half-migrated group nobody had asked for, whose members' and driver's views of
+        ownership then disagreed; a member of it that died kept its coordinator entry in the plan, and would have
+        come back bridged. A group is left mixed only when every step held (``--members``, a stranger joining)."""
         if not self.rollback_on_failure:
-            raise MigrationError(f"{error}; the plan stays done (--no-rollback): run --rollback to bridge the "
-                                 "members again") from error
-        self.progress(f"the coordinator group did not hold ({error}); bridging every member to ZooKeeper again")
-        self._write(mixed)
-        for m in members:
-            self._await_member(m.consumer_id, f"{m.consumer_id} to register in ZooKeeper again",
-                               GroupMode.COORDINATOR, True)
-        self._await("every partition to be owned again", self._settled)
-        raise MigrationError(f"the coordinator group did not hold after the bridge was dropped: {error}; rolled "
-                             "back to the mixed phase (every member bridged, every partition owned): run migrate "
-                             "again, or --rollback") from error
+            raise MigrationError(f"{failed} did not hold: {error}; the group is left as that step left it "
+                                 "(--no-rollback): run migrate again (it resumes), or --rollback") from error
+        self.progress(f"{failed} did not hold ({error}); rolling the whole group back to ZooKeeper mode")
+        try:
+            self._to_zookeeper()
+        except MigrationError as undo:
+            raise MigrationError(f"{failed} did not hold: {error}; rolling the whole group back to ZooKeeper mode "
+                                 f"did not complete either: {undo}; run migrate --rollback") from error
+        raise MigrationError(f"{failed} did not hold: {error}; rolled back: the whole group runs in ZooKeeper mode "
+                             "again (no member in coordinator mode) and every partition is owned (an owner node held "
+                             "by a registered member)") from error
 
     def to_zookeeper(self) -> MigrationPlan:
-        """The rollback: bridge every coordinator-mode member again, then move members back one by one. It takes
-        the group over from a forward driver that is still running (:mod:`.lease`)."""
+        """The rollback: bridge every coordinator-mode member again, then move members back one by one; the plan
+        ends with no member in coordinator mode, gone ones included. It takes the group over from a forward driver
+        that is still running (:mod:`.lease`)."""
         with self._leased(GroupMode.ZOOKEEPER):
             return self._to_zookeeper()
 
@@ -392,5 +458,10 @@ class MigrationDriver:
             self._await_member(m.consumer_id, f"{m.consumer_id} to run in ZooKeeper mode", GroupMode.ZOOKEEPER,
                                False)
             self._await("every partition to be owned again", self._settled)
+        left = {cid for cid, mode in plan.members.items() if mode is GroupMode.COORDINATOR}
+        if left:  # planned in coordinator mode but gone (killed, session expired): they come back in ZooKeeper mode
+            plan = replace(plan, members={**plan.members, **dict.fromkeys(left, GroupMode.ZOOKEEPER)})
+            self._write(plan)
+            self.progress(f"{', '.join(sorted(left))} (gone) planned back in ZooKeeper mode")
         self.progress("rollback done: the group is a ZooKeeper (0.8) group")
         return plan

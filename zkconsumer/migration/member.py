@@ -4,7 +4,10 @@ The application gives a subscription and a function that consumes one stream; :c
 runs the streams of whichever connector the plan asks for and, when the plan changes this member's mode,
 shuts that connector down (commit, release, deregister) and starts the other one under the same consumer id,
 so the group, the trace and the 0.8 tools see one member that changed mode. It acknowledges every mode it
-runs in with an ephemeral node ``/consumers/<g>/migration/<consumer id>`` that ``zkconsumer migrate`` awaits.
+runs in with an ephemeral node ``/consumers/<g>/migration/<consumer id>`` that ``zkconsumer migrate`` awaits; in
+coordinator mode the acknowledgement also carries the member's coordinator member id, generation and the partitions
+the coordinator assigned it (re-written when they change): a coordinator need not return more than member ids in
+DescribeGroups, so that is how the driver ties a coordinator member to a consumer id (migration/verify.py).
 """
 
 from __future__ import annotations
@@ -81,6 +84,8 @@ class MigratableConsumer:
         self.mode: GroupMode | None = None
         self.bridged = False
         self.switches = 0
+        #: The coordinator facts (member id, generation, partitions) the acknowledgement last carried.
+        self._acked_facts: dict | None = None
         self._session = self.zk.client_id[0] if self.zk.client_id else None
         self.zk.add_listener(self._on_state)
         DataWatch(self.zk, plan_path(self.group), self._on_plan)
@@ -153,6 +158,8 @@ class MigratableConsumer:
                         elif wanted != (mode, bridged):
                             break
                         self._ack(mode, bridged)  # (also for the same mode under a newer plan: it read that plan)
+                    elif self._coordinator_facts(connector) != self._acked_facts:
+                        self._ack_facts(mode, bridged)  # a new generation or assignment: the driver matches on it
                     if not any(t.is_alive() for t in threads):
                         stop.set()  # every stream ended by itself (consumer timeout, an error)
                 log.info("%s: leaving %s mode%s", self.consumer_id, mode, " (stopping)" if stop.is_set() else "")
@@ -195,18 +202,43 @@ class MigratableConsumer:
         bridge.start(on_ids, gate=connector.holds)
         return connector, bridge
 
+    @staticmethod
+    def _coordinator_facts(connector) -> dict | None:
+        """What a coordinator-mode member adds to its acknowledgement: the member id and generation of its last
+        SyncGroup and the partitions the coordinator assigned it then, as it itself knows them (None in ZooKeeper
+        mode). DescribeGroups must return member ids; it need not return assignments (issue 38)."""
+        if not isinstance(connector, CoordinatorConsumerConnector):
+            return None
+        partitions: dict[str, list[int]] = {}
+        for tp in sorted(connector.owned_partitions()):
+            partitions.setdefault(tp.topic, []).append(tp.partition)
+        generation = connector.group_generation
+        return {"member_id": connector.member_id or None, "generation": generation if generation >= 0 else None,
+                "partitions": partitions}
+
     def _ack(self, mode: GroupMode, bridged: bool) -> None:
         path = ack_path(self.group, self.consumer_id)
         with self._lock:
             version = self._plan_version
+        facts = self._coordinator_facts(self.connector) if mode is GroupMode.COORDINATOR else None
         # plan_version: which plan this acknowledgement answers (the driver waits for the version it wrote, so an
         # acknowledgement of an older plan, e.g. by a member still switching the other way, is not taken for it)
         data = json.dumps({"mode": mode, "bridged": bridged, "switches": self.switches,
-                           "plan_version": version}).encode()
+                           "plan_version": version, **(facts or {})}).encode()
         try:
             self.zk.create(path, data, ephemeral=True, makepath=True)
         except NodeExistsError:
             self.zk.set(path, data)
+        self._acked_facts = facts
+
+    def _ack_facts(self, mode: GroupMode, bridged: bool) -> None:
+        """Re-acknowledge for new coordinator facts; a ZooKeeper that cannot be written now (suspended, expiring)
+        must not end the member: the facts still differ, so the next loop tries again."""
+        try:
+            self._ack(mode, bridged)
+        except Exception as e:  # noqa: BLE001 - retried on the next loop (0.2 s)
+            self._acked_facts = None
+            log.debug("%s: could not update the acknowledgement: %r", self.consumer_id, e)
 
     def _ack_again(self, mode: GroupMode, bridged: bool) -> None:
         try:
