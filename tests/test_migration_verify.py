@@ -8,8 +8,8 @@ import sys
 import time
 
 import pytest
-from helpers import send_authorized_operations, wait_until
-from kafka import KafkaAdminClient, KafkaConsumer, KafkaProducer
+from helpers import produce_counts, send_authorized_operations, wait_until
+from kafka import KafkaAdminClient, KafkaConsumer
 from kafka.structs import OffsetAndMetadata
 
 from zkconsumer.kafka_admin import AdminClient, operation_names
@@ -137,11 +137,7 @@ def test_stalled_partitions_are_those_with_records_waiting_and_no_progress() -> 
 
 def test_describe_and_committed_against_a_real_coordinator(registry: Registry, broker) -> None:
     create_topic(registry, "t", 3)
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
-    for i in range(30):
-        producer.send("t", b"x", partition=i % 3)
-    producer.flush()
-    producer.close()
+    produce_counts(broker.bootstrap, "t", {p: 10 for p in range(3)})
     consumer = KafkaConsumer("t", bootstrap_servers=broker.bootstrap, group_id="g", client_id="g_me",
                              auto_offset_reset="earliest", enable_auto_commit=False)
     try:
@@ -228,11 +224,7 @@ def test_on_a_coordinator_returning_only_member_ids_a_failed_step_rolls_the_whol
     broker = Broker(zk_connect, data_dir=tmp_path / "broker", group_initial_rebalance_delay_ms=0,
                     test_describe_groups_required_only=True).start()
     create_topic(registry, "t", 4)
-    producer = KafkaProducer(bootstrap_servers=broker.bootstrap)
-    for i in range(40):
-        producer.send("t", b"x", partition=i % 4)
-    producer.flush()
-    producer.close()
+    produce_counts(broker.bootstrap, "t", {p: 10 for p in range(4)})
     members = {}
     for name in ("z1", "z2"):
         args = [sys.executable, "-m", "zkconsumer", "consume", "--migratable", "--zookeeper", zk_connect,

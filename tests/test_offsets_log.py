@@ -20,21 +20,9 @@ from kafka.record.memory_records import MemoryRecords, MemoryRecordsBuilder
 from kafka.structs import OffsetAndMetadata
 
 from zkconsumer.assignment.assignors import TopicPartition
+from zkconsumer.coordinator import offsets_codec as codec
 from zkconsumer.coordinator.group import GroupState
 from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
-from zkconsumer.coordinator.offsets_codec import (
-    CodecError,
-    GroupKey,
-    OffsetKey,
-    decode_group_value,
-    decode_key,
-    decode_offset_value,
-    encode_group_key,
-    encode_group_value,
-    encode_offset_key,
-    encode_offset_value,
-    iter_records,
-)
 from zkconsumer.coordinator.offsets_log import OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemberSnapshot
 from zkconsumer.errors import KafkaCode
@@ -48,13 +36,13 @@ TP = TopicPartition("t", 0)
 # ---------------------------------------------------------------------------------------------- formats
 def test_worked_bytes_of_an_offset_commit_record() -> None:
     # key v1: version, group, topic, partition; value v3: version, offset, leader epoch, metadata, commit time
-    assert encode_offset_key("g", TP) == bytes.fromhex("0001" "000167" "000174" "00000000")
-    assert encode_offset_value(CommittedOffset(5, "", 1000)) == bytes.fromhex(
+    assert codec.encode_offset_key("g", TP) == bytes.fromhex("0001" "000167" "000174" "00000000")
+    assert codec.encode_offset_value(CommittedOffset(5, "", 1000)) == bytes.fromhex(
         "0003" "0000000000000005" "ffffffff" "0000" "00000000000003e8")
     # an explicit expiry (OffsetCommit v2-v4 retention) is written as value v1, as Kafka 2.x does
-    assert encode_offset_value(CommittedOffset(5, "m", 1000, 2000)) == bytes.fromhex(
+    assert codec.encode_offset_value(CommittedOffset(5, "m", 1000, 2000)) == bytes.fromhex(
         "0001" "0000000000000005" "00016d" "00000000000003e8" "00000000000007d0")
-    assert encode_group_key("g") == bytes.fromhex("0002" "000167")
+    assert codec.encode_group_key("g") == bytes.fromhex("0002" "000167")
 
 
 def test_worked_bytes_of_a_group_metadata_record() -> None:
@@ -66,25 +54,25 @@ def test_worked_bytes_of_a_group_metadata_record() -> None:
     v3 = bytes.fromhex(
         "0003" "0008" + b"consumer".hex() + "00000001" "0005" + b"range".hex() + "00016d" "00000000000003e8"
         "00000001" "00016d" "ffff" "000163" "00022f68" "000493e0" "00002710" "0000000153" "0000000141")
-    assert encode_group_value(snapshot) == v3
+    assert codec.encode_group_value(snapshot) == v3
     # version 0 (Kafka 0.9/0.10.0): no state timestamp, no instance id, no rebalance timeout, which Kafka's
     # reader takes from the session timeout
     v0 = bytes.fromhex(
         "0000" "0008" + b"consumer".hex() + "00000001" "0005" + b"range".hex() + "00016d"
         "00000001" "00016d" "000163" "00022f68" "00002710" "0000000153" "0000000141")
-    assert decode_group_value(v0) == GroupSnapshot("consumer", 1, "range", "m", -1, (
+    assert codec.decode_group_value(v0) == GroupSnapshot("consumer", 1, "range", "m", -1, (
         MemberSnapshot("m", "c", "/h", 10_000, 10_000, b"S", b"A"),))
     # an Empty group (Kafka writes it when the last member left): null protocol and leader, no members
     empty = GroupSnapshot("consumer", 2, None, None, 5)
-    assert encode_group_value(empty) == bytes.fromhex(
+    assert codec.encode_group_value(empty) == bytes.fromhex(
         "0003" "0008" + b"consumer".hex() + "00000002" "ffff" "ffff" "0000000000000005" "00000000")
-    assert decode_group_value(encode_group_value(empty)) == empty
+    assert codec.decode_group_value(codec.encode_group_value(empty)) == empty
 
 
 def test_older_offset_value_versions_decode() -> None:
     # v0 and v2 (Kafka 0.8.2 - 2.1): offset, metadata, commit timestamp
     for version in ("0000", "0002"):
-        assert decode_offset_value(bytes.fromhex(version + "0000000000000005" "000178" "00000000000003e8")) == \
+        assert codec.decode_offset_value(bytes.fromhex(version + "0000000000000005" "000178" "00000000000003e8")) == \
             CommittedOffset(5, "x", 1000)
 
 
@@ -99,23 +87,23 @@ groups = st.builds(GroupSnapshot, texts, st.integers(0, 2**31 - 1), st.none() | 
 
 @given(texts, texts, st.integers(0, 2**31 - 1), offsets)
 def test_offset_records_round_trip(group: str, topic: str, partition: int, c: CommittedOffset) -> None:
-    assert decode_key(encode_offset_key(group, TopicPartition(topic, partition))) == OffsetKey(group, topic,
-                                                                                                partition)
-    assert decode_offset_value(encode_offset_value(c)) == c
+    key = codec.encode_offset_key(group, TopicPartition(topic, partition))
+    assert codec.decode_key(key) == codec.OffsetKey(group, topic, partition)
+    assert codec.decode_offset_value(codec.encode_offset_value(c)) == c
 
 
 @given(texts, groups)
 def test_group_records_round_trip(group: str, snapshot: GroupSnapshot) -> None:
-    assert decode_key(encode_group_key(group)) == GroupKey(group)
-    assert decode_group_value(encode_group_value(snapshot)) == snapshot
+    assert codec.decode_key(codec.encode_group_key(group)) == codec.GroupKey(group)
+    assert codec.decode_group_value(codec.encode_group_value(snapshot)) == snapshot
 
 
 @given(st.binary(max_size=80))
 def test_garbage_raises_a_codec_error_and_nothing_else(data: bytes) -> None:
-    for decode in (decode_key, decode_offset_value, decode_group_value):
+    for decode in (codec.decode_key, codec.decode_offset_value, codec.decode_group_value):
         try:
             decode(data)
-        except (CodecError, UnicodeDecodeError):
+        except (codec.CodecError, UnicodeDecodeError):
             pass
 
 
@@ -137,9 +125,9 @@ def test_our_batch_reader_agrees_with_kafka_python(batches, base: int, compressi
         data += bytes(batch)
         offset += len(recs)
     expected = [(r.offset, r.key, r.value) for b in MemoryRecords(data) for r in b]
-    assert [(o, k if k is None else bytes(k), v if v is None else bytes(v)) for o, k, v in iter_records(data)] == \
-        expected
-    assert list(iter_records(data[:-1])) == expected[:-len(batches[-1])]  # a torn last batch is left out
+    ours = [(o, k if k is None else bytes(k), v if v is None else bytes(v)) for o, k, v in codec.iter_records(data)]
+    assert ours == expected
+    assert list(codec.iter_records(data[:-1])) == expected[:-len(batches[-1])]  # a torn last batch is left out
 
 
 # ---------------------------------------------------------------------------------------------- the store

@@ -1,6 +1,7 @@
-"""The neutral value types every layer shares: a partition, a record as a stream hands it out, and the group
-protocol a consumer runs. Pure, no I/O, and they import nothing of zkconsumer, so the assignors, both connectors, the
-broker, the coordinator, the migration and the lab can use them without depending on one another.
+"""The neutral value types every layer shares: a partition, a record as a stream hands it out, the group protocol
+a consumer runs, and the base of the string enums whose members carry a label. Pure, no I/O, and they import nothing
+of zkconsumer, so the assignors, both connectors, the broker, the coordinator, the migration and the lab can use them
+without depending on one another.
 ``zkconsumer.assignment.assignors.TopicPartition`` and ``zkconsumer.consumer.fetcher.FetchedRecord`` are these same
 classes."""
 
@@ -9,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass
 from enum import StrEnum
-from typing import NamedTuple, TypeVar
+from typing import NamedTuple, Self, TypeVar
 
 V = TypeVar("V")
 
@@ -21,6 +22,19 @@ class GroupMode(StrEnum):
 
     ZOOKEEPER = "zookeeper"
     COORDINATOR = "coordinator"
+
+
+class LabelledStrEnum(StrEnum):
+    """A StrEnum whose members also carry the words people read, written ``NAME = "value", "label"``: the value is
+    what is stored and parsed (JSON keys, names in files), :attr:`label` what a table or a summary prints."""
+
+    label: str
+
+    def __new__(cls, value: str, label: str) -> Self:
+        member = str.__new__(cls, value)
+        member._value_ = value
+        member.label = label
+        return member
 
 
 class TopicPartition(NamedTuple):

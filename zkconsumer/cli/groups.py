@@ -14,15 +14,7 @@ from rich.table import Table
 from zkconsumer.cli.output import CliError, as_cli_error, console
 from zkconsumer.cli.topics import open_registry, print_names, zookeeper_action
 from zkconsumer.cli.zkauth import add_zk_auth_args, zk_security_from_args
-from zkconsumer.tools.groups import (
-    GroupError,
-    delete_group,
-    describe,
-    export_offsets,
-    import_offsets,
-    parse_export,
-    verify,
-)
+from zkconsumer.tools import groups as group_tools
 from zkconsumer.tools.offset_checker import check
 from zkconsumer.zk.layout import LayoutError
 from zkconsumer.zk.registry import Registry
@@ -77,8 +69,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_describe(args: argparse.Namespace) -> int:
-    with open_registry(args) as reg, as_cli_error(GroupError, LayoutError):
-        rows = describe(reg, args.group, args.bootstrap_server)
+    with open_registry(args) as reg, as_cli_error(group_tools.GroupError, LayoutError):
+        rows = group_tools.describe(reg, args.group, args.bootstrap_server)
     if args.json:
         print(json.dumps([{"topic": r.topic, "partition": r.partition, "offset": r.offset, "log_end_offset":
                            r.log_end, "lag": r.lag, "owner": r.owner} for r in rows]))
@@ -98,15 +90,15 @@ def cmd_describe(args: argparse.Namespace) -> int:
 
 def cmd_offset_checker(args: argparse.Namespace) -> int:
     topics = [t for t in args.topic.split(",") if t] if args.topic is not None else None
-    with open_registry(args) as reg, as_cli_error(GroupError, LayoutError):
+    with open_registry(args) as reg, as_cli_error(group_tools.GroupError, LayoutError):
         report = check(reg, args.group, topics, args.bootstrap_server, args.socket_timeout_ms)
     print("\n".join(report.lines(args.broker_info)))
     return 0
 
 
 def cmd_delete(args: argparse.Namespace) -> int:
-    with open_registry(args) as reg, as_cli_error(GroupError):
-        delete_group(reg, args.group)
+    with open_registry(args) as reg, as_cli_error(group_tools.GroupError):
+        group_tools.delete_group(reg, args.group)
     console.print(f"Deleted all consumer group information for group {args.group} in zookeeper.", highlight=False)
     return 0
 
@@ -131,7 +123,7 @@ def cmd_secure(args: argparse.Namespace) -> int:
 
 def cmd_export(args: argparse.Namespace) -> int:
     with open_registry(args) as reg:
-        lines = export_offsets(reg, args.group)
+        lines = group_tools.export_offsets(reg, args.group)
     text = "".join(line + "\n" for line in lines)
     if args.output_file:
         args.output_file.write_text(text)
@@ -144,20 +136,20 @@ def cmd_export(args: argparse.Namespace) -> int:
 def cmd_import(args: argparse.Namespace) -> int:
     try:
         lines = (sys.stdin.read() if str(args.input_file) == "-" else args.input_file.read_text()).splitlines()
-        entries = parse_export(lines)
+        entries = group_tools.parse_export(lines)
     except OSError as e:
         raise CliError(f"cannot read {args.input_file}: {e.strerror}") from None
-    except (GroupError, LayoutError) as e:
+    except (group_tools.GroupError, LayoutError) as e:
         raise CliError(str(e)) from None
-    with open_registry(args) as reg, as_cli_error(GroupError):
-        n = import_offsets(reg, entries, args.force)
+    with open_registry(args) as reg, as_cli_error(group_tools.GroupError):
+        n = group_tools.import_offsets(reg, entries, args.force)
     console.print(f"imported {n} offsets", highlight=False)
     return 0
 
 
 def cmd_verify(args: argparse.Namespace) -> int:
     with open_registry(args) as reg, as_cli_error(LayoutError):
-        result = verify(reg, args.group)
+        result = group_tools.verify(reg, args.group)
     if result.error:
         raise CliError(result.error)
     for problem in result.problems:

@@ -31,39 +31,31 @@ import math
 import random
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass, field
-from enum import StrEnum
 from typing import Any
 
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.scenario import FOLLOWER, LEADER, Action, ActionKind, Scenario
 from zkconsumer.lab.scenario_toml import dumps
+from zkconsumer.types import LabelledStrEnum
 
 
-class Invariant(StrEnum):
+class Invariant(LabelledStrEnum):
     """The analysis' five invariants (zkconsumer/analysis/invariants.py), as a breach names them. The value is the
-    name used in summaries and in ``nemesis.json``; :attr:`claim` is what the invariant says."""
+    name used in summaries and in ``nemesis.json``; :attr:`claim` (the label) is what the invariant says."""
 
-    ZERO_LOST = "zero-lost"
-    ONE_LIVE_OWNER = "one-live-owner"
-    DUPLICATES_UNCOMMITTED = "duplicates-uncommitted"
-    COMMITS_FORWARD = "commits-forward"
-    REOWNED_AFTER_HEAL = "reowned-after-heal"
+    ZERO_LOST = "zero-lost", "zero lost"
+    ONE_LIVE_OWNER = "one-live-owner", "never two live owners"
+    DUPLICATES_UNCOMMITTED = "duplicates-uncommitted", "duplicates only inside uncommitted windows"
+    COMMITS_FORWARD = "commits-forward", "commits never backwards"
+    REOWNED_AFTER_HEAL = "reowned-after-heal", "re-owned within session timeout + 1 s of the heal"
 
     @property
     def claim(self) -> str:
-        return _CLAIMS[self]
+        return self.label
 
 
 #: The invariants judged from the members' commits: not judged where a member's commits are not in its trace.
 COMMIT_INVARIANTS = (Invariant.DUPLICATES_UNCOMMITTED, Invariant.COMMITS_FORWARD)
-
-_CLAIMS = {
-    Invariant.ZERO_LOST: "zero lost",
-    Invariant.ONE_LIVE_OWNER: "never two live owners",
-    Invariant.DUPLICATES_UNCOMMITTED: "duplicates only inside uncommitted windows",
-    Invariant.COMMITS_FORWARD: "commits never backwards",
-    Invariant.REOWNED_AFTER_HEAL: "re-owned within session timeout + 1 s of the heal",
-}
 
 
 def invariant_counts(counts: Any) -> dict[Invariant, int]:

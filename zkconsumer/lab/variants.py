@@ -8,53 +8,33 @@ from __future__ import annotations
 import importlib.util
 import shutil
 from dataclasses import dataclass
-from enum import Enum, StrEnum
+from enum import Enum
 
 from zkconsumer.apache_kafka.jars import cached, find_javac
 from zkconsumer.apache_kafka.lab_members import CLIENT as KAFKA_08_CLIENT
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.lab.scenario import ActionKind, LabMode
+from zkconsumer.types import LabelledStrEnum
 
 
-class Measure(StrEnum):
-    """What ``compare`` reports for each variant, in the table's order. The value is the key in compare.json; it
-    lives here, beside :class:`Variant`, so a variant can say which measures mean nothing for it."""
+class Measure(LabelledStrEnum):
+    """What ``compare`` reports for each variant, in the table's order. The value is the key in compare.json, the
+    label the row's name in the table, the CSV and the figure; it lives here, beside :class:`Variant`, so a variant
+    can say which measures mean nothing for it."""
 
-    GROUP_REBALANCES = "group_rebalances"
-    STOP_THE_WORLD_MS = "stop_the_world_ms"
-    REBALANCE_MS_P50 = "rebalance_ms_p50"
-    REBALANCE_MS_MAX = "rebalance_ms_max"
-    UNOWNED_MS_TOTAL = "unowned_ms_total"
-    UNOWNED_MS_MAX = "unowned_ms_max"
-    DUPLICATES = "duplicates"
-    OVERLAPS = "overlaps"
-    LOST = "lost"
-    FAILED_REBALANCES = "failed_rebalances"
-    ZOOKEEPER_REQUESTS_PER_REBALANCE = "zookeeper_requests_per_rebalance"
-    GROUP_REQUESTS_PER_REBALANCE = "group_requests_per_rebalance"
-    VERIFY_OK = "verify_ok"
-
-    @property
-    def label(self) -> str:
-        """The row's name in the table, the CSV and the figure."""
-        return _LABELS[self]
-
-
-_LABELS = {
-    Measure.GROUP_REBALANCES: "group rebalances",
-    Measure.STOP_THE_WORLD_MS: "longest the whole group consumed nothing (ms)",
-    Measure.REBALANCE_MS_P50: "rebalance latency p50 (ms)",
-    Measure.REBALANCE_MS_MAX: "rebalance latency max (ms)",
-    Measure.UNOWNED_MS_TOTAL: "partition-time unowned (ms, sum)",
-    Measure.UNOWNED_MS_MAX: "longest a partition sat unowned (ms)",
-    Measure.DUPLICATES: "duplicate deliveries",
-    Measure.OVERLAPS: "two consumers on one partition at once",
-    Measure.LOST: "records lost",
-    Measure.FAILED_REBALANCES: "rebalances given up (retries spent)",
-    Measure.ZOOKEEPER_REQUESTS_PER_REBALANCE: "ZooKeeper requests per rebalance",
-    Measure.GROUP_REQUESTS_PER_REBALANCE: "broker group requests per rebalance",
-    Measure.VERIFY_OK: "every partition owned once at the end",
-}
+    GROUP_REBALANCES = "group_rebalances", "group rebalances"
+    STOP_THE_WORLD_MS = "stop_the_world_ms", "longest the whole group consumed nothing (ms)"
+    REBALANCE_MS_P50 = "rebalance_ms_p50", "rebalance latency p50 (ms)"
+    REBALANCE_MS_MAX = "rebalance_ms_max", "rebalance latency max (ms)"
+    UNOWNED_MS_TOTAL = "unowned_ms_total", "partition-time unowned (ms, sum)"
+    UNOWNED_MS_MAX = "unowned_ms_max", "longest a partition sat unowned (ms)"
+    DUPLICATES = "duplicates", "duplicate deliveries"
+    OVERLAPS = "overlaps", "two consumers on one partition at once"
+    LOST = "lost", "records lost"
+    FAILED_REBALANCES = "failed_rebalances", "rebalances given up (retries spent)"
+    ZOOKEEPER_REQUESTS_PER_REBALANCE = "zookeeper_requests_per_rebalance", "ZooKeeper requests per rebalance"
+    GROUP_REQUESTS_PER_REBALANCE = "group_requests_per_rebalance", "broker group requests per rebalance"
+    VERIFY_OK = "verify_ok", "every partition owned once at the end"
 
 
 class NotApplicable(Enum):
