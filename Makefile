@@ -10,9 +10,13 @@ setup:
 demo: setup
 	$(BIN)/zkconsumer lab
 
+# Two pytest workers (pytest-xdist), a test file each at a time: module-scoped servers stay in one worker, and most
+# tests wait on sessions and timers rather than the CPU, so two at once halve the wall time on a 2-core machine.
+TEST_WORKERS ?= 2
+
 test: setup
 	$(BIN)/ruff check zkconsumer tests benchmarks
-	$(BIN)/python -m pytest -q
+	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 faults: setup  # the whole fault matrix and the failure catalogue's modes (make test runs part of them)
 	$(BIN)/python -m pytest -q -m "faults or faults_full" tests/test_faults.py tests/test_migration_faults.py tests/test_nemesis_lab.py \

@@ -44,7 +44,32 @@ def registry(zk_connect: str) -> Iterator[Registry]:
 
 @pytest.fixture(scope="session", autouse=True)
 def _quiet_env() -> None:
-    os.environ.setdefault("ZKCONSUMER_HOME", os.path.join(os.getcwd(), ".pytest-zkconsumer-home"))
+    """Default data directories (a broker's, ZooKeeper's) under the checkout, one tree per xdist worker: two test
+    files that start a server with its default directory may run at once."""
+    home = os.path.join(os.getcwd(), ".pytest-zkconsumer-home", os.environ.get("PYTEST_XDIST_WORKER", "main"))
+    os.environ.setdefault("ZKCONSUMER_HOME", home)
+
+
+#: Terminal size variables: an xdist worker is started with COLUMNS=80 and LINES=24 whatever the controller had,
+#: and zkconsumer's consoles (zkconsumer/consoles.py) honour COLUMNS, so tests that read what a command printed
+#: would see it wrapped at 80 columns only when run in parallel.
+TERMINAL_SIZE = ("COLUMNS", "LINES")
+
+
+@pytest.hookimpl(optionalhook=True)
+def pytest_configure_node(node) -> None:
+    """xdist, in the controller: hand each worker the controller's terminal size variables (None: unset)."""
+    node.workerinput["terminal_size"] = {name: os.environ.get(name) for name in TERMINAL_SIZE}
+
+
+def pytest_configure(config: pytest.Config) -> None:
+    """In an xdist worker: the controller's terminal size variables, as a run without xdist would have them."""
+    given = getattr(config, "workerinput", {}).get("terminal_size")
+    for name, value in (given or {}).items():
+        if value is None:
+            os.environ.pop(name, None)
+        else:
+            os.environ[name] = value
 
 
 @pytest.fixture
