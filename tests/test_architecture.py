@@ -374,7 +374,7 @@ LAYERS = {
     "zkconsumer.zk": 1, "zkconsumer.assignment": 1, "zkconsumer.config": 1, "zkconsumer.log": 1, "zkconsumer.wire": 1,
     "zkconsumer.consumer": 2, "zkconsumer.broker": 2, "zkconsumer.coordinator": 2, "zkconsumer.migration": 2,
     "zkconsumer.apache_kafka": 2, "zkconsumer.tools": 2,
-    "zkconsumer.lab": 3, "zkconsumer.analysis": 3, "zkconsumer.web": 3,
+    "zkconsumer.lab": 3, "zkconsumer.analysis": 3, "zkconsumer.web": 3, "zkconsumer.sim": 3,
     "zkconsumer.cli": 4,
 }
 
