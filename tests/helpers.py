@@ -31,6 +31,16 @@ def wait_until(condition: Callable[[], Any], timeout: float = 20.0, interval: fl
     raise AssertionError(f"timed out after {timeout}s waiting for {message} (last value: {last!r})")
 
 
+def read_exactly(sock, n: int) -> bytes:
+    """``n`` bytes from a blocking socket (a frame's length, then its body), failing if the peer closes first."""
+    buf = b""
+    while len(buf) < n:
+        chunk = sock.recv(n - len(buf))
+        assert chunk, "the peer closed the connection"
+        buf += chunk
+    return buf
+
+
 def fresh_chroot(connect_string: str, test_name: str) -> str:
     """``connect_string/chroot`` with a new chroot node named after the test, so tests can share a server."""
     name = "".join(c if c.isalnum() else "_" for c in test_name)[:60]

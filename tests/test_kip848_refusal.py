@@ -11,6 +11,7 @@ import struct
 import time
 
 import pytest
+from helpers import read_exactly
 
 from zkconsumer.coordinator import kip848
 from zkconsumer.errors import KafkaCode
@@ -63,19 +64,12 @@ def test_the_broker_lists_the_api_and_refuses_it(broker) -> None:
     with socket.create_connection((host, int(port)), timeout=10) as s:
         frame = heartbeat_frame(correlation_id=5)
         s.sendall(struct.pack(">i", len(frame)) + frame)
-        size = struct.unpack(">i", _read(s, 4))[0]
-        answer = struct.pack(">i", size) + _read(s, size)
+        size = struct.unpack(">i", read_exactly(s, 4))[0]
+        answer = struct.pack(">i", size) + read_exactly(s, size)
     assert kip848.decode_error_response(answer)[:2] == (5, KafkaCode.UNSUPPORTED_VERSION)
     assert (kip848.API_KEY, 0, 1) in broker.apis.versions()
 
 
-def _read(sock, n: int) -> bytes:
-    out = b""
-    while len(out) < n:
-        chunk = sock.recv(n - len(out))
-        assert chunk, "connection closed"
-        out += chunk
-    return out
 
 
 def test_librdkafka_with_group_protocol_consumer_reports_the_refusal(broker, registry, caplog) -> None:

@@ -14,7 +14,7 @@ import threading
 import time
 from typing import Any
 
-from helpers import fresh_chroot
+from helpers import fresh_chroot, read_exactly
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 from kazoo.client import KazooClient
@@ -245,15 +245,7 @@ def test_agreement_ran(zk_server: ZooKeeperServer) -> None:
 
 # ----------------------------------------------------------------------------------------------- session expiry
 def _frame(sock: socket.socket) -> bytes:
-    def exactly(n: int) -> bytes:
-        buf = b""
-        while len(buf) < n:
-            chunk = sock.recv(n - len(buf))
-            assert chunk, "server closed the connection"
-            buf += chunk
-        return buf
-
-    return exactly(int_struct.unpack(exactly(4))[0])
+    return read_exactly(sock, int_struct.unpack(read_exactly(sock, 4))[0])
 
 
 def _raw_session(host: str, port: int, timeout_ms: int) -> tuple[socket.socket, int, int]:
