@@ -47,6 +47,9 @@ Every error class of zkconsumer, by module (``*``: retriable)::
     zkconsumer.lab.faults.lab              FaultTimeout
     zkconsumer.lab.containers.engine       DockerUnavailable
     zkconsumer.lab.containers.images       ImageBuildError
+    zkconsumer.sim.tasks                   SimulationError
+    zkconsumer.sim.network                 ConnectFailed, WouldBlock
+    zkconsumer.sim.zk_jute                 MalformedFrame
     zkconsumer.analysis.traces             TraceInputError
     zkconsumer.analysis.tables             NotPlain
     zkconsumer.web.serve                   AddressInUse

@@ -1,0 +1,193 @@
+"""A kazoo handler on simulated tasks, time and network: an unmodified ``KazooClient`` (its connection loop,
+pings, read timeouts, reconnects, watches and recipes) runs against the simulated ZooKeeper, deterministically.
+
+kazoo takes every thread, queue, event, lock, result, socket and ``select`` from its handler (the interface
+``SequentialThreadingHandler`` implements): here threads are :mod:`.tasks`, sockets are :mod:`.network`
+endpoints, and ``select`` parks the calling task until an endpoint is readable or the (virtual) timeout passes.
+
+Two things kazoo does not take from its handler: its connection loop and its retry read ``time.monotonic()`` and
+the ``random`` module at module level (ping deadlines, jitter, host shuffling, backoff). :func:`kazoo_routed`
+swaps those module attributes for the simulation's clock and a seeded ``random.Random`` while a simulation runs,
+and restores them after. So **a simulation owns the process while it runs**: no live kazoo client (one talking
+to a real ZooKeeper on a thread) may run in the same process at the same time, since it would read virtual time.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import logging
+import random
+from collections.abc import Callable, Iterator
+from queue import Empty
+from types import ModuleType, SimpleNamespace
+from typing import Any
+
+import kazoo.protocol.connection
+import kazoo.recipe.lock
+import kazoo.recipe.watchers
+import kazoo.retry
+from kazoo.handlers import utils
+from kazoo.handlers.threading import KazooTimeoutError
+
+from zkconsumer.sim import tasks
+from zkconsumer.sim.network import Endpoint, Network
+from zkconsumer.sim.scheduler import Clock
+from zkconsumer.sim.tasks import Condition, Event, Queue, RLock, Runtime, Task
+
+log = logging.getLogger(__name__)
+
+_STOP = object()
+
+#: The kazoo modules that read ``time`` (and ``random``) themselves, and what of them: the names swapped.
+ROUTED_MODULES: dict[ModuleType, tuple[str, ...]] = {
+    kazoo.protocol.connection: ("time", "random"),  # ping deadline and jitter, host shuffle, r/w pinger
+    kazoo.retry: ("time", "random"),  # the connection retry's deadline and backoff jitter
+    kazoo.recipe.lock: ("time",),  # lock acquisition timeouts
+    kazoo.recipe.watchers: ("time",),  # PatientChildrenWatch
+}
+
+
+@contextlib.contextmanager
+def kazoo_routed(clock: Clock, rng: random.Random) -> Iterator[None]:
+    """Route kazoo's module-level ``time`` to ``clock`` (``monotonic``, ``time``, ``sleep``: virtual) and its
+    ``random`` to ``rng`` for the duration; restore the real modules after, even on an error. Not re-entrant."""
+    shim = SimpleNamespace(monotonic=clock.monotonic, time=clock.time, sleep=tasks.sleep,
+                           perf_counter=clock.monotonic)
+    saved: list[tuple[ModuleType, str, Any]] = []
+    for module, names in ROUTED_MODULES.items():
+        for name in names:
+            current = getattr(module, name)
+            if isinstance(current, (SimpleNamespace, random.Random)):
+                raise tasks.SimulationError("kazoo is already routed to a simulation")
+            saved.append((module, name, current))
+            setattr(module, name, shim if name == "time" else rng)
+    try:
+        yield
+    finally:
+        for module, name, original in saved:
+            setattr(module, name, original)
+
+
+class SimAsyncResult(utils.AsyncResult):
+    """kazoo's own ``AsyncResult`` on a simulated condition: ``get`` and ``wait`` park the task."""
+
+    def __init__(self, handler: SimHandler) -> None:
+        super().__init__(handler, handler.condition_object, KazooTimeoutError)
+
+
+class SimHandler:
+    """kazoo's handler interface on a :class:`~zkconsumer.sim.tasks.Runtime` and a
+    :class:`~zkconsumer.sim.network.Network`, for one client host (``host``: what the network's faults name).
+
+    As kazoo's threading handler: watch callbacks run one at a time on a worker task, ``rawlink`` completions on
+    another, so a callback may block (read ZooKeeper again) without stalling the connection loop."""
+
+    name = "zkconsumer_sim_handler"
+    timeout_exception = KazooTimeoutError
+    sleep_func = staticmethod(tasks.sleep)
+    queue_empty = Empty
+
+    def __init__(self, runtime: Runtime, network: Network, host: str) -> None:
+        self.runtime = runtime
+        self.network = network
+        self.host = host
+        self.callback_queue = Queue(runtime)
+        self.completion_queue = Queue(runtime)
+        self._running = False
+        self._workers: list[Task] = []
+
+    @property
+    def running(self) -> bool:
+        return self._running
+
+    def queue_impl(self) -> Queue:
+        return Queue(self.runtime)
+
+    # ------------------------------------------------------------------------------------------- lifecycle
+    def start(self) -> None:
+        if self._running:
+            return
+        for name, work in (("completion", self.completion_queue), ("callback", self.callback_queue)):
+            self._workers.append(self.spawn(self._worker, work, _name=f"{self.host}-{name}"))
+        self._running = True
+
+    def stop(self) -> None:
+        if not self._running:
+            return
+        self._running = False
+        for work in (self.completion_queue, self.callback_queue):
+            work.put(_STOP)
+        while self._workers:
+            self._workers.pop().join()
+        self.callback_queue = Queue(self.runtime)
+        self.completion_queue = Queue(self.runtime)
+
+    @staticmethod
+    def _worker(work: Queue) -> None:
+        while True:
+            func = work.get()
+            if func is _STOP:
+                return
+            try:
+                func()
+            except Exception:  # noqa: BLE001 - as kazoo's workers do: log, and serve the next callback
+                log.exception("exception in a simulated kazoo worker")
+
+    # ------------------------------------------------------------------------------------------- primitives
+    def event_object(self) -> Event:
+        return Event(self.runtime)
+
+    def lock_object(self) -> tasks.Lock:
+        return tasks.Lock(self.runtime)  # by its module: a bare ``Lock(`` reads as kazoo's recipe to the checks
+
+    def rlock_object(self) -> RLock:
+        return RLock(self.runtime)
+
+    def condition_object(self) -> Condition:
+        return Condition(self.runtime)
+
+    def async_result(self) -> SimAsyncResult:
+        return SimAsyncResult(self)
+
+    def spawn(self, func: Callable[..., Any], *args: Any, _name: str | None = None, **kwargs: Any) -> Task:
+        return self.runtime.spawn(func, *args, name=_name or f"{self.host}-{getattr(func, '__name__', 'task')}",
+                                  **kwargs)
+
+    def dispatch_callback(self, callback: Any) -> None:
+        self.callback_queue.put(lambda: callback.func(*callback.args))
+
+    # ------------------------------------------------------------------------------------------- sockets
+    def create_connection(self, address: tuple[str, int], timeout: float | None = None, **_: Any) -> Endpoint:
+        """A connection to the simulated server at ``address`` (TLS and the rest of kazoo's options ignored)."""
+        return self.network.connect(self.host, (address[0], int(address[1])), timeout)
+
+    def create_socket_pair(self) -> tuple[Endpoint, Endpoint]:
+        """kazoo's wake-up pipe: the client writes a byte to it per request queued; no network in between."""
+        a = Endpoint(self.runtime, ("wakeup", 0))
+        b = Endpoint(self.runtime, ("wakeup", 1))
+        a._out = _LocalPipe(b)  # type: ignore[assignment]
+        b._out = _LocalPipe(a)  # type: ignore[assignment]
+        return a, b
+
+    def select(self, rlist: list, wlist: list, xlist: list, timeout: float | None = None) -> tuple[list, list, list]:
+        """Which endpoints are readable (every open one is writable: buffers are unbounded); parks the task until
+        one is, or ``timeout`` seconds of virtual time."""
+        readable = [s for s in rlist if s.readable()]
+        writable = [s for s in wlist if not s.closed]
+        if readable or writable or (timeout is not None and timeout <= 0):
+            return readable, writable, []
+        self.runtime.block([s.readers for s in rlist], timeout)
+        return [s for s in rlist if s.readable()], [s for s in wlist if not s.closed], []
+
+
+class _LocalPipe:
+    """The wake-up pipe's direction: in-process, instantaneous, no faults."""
+
+    def __init__(self, target: Endpoint) -> None:
+        self._target = target
+
+    def push(self, payload: object) -> None:
+        if isinstance(payload, bytes):
+            self._target._receive(payload)
+        else:
+            self._target._peer_closed()

@@ -1,0 +1,63 @@
+"""One simulated world for kazoo clients: a scheduler (the seed), tasks, a network and a ZooKeeper server
+speaking the wire protocol, wired together, so that a test or the simulator says only what it runs.
+
+    world = KazooWorld(seed=7)
+    client = world.client("c1", timeout=10.0)      # an unmodified kazoo KazooClient
+    world.run(lambda: (client.start(), client.create("/a"), client.stop()))
+
+:meth:`KazooWorld.run` routes kazoo's module-level time and random to the world for its duration
+(:func:`~zkconsumer.sim.kazoo_handler.kazoo_routed`): one simulation per process at a time.
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Callable
+from typing import Any
+
+from kazoo.client import KazooClient
+
+from zkconsumer.sim.kazoo_handler import SimHandler, kazoo_routed
+from zkconsumer.sim.network import Address, Network
+from zkconsumer.sim.scheduler import Scheduler
+from zkconsumer.sim.tasks import Runtime
+from zkconsumer.sim.zk_wire import WireServer
+from zkconsumer.sim.zookeeper import ServerConfig, ZooKeeperModel
+
+
+class KazooWorld:
+    """Scheduler, runtime, network, ZooKeeper model and its wire server for one seed.
+
+    Three independent streams of randomness come from the seed, so that a draw added to one does not reshuffle
+    the others: the scheduler's (the order of simultaneous events), the model's (hash-set orders), kazoo's (its
+    jitter, backoff and host shuffle)."""
+
+    def __init__(self, seed: int | None = 0, config: ServerConfig | None = None,
+                 address: Address = ("127.0.0.1", 2181)) -> None:
+        self.seed = seed
+        self.scheduler = Scheduler(seed)
+        self.runtime = Runtime(self.scheduler)
+        self.clock = self.runtime.clock
+        self.network = Network(self.runtime)
+        model_rng = random.Random(f"zookeeper-{seed}") if seed is not None else None
+        self.model = ZooKeeperModel(lambda: self.scheduler.now_ms, config or ServerConfig(), model_rng)
+        self.server = WireServer(self.model, self.network, address)
+        self.address = address
+        self.kazoo_rng = random.Random(f"kazoo-{seed}")
+
+    def client(self, host: str, timeout: float = 10.0, **kwargs: Any) -> KazooClient:
+        """A real ``KazooClient`` on host ``host`` of the simulated network (``timeout``: the session timeout it
+        asks for, seconds)."""
+        handler = SimHandler(self.runtime, self.network, host)
+        return KazooClient(hosts=f"{self.address[0]}:{self.address[1]}", handler=handler, timeout=timeout, **kwargs)
+
+    def run(self, main: Callable[..., Any], *args: Any, limit_ms: int | None = None, **kwargs: Any) -> Any:
+        """Run ``main`` as the simulation's main task until it returns (see :meth:`Runtime.run`)."""
+        with kazoo_routed(self.clock, self.kazoo_rng):
+            return self.runtime.run(main, *args, limit_ms=limit_ms, **kwargs)
+
+    def close(self) -> None:
+        """End the tasks still parked (a client never stopped), kazoo routed meanwhile: their unwinding may read
+        the time."""
+        with kazoo_routed(self.clock, self.kazoo_rng):
+            self.runtime.close()

@@ -1,0 +1,439 @@
+"""Cooperative tasks on the simulator's scheduler: what threads become when code that was written for threads
+(kazoo's connection loop and workers, later the consumer's) runs on virtual time.
+
+A task is a greenlet. It runs until it blocks (an :class:`Event`, a :class:`Lock`, a :class:`Queue`, a sleep,
+a socket wait), and then parks: it hands control back to the *hub*, the greenlet running :meth:`Runtime.run`,
+which steps the :class:`~zkconsumer.sim.scheduler.Scheduler`. Every wake-up is a scheduler event, so which of
+two tasks made ready at the same instant runs first is the seed's choice, and when every task is parked the
+scheduler jumps to the next timer: virtual time never waits.
+
+Only one task runs at a time and a task is never pre-empted, so code that is correct under threads stays correct
+here, while races that need a pre-emption *between two bytecodes* cannot happen (the simulator explores the
+orders of blocking points, not of instructions: FoundationDB's actors have the same granularity).
+
+Timeouts are seconds (float), as in ``threading``; the scheduler counts whole milliseconds, so a timeout becomes
+the smallest whole number of milliseconds at least as long (a 0.3333 s wait wakes at 334 ms).
+
+One runtime runs per process at a time (:func:`active`): :func:`sleep`, which kazoo takes as a plain function,
+finds it there.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import deque
+from collections.abc import Callable
+from queue import Empty
+from typing import Any
+
+from greenlet import GreenletExit, getcurrent, greenlet
+
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.sim.scheduler import Clock, Scheduler, Timer
+
+
+class SimulationError(ZkConsumerError, RuntimeError):
+    """The simulation cannot go on: a deadlock (the main task waits and nothing is scheduled), a step limit
+    passed, blocking outside a task, a task that died of an unexpected exception, a second runtime at once."""
+
+
+_ACTIVE: list[Runtime] = []
+
+
+def active() -> Runtime:
+    """The runtime whose :meth:`Runtime.run` is under way (a simulation owns the process while it runs)."""
+    if not _ACTIVE:
+        raise SimulationError("no simulation is running")
+    return _ACTIVE[-1]
+
+
+def to_ms(seconds: float) -> int:
+    """A wait in seconds as whole virtual milliseconds, never shorter (rounded to a nanosecond first, so that
+    float noise such as ``0.1 + 0.2`` does not add a millisecond)."""
+    return max(0, math.ceil(round(seconds * 1000.0, 6)))
+
+
+def sleep(seconds: float) -> None:
+    """``time.sleep`` for the running task: park for ``seconds`` of virtual time (0: let the others run first)."""
+    active().sleep(seconds)
+
+
+class _Waiter:
+    """One park of one task: woken once, by whichever comes first (a wake-up or its timeout)."""
+
+    __slots__ = ("task", "timer", "fired")
+
+    def __init__(self, task: Task) -> None:
+        self.task = task
+        self.timer: Timer | None = None
+        self.fired = False
+
+
+class Task:
+    """A cooperative thread: ``join``, ``is_alive`` and ``name`` as ``threading.Thread`` has them."""
+
+    def __init__(self, runtime: Runtime, fn: Callable[..., Any], args: tuple, kwargs: dict, name: str) -> None:
+        self.name = name
+        self.result: Any = None
+        self.exception: BaseException | None = None
+        self._runtime = runtime
+        self._finished = Event(runtime)
+        self._glet = greenlet(lambda _started: self._main(fn, args, kwargs))
+
+    def _main(self, fn: Callable[..., Any], args: tuple, kwargs: dict) -> None:
+        try:
+            self.result = fn(*args, **kwargs)
+        except GreenletExit:
+            pass
+        except BaseException as exc:  # noqa: BLE001 - a thread's death is reported, not raised in the hub
+            self.exception = exc
+            self._runtime.failures.append((self, exc))
+        finally:
+            self._finished.set()
+
+    @property
+    def done(self) -> bool:
+        return self._finished.is_set()
+
+    def is_alive(self) -> bool:
+        return not self.done
+
+    def join(self, timeout: float | None = None) -> None:
+        self._finished.wait(timeout)
+
+    def __repr__(self) -> str:
+        return f"<Task {self.name} {'done' if self.done else 'alive'}>"
+
+
+class Runtime:
+    """Tasks on a scheduler. Build everything, then :meth:`run` a main function as a task: it returns what the
+    main function returned once it has, the other tasks left parked where they are (a later :meth:`run` goes on
+    with them). ``failures`` lists tasks that died of an exception; ``strict`` (the default) makes :meth:`run`
+    raise at the first one, since in a simulation an unexpected exception is a finding, not noise."""
+
+    def __init__(self, scheduler: Scheduler, strict: bool = True) -> None:
+        self.scheduler = scheduler
+        self.clock = Clock(scheduler)
+        self.strict = strict
+        self.failures: list[tuple[Task, BaseException]] = []
+        self.switches = 0
+        self._hub: greenlet | None = None
+        self._current: Task | None = None
+        self._tasks: list[Task] = []
+        self._names = 0
+
+    # ------------------------------------------------------------------------------------------- tasks
+    def spawn(self, fn: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any) -> Task:
+        """Start ``fn(*args, **kwargs)`` as a task: it first runs once the current one parks (now, in virtual time)."""
+        self._names += 1
+        task = Task(self, fn, args, kwargs, name or f"task-{self._names}")
+        self._tasks = [t for t in self._tasks if not t.done]
+        self._tasks.append(task)
+        self.scheduler.call_later(0, lambda: self._resume(task, True))
+        return task
+
+    def current(self) -> Task | None:
+        return self._current
+
+    def sleep(self, seconds: float) -> None:
+        """Park the running task for ``seconds`` of virtual time; 0 yields to whatever else is ready now."""
+        self.block((), max(seconds, 0.0))
+
+    # ------------------------------------------------------------------------------------------- parking
+    def block(self, waitlists: tuple[deque, ...] | list[deque], timeout: float | None) -> bool:
+        """Park the running task on ``waitlists`` until :meth:`wake` (True) or ``timeout`` seconds (False)."""
+        task = self._current
+        if task is None or self._hub is None:
+            raise SimulationError("only a task can block (run the code under Runtime.run)")
+        waiter = _Waiter(task)
+        for waitlist in waitlists:
+            waitlist.append(waiter)
+        if timeout is not None:
+            waiter.timer = self.scheduler.call_later(to_ms(timeout), lambda: self._expire(waiter))
+        try:
+            return self._hub.switch()
+        finally:
+            for waitlist in waitlists:
+                try:
+                    waitlist.remove(waiter)
+                except ValueError:
+                    pass
+
+    def wake(self, waiter: _Waiter) -> bool:
+        """Make a parked task ready (it runs at the current instant, in the seed's order); False if it was already."""
+        if waiter.fired:
+            return False
+        waiter.fired = True
+        if waiter.timer is not None:
+            waiter.timer.cancel()
+        self.scheduler.call_later(0, lambda: self._resume(waiter.task, True))
+        return True
+
+    def wake_one(self, waitlist: deque) -> bool:
+        while waitlist:
+            if self.wake(waitlist.popleft()):
+                return True
+        return False
+
+    def wake_all(self, waitlist: deque) -> None:
+        while waitlist:
+            self.wake(waitlist.popleft())
+
+    def _expire(self, waiter: _Waiter) -> None:
+        if not waiter.fired:
+            waiter.fired = True
+            self._resume(waiter.task, False)
+
+    def _resume(self, task: Task, value: bool) -> None:
+        if task.done:
+            return
+        hub = getcurrent()
+        if task._glet.parent is not hub:  # first run, or a later run() from elsewhere: come back here
+            task._glet.parent = hub
+        self._current = task
+        self.switches += 1
+        try:
+            task._glet.switch(value)
+        finally:
+            self._current = None
+        if self.strict and self.failures:
+            failed, exc = self.failures[0]
+            raise SimulationError(f"task {failed.name} died: {exc!r}") from exc
+
+    # ------------------------------------------------------------------------------------------- running
+    def run(self, main: Callable[..., Any], *args: Any, limit_ms: int | None = None, **kwargs: Any) -> Any:
+        """Run ``main`` as a task until it returns (its value) or raises (re-raised here), stepping the scheduler
+        meanwhile. ``limit_ms``: fail if virtual time would pass it first (a guard against a run that never
+        ends, since a connected client's pings keep the scheduler busy forever)."""
+        if self._hub is not None or _ACTIVE:
+            raise SimulationError("a simulation is already running in this process")
+        self._hub = getcurrent()
+        _ACTIVE.append(self)
+        try:
+            task = self.spawn(main, *args, name="main", **kwargs)
+            while not task.done:
+                due = self.scheduler.next_due_ms()
+                if due is None:
+                    raise SimulationError(f"deadlock at {self.scheduler.now_ms} ms: every task waits, nothing is due")
+                if limit_ms is not None and due > limit_ms:
+                    raise SimulationError(f"the main task had not finished by {limit_ms} ms")
+                self.scheduler.step()
+        finally:
+            _ACTIVE.pop()
+            self._hub = None
+        if task.exception is not None:
+            raise task.exception
+        return task.result
+
+    def close(self) -> None:
+        """End every task still parked (``GreenletExit`` raised where it waits), so none lingers after the run."""
+        self._hub = getcurrent()
+        _ACTIVE.append(self)
+        try:
+            for task in self._tasks:
+                if not task.done and task._glet:
+                    task._glet.parent = self._hub
+                    self._current = task
+                    try:
+                        task._glet.throw(GreenletExit)
+                    finally:
+                        self._current = None
+        finally:
+            _ACTIVE.pop()
+            self._hub = None
+            self._tasks = []
+
+
+# ----------------------------------------------------------------------------------------------- primitives
+class Event:
+    """``threading.Event`` on virtual time."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._flag = False
+        self._waiters: deque[_Waiter] = deque()
+
+    def is_set(self) -> bool:
+        return self._flag
+
+    isSet = is_set  # noqa: N815 - threading's old name, which some callers still use
+
+    def set(self) -> None:
+        self._flag = True
+        self._runtime.wake_all(self._waiters)
+
+    def clear(self) -> None:
+        self._flag = False
+
+    def wait(self, timeout: float | None = None) -> bool:
+        if self._flag or (timeout is not None and timeout <= 0):
+            return self._flag
+        self._runtime.block((self._waiters,), timeout)
+        return self._flag
+
+
+class Lock:
+    """``threading.Lock``: a task that finds it held parks until it is released (FIFO among the waiters)."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._held = False
+        self._waiters: deque[_Waiter] = deque()
+
+    def _free_for(self, task: Task | None) -> bool:
+        return not self._held
+
+    def _take(self, task: Task | None) -> None:
+        self._held = True
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        runtime = self._runtime
+        task = runtime.current()
+        if self._free_for(task):
+            self._take(task)
+            return True
+        if not blocking or timeout == 0:
+            return False
+        deadline = None if timeout is None or timeout < 0 else runtime.scheduler.now_ms + to_ms(timeout)
+        while True:
+            left = None if deadline is None else (deadline - runtime.scheduler.now_ms) / 1000.0
+            if left is not None and left <= 0:
+                return False
+            runtime.block((self._waiters,), left)
+            if self._free_for(task):
+                self._take(task)
+                return True
+
+    def release(self) -> None:
+        if not self._held:
+            raise SimulationError("release of an unheld lock")
+        self._held = False
+        self._runtime.wake_one(self._waiters)
+
+    def locked(self) -> bool:
+        return self._held
+
+    def __enter__(self) -> bool:
+        return self.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self.release()
+
+    # Condition's hooks: a plain lock is released and re-taken once
+    def _release_save(self) -> int:
+        self.release()
+        return 1
+
+    def _acquire_restore(self, saved: int) -> None:
+        self.acquire()
+
+
+class RLock(Lock):
+    """``threading.RLock``: re-entrant for the task holding it."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        super().__init__(runtime)
+        self._owner: Task | None = None
+        self._count = 0
+
+    def _free_for(self, task: Task | None) -> bool:
+        return not self._held or self._owner is task
+
+    def _take(self, task: Task | None) -> None:
+        self._held = True
+        self._owner = task
+        self._count += 1
+
+    def release(self) -> None:
+        if not self._held or self._owner is not self._runtime.current():
+            raise SimulationError("release of an RLock this task does not hold")
+        self._count -= 1
+        if self._count == 0:
+            self._owner = None
+            super().release()
+
+    def _release_save(self) -> int:
+        count, self._count, self._owner = self._count, 1, self._owner
+        self.release()
+        return count
+
+    def _acquire_restore(self, saved: int) -> None:
+        self.acquire()
+        self._count = saved
+
+
+class Condition:
+    """``threading.Condition`` over a :class:`Lock` or :class:`RLock` (an RLock by default)."""
+
+    def __init__(self, runtime: Runtime, lock: Lock | None = None) -> None:
+        self._runtime = runtime
+        self._lock = lock if lock is not None else RLock(runtime)
+        self._waiters: deque[_Waiter] = deque()
+
+    def __enter__(self) -> bool:
+        return self._lock.acquire()
+
+    def __exit__(self, *exc: object) -> None:
+        self._lock.release()
+
+    def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        return self._lock.acquire(blocking, timeout)
+
+    def release(self) -> None:
+        self._lock.release()
+
+    def wait(self, timeout: float | None = None) -> bool:
+        saved = self._lock._release_save()
+        try:
+            return self._runtime.block((self._waiters,), timeout)
+        finally:
+            self._lock._acquire_restore(saved)
+
+    def notify(self, n: int = 1) -> None:
+        for _ in range(n):
+            if not self._runtime.wake_one(self._waiters):
+                break
+
+    def notify_all(self) -> None:
+        self._runtime.wake_all(self._waiters)
+
+
+class Queue:
+    """``queue.Queue`` (unbounded) on virtual time; ``get`` raises ``queue.Empty`` as the real one does."""
+
+    def __init__(self, runtime: Runtime) -> None:
+        self._runtime = runtime
+        self._items: deque[Any] = deque()
+        self._getters: deque[_Waiter] = deque()
+
+    def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        self._items.append(item)
+        self._runtime.wake_one(self._getters)
+
+    def put_nowait(self, item: Any) -> None:
+        self.put(item)
+
+    def get(self, block: bool = True, timeout: float | None = None) -> Any:
+        runtime = self._runtime
+        deadline = None if timeout is None else runtime.scheduler.now_ms + to_ms(timeout)
+        while not self._items:
+            left = None if deadline is None else (deadline - runtime.scheduler.now_ms) / 1000.0
+            if not block or (left is not None and left <= 0):
+                raise Empty
+            runtime.block((self._getters,), left)
+        item = self._items.popleft()
+        if self._items:  # more for the next getter, who may have been passed over
+            runtime.wake_one(self._getters)
+        return item
+
+    def get_nowait(self) -> Any:
+        return self.get(False)
+
+    def task_done(self) -> None:
+        """Nothing to count: no caller of ours joins a queue."""
+
+    def empty(self) -> bool:
+        return not self._items
+
+    def qsize(self) -> int:
+        return len(self._items)

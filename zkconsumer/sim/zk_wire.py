@@ -1,0 +1,252 @@
+"""The server end of ZooKeeper's wire protocol in front of :class:`~zkconsumer.sim.zookeeper.ZooKeeperModel`:
+what a real client (kazoo, unmodified) connects to in a simulation.
+
+It owns what the model leaves to connections (docs/simulation.md): the handshake (a new session, a reconnect
+to a live one, or "expired": a timeout of 0, then the close, as ``NIOServerCnxn.finishSessionInit`` does), one
+connection per session (a reconnect closes the session's old connection and drops its watches, which the
+client sets again), notifications written to the watching session's connection before the reply of the request
+that set them off (ZooKeeper queues them while applying the transaction), and the close of an expired or closed
+session's connection. Requests are served the instant they arrive: service time is a later layer.
+
+Codecs are :mod:`.zk_jute`'s; the session tracker's expiries are driven by
+:func:`~zkconsumer.sim.zookeeper.run_session_tracker`.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Sequence
+
+from zkconsumer.sim.network import Address, Endpoint, Network
+from zkconsumer.sim.zk_codes import CreateMode, ZkCode
+from zkconsumer.sim.zk_jute import (
+    CheckRequest,
+    ConnectResponse,
+    CreateRequest,
+    DeleteRequest,
+    MalformedFrame,
+    MultiRequest,
+    OpCode,
+    PathRequest,
+    Request,
+    SetDataRequest,
+    SetWatchesRequest,
+    Writer,
+    Xid,
+    decode_connect,
+    decode_request,
+    encode_connect_response,
+    encode_notification,
+    encode_reply,
+    multi_header,
+    split_frames,
+)
+from zkconsumer.sim.zk_tree import WatchEvent
+from zkconsumer.sim.zookeeper import (
+    CheckOp,
+    CreateOp,
+    DeleteOp,
+    Expiry,
+    Op,
+    OpResult,
+    Reply,
+    SetDataOp,
+    ZooKeeperModel,
+    run_session_tracker,
+)
+
+log = logging.getLogger(__name__)
+
+
+def session_password(session_id: int) -> bytes:
+    """The 16-byte password a session is handed: a function of its id (no secret to keep in a simulation)."""
+    return session_id.to_bytes(8, "big") * 2
+
+
+class _Connection:
+    """One client connection as the server sees it: awaiting its ConnectRequest, then serving one session."""
+
+    def __init__(self, server: WireServer, endpoint: Endpoint) -> None:
+        self.server = server
+        self.endpoint = endpoint
+        self.session_id: int | None = None
+        self.open = True
+        self._buffer = bytearray()
+        endpoint.on_data = self._on_data
+        endpoint.on_close = self._on_close
+
+    def send(self, frame: bytes) -> None:
+        if self.open:
+            self.endpoint.send(frame)
+
+    def close(self) -> None:
+        """The server closes this connection (its session ended, or a newer connection took it over)."""
+        if self.open:
+            self.open = False
+            self.endpoint.close()
+
+    def _on_close(self) -> None:
+        self.open = False
+        self.server._connection_closed(self)
+
+    def _on_data(self, data: bytes) -> None:
+        self._buffer += data
+        try:
+            for frame in split_frames(self._buffer):
+                if not self.open:
+                    return
+                if self.session_id is None:
+                    self.server._handshake(self, frame)
+                else:
+                    self.server._serve(self, decode_request(frame))
+        except MalformedFrame as exc:
+            log.warning("closing a connection that sent a malformed frame: %s", exc)
+            self.close()
+            self.server._connection_closed(self)
+
+
+class WireServer:
+    """A ZooKeeper server listening at ``address`` on a simulated network."""
+
+    def __init__(self, model: ZooKeeperModel, network: Network, address: Address = ("127.0.0.1", 2181)) -> None:
+        self.model = model
+        self.network = network
+        self.address = address
+        self.frames_in = 0
+        self._by_session: dict[int, _Connection] = {}
+        network.listen(address, lambda endpoint: _Connection(self, endpoint))
+        run_session_tracker(network.scheduler, model, self._expired)
+
+    # ------------------------------------------------------------------------------------------- sessions
+    def _handshake(self, conn: _Connection, frame: bytes) -> None:
+        request = decode_connect(frame)
+        model = self.model
+        if request.session_id == 0:
+            reply = model.create_session(request.timeout_ms)
+            assert reply.value is not None
+            session_id, timeout = reply.value
+        elif model.is_live(request.session_id):
+            session_id = request.session_id
+            model.sessions.touch(session_id, self.network.scheduler.now_ms)  # revalidation counts as hearing from it
+            timeout = model.session_timeout_ms(session_id) or 0
+            old = self._by_session.pop(session_id, None)
+            if old is not None and old is not conn:
+                old.close()
+                model.drop_watches(session_id)
+        else:
+            conn.session_id = request.session_id
+            conn.send(encode_connect_response(ConnectResponse(0, 0, 0, bytes(16))))
+            conn.close()
+            return
+        conn.session_id = session_id
+        self._by_session[session_id] = conn
+        conn.send(encode_connect_response(ConnectResponse(0, timeout, session_id, session_password(session_id))))
+
+    def _connection_closed(self, conn: _Connection) -> None:
+        """The client closed (or the server dropped) a connection: the session keeps ticking, its watches go."""
+        sid = conn.session_id
+        if sid is not None and self._by_session.get(sid) is conn:
+            del self._by_session[sid]
+            self.model.drop_watches(sid)
+
+    def _expired(self, expiry: Expiry) -> None:
+        self._notify(expiry.events)
+        conn = self._by_session.pop(expiry.session_id, None)
+        if conn is not None:
+            conn.close()
+
+    def _notify(self, events: Sequence[WatchEvent]) -> None:
+        for event in events:
+            conn = self._by_session.get(event.session_id)
+            if conn is not None:
+                conn.send(encode_notification(int(event.type), event.path))
+
+    # ------------------------------------------------------------------------------------------- requests
+    def _serve(self, conn: _Connection, request: Request) -> None:
+        self.frames_in += 1
+        sid = conn.session_id
+        assert sid is not None
+        model, op, body = self.model, request.op, request.body
+        out = Writer()
+        if op is OpCode.PING:
+            reply: Reply = model.ping(sid)
+        elif op is OpCode.CLOSE_SESSION:
+            reply = model.close_session(sid)
+            self._notify(reply.events)
+            conn.send(encode_reply(request.xid, reply.zxid, int(reply.code)))
+            self._by_session.pop(sid, None)
+            conn.close()
+            return
+        elif isinstance(body, CreateRequest):
+            reply = model.create(sid, body.path, body.data, _mode(body.flags))
+            out.string(reply.value)
+            if op is OpCode.CREATE2 and reply.ok:
+                out.stat(model.tree.nodes[reply.value].stat())
+        elif isinstance(body, DeleteRequest):
+            reply = model.delete(sid, body.path, body.version)
+        elif isinstance(body, SetDataRequest):
+            reply = model.set_data(sid, body.path, body.data, body.version)
+            if reply.ok:
+                out.stat(reply.value)
+        elif op is OpCode.GET_DATA:
+            reply = model.get_data(sid, body.path, body.watch)
+            if reply.ok:
+                out.buffer(reply.value[0]).stat(reply.value[1])
+        elif op is OpCode.EXISTS:
+            reply = model.exists(sid, body.path, body.watch)
+            if reply.ok:
+                out.stat(reply.value)
+        elif op in (OpCode.GET_CHILDREN, OpCode.GET_CHILDREN2):
+            reply = model.get_children(sid, body.path, body.watch)
+            if reply.ok:
+                out.strings(reply.value[0])
+                if op is OpCode.GET_CHILDREN2:
+                    out.stat(reply.value[1])
+        elif op is OpCode.SYNC and isinstance(body, PathRequest):
+            reply = Reply(ZkCode.OK, None, model.zxid)  # one server: everything is already in sync
+            out.string(body.path)
+        elif isinstance(body, MultiRequest):
+            reply = self._multi(sid, body, out)
+        elif isinstance(body, SetWatchesRequest):
+            reply = model.set_watches(sid, body.relative_zxid, body.data, body.exist, body.child)
+        else:
+            reply = Reply(ZkCode.UNIMPLEMENTED, None, model.zxid)
+        self._notify(reply.events)
+        xid = Xid.PING if op is OpCode.PING else request.xid
+        conn.send(encode_reply(xid, reply.zxid, int(reply.code), out))
+
+    def _multi(self, sid: int, body: MultiRequest, out: Writer) -> Reply:
+        """A multi's results go in its body, one header each, whatever happened; the reply header's err stays OK
+        (``FinalRequestProcessor`` does not throw a multi's error) unless the session itself is gone."""
+        ops: list[Op] = []
+        for _op, rec in body.ops:
+            if isinstance(rec, CreateRequest):
+                ops.append(CreateOp(rec.path, rec.data, _mode(rec.flags)))
+            elif isinstance(rec, DeleteRequest):
+                ops.append(DeleteOp(rec.path, rec.version))
+            elif isinstance(rec, SetDataRequest):
+                ops.append(SetDataOp(rec.path, rec.data, rec.version))
+            elif isinstance(rec, CheckRequest):
+                ops.append(CheckOp(rec.path, rec.version))
+        reply = self.model.multi(sid, ops)
+        if reply.code is ZkCode.SESSION_EXPIRED and not reply.value:
+            return reply
+        results: list[OpResult] = list(reply.value or [])
+        failed = not reply.ok
+        for (op, _rec), result in zip(body.ops, results, strict=True):
+            if failed:
+                multi_header(out, OpCode.ERROR, False, int(result.code)).int(int(result.code))
+                continue
+            multi_header(out, op, False, 0)
+            if op in (OpCode.CREATE, OpCode.CREATE2):
+                out.string(result.path)
+                if op is OpCode.CREATE2 and result.path is not None:
+                    out.stat(self.model.tree.nodes[result.path].stat())
+            elif op is OpCode.SET_DATA and result.stat is not None:
+                out.stat(result.stat)
+        multi_header(out, -1, True, -1)
+        return Reply(ZkCode.OK, None, reply.zxid, reply.events)
+
+
+def _mode(flags: int) -> CreateMode:
+    return CreateMode(flags & 3)
