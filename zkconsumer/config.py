@@ -19,6 +19,7 @@ from zkconsumer.errors import IllegalArgument, ZkConsumerError
 from zkconsumer.types import GroupMode
 from zkconsumer.zk import security as zksecurity
 from zkconsumer.zk.security import Credentials, ZkSecurity
+from zkconsumer.zk.timing import ClientTiming
 
 PROFILES = ("default", "kafka-0.8")
 #: Strategies only the coordinator mode offers (kafka-python's assignors); the ZooKeeper connector refuses them.
@@ -204,6 +205,11 @@ class Profile:
     #: watcher thread only logs it ("error during syncedRebalance") and the consumer sits registered with no
     #: partitions until the next change of the group (failure mode b, docs/failure-modes.md)
     surface_rebalance_failure: bool = True
+    #: the ZooKeeper client's connection timing (zk/timing.py): kazoo's pings on waking from a pause and keeps a
+    #: session the pause did not outlast; ZooKeeper 3.4's Java client (Kafka 0.8's, through zkclient) first drops a
+    #: connection it has heard nothing on for two thirds of the session and reconnects after a random 0–1 s, which
+    #: a pause of 2.5–3.5 s with a 4 s session often does not survive (docs/failure-modes.md)
+    zk_client_timing: ClientTiming = ClientTiming.KAZOO
 
 
 PROFILE_SETTINGS = {
@@ -211,7 +217,8 @@ PROFILE_SETTINGS = {
                          offsets_after_claim=False, release_only_ours=False, keep_unmoved=False,
                          commit_processed_only=False, recheck_membership=False, pause_when_suspended=False,
                          fence_on_session_lease=False, skip_broken_nodes=False, watch_own_nodes=False,
-                         claims_outlast_session=False, surface_rebalance_failure=False),
+                         claims_outlast_session=False, surface_rebalance_failure=False,
+                         zk_client_timing=ClientTiming.ZOOKEEPER_3_4),
     "default": Profile("default", pipelined_reads=True, pipelined_claims=True, wait_for_release=True,
                        offsets_after_claim=True, release_only_ours=True, keep_unmoved=True,
                        commit_processed_only=True, recheck_membership=True),

@@ -17,6 +17,7 @@ Every error class of zkconsumer, by module (``*``: retriable)::
                                            ConsumerTimeout*, ConsumerIdInUse, NotAuthorized, IllegalArgument,
                                            NotEncodable, UnexpectedResponse, OperationTimedOut*, KafkaUnavailable*
     zkconsumer.records                     RecordValueError
+    zkconsumer.runtime                     RuntimeAlreadyInstalled
     zkconsumer.broker_version              BrokerTooOld
     zkconsumer.config                      ConfigError, UnknownProperty
     zkconsumer.zk.layout                   LayoutError, MalformedNodeError, InvalidTopicError

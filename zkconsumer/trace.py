@@ -9,11 +9,10 @@ from __future__ import annotations
 
 import json
 import os
-import threading
-import time
 from pathlib import Path
 from typing import IO, Any
 
+from zkconsumer import runtime
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.types import GroupMode
 
@@ -32,7 +31,7 @@ SCHEMA_VERSION = 1
 
 
 def now_ms() -> int:
-    return int(time.time() * 1000)
+    return int(runtime.time() * 1000)
 
 
 def _tail_of(path: Path, tail: int = 65536) -> tuple[int, bool]:
@@ -66,7 +65,7 @@ class TraceWriter:
     consumer's events by."""
 
     _last_seq: dict[Path, int] = {}
-    _last_seq_lock = threading.Lock()
+    _last_seq_lock = runtime.Lock()  # made at import, so a live lock: it guards a dict update, never a wait
 
     def __init__(self, directory: str | os.PathLike | None, group: str, consumer: str,
                  mode: GroupMode | None = None) -> None:
@@ -74,7 +73,7 @@ class TraceWriter:
         self.consumer = consumer
         # Written on every line when given: ``coordinator`` for consumer/coordinated/; absent means ``zookeeper``.
         self._mode = {"mode": mode} if mode else {}
-        self._lock = threading.Lock()
+        self._lock = runtime.Lock()
         self._seq = 0
         self._file: IO[str] | None = None
         self.path: Path | None = None

@@ -10,9 +10,9 @@ member switches from one to the other under the same consumer id.
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Mapping
 
+from zkconsumer import runtime
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.progress import PartitionProgress
@@ -30,7 +30,7 @@ class ConsumerBase:
     config: ConsumerConfig
     trace: TraceWriter
     #: set while records may be handed out (each connector decides when it clears)
-    deliverable: threading.Event
+    deliverable: runtime.Event
     #: Whether a partition being released (a negative generation: its queued records are stale) still counts in
     #: :meth:`owned_partitions`. In ZooKeeper mode it does until its owner node is deleted (the rebalancer releases
     #: the nodes of what that lists); a coordinator-mode member stops counting it at the revocation.
@@ -38,7 +38,7 @@ class ConsumerBase:
 
     def _init_streams(self) -> None:
         """Called by a subclass's ``__init__`` before anything else touches streams or progress."""
-        self.state_lock = threading.RLock()
+        self.state_lock = runtime.RLock()
         self.owned: dict[TopicPartition, PartitionProgress] = {}
         self._streams_created = False
         self.topic_filter: TopicFilter | None = None

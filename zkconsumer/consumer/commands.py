@@ -6,28 +6,28 @@ own one on a thread of their own. Anyone else queues a function here, and the ow
 
 from __future__ import annotations
 
-import queue
-import threading
 from collections.abc import Callable
 from typing import Any
+
+from zkconsumer import runtime
 
 
 class CommandQueue:
     """Functions of the client, queued by any thread, run by the owner's thread in :meth:`run_pending`."""
 
     def __init__(self) -> None:
-        self._queue: queue.Queue = queue.Queue()
-        self._arrived = threading.Event()
+        self._queue: runtime.Queue = runtime.Queue()
+        self._arrived = runtime.Event()
 
     def submit(self, fn: Callable[[Any], object]) -> None:
         """Queue ``fn(client)`` without waiting for it."""
-        self._queue.put((fn, threading.Event(), []))
+        self._queue.put((fn, runtime.Event(), []))
         self._arrived.set()
 
     def call(self, fn: Callable[[Any], object], timeout: float, timed_out: Callable[[], Exception]) -> object:
         """Queue ``fn(client)`` and wait for its result; what it raised is raised here, and ``timed_out()``
         if the owner did not get to it within ``timeout`` seconds."""
-        done = threading.Event()
+        done = runtime.Event()
         box: list = []
         self._queue.put((fn, done, box))
         self._arrived.set()
@@ -47,7 +47,7 @@ class CommandQueue:
         while True:
             try:
                 fn, done, box = self._queue.get_nowait()
-            except queue.Empty:
+            except runtime.Empty:
                 return
             try:
                 box.append(fn(client))

@@ -9,14 +9,12 @@ and every change of assignment is a command it applies between polls; the caller
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KTP
 
-from zkconsumer import broker_version
+from zkconsumer import broker_version, runtime
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.consumer.commands import CommandQueue
 from zkconsumer.consumer.progress import INVALID_OFFSET
@@ -60,21 +58,22 @@ class Fetcher:
         #: record below this one means the position was reset (OffsetOutOfRange + auto.offset.reset)
         self._expected: dict[TopicPartition, int] = {}
         self._commands = CommandQueue()
-        self._stop = threading.Event()
-        self._thread = threading.Thread(target=self._run, name=f"{client_id}-fetcher", daemon=True)
-        self._started = threading.Event()
+        self._stop = runtime.Event()
+        self._client_id = client_id
+        self._thread: runtime.Task | None = None  # started by start()
+        self._started = runtime.Event()
         self._error: BaseException | None = None
         self.assigned: dict[TopicPartition, int | None] = {}
 
     def start(self, timeout: float = 30.0) -> None:
-        self._thread.start()
+        self._thread = runtime.spawn(self._run, name=f"{self._client_id}-fetcher")
         if not self._started.wait(timeout):
             raise FetcherError(f"could not connect to Kafka at {self._bootstrap} within {timeout:.0f}s")
         if self._error is not None:
             raise FetcherError(f"could not connect to Kafka at {self._bootstrap}: {self._error}")
 
     def _call(self, fn: Callable, timeout: float = 30.0) -> None:
-        if not self._thread.is_alive():
+        if self._thread is None or not self._thread.is_alive():
             return
         self._commands.call(fn, timeout, lambda: FetcherError("fetcher did not apply a command in time"))
 
@@ -89,7 +88,7 @@ class Fetcher:
         # The rebalance waits for this: with the broker down, asking it for each partition in turn (up to
         # socket.timeout.ms each) would hold the group's next rebalance for as long. What is not resolved within
         # the budget is resolved by the fetch itself, as Kafka's fetcher does.
-        deadline = time.monotonic() + min(RESOLVE_BUDGET_S, self._settings["request_timeout_ms"] / 1000.0)
+        deadline = runtime.monotonic() + min(RESOLVE_BUDGET_S, self._settings["request_timeout_ms"] / 1000.0)
 
         def apply(consumer) -> None:
             consumer.assign([KTP(tp.topic, tp.partition) for tp in wanted])
@@ -108,7 +107,7 @@ class Fetcher:
                     consumer.seek_to_beginning(ktp)
                 else:
                     consumer.seek_to_end(ktp)
-                remaining_ms = int((deadline - time.monotonic()) * 1000)
+                remaining_ms = int((deadline - runtime.monotonic()) * 1000)
                 try:
                     if remaining_ms <= 0:
                         raise OperationTimedOut(f"no answer within {RESOLVE_BUDGET_S:.0f} s for the partitions "
@@ -132,7 +131,8 @@ class Fetcher:
 
     def close(self) -> None:
         self._stop.set()
-        self._thread.join(10)
+        if self._thread is not None:
+            self._thread.join(10)
 
     def _run(self) -> None:
         try:

@@ -23,10 +23,9 @@ says so.
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Iterable
 
+from zkconsumer import runtime
 from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.trace import TraceWriter
 from zkconsumer.types import GroupMode, tp_str
@@ -90,7 +89,7 @@ class RdkafkaMember:
         if self._started is not None:
             return
         self._rebalance += 1
-        self._started = time.monotonic()
+        self._started = runtime.monotonic()
         self.trace.emit("rebalance_triggered", cause=cause, protocol=self.protocol)
         self.trace.emit("attempt_started", rebalance=self._rebalance, attempt=1)
 
@@ -100,7 +99,7 @@ class RdkafkaMember:
         share = {tp_str(tp): self.thread_id for tp in sorted(self.owned)}
         self.trace.emit("assigned", rebalance=self._rebalance, attempt=1, assignment=share,
                         strategy=self.config.get("group.remote.assignor") or self.config.strategy)
-        duration = int((time.monotonic() - self._started) * 1000) if self._started else 0
+        duration = int((runtime.monotonic() - self._started) * 1000) if self._started else 0
         self._started = None
         self.trace.emit("rebalance_done", rebalance=self._rebalance, attempts=1, duration_ms=duration,
                         owned=sorted(share))
@@ -132,14 +131,14 @@ class RdkafkaMember:
             self.trace.emit("offset_committed", topic=t, partition=p, offset=v, store="kafka")
 
     # ------------------------------------------------------------------------------------------------ run
-    def run(self, stop: threading.Event, on_record: Callable[[object], bool] | None = None) -> int:
+    def run(self, stop: runtime.Event, on_record: Callable[[object], bool] | None = None) -> int:
         """Consume until ``stop`` is set or ``on_record`` returns False; returns the records handed out."""
         self.trace.emit("registered", subscription=dict.fromkeys(self.topics, 1), pattern=layout.STATIC)
         self.consumer.subscribe(self.topics, on_assign=self._on_assign,
                                 on_revoke=lambda c, ps: self._give_up(ps, lost=False),
                                 on_lost=lambda c, ps: self._give_up(ps, lost=True))
         interval = self.config.auto_commit_interval_ms / 1000.0
-        next_commit = time.monotonic() + interval
+        next_commit = runtime.monotonic() + interval
         count = 0
         try:
             while not stop.is_set():
@@ -159,9 +158,9 @@ class RdkafkaMember:
                         self.processed[tp] = msg.offset() + 1
                         if keep_going is False:
                             break
-                if self.config.auto_commit and time.monotonic() >= next_commit:
+                if self.config.auto_commit and runtime.monotonic() >= next_commit:
                     self._commit()
-                    next_commit = time.monotonic() + interval
+                    next_commit = runtime.monotonic() + interval
         finally:
             if self.config.auto_commit:
                 self._commit()

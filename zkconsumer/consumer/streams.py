@@ -8,12 +8,11 @@ every consumer mode behind one streams interface.
 from __future__ import annotations
 
 import contextlib
-import queue
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from typing import Protocol
 
+from zkconsumer import runtime
 from zkconsumer.consumer.fetcher import FetchedRecord
 from zkconsumer.errors import ConsumerTimeout
 
@@ -61,7 +60,7 @@ class KafkaStream:
     def __init__(self, source: StreamSource, index: int, maxsize: int) -> None:
         self._source = source
         self.index = index
-        self.queue: queue.Queue = queue.Queue(maxsize)
+        self.queue: runtime.Queue = runtime.Queue(maxsize)
         self._in_flight: FetchedRecord | None = None
         self._in_flight_gen = -1
         self._held: Queued | None = None  # taken from the queue while the connection was being suspended
@@ -73,7 +72,7 @@ class KafkaStream:
         c = self._source
         self.ack()
         timeout_ms = c.consumer_timeout_ms
-        deadline = None if timeout_ms < 0 else time.monotonic() + timeout_ms / 1000.0
+        deadline = None if timeout_ms < 0 else runtime.monotonic() + timeout_ms / 1000.0
         while True:
             if c.failure is not None:
                 raise c.failure
@@ -86,10 +85,10 @@ class KafkaStream:
                 continue
             item, self._held = self._held, None
             if item is None:
-                wait = 0.1 if deadline is None else max(0.0, min(0.1, deadline - time.monotonic()))
+                wait = 0.1 if deadline is None else max(0.0, min(0.1, deadline - runtime.monotonic()))
                 try:
                     item = self.queue.get(timeout=wait)
-                except queue.Empty:
+                except runtime.Empty:
                     if c.closed:
                         raise StopIteration from None
                     self._check_deadline(deadline)
@@ -107,7 +106,7 @@ class KafkaStream:
 
     @staticmethod
     def _check_deadline(deadline: float | None) -> None:
-        if deadline is not None and time.monotonic() >= deadline:
+        if deadline is not None and runtime.monotonic() >= deadline:
             raise ConsumerTimeout()
 
     def ack(self) -> None:
@@ -119,7 +118,7 @@ class KafkaStream:
     def clear(self) -> None:
         """Drop everything queued (a rebalance released these partitions); a shutdown marker stays."""
         self._held = None
-        with contextlib.suppress(queue.Empty):
+        with contextlib.suppress(runtime.Empty):
             while True:
                 item = self.queue.get_nowait()
                 if item is SHUTDOWN:
@@ -129,5 +128,5 @@ class KafkaStream:
     def close(self) -> None:
         """End the stream: whoever iterates it gets StopIteration once it reaches this point."""
         self.clear()
-        with contextlib.suppress(queue.Full):
+        with contextlib.suppress(runtime.Full):
             self.queue.put_nowait(SHUTDOWN)

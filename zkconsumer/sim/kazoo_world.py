@@ -6,7 +6,8 @@ speaking the wire protocol, wired together, so that a test or the simulator says
     world.run(lambda: (client.start(), client.create("/a"), client.stop()))
 
 :meth:`KazooWorld.run` routes kazoo's module-level time and random to the world for its duration
-(:func:`~zkconsumer.sim.kazoo_handler.kazoo_routed`): one simulation per process at a time.
+(:func:`~zkconsumer.sim.kazoo_handler.kazoo_routed`), and installs the world's implementation of the consumer's
+runtime seam (:mod:`zkconsumer.runtime`, :mod:`.runtime_impl`): one simulation per process at a time.
 """
 
 from __future__ import annotations
@@ -17,6 +18,7 @@ from typing import Any
 
 from kazoo.client import KazooClient
 
+from zkconsumer.sim import runtime_impl
 from zkconsumer.sim.kazoo_handler import SimHandler, kazoo_routed
 from zkconsumer.sim.network import Address, Network
 from zkconsumer.sim.scheduler import Scheduler
@@ -28,9 +30,9 @@ from zkconsumer.sim.zookeeper import ServerConfig, ZooKeeperModel
 class KazooWorld:
     """Scheduler, runtime, network, ZooKeeper model and its wire server for one seed.
 
-    Three independent streams of randomness come from the seed, so that a draw added to one does not reshuffle
+    Four independent streams of randomness come from the seed, so that a draw added to one does not reshuffle
     the others: the scheduler's (the order of simultaneous events), the model's (hash-set orders), kazoo's (its
-    jitter, backoff and host shuffle)."""
+    jitter, backoff and host shuffle), the consumer's (what it draws through the runtime seam)."""
 
     def __init__(self, seed: int | None = 0, config: ServerConfig | None = None,
                  address: Address = ("127.0.0.1", 2181)) -> None:
@@ -44,6 +46,7 @@ class KazooWorld:
         self.server = WireServer(self.model, self.network, address)
         self.address = address
         self.kazoo_rng = random.Random(f"kazoo-{seed}")
+        self.consumer_rng = random.Random(f"consumer-{seed}")
 
     def client(self, host: str, timeout: float = 10.0, **kwargs: Any) -> KazooClient:
         """A real ``KazooClient`` on host ``host`` of the simulated network (``timeout``: the session timeout it
@@ -53,11 +56,11 @@ class KazooWorld:
 
     def run(self, main: Callable[..., Any], *args: Any, limit_ms: int | None = None, **kwargs: Any) -> Any:
         """Run ``main`` as the simulation's main task until it returns (see :meth:`Runtime.run`)."""
-        with kazoo_routed(self.clock, self.kazoo_rng):
+        with kazoo_routed(self.clock, self.kazoo_rng), runtime_impl.installed(self.runtime, self.consumer_rng):
             return self.runtime.run(main, *args, limit_ms=limit_ms, **kwargs)
 
     def close(self) -> None:
         """End the tasks still parked (a client never stopped), kazoo routed meanwhile: their unwinding may read
         the time."""
-        with kazoo_routed(self.clock, self.kazoo_rng):
+        with kazoo_routed(self.clock, self.kazoo_rng), runtime_impl.installed(self.runtime, self.consumer_rng):
             self.runtime.close()

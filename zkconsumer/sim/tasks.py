@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 from collections import deque
 from collections.abc import Callable
-from queue import Empty
+from queue import Empty, Full
 from typing import Any
 
 from greenlet import GreenletExit, getcurrent, greenlet
@@ -399,19 +399,34 @@ class Condition:
 
 
 class Queue:
-    """``queue.Queue`` (unbounded) on virtual time; ``get`` raises ``queue.Empty`` as the real one does."""
+    """``queue.Queue`` on virtual time: unbounded, or bounded by ``maxsize`` (> 0), where ``put`` parks while the
+    queue is full; ``get`` raises ``queue.Empty`` and ``put`` ``queue.Full`` as the real ones do."""
 
-    def __init__(self, runtime: Runtime) -> None:
+    def __init__(self, runtime: Runtime, maxsize: int = 0) -> None:
         self._runtime = runtime
+        self.maxsize = maxsize
         self._items: deque[Any] = deque()
         self._getters: deque[_Waiter] = deque()
+        self._putters: deque[_Waiter] = deque()
+
+    def full(self) -> bool:
+        return 0 < self.maxsize <= len(self._items)
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
+        runtime = self._runtime
+        deadline = None if timeout is None else runtime.scheduler.now_ms + to_ms(timeout)
+        while self.full():
+            left = None if deadline is None else (deadline - runtime.scheduler.now_ms) / 1000.0
+            if not block or (left is not None and left <= 0):
+                raise Full
+            runtime.block((self._putters,), left)
         self._items.append(item)
-        self._runtime.wake_one(self._getters)
+        runtime.wake_one(self._getters)
+        if not self.full():  # room for the next putter, who may have been passed over
+            runtime.wake_one(self._putters)
 
     def put_nowait(self, item: Any) -> None:
-        self.put(item)
+        self.put(item, False)
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         runtime = self._runtime
@@ -424,6 +439,7 @@ class Queue:
         item = self._items.popleft()
         if self._items:  # more for the next getter, who may have been passed over
             runtime.wake_one(self._getters)
+        runtime.wake_one(self._putters)
         return item
 
     def get_nowait(self) -> Any:

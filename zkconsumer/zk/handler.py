@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import functools
 import logging
+import random
 import select
 import ssl
 import threading
@@ -36,6 +37,7 @@ from kazoo.protocol.connection import WATCH_XID, ConnectionDropped, ConnectionHa
 
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.zk.lease import SessionLease
+from zkconsumer.zk.timing import FIRST_CONNECT_RETRY_S, ClientTiming
 
 _READ_MASK = select.POLLIN | select.POLLPRI | select.POLLHUP | select.POLLERR | select.POLLNVAL
 _WRITE_MASK = select.POLLOUT | select.POLLHUP | select.POLLERR | select.POLLNVAL
@@ -235,14 +237,42 @@ class EagerConnection(ConnectionHandler):
     _lease: SessionLease
     _sent: deque[tuple[int, float]]
     _term_s: float
+    # the timing model (zk/timing.py) and what it needs: when the server was last heard from, whether a socket
+    # was ever connected (the Java client's first attempt waits nothing), how many attempts found no server yet
+    _timing: ClientTiming
+    _last_heard: float
+    _connected_once: bool
+    _attempts: int
+    _last_server: tuple[str, int] | None
 
     def _connect(self, host, hostip, port):  # noqa: ANN001, ANN202 - kazoo's signature
+        if self._timing is ClientTiming.ZOOKEEPER_3_4:
+            self._wait_before_attempt((hostip, port))
         sent = time.monotonic()
         self._sent.clear()  # a new connection: nothing sent on the last one will be answered
-        read_timeout, connect_timeout = super()._connect(host, hostip, port)
+        try:
+            read_timeout, connect_timeout = super()._connect(host, hostip, port)
+        finally:
+            self._connected_once |= self._socket is not None  # the socket connected, whatever came next
+        self._last_server = (hostip, port)
         self._term_s = read_timeout / 1000.0  # kazoo's read timeout: two thirds of the negotiated session timeout
+        self._last_heard = time.monotonic()
         self._lease.confirm(sent, self._term_s)  # the server accepted the session: alive when it answered
         return read_timeout, connect_timeout
+
+    def _wait_before_attempt(self, server: tuple[str, int]) -> None:
+        """The Java client's wait before a connection attempt: a uniformly random 0–1 s once a socket has ever
+        connected, and 1 s more on the server it was last connected to; none before the first connection (bar a
+        small floor between failed first attempts, zk/timing.py). A client being stopped meanwhile leaves at once."""
+        if self._connected_once:
+            wait = random.uniform(0.0, self._timing.reconnect_wait_max_s)
+            if server == self._last_server:
+                wait += self._timing.same_server_wait_s
+        else:
+            wait = FIRST_CONNECT_RETRY_S if self._attempts else 0.0
+            self._attempts += 1
+        if wait and self.client._stopped.wait(wait):
+            raise ConnectionDropped("client stopped while waiting to reconnect")
 
     def _submit(self, request, timeout, xid=None):  # noqa: ANN001, ANN202 - kazoo's signature
         if xid is not None:
@@ -251,9 +281,31 @@ class EagerConnection(ConnectionHandler):
 
     def _read_header(self, timeout):  # noqa: ANN001, ANN202 - kazoo's signature
         header, buffer, offset = super()._read_header(timeout)
+        self._last_heard = time.monotonic()
         if header.xid != WATCH_XID and header.err not in _SESSION_GONE:
             self._answered(header.xid)
         return header, buffer, offset
+
+    def _send_ping(self, connect_timeout):  # noqa: ANN001, ANN202 - kazoo's signature
+        self._unless_silent()
+        super()._send_ping(connect_timeout)
+
+    def _send_request(self, read_timeout, connect_timeout):  # noqa: ANN001, ANN202 - kazoo's signature
+        self._unless_silent()
+        super()._send_request(read_timeout, connect_timeout)
+
+    def _unless_silent(self) -> None:
+        """In the ZOOKEEPER_3_4 model, drop the connection before sending anything if the server has not been
+        heard from for the read timeout: what the Java client's loop checks each time round, before its socket
+        sends (so a process waking from a pause longer than the read timeout reconnects instead of pinging).
+        kazoo's loop reaches a send first thing after a wait, having read what arrived meanwhile."""
+        if not self._timing.drops_silent_connection or self.client._stopped.is_set():
+            return
+        silent = time.monotonic() - self._last_heard
+        if silent >= self._term_s:
+            session = self.client._session_id or 0
+            raise ConnectionDropped(f"nothing heard from the server for {silent * 1000:.0f} ms, past the read "
+                                    f"timeout of {self._term_s * 1000:.0f} ms (session 0x{session:x})")
 
     def _answered(self, xid: int) -> None:
         """ZooKeeper answers a session's requests in order, so the answer's send time is that of the oldest request
@@ -302,16 +354,24 @@ class EagerConnection(ConnectionHandler):
 _SESSION_GONE = frozenset({SessionExpiredError.code, SessionMovedError.code})
 
 
-def use_eager_connection(client) -> None:  # noqa: ANN001 - a KazooClient
+def use_eager_connection(client, timing: ClientTiming = ClientTiming.KAZOO) -> None:  # noqa: ANN001 - a KazooClient
     """Give a new (not yet started) kazoo client an :class:`EagerConnection`, with its session lease
-    (:func:`session_lease`). Only kazoo's own connection class is replaced (a client built with another one keeps
-    it, and has no lease)."""
+    (:func:`session_lease`) and the connection ``timing`` (zk/timing.py). Only kazoo's own connection class is
+    replaced (a client built with another one keeps it, and has no lease: ``timing`` other than kazoo's is then
+    refused)."""
     if type(client._connection) is ConnectionHandler:
         connection = client._connection
         connection.__class__ = EagerConnection
         connection._lease = SessionLease()
         connection._sent = deque()
         connection._term_s = client._session_timeout / 1000.0 * 2.0 / 3.0  # the requested timeout until negotiated
+        connection._timing = timing
+        connection._last_heard = time.monotonic()
+        connection._connected_once = False
+        connection._attempts = 0
+        connection._last_server = None
+    elif timing is not ClientTiming.KAZOO:
+        raise IllegalArgument(f"the {timing.value} connection timing needs kazoo's own connection class")
 
 
 def session_lease(client) -> SessionLease | None:  # noqa: ANN001 - a KazooClient

@@ -23,18 +23,22 @@ the clock is injectable for tests.
 
 from __future__ import annotations
 
-import threading
-import time
 from collections.abc import Callable
+
+from zkconsumer import runtime
 
 
 class SessionLease:
     """The last moment the session is known alive plus the term: :meth:`holds` until then."""
 
-    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+    def __init__(self, clock: Callable[[], float] | None = None) -> None:
+        # None: runtime.monotonic, looked up at each reading (not bound here), so a simulation's clock reaches it
         self._clock = clock
-        self._changed = threading.Condition()
+        self._changed = runtime.Condition()
         self._until: float | None = None  # None: no answer yet on any session
+
+    def _now(self) -> float:
+        return runtime.monotonic() if self._clock is None else self._clock()
 
     def confirm(self, sent_at: float, term_s: float) -> None:
         """An answer came to a request sent at ``sent_at`` (this clock): the session is alive until ``sent_at``
@@ -47,19 +51,19 @@ class SessionLease:
 
     def holds(self) -> bool:
         until = self._until
-        return until is not None and self._clock() < until
+        return until is not None and self._now() < until
 
     def remaining(self) -> float:
         """Seconds the lease still holds (negative once it lapsed; ``-inf`` before the first answer)."""
         until = self._until
-        return float("-inf") if until is None else until - self._clock()
+        return float("-inf") if until is None else until - self._now()
 
     def wait(self, timeout: float) -> bool:
         """Wait up to ``timeout`` seconds for the lease to hold; True if it holds."""
-        deadline = self._clock() + timeout
+        deadline = self._now() + timeout
         with self._changed:
             while not self.holds():
-                left = deadline - self._clock()
+                left = deadline - self._now()
                 if left <= 0:
                     return False
                 self._changed.wait(left)

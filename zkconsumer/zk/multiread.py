@@ -17,7 +17,6 @@ cannot tell. The wire format is ZooKeeper's ``MultiOperationRecord`` / ``MultiRe
 from __future__ import annotations
 
 import re
-import threading
 from collections import namedtuple
 from collections.abc import Callable
 
@@ -25,6 +24,7 @@ from kazoo.exceptions import EXCEPTIONS, NoNodeError
 from kazoo.protocol.serialization import int_struct, multiheader_struct, stat_struct, write_string
 from kazoo.protocol.states import ZnodeStat
 
+from zkconsumer import runtime
 from zkconsumer.errors import UnexpectedResponse
 from zkconsumer.zk.server import four_letter_word
 
@@ -103,7 +103,7 @@ def read_data_async(zk, paths: list[str]) -> Callable[[], dict[str, bytes | None
 
 _VERSION = re.compile(r"Zookeeper version: (\d+)\.(\d+)")
 _known: dict[str, bool] = {}
-_known_lock = threading.Lock()
+_known_lock = runtime.Lock()  # made at import, so a live lock: it guards the dict only, never the question
 
 
 def supports_multi_read(servers: list[tuple[str, int]], timeout: float = 1.0) -> bool:

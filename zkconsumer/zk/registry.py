@@ -25,6 +25,7 @@ from zkconsumer.zk import layout, multiread
 from zkconsumer.zk.handler import PollHandler, use_eager_connection
 from zkconsumer.zk.layout import BrokerInfo, ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
 from zkconsumer.zk.security import NO_SECURITY, ZkSecurity
+from zkconsumer.zk.timing import ClientTiming
 
 log = logging.getLogger(__name__)
 T = TypeVar("T")
@@ -81,13 +82,19 @@ class _AclTransaction(TransactionRequest):
 
 
 def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None,
-               security: ZkSecurity = NO_SECURITY, **kwargs) -> KazooClient:
-    """A KazooClient with :class:`PollHandler`, an :class:`EagerConnection` (zk/handler.py) and a reconnect delay
-    bounded by a third of the session timeout, authenticated and creating nodes with ACLs as ``security`` says.
+               security: ZkSecurity = NO_SECURITY, timing: ClientTiming = ClientTiming.KAZOO,
+               **kwargs) -> KazooClient:
+    """A KazooClient with :class:`PollHandler`, an :class:`EagerConnection` (zk/handler.py) timed as ``timing``
+    says (zk/timing.py) and a reconnect delay bounded by a third of the session timeout, authenticated and creating
+    nodes with ACLs as ``security`` says.
 
     kazoo's default reconnect backoff doubles up to an hour: after a 30 s outage a client could wait longer than
-    its session timeout once the servers are back, and lose a session ZooKeeper had kept for it.
+    its session timeout once the servers are back, and lose a session ZooKeeper had kept for it. The Java client's
+    timing has no backoff: its connection waits a random 0–1 s before each attempt itself, so kazoo's retry adds
+    nothing.
     """
+    if timing is ClientTiming.ZOOKEEPER_3_4:
+        kwargs.setdefault("connection_retry", KazooRetry(max_tries=-1, delay=0.0, backoff=1, max_jitter=0.0))
     kwargs.setdefault("connection_retry", KazooRetry(max_tries=-1, delay=0.1, backoff=2,
                                                      max_delay=max(timeout / 3.0, 0.2)))
     kwargs.update(security.client_kwargs())
@@ -96,7 +103,7 @@ def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None,
                            acl_for=security.acl_for, **kwargs)
     else:
         client = KazooClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(), **kwargs)
-    use_eager_connection(client)
+    use_eager_connection(client, timing)
     return client
 
 
@@ -121,12 +128,13 @@ def split_connect(zk_connect: str) -> tuple[str, str]:
 
 def connect(zk_connect: str, session_timeout_ms: int = 6000, connection_timeout_ms: int = 6000,
             logger: logging.Logger | None = None, create_chroot: bool = True,
-            security: ZkSecurity = NO_SECURITY) -> KazooClient:
+            security: ZkSecurity = NO_SECURITY, timing: ClientTiming = ClientTiming.KAZOO) -> KazooClient:
     """A started KazooClient for ``zookeeper.connect`` (chroot created when missing, as a convenience).
 
     ``zookeeper.session.timeout.ms`` becomes the requested session timeout; the server may negotiate it into
     its own [min, max] bounds. ``zookeeper.connection.timeout.ms`` bounds the wait for the first session.
     ``security`` (credentials, ``zookeeper.set.acl``) applies to the session; the chroot itself is created open.
+    ``timing`` is the connection's timing model (zk/timing.py; the profile's ``zk_client_timing``).
     """
     hosts, chroot = split_connect(zk_connect)
     timeout = connection_timeout_ms / 1000.0
@@ -138,7 +146,7 @@ def connect(zk_connect: str, session_timeout_ms: int = 6000, connection_timeout_
         finally:
             root.stop()
             root.close()
-    client = new_client(hosts + chroot, session_timeout_ms / 1000.0, logger, security)
+    client = new_client(hosts + chroot, session_timeout_ms / 1000.0, logger, security, timing)
     _start(client, zk_connect, timeout, probe=security.sasl is not None)
     return client
 

@@ -3,10 +3,10 @@ queue, or kafka-python's heartbeats and rebalances stop with it (poller.py)."""
 
 from __future__ import annotations
 
-import queue
 from collections import deque
 from collections.abc import Callable, Iterable, Mapping
 
+from zkconsumer import runtime
 from zkconsumer.consumer.progress import PartitionProgress
 from zkconsumer.consumer.streams import KafkaStream, Queued
 from zkconsumer.types import FetchedRecord, TopicPartition
@@ -40,7 +40,7 @@ class Backlog:
             while backlog and stream is not None:
                 try:
                     stream.queue.put_nowait(backlog[0])
-                except queue.Full:
+                except runtime.Full:
                     break
                 backlog.popleft()
             if not backlog:

@@ -26,8 +26,6 @@ the coordinator's member id and generation are extra fields (docs/trace.md).
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 
 from kafka import TopicPartition as KTP
@@ -39,7 +37,7 @@ from kafka.coordinator.assignors.sticky.sticky_assignor import StickyPartitionAs
 from kafka.coordinator.base import DEFAULT_GENERATION_ID, MemberState
 from kafka.structs import OffsetAndMetadata
 
-from zkconsumer import broker_version
+from zkconsumer import broker_version, runtime
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.config import ConfigError, ConsumerConfig
 from zkconsumer.consumer.base import ConsumerBase
@@ -122,7 +120,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
         self._generation = 0
         self._committed: dict[TopicPartition, int] = {}
         self.failure: BaseException | None = None
-        self.deliverable = threading.Event()
+        self.deliverable = runtime.Event()
         self.deliverable.set()  # the coordinator session has no "suspended" state a stream must wait out
         self.closed = False
         self.member_id: str | None = None
@@ -263,7 +261,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
 
     def await_deliverable(self, timeout: float) -> None:
         if self.deliverable.wait(timeout) and self.session_lapsed():
-            time.sleep(min(timeout, 0.02))  # the heartbeat thread's answer, or the revocation, comes soon
+            runtime.sleep(min(timeout, 0.02))  # the heartbeat thread's answer, or the revocation, comes soon
 
     def session_lapsed(self) -> bool:
         """A stable member has had no heartbeat answer (nor joined) for two thirds of its session timeout, as the
@@ -284,7 +282,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
         # Not kafka-python's ``last_reset``: finding the coordinator again resets it, and a member woken from a pause
         # finds its coordinator "dead" (no answer for a session) and rediscovers it before any heartbeat is answered.
         heard = max(heartbeat.last_receive, self._joined_at)
-        return time.monotonic() - heard > heartbeat.config["session_timeout_ms"] / 1000.0 * 2 / 3
+        return runtime.monotonic() - heard > heartbeat.config["session_timeout_ms"] / 1000.0 * 2 / 3
 
     # ----------------------------------------------------------------------------- the rebalance callbacks
     def next_generation(self) -> int:
@@ -311,7 +309,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
     def _begin_rebalance(self, cause: str) -> None:
         with self.state_lock:
             self._rebalance_number += 1
-            self._rebalance_started = time.monotonic()
+            self._rebalance_started = runtime.monotonic()
             number = self._rebalance_number
         self.trace.emit("rebalance_triggered", cause=cause, generation=self.group_generation,
                         member_id=self.member_id)
@@ -369,7 +367,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
             self.holds.assigned(tps)
             started = self._rebalance_started
             self._rebalance_started = None
-            self._joined_at = time.monotonic()
+            self._joined_at = runtime.monotonic()
         # The share after this rebalance: under cooperative-sticky (KIP-429) ``tps`` are only the partitions added,
         # and those kept stay owned in their old generation; the trace records the whole share either way.
         whole = self.owned_partitions()
@@ -380,7 +378,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
             self.listener.before_starting_fetchers(self.consumer_id, owners_by_topic(whole))
         except Exception:  # noqa: BLE001 - a listener's failure must not stop the rebalance
             log.warning("%s: before_starting_fetchers failed", self.consumer_id, exc_info=True)
-        duration = int((time.monotonic() - started) * 1000) if started is not None else 0
+        duration = int((runtime.monotonic() - started) * 1000) if started is not None else 0
         self.trace.emit("rebalance_done", attempts=1, duration_ms=duration, owned=sorted(share), **common)
 
     # -------------------------------------------------------------------------------------------- commits

@@ -9,14 +9,13 @@ module is the member's one point of contact with the handover: the connector nev
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Protocol
 
 from kafka import KafkaConsumer
 from kafka import TopicPartition as KTP
 
+from zkconsumer import runtime
 from zkconsumer.consumer.coordinated.backlog import Backlog
 from zkconsumer.consumer.progress import PartitionProgress
 from zkconsumer.trace import TraceWriter
@@ -46,10 +45,10 @@ class HoldsHost(Protocol):
 
     consumer_id: str
     member_id: str | None
-    state_lock: threading.RLock
+    state_lock: runtime.RLock
     owned: dict[TopicPartition, PartitionProgress]
     backlog: Backlog
-    deliverable: threading.Event
+    deliverable: runtime.Event
     trace: TraceWriter
 
     def next_generation(self) -> int: ...
@@ -119,9 +118,9 @@ class Holds:
         host = self.host
         with host.state_lock:
             to_seek = set(self._needs_seek)
-        budget = time.monotonic() + timeout_ms / 1000.0
+        budget = runtime.monotonic() + timeout_ms / 1000.0
         for tp in sorted(to_seek):
-            if time.monotonic() > budget:
+            if runtime.monotonic() > budget:
                 break
             self._seek_to_committed(consumer, tp, timeout_ms)
         handover = self.handover  # once: drop_handover() may clear it meanwhile
@@ -131,7 +130,7 @@ class Holds:
             held = set(self._held)
         freed = {tp for tp in held if not self._ask(tp, handover)}
         freed = {tp for tp in sorted(freed)
-                 if time.monotonic() <= budget and self._resume(consumer, tp, handover, timeout_ms)}
+                 if runtime.monotonic() <= budget and self._resume(consumer, tp, handover, timeout_ms)}
         with host.state_lock:
             self._held -= freed
 

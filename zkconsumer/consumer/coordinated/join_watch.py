@@ -10,8 +10,6 @@ from __future__ import annotations
 
 import inspect
 import logging
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Protocol
@@ -19,7 +17,7 @@ from typing import Protocol
 import kafka.errors as errors
 from kafka.structs import MemberState
 
-from zkconsumer import broker_version
+from zkconsumer import broker_version, runtime
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.errors import code_name
 from zkconsumer.kafka_admin import AdminClient
@@ -95,7 +93,7 @@ class JoinWatch:
         self.reports = 0
         #: Called with each report (from the reporting thread); ``consume`` prints it.
         self.listeners: list[Callable[[JoinStall], None]] = []
-        self._lock = threading.Lock()
+        self._lock = runtime.Lock()
         self._since: float | None = None
         self._next_report = 0.0
         self._reporting = False
@@ -154,7 +152,7 @@ class JoinWatch:
             answered = isinstance(e, errors.BrokerResponseError) and code_name(e.errno) in self._answers.values()
         if not answered:  # an answer to JoinGroup/SyncGroup is in the report already
             self._error = text
-        now = time.monotonic()
+        now = runtime.monotonic()
         last = self._error_logged
         if last is None or last[0] != text or now - last[1] >= self.c.rebalance_timeout_ms / 1000.0:
             self._error_logged = (text, now)
@@ -170,7 +168,7 @@ class JoinWatch:
             state = consumer.group_metadata().state
         except Exception:  # noqa: BLE001 - no metadata: nothing to judge
             return
-        now = time.monotonic()
+        now = runtime.monotonic()
         timeout = self.c.rebalance_timeout_ms / 1000.0
         if state == MemberState.STABLE:
             if self._since is not None and self.reports:
@@ -193,8 +191,7 @@ class JoinWatch:
         snapshot = dict(waited_ms=int((now - self._since) * 1000), state=str(state).strip("<>").upper(),
                         waiting_for=self._in_flight or (None if coordinator_known else "coordinator"),
                         errors=answers, error=self._error)
-        threading.Thread(target=self._report, args=(snapshot,), daemon=True,
-                         name=f"{self.c.consumer_id}-join-watch").start()
+        runtime.spawn(self._report, snapshot, name=f"{self.c.consumer_id}-join-watch")
 
     def _report(self, snapshot: dict) -> None:
         try:

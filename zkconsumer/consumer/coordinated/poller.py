@@ -10,14 +10,13 @@ queue a command and, if they need its result, wait for it (:meth:`Poller.call`).
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Protocol
 
 from kafka import KafkaConsumer
 from kafka.structs import MemberState
 
+from zkconsumer import runtime
 from zkconsumer.consumer.commands import CommandQueue
 from zkconsumer.consumer.coordinated.join_watch import JoinWatch
 from zkconsumer.errors import OperationTimedOut
@@ -46,10 +45,10 @@ class Poller:
         self.host = host
         self.consumer: KafkaConsumer | None = None
         self._commands = CommandQueue()
-        self._stop = threading.Event()
-        self._started = threading.Event()
+        self._stop = runtime.Event()
+        self._started = runtime.Event()
         self._start_error: BaseException | None = None
-        self._thread: threading.Thread | None = None
+        self._thread: runtime.Task | None = None
 
     @property
     def stopping(self) -> bool:
@@ -60,9 +59,8 @@ class Poller:
         """Create the client and subscribe on the poller thread, then loop. ``topics``: those to fetch metadata
         for before the first join (None: every topic, for a pattern). ``auto_commit_ms``: None for no automatic
         commits. Returns None once started, or why it could not (the error, or OperationTimedOut)."""
-        self._thread = threading.Thread(target=self._run, args=(settings, subscribe, topics, auto_commit_ms),
-                                        daemon=True, name=f"{self.host.consumer_id}-poller")
-        self._thread.start()
+        self._thread = runtime.spawn(self._run, settings, subscribe, topics, auto_commit_ms,
+                                     name=f"{self.host.consumer_id}-poller")
         if not self._started.wait(timeout):
             return OperationTimedOut("timed out")
         return self._start_error
@@ -82,15 +80,15 @@ class Poller:
         host.join_watch.attach(consumer)
         self._started.set()
         interval = (auto_commit_ms or 0) / 1000.0
-        next_commit = time.monotonic() + interval
+        next_commit = runtime.monotonic() + interval
         failures = 0
         try:
             while not self._stop.is_set():
                 self._commands.run_pending(consumer)
                 host.flow_control(consumer)
-                if auto_commit_ms is not None and time.monotonic() >= next_commit:
+                if auto_commit_ms is not None and runtime.monotonic() >= next_commit:
                     host.commit_now(consumer)
-                    next_commit = time.monotonic() + interval
+                    next_commit = runtime.monotonic() + interval
                 try:
                     batches = consumer.poll(timeout_ms=100)
                 except Exception as e:  # noqa: BLE001 - a coordinator or broker error: log, back off, retry

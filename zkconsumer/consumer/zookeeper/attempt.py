@@ -15,13 +15,13 @@ are each one behaviour: ``recheck_membership``, ``pipelined_claims``, ``offsets_
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from enum import Enum
 from typing import Protocol
 
 from kazoo.exceptions import NoNodeError
 
+from zkconsumer import runtime
 from zkconsumer.assignment.assignors import Assignment, AssignmentContext, TopicPartition, assign
 from zkconsumer.consumer.zookeeper import plan as rebalance_plan
 from zkconsumer.consumer.zookeeper.claims import ClaimHost, OwnerNodes, ReadAhead, nothing
@@ -74,7 +74,7 @@ class AttemptOwner(Protocol):
     last_owners: dict[TopicPartition, str]
 
     @property
-    def stopping(self) -> threading.Event: ...
+    def stopping(self) -> runtime.Event: ...
 
     def read_group(self) -> tuple[AssignmentContext, int]: ...
 

@@ -11,8 +11,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
-import time
 from collections import Counter, deque
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
@@ -20,6 +18,7 @@ from typing import Protocol
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError, NodeExistsError, NoNodeError
 
+from zkconsumer import runtime
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.config import ConsumerConfig, Profile
 from zkconsumer.consumer.listener import RebalanceListener
@@ -90,10 +89,10 @@ class ClaimOwner(Protocol):
     rebalance_count: int
 
     @property
-    def stopping(self) -> threading.Event: ...
+    def stopping(self) -> runtime.Event: ...
 
     @property
-    def cond(self) -> threading.Condition: ...
+    def cond(self) -> runtime.Condition: ...
 
     triggers: Triggers
 
@@ -205,7 +204,7 @@ class OwnerNodes:
         """
         claim = ClaimRound(decision, held, members)
         self._claim_token = token = object()
-        deadline = time.monotonic() + max(self.c.config.rebalance_backoff_ms / 1000.0, 0.5)
+        deadline = runtime.monotonic() + max(self.c.config.rebalance_backoff_ms / 1000.0, 0.5)
 
         def freed(tp: TopicPartition) -> Callable[[object], None]:
             def watch(event) -> None:  # deleted, overwritten, or the connection dropped: look again
@@ -246,13 +245,13 @@ class OwnerNodes:
         cond = self.r.cond
         with cond:
             while not claim.has_work:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - runtime.monotonic()
                 if self.r.triggers.pending() or self.r.stopping.is_set() or remaining <= 0:
                     return None
                 with self.r.clock.phase("owner_wait"):
                     cond.wait(min(remaining, 0.5))
             batch = claim.next_batch()
-        return None if time.monotonic() > deadline else batch
+        return None if runtime.monotonic() > deadline else batch
 
     def _send_batch(self, claim: ClaimRound, batch: Batch, freed: Callable[[TopicPartition], Callable],
                     number: int, attempt: int, after_send: Callable[[], None], read_ahead: ReadAhead | None) -> None:
@@ -404,7 +403,7 @@ class OwnerNodes:
         # still claiming); whatever happened to a node meanwhile is seen when its watch is set (_arm_owner_watch).
         # The watcher-executor thread sets them when it is idle (no thread per claim, as a Timer would start).
         with self.r.cond:
-            self._arm_due.append((time.monotonic() + OWNER_WATCH_DELAY_S, tokens))
+            self._arm_due.append((runtime.monotonic() + OWNER_WATCH_DELAY_S, tokens))
             self.r.cond.notify_all()
 
     def arm(self, tokens: Mapping[str, object]) -> None:

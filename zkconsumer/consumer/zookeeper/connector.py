@@ -14,13 +14,11 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import queue
-import threading
-import time
 from collections.abc import Mapping
 
 from kazoo.client import KazooState
 
+from zkconsumer import runtime
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.base import ConsumerBase
@@ -73,20 +71,21 @@ class ZookeeperConsumerConnector(ConsumerBase):
             log.info("no zookeeper.connect given: started an embedded ZooKeeper at %s", zk_connect)
         self.zk_connect = zk_connect
         self.zk = connect(zk_connect, session_timeout_ms=config.session_timeout_ms,
-                          connection_timeout_ms=config.connection_timeout_ms, security=config.zk_security)
+                          connection_timeout_ms=config.connection_timeout_ms, security=config.zk_security,
+                          timing=self.profile.zk_client_timing)
         self.registry = Registry(self.zk)
         zk_offsets = ZkOffsetStore(self.registry, self.group, self.trace, skip_broken=self.profile.skip_broken_nodes)
         self.offsets = offset_store(config, zk_offsets, self.trace,
                                     lambda: config.bootstrap_servers or self.registry.bootstrap_servers() or "")
         self._init_streams()  # state_lock, owned, the streams (consumer/base.py)
-        self._commit_lock = threading.Lock()
+        self._commit_lock = runtime.Lock()
         self._generation = 0
         self.failure: BaseException | None = None
-        self.connected = threading.Event()
+        self.connected = runtime.Event()
         self.connected.set()
         # What the streams wait for: the default pauses delivery while the connection is suspended; Kafka 0.8's
         # streams keep handing out what is already queued (an event that stays set).
-        self.deliverable = self.connected if self.profile.pause_when_suspended else threading.Event()
+        self.deliverable = self.connected if self.profile.pause_when_suspended else runtime.Event()
         self.deliverable.set()
         # ... and, in the default profile, only while the session is known alive by our own clock (zk/lease.py)
         self._lease = session_lease(self.zk) if self.profile.fence_on_session_lease else None
@@ -94,8 +93,8 @@ class ZookeeperConsumerConnector(ConsumerBase):
         self.registration: ConsumerRegistration | None = None
         self.fetcher: Fetcher | None = None
         self.rebalancer = Rebalancer(self)
-        self._commit_thread: threading.Thread | None = None
-        self._stop = threading.Event()
+        self._commit_thread: runtime.Task | None = None
+        self._stop = runtime.Event()
         #: partitions whose owner nodes died with an expired session, until the rebalancer resets (default profile)
         self._lost: set[TopicPartition] = set()
         self._session_id = self.zk.client_id[0] if self.zk.client_id else None
@@ -125,9 +124,7 @@ class ZookeeperConsumerConnector(ConsumerBase):
         self.register()
         self.rebalancer.start()
         if self.config.auto_commit:
-            self._commit_thread = threading.Thread(target=self._auto_commit_loop, daemon=True,
-                                                   name=f"{self.consumer_id}-autocommit")
-            self._commit_thread.start()
+            self._commit_thread = runtime.spawn(self._auto_commit_loop, name=f"{self.consumer_id}-autocommit")
 
     @property
     def needs_registered_brokers(self) -> bool:
@@ -155,7 +152,7 @@ class ZookeeperConsumerConnector(ConsumerBase):
         """Write our registration node (again after a session expiry)."""
         assert self.registration is not None
         reg = self.registration
-        self.registration = ConsumerRegistration(reg.subscription, reg.pattern, str(int(time.time() * 1000)))
+        self.registration = ConsumerRegistration(reg.subscription, reg.pattern, str(int(runtime.time() * 1000)))
         # A dead session lingers at most its timeout (we assume the same configuration as ours), plus a margin.
         self.registry.register_consumer(self.group, self.consumer_id, self.registration,
                                         stale_wait_s=2 * self.config.session_timeout_ms / 1000.0,
@@ -181,7 +178,7 @@ class ZookeeperConsumerConnector(ConsumerBase):
                 try:
                     stream.queue.put(Queued(record, generation), timeout=0.1)
                     break
-                except queue.Full:
+                except runtime.Full:
                     if self._stop.is_set():
                         return
 
@@ -193,9 +190,9 @@ class ZookeeperConsumerConnector(ConsumerBase):
 
     def await_deliverable(self, timeout: float) -> None:
         """Both waits share the one ``timeout``."""
-        deadline = time.monotonic() + timeout
+        deadline = runtime.monotonic() + timeout
         if self.deliverable.wait(timeout) and self._lease is not None:
-            self._lease.wait(max(0.0, deadline - time.monotonic()))
+            self._lease.wait(max(0.0, deadline - runtime.monotonic()))
 
     # ------------------------------------------------------------------------------ used by the rebalancer
     def next_generation(self) -> int:

@@ -9,13 +9,13 @@ version of ``ids`` says which ids can be new), and keeps each subscribed topic's
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from typing import Protocol
 
 from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 
+from zkconsumer import runtime
 from zkconsumer.assignment import foreign
 from zkconsumer.assignment.assignors import AssignmentContext
 from zkconsumer.config import ConsumerConfig, Profile
@@ -43,7 +43,7 @@ class GroupView:
     """The group as this member last read it, and the reading of it."""
 
     def __init__(self, host: GroupViewHost, paths: GroupPaths, trigger: Callable[[TriggerCause], None],
-                 stopping: threading.Event) -> None:
+                 stopping: runtime.Event) -> None:
         self.c = host
         self.paths = paths
         self.trigger = trigger

@@ -15,14 +15,12 @@ read the larger of both, as 0.8.2's ``fetchOffsets`` does) â†’ rolling restart â
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections.abc import Callable, Iterable, Mapping
 
 from kafka import TopicPartition as KTP
 from kafka.structs import OffsetAndMetadata
 
-from zkconsumer import broker_version
+from zkconsumer import broker_version, runtime
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.progress import INVALID_OFFSET
@@ -70,7 +68,7 @@ class KafkaOffsetStore:
         self.request_timeout_ms = request_timeout_ms
         self._admin = None
         self._checkpoints: dict[TopicPartition, int] = {}
-        self._lock = threading.Lock()  # one request at a time; guards the admin client and the checkpoints
+        self._lock = runtime.Lock()  # one request at a time; guards the admin client and the checkpoints
 
     def _client(self):
         if self._admin is None:
@@ -88,7 +86,7 @@ class KafkaOffsetStore:
                 if attempt == self.retries or not (_retriable(type(e)) or "Connection" in type(e).__name__):
                     raise KafkaOffsetError(f"{what} for group {self.group} failed: {e!r}") from e
                 log.debug("%s for group %s: %r; retrying in %.1fs", what, self.group, e, self.backoff)
-                time.sleep(self.backoff)  # Kafka's offsets.channel.backoff.ms between attempts
+                runtime.sleep(self.backoff)  # Kafka's offsets.channel.backoff.ms between attempts
         raise KafkaOffsetError(f"{what} for group {self.group}: no attempt (offsets.commit.max.retries={self.retries})")
 
     def fetch(self, tps: Iterable[TopicPartition], pipelined: bool = True) -> dict[TopicPartition, int]:
@@ -147,7 +145,7 @@ class KafkaOffsetStore:
                 if not retry:
                     break
                 pending = retry
-                time.sleep(self.backoff)
+                runtime.sleep(self.backoff)
             written = {tp: v for tp, v in todo.items() if tp not in failed}
             for tp, value in written.items():
                 self._checkpoints[tp] = value

@@ -17,9 +17,9 @@ first commit replaces it. A negative value is out of range for any log: both tre
 from __future__ import annotations
 
 import logging
-import threading
 from collections.abc import Callable, Iterable, Mapping
 
+from zkconsumer import runtime
 from zkconsumer.consumer.progress import INVALID_OFFSET
 from zkconsumer.trace import TraceWriter
 from zkconsumer.types import TopicPartition
@@ -42,7 +42,7 @@ class ZkOffsetStore:
         self.skip_broken = skip_broken
         self._checkpoints: dict[TopicPartition, int] = {}
         self._replacing: set[TopicPartition] = set()  # read as garbage: the next write replaces it
-        self._lock = threading.Lock()
+        self._lock = runtime.Lock()
 
     def fetch(self, tps: Iterable[TopicPartition], pipelined: bool = True) -> dict[TopicPartition, int]:
         """The committed offsets (``INVALID_OFFSET`` when none); they become the checkpoints."""

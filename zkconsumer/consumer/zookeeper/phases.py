@@ -18,9 +18,10 @@ domain; the benchmark measures it from the moment it made the change (benchmarks
 
 from __future__ import annotations
 
-import time
 from collections.abc import Iterator
 from contextlib import contextmanager
+
+from zkconsumer import runtime
 
 PHASES = ("trigger", "reads", "assign", "release", "owner_wait", "claim", "offsets", "start", "backoff")
 
@@ -34,13 +35,13 @@ class PhaseClock:
 
     @contextmanager
     def phase(self, name: str) -> Iterator[None]:
-        start = time.monotonic()
+        start = runtime.monotonic()
         self._stack.append([start, 0.0])
         try:
             yield
         finally:
             _, nested = self._stack.pop()
-            took = time.monotonic() - start
+            took = runtime.monotonic() - start
             self.seconds[name] += took - nested
             if self._stack:
                 self._stack[-1][1] += took

@@ -16,8 +16,6 @@ before claiming, claims in one multi-op, and waits for a conflicting owner's del
 from __future__ import annotations
 
 import logging
-import threading
-import time
 from collections import Counter, deque
 from collections.abc import Callable
 from enum import Enum
@@ -27,6 +25,7 @@ from kazoo.client import KazooClient
 from kazoo.exceptions import NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from zkconsumer import runtime
 from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition
 from zkconsumer.config import ConsumerConfig, Profile
 from zkconsumer.consumer.zookeeper.attempt import AttemptHost, Incremental, Outcome, StopTheWorld
@@ -51,7 +50,7 @@ class BrokerCount:
     attempt, and the first broker to register after none starts a rebalance. Kafka sets one only when an attempt
     found no broker, and then every change of the brokers starts a rebalance (``every_change``)."""
 
-    def __init__(self, zk: KazooClient, stopping: threading.Event, trigger: Callable[[TriggerCause], None],
+    def __init__(self, zk: KazooClient, stopping: runtime.Event, trigger: Callable[[TriggerCause], None],
                  every_change: bool = False) -> None:
         self._count: int | None = None
         self._stopping, self._trigger, self._every_change = stopping, trigger, every_change
@@ -123,7 +122,7 @@ class RebalanceHost(AttemptHost, Protocol):
     topic_filter: TopicFilter | None
     registration: ConsumerRegistration | None
     failure: BaseException | None
-    connected: threading.Event
+    connected: runtime.Event
 
     def reset_after_expiry(self) -> None:
         """The session expired: stop and forget everything without committing."""
@@ -135,14 +134,14 @@ class Rebalancer:
     def __init__(self, host: RebalanceHost) -> None:
         self.c = host
         self.paths = GroupPaths(host.group)
-        self._cond = threading.Condition()  # (an RLock inside: the triggers and the claims take it again)
+        self._cond = runtime.Condition()  # (an RLock inside: the triggers and the claims take it again)
         self.triggers = Triggers(self._cond)
-        self._stopping = threading.Event()
-        self._lock = threading.Lock()  # Kafka's rebalanceLock
+        self._stopping = runtime.Event()
+        self._lock = runtime.Lock()  # Kafka's rebalanceLock
         self.state = RebalancerState.NEW
         #: the last transitions, oldest first: (monotonic time, state)
-        self.transitions: deque[tuple[float, RebalancerState]] = deque([(time.monotonic(), self.state)], maxlen=32)
-        self._thread: threading.Thread | None = None
+        self.transitions: deque[tuple[float, RebalancerState]] = deque([(runtime.monotonic(), self.state)], maxlen=32)
+        self._thread: runtime.Task | None = None  # the watcher executor, once started
         self._topic_watches: set[str] = set()
         self._watched_topics_children: list[str] | None = None
         self.rebalance_count = 0
@@ -167,15 +166,15 @@ class Rebalancer:
                 return
             log.debug("%s: rebalancer %s -> %s", self.c.consumer_id, self.state.value, state.value)
             self.state = state
-            self.transitions.append((time.monotonic(), state))
+            self.transitions.append((runtime.monotonic(), state))
             self._cond.notify_all()
 
     def wait_for(self, state: RebalancerState, timeout: float) -> bool:
         """Wait until the rebalancer is in ``state`` (True) or ``timeout`` seconds pass (False)."""
-        deadline = time.monotonic() + timeout
+        deadline = runtime.monotonic() + timeout
         with self._cond:
             while self.state is not state:
-                remaining = deadline - time.monotonic()
+                remaining = deadline - runtime.monotonic()
                 if remaining <= 0:
                     return False
                 self._cond.wait(remaining)
@@ -183,11 +182,11 @@ class Rebalancer:
 
     # what the owner nodes (claims.py) need of the rebalancer
     @property
-    def stopping(self) -> threading.Event:
+    def stopping(self) -> runtime.Event:
         return self._stopping
 
     @property
-    def cond(self) -> threading.Condition:
+    def cond(self) -> runtime.Condition:
         return self._cond
 
     # --------------------------------------------------------------------------------------------- watches
@@ -217,8 +216,6 @@ class Rebalancer:
         else:
             for topic in self.c.registration.subscription:
                 self._watch_topic(topic)
-        self._thread = threading.Thread(target=self._run, name=f"{self.c.consumer_id}_watcher_executor",
-                                        daemon=True)
         self.c.trace.emit("rebalance_triggered", cause=TriggerCause.STARTUP)
         try:
             self.synced_rebalance(TriggerCause.STARTUP)
@@ -229,7 +226,7 @@ class Rebalancer:
             # (found by comparing with Kafka 0.8.2.2's own consumer in a rolling restart). Kafka 0.8 starts its
             # watcher thread first, and the kafka-0.8 profile still answers those triggers after the first
             # rebalance, as Kafka does: they stay flagged until the thread starts.
-            self._thread.start()
+            self._thread = runtime.spawn(self._run, name=f"{self.c.consumer_id}_watcher_executor")
 
     def _watch_topic(self, topic: str) -> None:
         if topic in self._topic_watches:
@@ -330,7 +327,7 @@ class Rebalancer:
         with self._cond:
             self._cond.notify_all()
         thread = self._thread
-        if thread is not None and thread.ident is not None and thread is not threading.current_thread():
+        if thread is not None and thread is not runtime.current_task():
             thread.join(30)  # (not started yet while the first rebalance runs: nothing to join)
 
     # ------------------------------------------------------------------------------- the executor thread
@@ -339,13 +336,13 @@ class Rebalancer:
             with self._cond:
                 if not self.triggers.pending():
                     # Wake up for the next owner watches due, and at least every second to check the shutdown flag.
-                    due = self.owners.next_arm_in(time.monotonic())
+                    due = self.owners.next_arm_in(runtime.monotonic())
                     if due > 0:
                         self._cond.wait(min(due, 1.0))
                 causes = self.triggers.take()
                 ready = []
                 if not causes:  # a rebalance first: it may release nodes still waiting for their watch
-                    ready = self.owners.arms_due(time.monotonic())
+                    ready = self.owners.arms_due(runtime.monotonic())
             for tokens in ready:
                 self.owners.arm(tokens)
             if not causes or self._stopping.is_set():
@@ -387,7 +384,7 @@ class Rebalancer:
             self.rebalance_count += 1
             number = self.rebalance_count
             self._set_state(RebalancerState.REBALANCING)
-            started = time.monotonic()
+            started = runtime.monotonic()
             self.clock = clock = PhaseClock()
             triggered_at = self.triggers.take_first_at()
             if triggered_at is not None:
@@ -412,7 +409,7 @@ class Rebalancer:
                     owned = sorted(tp_str(tp) for tp in self.c.owned_partitions())
                     self.phase_log.append((number, started, triggered_at, clock.as_ms()))
                     self.c.trace.emit("rebalance_done", rebalance=number, attempts=attempt,
-                                      duration_ms=int((time.monotonic() - started) * 1000), owned=owned,
+                                      duration_ms=int((runtime.monotonic() - started) * 1000), owned=owned,
                                       phases_ms=clock.as_ms())
                     if isinstance(self.c.failure, ConsumerRebalanceFailed):
                         self.c.failure = None
@@ -424,7 +421,7 @@ class Rebalancer:
                     continue
                 self.stats["failed_attempts"] += 1
                 more = attempt < cfg.rebalance_max_retries or outlasting(
-                    outcome, time.monotonic() - started, cfg, self.c.profile)
+                    outcome, runtime.monotonic() - started, cfg, self.c.profile)
                 # Kafka: stop all fetchers, clear the queues and commit (closeFetchersForQueues), then back off.
                 # What is still owned stays owned: the next attempt releases it (releasePartitionOwnership).
                 if not self.c.profile.keep_unmoved:
@@ -458,10 +455,10 @@ class Rebalancer:
         if not self.c.profile.recheck_membership:
             self._stopping.wait(seconds)
             return
-        deadline = time.monotonic() + seconds
+        deadline = runtime.monotonic() + seconds
         with self._cond:
             while not self.triggers.pending() and not self._stopping.is_set():
-                remaining = deadline - time.monotonic()
+                remaining = deadline - runtime.monotonic()
                 if remaining <= 0:
                     break
                 self._cond.wait(remaining)

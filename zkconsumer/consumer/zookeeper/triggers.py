@@ -8,9 +8,9 @@ the group now" drain and fails the attempt that finds it.
 
 from __future__ import annotations
 
-import threading
-import time
 from enum import StrEnum
+
+from zkconsumer import runtime
 
 
 class TriggerCause(StrEnum):
@@ -30,7 +30,7 @@ class Triggers:
     """The flagged causes, oldest first, guarded by the rebalancer's condition (a re-entrant lock: callers that
     hold it already may ask). Every change wakes the waiters on that condition."""
 
-    def __init__(self, cond: threading.Condition) -> None:
+    def __init__(self, cond: runtime.Condition) -> None:
         self._cond = cond
         self._causes: list[TriggerCause] = []
         self._first_at: float | None = None  # monotonic time of the first flag no rebalance has started on
@@ -38,7 +38,7 @@ class Triggers:
     def add(self, cause: TriggerCause) -> None:
         with self._cond:
             if self._first_at is None:
-                self._first_at = time.monotonic()
+                self._first_at = runtime.monotonic()
             self._causes.append(cause)
             self._cond.notify_all()
 
