@@ -18,6 +18,7 @@ from zkconsumer.sim import runtime_impl
 from zkconsumer.sim.kazoo_world import KazooWorld
 from zkconsumer.sim.scheduler import Scheduler
 from zkconsumer.sim.tasks import Runtime
+from zkconsumer.zk.handler import LatchResult
 from zkconsumer.zk.lease import SessionLease
 
 EPOCH_S = 1_600_000_000.0  # the simulated Clock's wall time at virtual zero
@@ -30,7 +31,7 @@ def test_live_the_seam_is_threading_time_queue_and_random_themselves() -> None:
     assert runtime.Event is threading.Event and runtime.Lock is threading.Lock and runtime.RLock is threading.RLock
     assert runtime.Condition is threading.Condition and runtime.Queue is queue.Queue
     assert runtime.random is random.random and runtime.Random is random.Random
-    assert runtime.current_task is threading.current_thread
+    assert runtime.current_task is threading.current_thread and runtime.local is threading.local
     done = runtime.Event()
     task = runtime.spawn(lambda value: done.set() if value == 1 else None, 1, name="seam-live")
     task.join(5)
@@ -108,9 +109,32 @@ def test_the_simulated_primitives_behave_as_threadings_do() -> None:
         taker.join()
         assert taker is not runtime.current_task()
         return dict(put_after=put_after, got=[v for _, v in got], left=q.get_nowait(),
-                    draws=[runtime.random() for _ in range(3)], own=runtime.Random().random())
+                    draws=[runtime.random() for _ in range(3)], own=runtime.Random().random(), local=task_local())
+
+    def task_local() -> tuple:
+        """``runtime.local()``: each task its own attributes, as each thread has them live."""
+        seen = runtime.local()
+        seen.name = "main"
+        other = runtime.spawn(lambda: (setattr(seen, "name", "other"), seen.name), name="other")
+        other.join()
+        return seen.name, other.result, hasattr(seen, "missing")
 
     one, again, other = (KazooWorld(seed=s).run(main) for s in (7, 7, 8))
     assert one["put_after"] == pytest.approx(1.0) and one["got"] == ["a"] and one["left"] == "c"
+    assert one["local"] == ("main", (None, "other"), False)
     assert one["draws"] == again["draws"] and one["own"] == again["own"]
     assert one["draws"] != other["draws"]
+
+
+def test_the_zk_handlers_own_answer_latch_parks_a_task_on_virtual_time() -> None:
+    """zk/handler.py's LatchResult takes its locks from the seam: in a simulation a waiter parks until another task
+    answers a virtual second later, and a timed wait with no answer gives up on virtual time."""
+    def main() -> tuple:
+        answered, unanswered = LatchResult(None), LatchResult(None)
+        runtime.spawn(lambda: (runtime.sleep(1.0), answered.set("v")), name="answerer")
+        start = runtime.monotonic()
+        value = answered.get(timeout=5.0)
+        after = runtime.monotonic() - start
+        return value, after, unanswered.wait(2.0), runtime.monotonic() - start
+
+    assert KazooWorld(seed=5).run(main) == ("v", pytest.approx(1.0), False, pytest.approx(3.0))

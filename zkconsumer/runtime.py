@@ -8,9 +8,9 @@ on virtual time, a clock reading answers virtual time, a random draw comes from 
 threads and clocks from its handler (the simulator has one); this module is the same seam for the code above it.
 
 Live, nothing changes: the names below *are* ``time.monotonic``, ``time.time``, ``time.sleep``, ``threading``'s
-classes, ``queue.Queue`` and ``random``'s functions, bound at import, so ``runtime.monotonic()`` costs the one
-module attribute lookup ``time.monotonic()`` costs, with no wrapper in between. :func:`spawn` is the only new
-function: ``threading.Thread(..., daemon=True).start()`` in one call.
+classes (``threading.local`` too), ``queue.Queue`` and ``random``'s functions, bound at import, so
+``runtime.monotonic()`` costs the one module attribute lookup ``time.monotonic()`` costs, with no wrapper in between.
+:func:`spawn` is the only new function: ``threading.Thread(..., daemon=True).start()`` in one call.
 
 The simulator swaps them for the duration of a run (:func:`installed`) and restores them after, even on an
 error; one simulation per process at a time, so installing refuses to nest. Hence the two rules for callers
@@ -77,12 +77,16 @@ sleep: Callable[[float], None] = _time.sleep
 spawn: Callable[..., Task] = _spawn_thread
 #: The calling thread (task): compare it with what :func:`spawn` returned (a thread must not join itself).
 current_task: Callable[[], Any] = threading.current_thread
-#: ``threading``'s primitives and ``queue.Queue``; the simulator's have the same methods.
+#: ``threading``'s primitives and ``queue.Queue``; the simulator's have the same methods. ``Lock`` is the
+#: interpreter's plain lock (``threading.Lock`` *is* ``_thread.allocate_lock``, or on 3.13 the class it returns):
+#: the cheap one, as kazoo's handler wants per request.
 Event = threading.Event
 Lock = threading.Lock
 RLock = threading.RLock
 Condition = threading.Condition
 Queue = queue.Queue
+#: ``local()``: an object whose attributes each thread (task) sees its own of, as ``threading.local``.
+local: Callable[[], Any] = threading.local
 #: A float in [0, 1), and a generator of one's own (``Random(seed)``) for a stream of draws.
 random: Callable[[], float] = _random.random
 Random = _random.Random
@@ -103,6 +107,7 @@ class Implementation:
     RLock: Callable[[], Any]
     Condition: Callable[..., Any]
     Queue: Callable[..., Any]
+    local: Callable[[], Any]
     random: Callable[[], float]
     Random: Callable[..., Any]
 

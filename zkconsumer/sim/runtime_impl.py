@@ -3,10 +3,10 @@ sleeps and random draws become while a simulation runs.
 
 Why: the consumer takes all of those from :mod:`zkconsumer.runtime`, live ``threading``/``time``/``random``. Here
 each name is its counterpart in :mod:`.tasks` on one :class:`~zkconsumer.sim.tasks.Runtime`: a spawned thread is a
-task, a wait parks it on virtual time, the clocks read the scheduler, and random draws come from a generator seeded
-by the simulation's seed (its own stream, so that a draw the consumer adds does not reshuffle the scheduler's or
-kazoo's). :func:`installed` installs it for the duration of a run and restores the live one after;
-:class:`~zkconsumer.sim.kazoo_world.KazooWorld` does so around every run.
+task, a thread-local is task-local, a wait parks it on virtual time, the clocks read the scheduler, and random draws
+come from a generator seeded by the simulation's seed (its own stream, so that a draw the consumer adds does not
+reshuffle the scheduler's or kazoo's). :func:`installed` installs it for the duration of a run and restores the live
+one after; :class:`~zkconsumer.sim.kazoo_world.KazooWorld` does so around every run.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ def implementation(rt: tasks.Runtime, rng: random.Random) -> seam.Implementation
         RLock=lambda: tasks.RLock(rt),
         Condition=lambda lock=None: tasks.Condition(rt, lock),
         Queue=lambda maxsize=0: tasks.Queue(rt, maxsize),
+        local=lambda: tasks.Local(rt),
         random=rng.random,
         Random=generator,
     )

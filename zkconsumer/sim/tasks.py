@@ -21,6 +21,7 @@ finds it there.
 from __future__ import annotations
 
 import math
+import weakref
 from collections import deque
 from collections.abc import Callable
 from queue import Empty, Full
@@ -396,6 +397,40 @@ class Condition:
 
     def notify_all(self) -> None:
         self._runtime.wake_all(self._waiters)
+
+
+class Local:
+    """``threading.local`` for tasks: each task sees its own attributes (code outside any task, the hub, has one set
+    too). A task's attributes go when the task does."""
+
+    __slots__ = ("_runtime", "_per_task", "_outside")
+
+    def __init__(self, runtime: Runtime) -> None:
+        object.__setattr__(self, "_runtime", runtime)
+        object.__setattr__(self, "_per_task", weakref.WeakKeyDictionary())
+        object.__setattr__(self, "_outside", {})
+
+    def _attrs(self) -> dict[str, Any]:
+        task = self._runtime.current()
+        if task is None:
+            return self._outside
+        attrs = self._per_task.get(task)
+        if attrs is None:
+            attrs = self._per_task[task] = {}
+        return attrs
+
+    def __getattr__(self, name: str) -> Any:
+        try:
+            return self._attrs()[name]
+        except KeyError:
+            raise AttributeError(name) from None
+
+    def __setattr__(self, name: str, value: Any) -> None:
+        self._attrs()[name] = value
+
+    def __delattr__(self, name: str) -> None:
+        getattr(self, name)  # AttributeError, as threading.local's, when this task has none
+        del self._attrs()[name]
 
 
 class Queue:

@@ -14,18 +14,20 @@ rebalance's busiest moment (about 150 events per crash of one consumer among 50,
 watches firing on our own deletes). A callback marked :func:`runs_inline` runs on the connection thread itself.
 
 The connection itself (:class:`EagerConnection`) reads and writes before asking ``poll`` whether it may.
+
+What zkconsumer's own code here takes of threads, time and chance comes from the runtime seam (zkconsumer/runtime.py):
+the locks of :class:`LatchResult`, the per-thread poll sets, the connection's send and receive times (which feed the
+session lease, zk/lease.py) and its reconnect wait. What the inherited kazoo handler does itself (its worker threads
+and queues, built by ``SequentialThreadingHandler``) and the ``poll`` of the connection loop stay kazoo's threading
+model, live: a simulation replaces the whole handler (sim/kazoo_handler.py), not these pieces.
 """
 
 from __future__ import annotations
 
 import functools
 import logging
-import random
 import select
 import ssl
-import threading
-import time
-from _thread import allocate_lock
 from collections import deque
 from collections.abc import Callable
 
@@ -35,6 +37,7 @@ from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandl
 from kazoo.handlers.utils import fileobj_to_fd
 from kazoo.protocol.connection import WATCH_XID, ConnectionDropped, ConnectionHandler
 
+from zkconsumer import runtime
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.zk.lease import SessionLease
 from zkconsumer.zk.timing import FIRST_CONNECT_RETRY_S, ClientTiming
@@ -77,8 +80,8 @@ class LatchResult(utils.AsyncResult):
         self._exception = _PENDING
         self._callbacks: list = []
         self.value = None
-        self._guard = allocate_lock()
-        self._latch = allocate_lock()
+        self._guard = runtime.Lock()  # live: _thread's plain lock (allocate_lock), the cheap one
+        self._latch = runtime.Lock()
         self._latch.acquire()
 
     def set(self, value=None) -> None:  # noqa: ANN001 - kazoo's signature
@@ -160,7 +163,7 @@ class PollHandler(SequentialThreadingHandler):
 
     def __init__(self, *args, **kwargs) -> None:
         super().__init__(*args, **kwargs)
-        self._polls = threading.local()
+        self._polls = runtime.local()
 
     def async_result(self) -> LatchResult:
         return LatchResult(self)
@@ -191,6 +194,8 @@ class PollHandler(SequentialThreadingHandler):
             kept.insert(0, entry)
             del kept[self._KEPT:]
         poller, objs = entry[2], entry[3]
+        # a real poll of real sockets, on kazoo's connection thread: kazoo's handler's business, left as it is (a
+        # simulation replaces the handler, and with it this wait, by sim/kazoo_handler.py's)
         while True:
             try:
                 ready = poller.poll(None if timeout is None else timeout * 1000.0)
@@ -248,7 +253,7 @@ class EagerConnection(ConnectionHandler):
     def _connect(self, host, hostip, port):  # noqa: ANN001, ANN202 - kazoo's signature
         if self._timing is ClientTiming.ZOOKEEPER_3_4:
             self._wait_before_attempt((hostip, port))
-        sent = time.monotonic()
+        sent = runtime.monotonic()
         self._sent.clear()  # a new connection: nothing sent on the last one will be answered
         try:
             read_timeout, connect_timeout = super()._connect(host, hostip, port)
@@ -256,7 +261,7 @@ class EagerConnection(ConnectionHandler):
             self._connected_once |= self._socket is not None  # the socket connected, whatever came next
         self._last_server = (hostip, port)
         self._term_s = read_timeout / 1000.0  # kazoo's read timeout: two thirds of the negotiated session timeout
-        self._last_heard = time.monotonic()
+        self._last_heard = runtime.monotonic()
         self._lease.confirm(sent, self._term_s)  # the server accepted the session: alive when it answered
         return read_timeout, connect_timeout
 
@@ -265,7 +270,7 @@ class EagerConnection(ConnectionHandler):
         connected, and 1 s more on the server it was last connected to; none before the first connection (bar a
         small floor between failed first attempts, zk/timing.py). A client being stopped meanwhile leaves at once."""
         if self._connected_once:
-            wait = random.uniform(0.0, self._timing.reconnect_wait_max_s)
+            wait = runtime.random() * self._timing.reconnect_wait_max_s  # random.uniform(0, max), as it computes it
             if server == self._last_server:
                 wait += self._timing.same_server_wait_s
         else:
@@ -276,12 +281,12 @@ class EagerConnection(ConnectionHandler):
 
     def _submit(self, request, timeout, xid=None):  # noqa: ANN001, ANN202 - kazoo's signature
         if xid is not None:
-            self._sent.append((xid, time.monotonic()))
+            self._sent.append((xid, runtime.monotonic()))
         super()._submit(request, timeout, xid)
 
     def _read_header(self, timeout):  # noqa: ANN001, ANN202 - kazoo's signature
         header, buffer, offset = super()._read_header(timeout)
-        self._last_heard = time.monotonic()
+        self._last_heard = runtime.monotonic()
         if header.xid != WATCH_XID and header.err not in _SESSION_GONE:
             self._answered(header.xid)
         return header, buffer, offset
@@ -301,7 +306,7 @@ class EagerConnection(ConnectionHandler):
         kazoo's loop reaches a send first thing after a wait, having read what arrived meanwhile."""
         if not self._timing.drops_silent_connection or self.client._stopped.is_set():
             return
-        silent = time.monotonic() - self._last_heard
+        silent = runtime.monotonic() - self._last_heard
         if silent >= self._term_s:
             session = self.client._session_id or 0
             raise ConnectionDropped(f"nothing heard from the server for {silent * 1000:.0f} ms, past the read "
@@ -366,7 +371,7 @@ def use_eager_connection(client, timing: ClientTiming = ClientTiming.KAZOO) -> N
         connection._sent = deque()
         connection._term_s = client._session_timeout / 1000.0 * 2.0 / 3.0  # the requested timeout until negotiated
         connection._timing = timing
-        connection._last_heard = time.monotonic()
+        connection._last_heard = runtime.monotonic()
         connection._connected_once = False
         connection._attempts = 0
         connection._last_server = None

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import contextlib
 import logging
-import threading
-import time
 from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import TypeVar
 
@@ -20,6 +18,7 @@ from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL
 
+from zkconsumer import runtime
 from zkconsumer.errors import ConsumerIdInUse, NotAuthorized, ZkConsumerError
 from zkconsumer.zk import layout, multiread
 from zkconsumer.zk.handler import PollHandler, use_eager_connection
@@ -398,7 +397,7 @@ class Registry:
         except NoAuthError:
             raise NotAuthorized(GroupPaths(group).ids, "create") from None
         self._warn_if_unprotected(group)
-        deadline = time.monotonic() + stale_wait_s
+        deadline = runtime.monotonic() + stale_wait_s
         while True:
             try:
                 self.zk.create(path, data, ephemeral=True)
@@ -415,25 +414,25 @@ class Registry:
             if stat.ephemeralOwner == session:
                 self.zk.set(path, data)
                 return
-            remaining = deadline - time.monotonic()
+            remaining = deadline - runtime.monotonic()
             if stat.ephemeralOwner not in own_sessions and remaining <= 0:
                 raise ConsumerIdInUse(
                     f"{path} is held by another live ZooKeeper session (0x{stat.ephemeralOwner:x}) for more than "
                     f"{stale_wait_s:.1f}s: another consumer process runs with consumer.id of {consumer_id}")
             log.info("%s exists (session 0x%x); waiting for it to be deleted", path, stat.ephemeralOwner)
-            gone = threading.Event()
+            gone = runtime.Event()
             if self.zk.exists(path, watch=lambda event, gone=gone: gone.set()) is not None:
                 gone.wait(max(0.05, min(remaining, 1.0)) if stat.ephemeralOwner not in own_sessions else 1.0)
 
     def wait_gone(self, path: str, timeout: float) -> bool:
         """Until ``path`` does not exist (an exists-watch wakes the wait, no poll); False when it still does after
         ``timeout`` seconds."""
-        deadline = time.monotonic() + timeout
+        deadline = runtime.monotonic() + timeout
         while True:
-            gone = threading.Event()
+            gone = runtime.Event()
             if self.zk.exists(path, watch=lambda event, gone=gone: gone.set()) is None:
                 return True
-            remaining = deadline - time.monotonic()
+            remaining = deadline - runtime.monotonic()
             if remaining <= 0:
                 return False
             gone.wait(remaining)
