@@ -7,11 +7,15 @@ zkconsumer's default profile, its kafka-0.8 profile, and Apache Kafka 0.8.2.2's 
 where its jars or a JDK are missing). The seeds are the same for every variant, so a row compares the variants on
 the same schedule.
 
+``--runs N`` runs each seed's schedule N times: a seed's verdict is then a rate, "breaks in k of N runs" with the
+invariants broken and in how many runs (zkconsumer.lab.breach_rate), a variant's total the same over all its runs,
+and one more table puts each seed's k/N on every variant side by side.
+
 Printed: per variant, runs, breaches by invariant, wall time per seed (run and shrink apart), and each minimal
 reproducer with the command that replays it; then one table across variants. ``nemesis.json`` per variant under
-``--out``.
-Run: .venv/bin/python benchmarks/nemesis.py [--seeds 30] [--first-seed 0] [--variants ...] [--max-actions 4]
-[--shrink-budget 12] [--duration 30] [--out DIR]
+``--out`` (with ``--runs``, each seed's rate and every run's verdict).
+Run: .venv/bin/python benchmarks/nemesis.py [--seeds 30] [--first-seed 0] [--runs 1] [--variants ...]
+[--max-actions 4] [--shrink-budget 12] [--duration 30] [--out DIR]
 """
 
 from __future__ import annotations
@@ -25,6 +29,7 @@ from pathlib import Path
 from rich.table import Table
 
 from zkconsumer.consoles import make_console
+from zkconsumer.lab.breach_rate import BreachRate
 from zkconsumer.lab.nemesis import Invariant, NemesisSettings, parse_kinds
 from zkconsumer.lab.nemesis_run import LabJudge, SeedResult, run_nemesis
 from zkconsumer.lab.variants import unavailable
@@ -36,6 +41,8 @@ def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=30, help="seeds per variant (default 30)")
     ap.add_argument("--first-seed", type=int, default=0)
+    ap.add_argument("--runs", type=int, default=1,
+                    help="runs of each seed's schedule (default 1): its verdict 'breaks in k of N runs'")
     ap.add_argument("--variants", default=",".join(ZOOKEEPER_VARIANTS))
     ap.add_argument("--actions", default="join,stop,kill,restart,bounce,pause")
     ap.add_argument("--max-actions", type=int, default=4)
@@ -43,6 +50,8 @@ def main() -> None:
     ap.add_argument("--shrink-budget", type=int, default=12, help="reruns to shrink one breach (default 12)")
     ap.add_argument("--out", type=Path)
     args = ap.parse_args()
+    if args.runs < 1:
+        ap.error(f"--runs takes a whole number of runs per seed, 1 or more, not {args.runs}")
     console = make_console()
     out = args.out or Path(tempfile.mkdtemp(prefix="zkconsumer-nemesis-"))
     settings = NemesisSettings(duration=args.duration, max_actions=args.max_actions,
@@ -59,12 +68,14 @@ def main() -> None:
             judge = LabJudge(variant) if judge is None else judge.with_variant(variant)
             started = time.monotonic()
             results = run_nemesis(seeds, settings, variant, out / variant, console, budget=args.shrink_budget,
-                                  judge=judge)
+                                  judge=judge, repeats=args.runs)
             rows.append((variant, results, time.monotonic() - started))
     finally:
         if judge is not None:
             judge.close()
-    console.print(across(rows, settings, len(seeds)))
+    console.print(across(rows, settings, len(seeds), args.runs))
+    if args.runs > 1 and rows:
+        console.print(per_seed(rows, seeds))
     for variant, results, _ in rows:
         for r in results:
             if r.minimal:
@@ -72,12 +83,21 @@ def main() -> None:
     console.print(f"runs under {out}", highlight=False)
 
 
-def across(rows: list[tuple[str, list[SeedResult], float]], settings: NemesisSettings, seeds: int) -> Table:
-    table = Table(title=f"nemesis: {seeds} seeds per variant, up to {settings.max_actions} actions of "
-                        f"{','.join(settings.kinds)}, {settings.duration:g} s runs")
+def across(rows: list[tuple[str, list[SeedResult], float]], settings: NemesisSettings, seeds: int,
+           runs: int = 1) -> Table:
+    """One row per variant: seeds run, seeds that breached, per invariant the seeds that broke it. With several
+    runs a seed, the variant's total over all its runs ("breaks in k of N runs") and, per invariant, the runs
+    that broke it after the seeds."""
+    table = Table(title=f"nemesis: {seeds} seeds per variant" + (f", {runs} runs each" if runs > 1 else "")
+                        + f", up to {settings.max_actions} actions of {','.join(settings.kinds)}, "
+                          f"{settings.duration:g} s runs",
+                  caption="per invariant: seeds that broke it (runs that broke it, of those judged)" if runs > 1
+                  else None)
     table.add_column("variant")
     table.add_column("runs", justify="right")
     table.add_column("breaches", justify="right")
+    if runs > 1:
+        table.add_column("every run", justify="left")
     for inv in Invariant:
         table.add_column(inv.value, justify="right")
     table.add_column("failed to run", justify="right")
@@ -85,12 +105,35 @@ def across(rows: list[tuple[str, list[SeedResult], float]], settings: NemesisSet
     table.add_column("shrink wall total (s)", justify="right")
     table.add_column("total (s)", justify="right")
     for variant, results, seconds in rows:
-        walls = [r.seconds for r in results if not r.error]
-        table.add_row(variant, str(len(results)), str(sum(1 for r in results if r.breach)),
-                      *(str(sum(1 for r in results if r.breach and inv in r.breach.invariants)) for inv in Invariant),
-                      str(sum(1 for r in results if r.error)),
+        walls = [t for r in results for t in r.run_seconds] if runs > 1 else [r.seconds for r in results
+                                                                               if not r.error]
+        pooled = BreachRate.pooled(r.rate for r in results) if results else None
+        by_inv = pooled.invariants if pooled else {}
+        table.add_row(variant, str(len(results)), str(sum(1 for r in results if r.broken)),
+                      *((pooled.headline if pooled else "-",) if runs > 1 else ()),
+                      *(str(sum(1 for r in results if inv in r.broken))
+                        + (f" ({by_inv[inv].broken} of {by_inv[inv].judged})" if runs > 1 and inv in by_inv else "")
+                        for inv in Invariant),
+                      str(sum(1 for r in results if r.error)) if runs == 1 else
+                      f"{sum(1 for r in results if r.error)} ({pooled.failed if pooled else 0} runs)",
                       f"{statistics.median(walls):.0f}" if walls else "-",
                       f"{sum(r.shrink_seconds for r in results):.0f}", f"{seconds:.0f}")
+    return table
+
+
+def per_seed(rows: list[tuple[str, list[SeedResult], float]], seeds: list[int]) -> Table:
+    """Each seed's k/N on every variant, side by side (the same schedule in a row), with the invariants broken."""
+    table = Table(title="nemesis: breaks in k of N runs, seed by seed")
+    table.add_column("seed", justify="right")
+    for variant, _, _ in rows:
+        table.add_column(variant)
+    by = {(variant, r.seed): r for variant, results, _ in rows for r in results}
+    for seed in seeds:
+        cells = []
+        for variant, _, _ in rows:
+            r = by.get((variant, seed))
+            cells.append("-" if r is None else r.rate.text)
+        table.add_row(str(seed), *cells)
     return table
 
 

@@ -41,11 +41,13 @@ def test_the_catalogue_writes_one_table_of_verdicts(tmp_path: Path, capsys) -> N
     printed = capsys.readouterr().out
     assert code == 0, printed
     cells = {c["variant"]: c for c in json.loads((out / "catalogue.json").read_text())}
-    assert cells["zookeeper-default"]["verdict"] == "all hold", cells
+    assert cells["zookeeper-default"]["verdict"] == "holds in 1 of 1 run", cells
+    assert (cells["zookeeper-default"]["rate"]["k"], cells["zookeeper-default"]["rate"]["n"]) == (0, 1)
     # a ZooKeeper cut has nothing to strike in a coordinator-mode member: not run, said why
     assert cells["coordinator"]["verdict"] == "n/a" and "ZooKeeper session" in cells["coordinator"]["not_applicable"]
     table = (out / "catalogue.md").read_text()
-    assert "| f | `zk-cut` | `zookeeper-default` | all hold |" in table
+    assert "| f | `zk-cut` | `zookeeper-default` | holds in 1 of 1 run |" in table
+    assert 'data-rate="0/1"' in (out / "catalogue.html").read_text()
 
 
 def _rebalances_during(trace_dir: str) -> list[tuple[str, str]]:

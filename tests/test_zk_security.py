@@ -5,11 +5,14 @@ like the consumers. Real ZooKeeper servers, real consumers."""
 from __future__ import annotations
 
 import os
+import socket
 import stat
+import time
 from collections.abc import Iterator
 
 import pytest
 from helpers import consumer, fresh_chroot, wait_until
+from kazoo.client import KazooClient
 from kazoo.exceptions import NoAuthError
 from kazoo.security import OPEN_ACL_UNSAFE, READ_ACL_UNSAFE, make_digest_acl
 
@@ -207,11 +210,43 @@ def test_sasl_server_restarts_with_sasl(sasl_server: ZooKeeperServer) -> None:
     sasl_server.start_node(1)  # from the state file: the JAAS file is reused
     with Registry.open(sasl_server.connect_string, security=ZkSecurity(sasl=Credentials("bob", "hunter2"))) as bob:
         assert bob.zk.exists("/") is not None
-    # a refused handshake can meet a closed socket first and be tried again: room for that on a loaded machine
-    # (twice in a parallel run the refusal had not surfaced within the default 6 s)
     with pytest.raises(ZkAuthFailed):
+        Registry.open(sasl_server.connect_string, security=ZkSecurity(sasl=Credentials("bob", "x"))).__enter__()
+
+
+def test_sasl_refusal_is_auth_failed_whichever_thread_runs_first(sasl_server: ZooKeeperServer, monkeypatch) -> None:
+    """kazoo reports CONNECTED before its SASL exchange, and AUTH_FAILED (not connected) right after a refusal. Its
+    ``start`` waited for the first and then checked for the second, so a loaded machine, where the connection
+    thread ran the whole refused handshake before the starting thread looked, turned a refusal into a connection
+    timeout: at once, or after the whole wait when the starting thread had not begun to wait yet. That last
+    ordering, forced: the connection thread runs to its end before the start waits. Still AUTH_FAILED, at once."""
+    start_async = KazooClient.start_async
+
+    def start_then_let_the_connection_run(self: KazooClient):  # noqa: ANN202 - kazoo's event
+        started = start_async(self)
+        self._connection._connection_routine.join(30)  # a refused handshake ends the connection loop: kazoo stops
+        assert not self._connection._connection_routine.is_alive(), "the connection loop did not end on a refusal"
+        return started
+
+    monkeypatch.setattr(KazooClient, "start_async", start_then_let_the_connection_run)
+    began = time.monotonic()
+    with pytest.raises(ZkAuthFailed, match="AUTH_FAILED"):
         Registry.open(sasl_server.connect_string, security=ZkSecurity(sasl=Credentials("bob", "x")),
-                      connection_timeout_ms=20000).__enter__()
+                      connection_timeout_ms=60_000).__enter__()
+    assert time.monotonic() - began < 30  # not the connection timeout's 60 s: the refusal was seen, not waited out
+
+
+def test_tools_take_the_zookeeper_timeouts_from_their_properties(capsys) -> None:
+    with socket.socket() as s:  # a port nothing listens on: every attempt is refused, until the timeout
+        s.bind(("127.0.0.1", 0))
+        nowhere = f"127.0.0.1:{s.getsockname()[1]}"
+    assert main(["groups", "list", "--zookeeper", nowhere, "--property", "zookeeper.connection.timeout.ms=300"]) == 1
+    assert "within 0.3s (zookeeper.connection.timeout.ms)" in capsys.readouterr().err
+    assert main(["groups", "delete", "--zookeeper", nowhere, "--group", "g",
+                 "--property", "zookeeper.session.timeout.ms=400"]) == 1  # the connection timeout follows it
+    assert "within 0.4s" in capsys.readouterr().err
+    assert main(["groups", "list", "--zookeeper", nowhere, "--property", "zookeeper.connection.timeout.ms=x"]) == 1
+    assert "zookeeper.connection.timeout.ms must be an integer" in capsys.readouterr().err
 
 
 def test_sasl_group_protected_from_other_principals(sasl_server: ZooKeeperServer, request, capsys) -> None:
@@ -241,8 +276,7 @@ def test_sasl_group_protected_from_other_principals(sasl_server: ZooKeeperServer
     capsys.readouterr()
     assert main(delete) == 1
     assert "NoAuth" in capsys.readouterr().err
-    assert main([*delete, "--property", "zkconsumer.zookeeper.sasl=alice:wrong",
-                 "--property", "zookeeper.connection.timeout.ms=20000"]) == 1  # as above
+    assert main([*delete, "--property", "zkconsumer.zookeeper.sasl=alice:wrong"]) == 1
     assert "AUTH_FAILED" in capsys.readouterr().err
     assert main([*delete, "--property", "zkconsumer.zookeeper.sasl=alice:s3cret"]) == 0
     with Registry.open(zk_connect) as anyone:

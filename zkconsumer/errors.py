@@ -51,6 +51,7 @@ Every error class of zkconsumer, by module (``*``: retriable)::
     zkconsumer.sim.tasks                   SimulationError
     zkconsumer.sim.network                 ConnectFailed, WouldBlock
     zkconsumer.sim.zk_jute                 MalformedFrame
+    zkconsumer.sim.world                   SimRefused
     zkconsumer.analysis.traces             TraceInputError
     zkconsumer.analysis.tables             NotPlain
     zkconsumer.web.serve                   AddressInUse

@@ -7,8 +7,10 @@ written, so a consumer killed with SIGKILL leaves every event up to its last com
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import IO, Any
 
@@ -28,6 +30,22 @@ EVENTS = frozenset({
 #: The lab's own events: they describe the run, not a consumer (the analysis keeps them apart).
 LAB_EVENTS = frozenset({"fault_injected", "fault_healed", "lab_step"})
 SCHEMA_VERSION = 1
+
+
+#: Who else sees every event as it is written: the simulator's checkers (zkconsumer/sim/), which judge a run after
+#: every step, and its in-memory trace. Empty live. See :func:`observed`.
+_OBSERVERS: list[Callable[[dict[str, Any]], None]] = []
+
+
+@contextlib.contextmanager
+def observed(observer: Callable[[dict[str, Any]], None]) -> Iterator[None]:
+    """Hand every event any :class:`TraceWriter` emits to ``observer`` as well, for the duration of the block;
+    meanwhile a writer without a directory emits too (to the observers only), so a simulation need not write files."""
+    _OBSERVERS.append(observer)
+    try:
+        yield
+    finally:
+        _OBSERVERS.remove(observer)
 
 
 def now_ms() -> int:
@@ -75,6 +93,7 @@ class TraceWriter:
         self._mode = {"mode": mode} if mode else {}
         self._lock = runtime.Lock()
         self._seq = 0
+        self._closed = False
         self._file: IO[str] | None = None
         self.path: Path | None = None
         if directory is not None:
@@ -96,7 +115,7 @@ class TraceWriter:
 
     def emit(self, event: str, at_ms: int | None = None, **fields: Any) -> None:
         """Append one event, stamped now or at ``at_ms`` (a trace rebuilt from another program's log)."""
-        if self._file is None:
+        if self._closed or (self._file is None and not _OBSERVERS):
             return
         if event not in EVENTS:
             raise IllegalArgument(f"unknown trace event {event!r}")
@@ -107,9 +126,12 @@ class TraceWriter:
                       "consumer": self.consumer, "seq": self._seq, **self._mode, **fields}
             if self._file is not None:
                 self._file.write(json.dumps(record, separators=(",", ":"), sort_keys=False) + "\n")
+            for observer in _OBSERVERS:
+                observer(record)
 
     def close(self) -> None:
         with self._lock:
+            self._closed = True
             if self._file is not None:
                 self._file.close()
                 self._file = None

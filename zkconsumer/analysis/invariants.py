@@ -21,16 +21,17 @@ Each check returns its violating rows, so a failing verdict can say which partit
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
-from typing import Any
 
+import numpy as np
+import pandas as pd
 from pyspark.sql import DataFrame, Window
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
+from zkconsumer.analysis.deadlines import judged_deadlines
+
 PKEY = ["group", "topic", "partition"]
-GRACE_MS = 1000
 
 
 @dataclass
@@ -88,13 +89,40 @@ def duplicates_of_committed(dups: DataFrame, commits: DataFrame) -> DataFrame:
 
 
 def commits_moving_back(commits: DataFrame, resets: DataFrame) -> DataFrame:
-    """Commits below an earlier commit of the same partition and store (trace time, then consumer order)."""
-    keyed = commits.withColumn("_store", F.coalesce("store", F.lit("zookeeper")))
-    w = Window.partitionBy(*PKEY, "_store").orderBy("ts", "consumer", "seq").rowsBetween(
-        Window.unboundedPreceding, -1)
-    back = keyed.withColumn("previous_max", F.max("offset").over(w)).where(F.col("offset") < F.col("previous_max"))
+    """Commits below an earlier commit of the same partition and store.
+
+    "Earlier" means known to have taken effect before this commit was sent: a commit answered (``ts``) before this
+    one was sent (``sent_ts``, or ``ts`` when the line has none), or this consumer's own previous commit (its
+    commits are sequential). A commit is a write that takes effect somewhere between its sending and its answer; a
+    member paused with a commit in flight writes the answer's line seconds after the server applied it, and two
+    commits whose spans overlap have no known order, so neither can be behind the other. (Ordering by the lines'
+    ``ts`` alone read such a paused member's commit, applied before others', as going back: found by the
+    simulator, docs/simulation.md.)"""
+    keyed = commits.withColumn("_store", F.coalesce("store", F.lit("zookeeper"))).withColumn(
+        "_sent", F.coalesce("sent_ts", "ts"))
+    back = keyed.groupBy(*PKEY, "_store").applyInPandas(_behind_earlier, _BEHIND_SCHEMA)
+    back = back.where(F.col("offset") < F.col("previous_max"))
     back = back.join(resets.select(*PKEY).distinct(), PKEY, "left_anti")
     return back.select(*PKEY, F.col("_store").alias("store"), "consumer", "ts", "offset", "previous_max")
+
+
+_BEHIND_SCHEMA = ("`group` string, topic string, partition long, _store string, consumer string, ts long, "
+                  "offset long, previous_max long")
+
+
+def _behind_earlier(pdf: pd.DataFrame) -> pd.DataFrame:
+    """One partition and store: each commit with the highest offset committed before it (see
+    :func:`commits_moving_back`), -1 when none: an as-of join on the answers' times, and each consumer's own."""
+    pdf = pdf.sort_values(["ts", "consumer", "seq"], kind="stable").reset_index(drop=True)
+    answered = pd.DataFrame({"at": pdf["ts"].to_numpy(), "running": pdf["offset"].cummax().to_numpy()})
+    sent = pdf[["_sent"]].reset_index().sort_values("_sent", kind="stable")
+    asof = pd.merge_asof(sent, answered, left_on="_sent", right_on="at", allow_exact_matches=False)
+    before = np.full(len(pdf), -1, dtype="int64")
+    before[asof["index"].to_numpy()] = asof["running"].fillna(-1).astype("int64").to_numpy()
+    own = pdf.sort_values(["consumer", "seq"], kind="stable").groupby("consumer", sort=False)["offset"]
+    own_before = own.transform(lambda o: o.cummax().shift(1)).fillna(-1).astype("int64")
+    pdf["previous_max"] = np.maximum(before, own_before.reindex(pdf.index).to_numpy())
+    return pdf[["group", "topic", "partition", "_store", "consumer", "ts", "offset", "previous_max"]]
 
 
 def effective_ownership(owners: DataFrame, control: DataFrame) -> DataFrame:
@@ -106,56 +134,6 @@ def effective_ownership(owners: DataFrame, control: DataFrame) -> DataFrame:
         F.min(F.when(F.col("_exp") >= F.col("owned_from"), F.col("_exp"))).alias("_exp"))
     return j.select(*PKEY, "consumer", "owned_from",
                     F.least("owned_to", F.coalesce("_exp", "owned_to")).alias("owned_to"))
-
-
-def judged_deadlines(lines: Iterable[Mapping[str, Any]], grace_ms: int = GRACE_MS) -> list[tuple[Any, ...]]:
-    """Per ``fault_healed`` line of the lab's trace: ``(group, fault, healed, deadline)``, the moment the group
-    must own every partition again. Pure, on the driver: a run has a few dozen lab lines.
-
-    The deadline is ``healed + session_timeout_ms + grace`` unless the group is disturbed again by then: a later
-    ``lab_step`` (a join, stop, kill -9, restart, a topic action), a fault struck or another healed inside the
-    window moves the anchor to it, and a fault still open at the deadline moves it to that fault's heal; repeated
-    until the window is quiet. A heal whose window ends under a fault never healed is not judged (no row)."""
-    rows = sorted(lines, key=lambda r: (r["group"], r["ts"]))
-    out = []
-    for group in dict.fromkeys(r["group"] for r in rows):
-        mine = [r for r in rows if r["group"] == group]
-        spans = _fault_spans(mine)
-        moments = sorted({r["ts"] for r in mine if r["event"] in ("lab_step", "fault_injected", "fault_healed")})
-        for heal in (r for r in mine if r["event"] == "fault_healed"):
-            window = int(heal.get("session_timeout_ms") or 0) + grace_ms
-            anchor, judged = heal["ts"], True
-            while True:
-                deadline = anchor + window
-                later = [t for t in moments if anchor < t <= deadline]
-                open_at = [end for start, end in spans if start <= deadline and (end is None or end > deadline)]
-                if any(end is None for end in open_at):
-                    judged = False
-                    break
-                nxt = max([*later, *open_at], default=anchor)
-                if nxt <= anchor:
-                    break
-                anchor = nxt
-            if judged:
-                out.append((group, heal["fault"], heal["ts"], deadline))
-    return out
-
-
-def _fault_spans(lines: list[Mapping[str, Any]]) -> list[tuple[int, int | None]]:
-    """(struck, healed or None) per ``fault_injected`` line: paired with the first later heal of the same fault
-    and target (a heal line without a target, as the fault matrix writes, pairs by the fault's name), in order."""
-    spans: list[tuple[int, int | None]] = []
-    used: set[int] = set()
-    for r in (r for r in lines if r["event"] == "fault_injected"):
-        end = None
-        for i, h in enumerate(lines):
-            if (i not in used and h["event"] == "fault_healed" and h["fault"] == r["fault"] and h["ts"] >= r["ts"]
-                    and (not h.get("target") or h.get("target") == r.get("target"))):
-                used.add(i)
-                end = h["ts"]
-                break
-        spans.append((r["ts"], end))
-    return spans
 
 
 _DEADLINES = T.StructType([T.StructField("group", T.StringType()), T.StructField("fault", T.StringType()),
@@ -199,7 +177,7 @@ def compute_invariants(events: DataFrame, lab: DataFrame | None, owners: DataFra
     ``duplicates=False`` (no duplicate) leave those checks' tables empty without running them: a plan with
     ``limit(0)`` is answered by the driver, no Spark job."""
     commits = events.where(F.col("event") == "offset_committed").select(
-        *PKEY, "consumer", "seq", "ts", "offset", "store")
+        *PKEY, "consumer", "seq", "ts", "offset", "store", "sent_ts")
     resets = events.where(F.col("event") == "offset_reset").select(*PKEY)
     control = events.where(F.col("event") == "session_expired").select("group", "consumer", "ts", "event")
     if lab is None:

@@ -34,6 +34,7 @@ COMMAND_MODULES = [
     "zkconsumer.cli.lab",
     "zkconsumer.cli.analyze",
     "zkconsumer.cli.sweep",
+    "zkconsumer.cli.sim",
     "zkconsumer.cli.kafka",
 ]
 

@@ -12,12 +12,11 @@ from kazoo.security import OPEN_ACL_UNSAFE
 from rich.table import Table
 
 from zkconsumer.cli.output import CliError, as_cli_error, console
-from zkconsumer.cli.topics import open_registry, print_names, zookeeper_action
-from zkconsumer.cli.zkauth import add_zk_auth_args, zk_security_from_args
+from zkconsumer.cli.topics import zookeeper_action
+from zkconsumer.cli.zkauth import add_zk_auth_args, open_registry, zk_security_from_args
 from zkconsumer.tools import groups as group_tools
 from zkconsumer.tools.offset_checker import check
 from zkconsumer.zk.layout import LayoutError
-from zkconsumer.zk.registry import Registry
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -65,7 +64,10 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
-    return print_names(args, Registry.groups)
+    with open_registry(args) as reg:  # this module's open_registry: --property's ZooKeeper timeouts too
+        for name in reg.groups():
+            print(name)
+    return 0
 
 
 def cmd_describe(args: argparse.Namespace) -> int:

@@ -137,6 +137,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                                    + "; ".join(f"{m.key} {m.scenario or '(benchmark)'}" for m in MODES))
     f.add_argument("--variants", default=",".join(CATALOGUE_VARIANTS),
                    help=f"comma-separated, or all (default {','.join(CATALOGUE_VARIANTS)})")
+    f.add_argument("--runs", default="1", metavar="N",
+                   help="run each mode × variant cell N times (default 1): its verdict is 'breaks in k of N runs' "
+                        "with, per invariant, the runs that broke it, or 'holds in N of N runs'")
     f.add_argument("--out", type=Path, help="run directory (default lab-runs/catalogue-<time>)")
     f.add_argument("--master", help="Spark master (default local[*])")
     f.set_defaults(func=cmd_catalogue)
@@ -176,7 +179,19 @@ def cmd_compare(args: argparse.Namespace) -> int:
     return 0 if all(r.measures.get("verify_ok") and r.measures.get("lost") == 0 for r in results) else 1
 
 
+def runs_flag(value: str) -> int:
+    """``--runs``: a whole number >= 1, else one line saying so."""
+    try:
+        runs = int(value)
+    except ValueError:
+        runs = 0
+    if runs < 1:
+        raise CliError(f"--runs takes a whole number of runs per cell, 1 or more, not {value!r}")
+    return runs
+
+
 def cmd_catalogue(args: argparse.Namespace) -> int:
+    runs = runs_flag(args.runs)
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     variants = list(VARIANTS) if variants == ["all"] else variants
     unknown = [v for v in variants if v not in VARIANTS]
@@ -187,7 +202,7 @@ def cmd_catalogue(args: argparse.Namespace) -> int:
     except ZkConsumerError as e:
         raise CliError(str(e)) from None
     out = args.out or Path("lab-runs") / time.strftime("catalogue-%Y%m%d-%H%M%S")
-    cells = run_catalogue(chosen, variants, out, console, master=args.master)
+    cells = run_catalogue(chosen, variants, out, console, master=args.master, runs=runs)
     return 0 if cells else 1
 
 

@@ -36,6 +36,12 @@ class FetcherError(ZkConsumerError, RuntimeError):
 ResetCallback = Callable[[TopicPartition, int, int], None]
 
 
+#: Makes the fetcher's client from the bootstrap servers and kafka-python's settings: anything with the six methods
+#: the fetcher calls on a ``KafkaConsumer`` (assign, seek, seek_to_beginning, seek_to_end, position, poll, close).
+#: kafka-python's own live; the simulator's broker client (zkconsumer/sim/) in a simulation.
+ClientFactory = Callable[[str | list[str], dict], object]
+
+
 class Fetcher:
     """A thread polling one kafka-python client; ``deliver`` gets each batch of records."""
 
@@ -43,7 +49,8 @@ class Fetcher:
                  deliver: Callable[[list[FetchedRecord]], None], fetch_max_wait_ms: int = 100,
                  fetch_min_bytes: int = 1, max_partition_fetch_bytes: int = 1024 * 1024,
                  request_timeout_ms: int = 30000, on_reset: ResetCallback | None = None,
-                 api_version: str | tuple[int, ...] | None = "auto", registrations: Sequence[object] = ()) -> None:
+                 api_version: str | tuple[int, ...] | None = "auto", registrations: Sequence[object] = (),
+                 client_factory: ClientFactory | None = None) -> None:
         self._bootstrap = bootstrap_servers
         #: ``zkconsumer.broker.api.version`` and the brokers' registrations (a hint): broker_version decides
         self._api_version, self._registrations = api_version, tuple(registrations)
@@ -54,6 +61,7 @@ class Fetcher:
                               request_timeout_ms=max(request_timeout_ms, 1000))
         self._deliver = deliver
         self._on_reset = on_reset
+        self._client_factory = client_factory
         #: next offset expected per partition: kafka-python never returns a record below its position, so a
         #: record below this one means the position was reset (OffsetOutOfRange + auto.offset.reset)
         self._expected: dict[TopicPartition, int] = {}
@@ -136,8 +144,11 @@ class Fetcher:
 
     def _run(self) -> None:
         try:
-            version = broker_version.client_settings(self._bootstrap, self._api_version, self._registrations)
-            consumer = KafkaConsumer(bootstrap_servers=self._bootstrap, **self._settings, **version)
+            if self._client_factory is not None:
+                consumer = self._client_factory(self._bootstrap, self._settings)
+            else:
+                version = broker_version.client_settings(self._bootstrap, self._api_version, self._registrations)
+                consumer = KafkaConsumer(bootstrap_servers=self._bootstrap, **self._settings, **version)
         except Exception as e:  # noqa: BLE001 - reported to start()
             self._error = e
             self._started.set()

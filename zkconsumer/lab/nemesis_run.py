@@ -2,9 +2,14 @@
 by the analysis' invariants on Spark, and a breach is shrunk, rerunning each candidate, to a minimal scenario file
 written beside the run with the command that replays it.
 
+A seed's schedule may be run several times (``repeats``: benchmarks/nemesis.py ``--runs``): the seed's verdict is
+then a rate, "breaks in k of N runs" with the invariants broken (lab/breach_rate.py), and the first breach is the
+one shrunk.
+
 Layout of ``--out``: ``seed-<S>/schedule.toml`` (the drawn schedule), ``seed-<S>/run/`` (its lab run: traces, logs,
-``console.txt``, the analysis' tables under ``report/``), ``seed-<S>/shrink-<NN>/`` (each candidate's run),
-``seed-<S>/minimal.toml`` (after a breach), and ``nemesis.json`` (every seed's outcome).
+``console.txt``, the analysis' tables under ``report/``; ``run-<i>/`` for each of several repeats),
+``seed-<S>/shrink-<NN>/`` (each candidate's run), ``seed-<S>/minimal.toml`` (after a breach), and ``nemesis.json``
+(every seed's outcome).
 
 One Spark session judges every run of the process: starting one costs a lab run's analysis several times over.
 """
@@ -28,6 +33,7 @@ from rich.markup import escape
 from rich.table import Table
 
 from zkconsumer.errors import IllegalArgument
+from zkconsumer.lab.breach_rate import BreachRate, RunVerdict
 from zkconsumer.lab.faults.scenario_lab import lab_for
 from zkconsumer.lab.nemesis import (
     COMMIT_INVARIANTS,
@@ -132,9 +138,16 @@ class LabJudge:
         return breach_of(result.invariants, judge_commits=not summary.get("commits_untraced")), summary
 
 
+def judged_invariants(summary: dict | None) -> tuple[Invariant, ...]:
+    """The invariants a run's verdict speaks for: none about commits where its members' commits are untraced."""
+    untraced = bool(summary and summary.get("commits_untraced"))
+    return tuple(i for i in Invariant if not (untraced and i in COMMIT_INVARIANTS))
+
+
 @dataclass
 class SeedResult:
-    """One seed's outcome."""
+    """One seed's outcome: its schedule run once or more (``verdicts``, ``run_seconds``: one per run), the first
+    breach found (the one shrunk), and ``error`` when no run of it could be carried out."""
 
     seed: int
     scenario: Scenario
@@ -146,11 +159,25 @@ class SeedResult:
     shrink_seconds: float = 0.0
     minimal: Path | None = None
     replay: str | None = None
+    verdicts: list[RunVerdict] = dataclasses.field(default_factory=list)
+    run_seconds: list[float] = dataclasses.field(default_factory=list)
+
+    @property
+    def rate(self) -> BreachRate:
+        """The seed's runs as a rate (one run: a rate of 1)."""
+        return BreachRate(tuple(self.verdicts) or (RunVerdict.failed(self.error or "not run"),))
+
+    @property
+    def broken(self) -> frozenset[Invariant]:
+        """Every invariant some run of the seed broke."""
+        return frozenset(i for v in self.verdicts for i in v.broken) | (self.breach.invariants if self.breach
+                                                                          else frozenset())
 
     def as_json(self) -> dict:
         return {"seed": self.seed, "out": str(self.out), "actions": len(self.scenario.actions),
                 "seconds": round(self.seconds, 1), "error": self.error,
-                "breached": [i.value for i in Invariant if self.breach and i in self.breach.invariants],
+                "breached": [i.value for i in Invariant if i in self.broken],
+                "rate": self.rate.as_json(), "run_seconds": [round(t, 1) for t in self.run_seconds],
                 "detail": self.breach.detail if self.breach else "",
                 "shrink": None if self.shrunk is None else {
                     "target": self.shrunk.target.value, "tried": self.shrunk.tried, "steps": self.shrunk.steps,
@@ -161,13 +188,15 @@ class SeedResult:
 
 def run_nemesis(seeds: list[int], settings: NemesisSettings, variant: str, out: Path, console: Console,
                 budget: int = 30, flags: dict[str, Any] | None = None, master: str | None = None,
-                judge: LabJudge | None = None, confirm: int = 1) -> list[SeedResult]:
-    """Each seed: draw, print the schedule, run, judge; on a breach shrink within ``budget`` reruns (a candidate
-    kept only if it breaches ``confirm`` runs in a row) and write ``minimal.toml``. Prints a summary; writes
-    ``nemesis.json``."""
+                judge: LabJudge | None = None, confirm: int = 1, repeats: int = 1) -> list[SeedResult]:
+    """Each seed: draw, print the schedule, run and judge it ``repeats`` times; on a breach shrink within
+    ``budget`` reruns (a candidate kept only if it breaches ``confirm`` runs in a row) and write ``minimal.toml``.
+    Prints a summary; writes ``nemesis.json``."""
     reason = unavailable(variant) if variant in VARIANTS else None
     if reason:
         raise IllegalArgument(reason)
+    if repeats < 1:
+        raise IllegalArgument(f"a seed's schedule runs at least once, not {repeats} times")
     # the lab's producer and monitors log every broken connection of a member being killed: keep the verdicts
     # readable (the members' logs keep theirs)
     logging.getLogger("kafka").setLevel(logging.CRITICAL)
@@ -176,7 +205,8 @@ def run_nemesis(seeds: list[int], settings: NemesisSettings, variant: str, out: 
     results: list[SeedResult] = []
     try:
         for seed in seeds:
-            results.append(_one_seed(seed, settings, judge, out / f"seed-{seed}", console, budget, confirm))
+            results.append(_one_seed(seed, settings, judge, out / f"seed-{seed}", console, budget, confirm,
+                                     repeats))
     finally:
         if own_judge:
             judge.close()
@@ -192,25 +222,39 @@ def _settings_json(settings: NemesisSettings) -> dict:
 
 
 def _one_seed(seed: int, settings: NemesisSettings, judge: LabJudge, out: Path, console: Console,
-              budget: int, confirm: int = 1) -> SeedResult:
+              budget: int, confirm: int = 1, repeats: int = 1) -> SeedResult:
     scenario = draw(seed, settings)
     out.mkdir(parents=True, exist_ok=True)
     text = dumps(scenario)
     (out / "schedule.toml").write_text(text)
-    console.rule(f"[bold]nemesis seed {seed}[/] ({judge.variant}): {len(scenario.actions)} action(s)")
+    console.rule(f"[bold]nemesis seed {seed}[/] ({judge.variant}): {len(scenario.actions)} action(s)"
+                 + (f", {repeats} runs" if repeats > 1 else ""))
     console.print(text.rstrip(), highlight=False, markup=False)
     result = SeedResult(seed, scenario, out)
-    started = time.monotonic()
-    try:
-        with console.status(f"seed {seed}: running the schedule and judging it…"):
-            result.breach, summary = judge.run(scenario, out / "run")
-    except Exception as e:  # noqa: BLE001 - one seed's broken run is reported, the next seed still runs
-        result.error = f"{type(e).__name__}: {e}"
-        console.print(f"[red]seed {seed}: the run failed[/]: {escape(result.error)}")
+    errors = []
+    for i in range(1, repeats + 1):
+        what = f"seed {seed}" if repeats == 1 else f"seed {seed} run {i} of {repeats}"
+        started = time.monotonic()
+        try:
+            with console.status(f"{what}: running the schedule and judging it…"):
+                breach, summary = judge.run(scenario, out / ("run" if repeats == 1 else f"run-{i}"))
+        except Exception as e:  # noqa: BLE001 - one seed's broken run is reported, the next run or seed still runs
+            errors.append(f"{type(e).__name__}: {e}")
+            result.verdicts.append(RunVerdict.failed(errors[-1]))
+            console.print(f"[red]{what}: the run failed[/]: {escape(errors[-1])}")
+            continue
+        finally:
+            result.run_seconds.append(time.monotonic() - started)
+        result.verdicts.append(RunVerdict.of_breach(breach, judged_invariants(summary)))
+        result.breach = result.breach or breach
+        console.print(_verdict(what, breach, result.run_seconds[-1], summary), highlight=False)
+    result.seconds = sum(result.run_seconds)
+    if len(errors) == repeats:  # no verdict at all: the seed failed to run
+        result.error = errors[0]
         return result
-    finally:
-        result.seconds = time.monotonic() - started
-    console.print(_verdict(f"seed {seed}", result.breach, result.seconds, summary), highlight=False)
+    if repeats > 1:
+        colour = "bold red" if result.rate.k else "green"
+        console.print(f"[{colour}]seed {seed}: {escape(result.rate.text)}[/]", highlight=False)
     if result.breach is None or budget <= 0:
         return result
     _shrink(result, settings, judge, console, budget, confirm)
@@ -265,24 +309,34 @@ def _shrink(result: SeedResult, settings: NemesisSettings, judge: LabJudge, cons
 
 
 def print_summary(results: list[SeedResult], console: Console, variant: str) -> None:
-    """One row per seed, the breaches by invariant, and the reproducers."""
-    table = Table(title=f"nemesis on {variant}: {len(results)} run(s)")
-    for column in ("seed", "actions", "verdict", "wall (s)", "shrink reruns", "minimal actions", "reproducer"):
+    """One row per seed (with several runs a seed, its rate), the breaches by invariant, and the reproducers."""
+    repeated = any(len(r.verdicts) > 1 for r in results)
+    table = Table(title=f"nemesis on {variant}: {len(results)} run(s)" if not repeated else
+                  f"nemesis on {variant}: {len(results)} seed(s), {sum(len(r.verdicts) for r in results)} runs")
+    columns = ("seed", "actions", "verdict", *(("runs",) if repeated else ()), "wall (s)", "shrink reruns",
+               "minimal actions", "reproducer")
+    for column in columns:
         table.add_column(column, justify="right" if column in ("seed", "actions", "wall (s)") else "left")
     for r in results:
-        verdict = (f"[red]{escape(r.error)}[/]" if r.error else "holds" if r.breach is None else
-                   "[bold red]" + ", ".join(i.value for i in Invariant if i in r.breach.invariants) + "[/]")
-        table.add_row(str(r.seed), str(len(r.scenario.actions)), verdict, f"{r.seconds:.0f}",
+        verdict = (f"[red]{escape(r.error)}[/]" if r.error else "holds" if not r.broken else
+                   "[bold red]" + ", ".join(i.value for i in Invariant if i in r.broken) + "[/]")
+        table.add_row(str(r.seed), str(len(r.scenario.actions)), verdict,
+                      *((escape(r.rate.text),) if repeated else ()), f"{r.seconds:.0f}",
                       str(r.shrunk.tried) if r.shrunk else "", str(len(r.shrunk.scenario.actions)) if r.shrunk else "",
                       escape(str(r.minimal)) if r.minimal else "")
     console.print(table)
-    by_invariant = Counter(i for r in results if r.breach for i in r.breach.invariants)
-    breaches = sum(1 for r in results if r.breach)
+    by_invariant = Counter(i for r in results for i in r.broken)
+    pooled = BreachRate.pooled(r.rate for r in results)
+    breaches = sum(1 for r in results if r.broken)
     failed = sum(1 for r in results if r.error)
     console.print(f"runs: {len(results)}, breaches: {breaches}, runs that failed to run: {failed}", highlight=False)
+    if repeated:
+        console.print(f"every run of every seed: {pooled.text}", highlight=False)
     for inv in Invariant:
         if by_invariant[inv]:
-            console.print(f"  {inv.claim}: broken in {by_invariant[inv]} run(s)", highlight=False)
+            runs = f" ({pooled.invariants[inv].broken} of {pooled.invariants[inv].judged} runs)" if repeated else ""
+            console.print(f"  {inv.claim}: broken in {by_invariant[inv]} {'seed(s)' if repeated else 'run(s)'}{runs}",
+                          highlight=False)
     for r in results:
         if r.replay:
             console.print(f"reproducer of seed {r.seed}: {r.minimal}\n  {r.replay}", highlight=False, markup=False)

@@ -22,6 +22,7 @@ from queue import Empty
 from types import ModuleType, SimpleNamespace
 from typing import Any
 
+import kazoo.client
 import kazoo.protocol.connection
 import kazoo.recipe.lock
 import kazoo.recipe.watchers
@@ -46,6 +47,51 @@ ROUTED_MODULES: dict[ModuleType, tuple[str, ...]] = {
     kazoo.recipe.watchers: ("time",),  # PatientChildrenWatch
 }
 
+#: Modules whose sets of callables (kazoo.client: the state listeners, the data and child watchers of a path) are
+#: made insertion-ordered while a simulation runs: a ``set`` of functions iterates in the order of their memory
+#: addresses, which differ from run to run, and kazoo calls the listeners of one state change, and the watchers of
+#: one path, in that order.
+ORDERED_SETS = (kazoo.client,)
+
+
+class OrderedSet:
+    """The part of ``set`` kazoo uses, iterating in insertion order (a dict's keys)."""
+
+    __slots__ = ("_items",)
+
+    def __init__(self, items: Any = ()) -> None:
+        self._items = dict.fromkeys(items)
+
+    def add(self, item: Any) -> None:
+        self._items[item] = None
+
+    def discard(self, item: Any) -> None:
+        self._items.pop(item, None)
+
+    def remove(self, item: Any) -> None:
+        del self._items[item]
+
+    def update(self, items: Any) -> None:
+        self._items.update(dict.fromkeys(items))
+
+    def copy(self) -> OrderedSet:
+        return OrderedSet(self._items)
+
+    def clear(self) -> None:
+        self._items.clear()
+
+    def __iter__(self) -> Iterator[Any]:
+        return iter(list(self._items))
+
+    def __len__(self) -> int:
+        return len(self._items)
+
+    def __contains__(self, item: object) -> bool:
+        return item in self._items
+
+    def __repr__(self) -> str:
+        return f"OrderedSet({list(self._items)!r})"
+
 
 @contextlib.contextmanager
 def kazoo_routed(clock: Clock, rng: random.Random) -> Iterator[None]:
@@ -61,11 +107,16 @@ def kazoo_routed(clock: Clock, rng: random.Random) -> Iterator[None]:
                 raise tasks.SimulationError("kazoo is already routed to a simulation")
             saved.append((module, name, current))
             setattr(module, name, shim if name == "time" else rng)
+    for module in ORDERED_SETS:
+        module.set = OrderedSet  # a module global shadows the builtin for the module's own code
     try:
         yield
     finally:
         for module, name, original in saved:
             setattr(module, name, original)
+        for module in ORDERED_SETS:
+            with contextlib.suppress(AttributeError):
+                del module.set
 
 
 class SimAsyncResult(utils.AsyncResult):

@@ -20,6 +20,7 @@ scheduler event in its pipe's lane, so one connection's packets keep their order
 from __future__ import annotations
 
 import errno
+import random
 from collections import deque
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -52,6 +53,8 @@ class HostLink:
     partitioned: bool = False
     healed: Event | None = None
     pipes: list[_Pipe] = field(default_factory=list)
+    #: the host's own ends of its connections (what a killed process's operating system closes)
+    endpoints: list[Endpoint] = field(default_factory=list)
 
 
 class _Pipe:
@@ -180,6 +183,13 @@ class Network:
         self.delivered = 0
         self._hosts: dict[str, HostLink] = {}
         self._listeners: dict[Address, Callable[[Endpoint], None]] = {}
+        #: each packet's delay is its link's plus 0..``jitter_ms`` drawn from ``rng`` (none without one): how a seed
+        #: reorders what different connections deliver, while each connection stays a FIFO stream
+        self.jitter_ms = 0
+        self.rng: random.Random | None = None
+
+    def _jitter(self) -> int:
+        return self.rng.randint(0, self.jitter_ms) if self.rng is not None and self.jitter_ms else 0
 
     def link(self, host: str) -> HostLink:
         link = self._hosts.get(host)
@@ -215,6 +225,14 @@ class Network:
         if link.healed is not None:
             link.healed.set()
 
+    def close_host(self, host: str) -> None:
+        """Close every connection ``host`` has open, as the kernel does for a process killed with SIGKILL: each
+        server sees the close one delay later (or at the heal, if the host is cut off)."""
+        link = self.link(host)
+        for endpoint in link.endpoints:
+            endpoint.close()
+        link.endpoints = []
+
     # -------------------------------------------------------------------------------------- connecting
     def connect(self, host: str, address: Address, timeout: float | None) -> Endpoint:
         """Open a connection from ``host`` to ``address`` (blocks the calling task for the handshake's round
@@ -230,8 +248,9 @@ class Network:
             raise ConnectFailed(errno.ECONNREFUSED, f"connection refused: nothing listens at {address[0]}:{address[1]}")
         client = Endpoint(self.runtime, address)
         server = Endpoint(self.runtime, (host, 0))
-        client._out = _Pipe(self, link, lambda: link.to_server_ms, server)
-        server._out = _Pipe(self, link, lambda: link.to_client_ms, client)
+        client._out = _Pipe(self, link, lambda: link.to_server_ms + self._jitter(), server)
+        server._out = _Pipe(self, link, lambda: link.to_client_ms + self._jitter(), client)
         link.pipes = [p for p in link.pipes if p._queue or not p._target.closed] + [client._out, server._out]
+        link.endpoints = [e for e in link.endpoints if not e.closed] + [client]
         accept(server)
         return client

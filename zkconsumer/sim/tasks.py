@@ -50,8 +50,11 @@ def active() -> Runtime:
 
 def to_ms(seconds: float) -> int:
     """A wait in seconds as whole virtual milliseconds, never shorter (rounded to a nanosecond first, so that
-    float noise such as ``0.1 + 0.2`` does not add a millisecond)."""
-    return max(0, math.ceil(round(seconds * 1000.0, 6)))
+    float noise such as ``0.1 + 0.2`` does not add a millisecond), and at least 1 ms when positive at all."""
+    ms = max(0, math.ceil(round(seconds * 1000.0, 6)))
+    # A positive wait lasts at least a millisecond: a deadline computed in float seconds may lie a femtosecond
+    # past the clock ("due in 1e-15 s"), which live time passes at once and virtual time never would.
+    return ms if ms or seconds <= 0 else 1
 
 
 def sleep(seconds: float) -> None:
@@ -70,11 +73,36 @@ class _Waiter:
         self.fired = False
 
 
+class Process:
+    """The tasks of one simulated OS process (a member), for the faults a process suffers as a whole.
+
+    A task belongs to the process of the task that spawned it, so a member's kazoo connection loop, its
+    rebalancer, fetcher and stream threads all share its fate:
+
+    - **paused** (SIGSTOP): none of its tasks runs; a wake-up meanwhile (a timer, a byte arriving, a lock freed) is
+      kept and delivered at :meth:`Runtime.resume_process`, so the process finds on waking what a real one finds
+      — its timers all due at once, its socket's bytes waiting — while its ZooKeeper session ages unseen;
+    - **killed** (SIGKILL): none of its tasks runs again during the run. :meth:`Runtime.close` still unwinds them
+      (a greenlet cannot be dropped without it) once the run is over, when nothing they do can be seen: the world
+      closes a killed process's connections and its trace ignores it."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+        self.paused = False
+        self.killed = False
+        self.deferred: list[tuple[Task, bool]] = []
+
+    def __repr__(self) -> str:
+        return f"<Process {self.name}{' paused' if self.paused else ''}{' killed' if self.killed else ''}>"
+
+
 class Task:
     """A cooperative thread: ``join``, ``is_alive`` and ``name`` as ``threading.Thread`` has them."""
 
-    def __init__(self, runtime: Runtime, fn: Callable[..., Any], args: tuple, kwargs: dict, name: str) -> None:
+    def __init__(self, runtime: Runtime, fn: Callable[..., Any], args: tuple, kwargs: dict, name: str,
+                 process: Process | None = None) -> None:
         self.name = name
+        self.process = process
         self.result: Any = None
         self.exception: BaseException | None = None
         self._runtime = runtime
@@ -124,10 +152,14 @@ class Runtime:
         self._names = 0
 
     # ------------------------------------------------------------------------------------------- tasks
-    def spawn(self, fn: Callable[..., Any], *args: Any, name: str | None = None, **kwargs: Any) -> Task:
-        """Start ``fn(*args, **kwargs)`` as a task: it first runs once the current one parks (now, in virtual time)."""
+    def spawn(self, fn: Callable[..., Any], *args: Any, name: str | None = None, process: Process | None = None,
+              **kwargs: Any) -> Task:
+        """Start ``fn(*args, **kwargs)`` as a task: it first runs once the current one parks (now, in virtual time).
+        It belongs to ``process``, else to the spawning task's process (a thread starts in its own process)."""
         self._names += 1
-        task = Task(self, fn, args, kwargs, name or f"task-{self._names}")
+        if process is None and self._current is not None:
+            process = self._current.process
+        task = Task(self, fn, args, kwargs, name or f"task-{self._names}", process)
         self._tasks = [t for t in self._tasks if not t.done]
         self._tasks.append(task)
         self.scheduler.call_later(0, lambda: self._resume(task, True))
@@ -188,6 +220,11 @@ class Runtime:
     def _resume(self, task: Task, value: bool) -> None:
         if task.done:
             return
+        process = task.process
+        if process is not None and (process.paused or process.killed):
+            if not process.killed:
+                process.deferred.append((task, value))
+            return
         hub = getcurrent()
         if task._glet.parent is not hub:  # first run, or a later run() from elsewhere: come back here
             task._glet.parent = hub
@@ -200,6 +237,24 @@ class Runtime:
         if self.strict and self.failures:
             failed, exc = self.failures[0]
             raise SimulationError(f"task {failed.name} died: {exc!r}") from exc
+
+    # ----------------------------------------------------------------------------------------- processes
+    def pause_process(self, process: Process) -> None:
+        """SIGSTOP: from now on none of ``process``'s tasks runs (the running one, if it is one, runs to its next
+        blocking point first: a signal lands between instructions, and the simulator's grain is a blocking point)."""
+        process.paused = True
+
+    def resume_process(self, process: Process) -> None:
+        """SIGCONT: the wake-ups kept meanwhile are delivered, in the order they came, at the current instant."""
+        process.paused = False
+        deferred, process.deferred = process.deferred, []
+        for task, value in deferred:
+            self.scheduler.call_later(0, lambda t=task, v=value: self._resume(t, v))
+
+    def kill_process(self, process: Process) -> None:
+        """SIGKILL: none of ``process``'s tasks runs again."""
+        process.killed = True
+        process.deferred.clear()
 
     # ------------------------------------------------------------------------------------------- running
     def run(self, main: Callable[..., Any], *args: Any, limit_ms: int | None = None, **kwargs: Any) -> Any:

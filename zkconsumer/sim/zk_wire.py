@@ -142,6 +142,16 @@ class WireServer:
         self._by_session[session_id] = conn
         conn.send(encode_connect_response(ConnectResponse(0, timeout, session_id, session_password(session_id))))
 
+    def expire(self, session_id: int) -> bool:
+        """Close ``session_id`` from outside, as the lab's twin client on its id and password does: its ephemerals
+        go (their watchers told), its connection is closed, and its client learns at its reconnect that the session
+        is gone. False if it was not live."""
+        reply = self.model.close_session(session_id)
+        if not reply.ok:
+            return False
+        self._expired(Expiry(session_id, reply.zxid, reply.events))
+        return True
+
     def _connection_closed(self, conn: _Connection) -> None:
         """The client closed (or the server dropped) a connection: the session keeps ticking, its watches go."""
         sid = conn.session_id

@@ -13,7 +13,9 @@ Most of ours only flag the rebalancer and return; for them the hand-off is a thr
 rebalance's busiest moment (about 150 events per crash of one consumer among 50, most of them our own owner
 watches firing on our own deletes). A callback marked :func:`runs_inline` runs on the connection thread itself.
 
-The connection itself (:class:`EagerConnection`) reads and writes before asking ``poll`` whether it may.
+The connection itself (:class:`EagerConnection`) reads and writes before asking ``poll`` whether it may, and
+tells how its first handshake ended (:func:`start_session`): kazoo's ``start`` cannot say that a server refused
+the credentials.
 
 What zkconsumer's own code here takes of threads, time and chance comes from the runtime seam (zkconsumer/runtime.py):
 the locks of :class:`LatchResult`, the per-thread poll sets, the connection's send and receive times (which feed the
@@ -31,7 +33,7 @@ import ssl
 from collections import deque
 from collections.abc import Callable
 
-from kazoo.exceptions import SessionExpiredError, SessionMovedError
+from kazoo.exceptions import AuthFailedError, SessionExpiredError, SessionMovedError
 from kazoo.handlers import utils
 from kazoo.handlers.threading import KazooTimeoutError, SequentialThreadingHandler
 from kazoo.handlers.utils import fileobj_to_fd
@@ -249,6 +251,11 @@ class EagerConnection(ConnectionHandler):
     _connected_once: bool
     _attempts: int
     _last_server: tuple[str, int] | None
+    # how the first handshake ended, for start_session: the handler's event, set once a session is established and
+    # authenticated (_ready), once the server refused the credentials (_refusal), or once the loop ended
+    _settled: object
+    _ready: bool
+    _refusal: AuthFailedError | None
 
     def _connect(self, host, hostip, port):  # noqa: ANN001, ANN202 - kazoo's signature
         if self._timing is ClientTiming.ZOOKEEPER_3_4:
@@ -256,14 +263,28 @@ class EagerConnection(ConnectionHandler):
         sent = runtime.monotonic()
         self._sent.clear()  # a new connection: nothing sent on the last one will be answered
         try:
+            # kazoo's handshake: the session (it reports CONNECTED already), then SASL and the digest credentials
             read_timeout, connect_timeout = super()._connect(host, hostip, port)
+        except AuthFailedError as e:
+            # refused (an AUTH_FAILED answer, or the server hanging up in the SASL exchange): kazoo stops for good
+            self._refusal = e
+            self._settled.set()
+            raise
         finally:
             self._connected_once |= self._socket is not None  # the socket connected, whatever came next
         self._last_server = (hostip, port)
         self._term_s = read_timeout / 1000.0  # kazoo's read timeout: two thirds of the negotiated session timeout
         self._last_heard = runtime.monotonic()
         self._lease.confirm(sent, self._term_s)  # the server accepted the session: alive when it answered
+        self._ready = True
+        self._settled.set()
         return read_timeout, connect_timeout
+
+    def zk_loop(self) -> None:
+        try:
+            super().zk_loop()
+        finally:
+            self._settled.set()  # the loop ended (the client stopped, or it gave up): nothing more will come
 
     def _wait_before_attempt(self, server: tuple[str, int]) -> None:
         """The Java client's wait before a connection attempt: a uniformly random 0–1 s once a socket has ever
@@ -375,8 +396,48 @@ def use_eager_connection(client, timing: ClientTiming = ClientTiming.KAZOO) -> N
         connection._connected_once = False
         connection._attempts = 0
         connection._last_server = None
+        connection._settled = client.handler.event_object()  # the handler's own, so a simulation's handler runs it
+        connection._ready = False
+        connection._refusal = None
     elif timing is not ClientTiming.KAZOO:
         raise IllegalArgument(f"the {timing.value} connection timing needs kazoo's own connection class")
+
+
+def start_session(client, timeout: float) -> bool:  # noqa: ANN001 - a KazooClient
+    """Start a new (or stopped) client and wait at most ``timeout`` seconds for its session, credentials included;
+    whether the credentials are known accepted (False: kazoo's own ``start`` ran, see below).
+
+    kazoo's ``start(timeout)`` waits for the ``CONNECTED`` state, which its connection reports as soon as the server
+    has answered the session request, before the SASL exchange (kazoo/protocol/connection.py, ``_connect``). When
+    the server then refuses the credentials, the connection goes to ``AUTH_FAILED`` and stops, and ``start`` either
+    finds itself no longer connected and raises its *timeout* exception at once, or, when the connection thread did
+    all of it before ``start`` began to wait, misses the whole ``CONNECTED`` moment and waits out the timeout to
+    raise the same. This waits instead for what :class:`EagerConnection` records of its handshake, so the outcome
+    does not depend on which thread runs first:
+
+    * a session established and authenticated: returns True;
+    * credentials refused: raises kazoo's ``AuthFailedError`` (kazoo never reconnects after that);
+    * nothing of either within ``timeout`` (no server; the connection loop gave up): raises the handler's timeout
+      exception, as kazoo's ``start`` does. The client is left to the caller to stop and close in both cases.
+
+    A client without an :class:`EagerConnection`, or already started, gets kazoo's ``start`` and False: a refusal
+    of its SASL credentials may then surface only at its first request.
+    """
+    connection = client._connection
+    if not isinstance(connection, EagerConnection) or not client._stopped.is_set():
+        client.start(timeout=timeout)
+        return False
+    # a stopped client has no connection loop left to set the event (kazoo's stop waits for it to end)
+    connection._settled.clear()
+    connection._ready = False
+    connection._refusal = None
+    client.start_async()
+    connection._settled.wait(timeout)
+    if connection._refusal is not None:
+        raise AuthFailedError(str(connection._refusal) or "the server refused the credentials")
+    if not connection._ready:
+        raise client.handler.timeout_exception("Connection time-out")
+    return True
 
 
 def session_lease(client) -> SessionLease | None:  # noqa: ANN001 - a KazooClient

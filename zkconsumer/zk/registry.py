@@ -10,7 +10,7 @@ from __future__ import annotations
 import contextlib
 import logging
 from collections.abc import Callable, Collection, Iterable, Iterator
-from typing import TypeVar
+from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, TransactionRequest
 from kazoo.exceptions import AuthFailedError, NoAuthError, NodeExistsError, NoNodeError
@@ -21,7 +21,7 @@ from kazoo.security import ACL
 from zkconsumer import runtime
 from zkconsumer.errors import ConsumerIdInUse, NotAuthorized, ZkConsumerError
 from zkconsumer.zk import layout, multiread
-from zkconsumer.zk.handler import PollHandler, use_eager_connection
+from zkconsumer.zk.handler import PollHandler, start_session, use_eager_connection
 from zkconsumer.zk.layout import BrokerInfo, ConsumerRegistration, GroupPaths, MalformedNodeError, TopicAssignment
 from zkconsumer.zk.security import NO_SECURITY, ZkSecurity
 from zkconsumer.zk.timing import ClientTiming
@@ -82,7 +82,7 @@ class _AclTransaction(TransactionRequest):
 
 def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None,
                security: ZkSecurity = NO_SECURITY, timing: ClientTiming = ClientTiming.KAZOO,
-               **kwargs) -> KazooClient:
+               handler: Any = None, **kwargs) -> KazooClient:
     """A KazooClient with :class:`PollHandler`, an :class:`EagerConnection` (zk/handler.py) timed as ``timing``
     says (zk/timing.py) and a reconnect delay bounded by a third of the session timeout, authenticated and creating
     nodes with ACLs as ``security`` says.
@@ -91,17 +91,22 @@ def new_client(hosts: str, timeout: float, logger: logging.Logger | None = None,
     its session timeout once the servers are back, and lose a session ZooKeeper had kept for it. The Java client's
     timing has no backoff: its connection waits a random 0–1 s before each attempt itself, so kazoo's retry adds
     nothing.
+
+    ``handler``: kazoo's handler (threads, sockets, select); :class:`PollHandler` unless given (the simulator gives
+    its own, so the same client and connection run on simulated time and network).
     """
+    handler = handler if handler is not None else PollHandler()
     if timing is ClientTiming.ZOOKEEPER_3_4:
-        kwargs.setdefault("connection_retry", KazooRetry(max_tries=-1, delay=0.0, backoff=1, max_jitter=0.0))
+        kwargs.setdefault("connection_retry", KazooRetry(max_tries=-1, delay=0.0, backoff=1, max_jitter=0.0,
+                                                         sleep_func=handler.sleep_func))
     kwargs.setdefault("connection_retry", KazooRetry(max_tries=-1, delay=0.1, backoff=2,
-                                                     max_delay=max(timeout / 3.0, 0.2)))
+                                                     max_delay=max(timeout / 3.0, 0.2), sleep_func=handler.sleep_func))
     kwargs.update(security.client_kwargs())
     if security.set_acl:
-        client = AclClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(),
+        client = AclClient(hosts=hosts, timeout=timeout, logger=logger, handler=handler,
                            acl_for=security.acl_for, **kwargs)
     else:
-        client = KazooClient(hosts=hosts, timeout=timeout, logger=logger, handler=PollHandler(), **kwargs)
+        client = KazooClient(hosts=hosts, timeout=timeout, logger=logger, handler=handler, **kwargs)
     use_eager_connection(client, timing)
     return client
 
@@ -127,35 +132,40 @@ def split_connect(zk_connect: str) -> tuple[str, str]:
 
 def connect(zk_connect: str, session_timeout_ms: int = 6000, connection_timeout_ms: int = 6000,
             logger: logging.Logger | None = None, create_chroot: bool = True,
-            security: ZkSecurity = NO_SECURITY, timing: ClientTiming = ClientTiming.KAZOO) -> KazooClient:
+            security: ZkSecurity = NO_SECURITY, timing: ClientTiming = ClientTiming.KAZOO,
+            handler: Callable[[], Any] | None = None) -> KazooClient:
     """A started KazooClient for ``zookeeper.connect`` (chroot created when missing, as a convenience).
 
     ``zookeeper.session.timeout.ms`` becomes the requested session timeout; the server may negotiate it into
     its own [min, max] bounds. ``zookeeper.connection.timeout.ms`` bounds the wait for the first session.
     ``security`` (credentials, ``zookeeper.set.acl``) applies to the session; the chroot itself is created open.
     ``timing`` is the connection's timing model (zk/timing.py; the profile's ``zk_client_timing``).
+    ``handler`` makes each client's kazoo handler (:func:`new_client`; the simulator's member I/O).
     """
     hosts, chroot = split_connect(zk_connect)
     timeout = connection_timeout_ms / 1000.0
     if chroot and create_chroot:
-        root = new_client(hosts, session_timeout_ms / 1000.0, logger, ZkSecurity(security.digest, security.sasl))
+        root = new_client(hosts, session_timeout_ms / 1000.0, logger, ZkSecurity(security.digest, security.sasl),
+                          handler=handler() if handler else None)
         _start(root, hosts, timeout, probe=security.sasl is not None)
         try:
             root.ensure_path(chroot)
         finally:
             root.stop()
             root.close()
-    client = new_client(hosts + chroot, session_timeout_ms / 1000.0, logger, security, timing)
+    client = new_client(hosts + chroot, session_timeout_ms / 1000.0, logger, security, timing,
+                        handler=handler() if handler else None)
     _start(client, zk_connect, timeout, probe=security.sasl is not None)
     return client
 
 
 def _start(client: KazooClient, shown: str, timeout: float, probe: bool = False) -> None:
-    """Start the session; with ``probe``, one request too: refused SASL credentials surface only at the first
-    request after the handshake, and should fail here with a clear error, not in the middle of a rebalance."""
+    """Start the session and wait for its whole handshake (zk/handler.py's :func:`start_session`): refused SASL
+    credentials fail here, at once and always as :class:`ZkAuthFailed`, not as a connection timeout nor in the
+    middle of a rebalance. ``probe``: one request after the start when kazoo's own ``start`` ran (a client without
+    an ``EagerConnection``), which returns before the SASL exchange: a refusal surfaces at the first request."""
     try:
-        client.start(timeout=timeout)
-        if probe:
+        if not start_session(client, timeout) and probe:
             client.exists("/")
     except KazooTimeoutError:
         with contextlib.suppress(Exception):

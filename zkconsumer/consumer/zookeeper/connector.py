@@ -24,6 +24,7 @@ from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.base import ConsumerBase
 from zkconsumer.consumer.fetcher import FetchedRecord, Fetcher
 from zkconsumer.consumer.listener import RebalanceListener
+from zkconsumer.consumer.member_io import LIVE, MemberIO
 from zkconsumer.consumer.progress import PartitionProgress
 from zkconsumer.consumer.streams import KafkaStream, Queued
 from zkconsumer.consumer.zookeeper.kafka_offsets import offset_store
@@ -53,8 +54,10 @@ class ZookeeperConsumerConnector(ConsumerBase):
     without ``zookeeper.connect`` an embedded ZooKeeper is started for this process (the lab's default).
     """
 
-    def __init__(self, config: ConsumerConfig, listener: RebalanceListener | None = None) -> None:
+    def __init__(self, config: ConsumerConfig, listener: RebalanceListener | None = None, *,
+                 io: MemberIO = LIVE) -> None:
         self.config = config
+        self.io = io  # real sockets, or the simulator's network (consumer/member_io.py)
         self.profile = config.profile
         self.group = config.group_id
         self.consumer_id = layout.make_consumer_id(self.group, config.consumer_id)
@@ -72,7 +75,7 @@ class ZookeeperConsumerConnector(ConsumerBase):
         self.zk_connect = zk_connect
         self.zk = connect(zk_connect, session_timeout_ms=config.session_timeout_ms,
                           connection_timeout_ms=config.connection_timeout_ms, security=config.zk_security,
-                          timing=self.profile.zk_client_timing)
+                          timing=self.profile.zk_client_timing, handler=io.zk_handler)
         self.registry = Registry(self.zk)
         zk_offsets = ZkOffsetStore(self.registry, self.group, self.trace, skip_broken=self.profile.skip_broken_nodes)
         self.offsets = offset_store(config, zk_offsets, self.trace,
@@ -145,7 +148,8 @@ class ZookeeperConsumerConnector(ConsumerBase):
                                max_partition_fetch_bytes=self.config.get("fetch.message.max.bytes"),
                                request_timeout_ms=self.config.get("socket.timeout.ms"), on_reset=self._on_reset,
                                api_version=self.config.broker_api_version,
-                               registrations=() if self.config.bootstrap_servers else self.registry.brokers().values())
+                               registrations=() if self.config.bootstrap_servers else self.registry.brokers().values(),
+                               client_factory=self.io.kafka_client)
         self.fetcher.start()
 
     def register(self) -> None:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Iterable, Mapping
 
 from zkconsumer import runtime
 from zkconsumer.consumer.progress import INVALID_OFFSET
-from zkconsumer.trace import TraceWriter
+from zkconsumer.trace import TraceWriter, now_ms
 from zkconsumer.types import TopicPartition
 from zkconsumer.zk.layout import GroupPaths, MalformedNodeError, decode_offset
 from zkconsumer.zk.registry import Registry
@@ -107,6 +107,7 @@ class ZkOffsetStore:
                         log.warning("not committing %s=%d for group %s: below the committed %d", tp, value,
                                     self.group, last)
                     continue
+            sent_ts = now_ms()  # the write takes effect between this and its answer (traced as ts)
             self.registry.write_offset(self.group, tp.topic, tp.partition, value)
             with self._lock:
                 self._checkpoints[tp] = value
@@ -117,7 +118,8 @@ class ZkOffsetStore:
                             GroupPaths(self.group).offset(tp.topic, tp.partition), value)
             written[tp] = value
             if self.trace is not None:
-                self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value)
+                self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value,
+                                sent_ts=sent_ts)
         return written
 
     def reset(self, tp: TopicPartition, value: int) -> None:

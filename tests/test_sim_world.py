@@ -1,0 +1,108 @@
+"""The simulator running the project's own consumer (zkconsumer/sim/world.py, runs.py, cli/sim.py).
+
+Behaviour tests of the consumer run on real ZooKeeper elsewhere; these check the simulator as a tool: one seed is one
+trace (in this process and in others, under any string-hash seed), a shipped scenario's simulated verdict is the
+catalogue's, a consumer broken on purpose is caught and its breach shrunk, and what it cannot simulate is refused.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+
+from zkconsumer.lab import nemesis
+from zkconsumer.lab import scenario as scenarios
+from zkconsumer.lab.runner import LabPlan
+from zkconsumer.lab.scenario import ActionKind
+from zkconsumer.sim.runs import SimJob, SourceKind, run_seed, shrink
+from zkconsumer.sim.world import SimRefused, SimWorld
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    logging.disable(logging.WARNING)
+    yield
+    logging.disable(logging.NOTSET)
+
+
+GC_PAUSE = SimJob("kafka-0.8", SourceKind.SCENARIO, scenario="gc-pause")
+
+
+def test_one_seed_one_trace_in_this_process() -> None:
+    a, b = run_seed(GC_PAUSE, 4), run_seed(GC_PAUSE, 4)
+    assert a.trace_sha256 == b.trace_sha256 and a.trace_lines == b.trace_lines > 1000
+    assert run_seed(GC_PAUSE, 5).trace_sha256 != a.trace_sha256  # the seed does choose the interleaving
+
+
+def _sim_json(*args: str, hash_seed: str) -> dict:
+    env = {**os.environ, "PYTHONHASHSEED": hash_seed}
+    done = subprocess.run([sys.executable, "-m", "zkconsumer", "sim", *args, "--json"], env=env, capture_output=True,
+                          text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return json.loads(done.stdout)
+
+
+def test_one_seed_one_trace_across_processes_and_hash_seeds() -> None:
+    """kazoo keeps its state listeners and watchers in sets of functions, ordered by memory address; the simulator
+    makes them insertion-ordered, so another process (a Spark worker) gets the same trace."""
+    runs = [_sim_json("--scenario", "gc-pause", "--profile", "kafka-0.8", "--seed", "4", hash_seed=h) for h in "12"]
+    assert runs[0]["trace_sha256"] == runs[1]["trace_sha256"] == run_seed(GC_PAUSE, 4).trace_sha256
+
+
+def test_gc_pause_verdict_is_the_catalogues() -> None:
+    """Catalogue mode a (docs/failure-modes.md): Kafka 0.8's profile hands out what it fetched before a pause past
+    its session (two live owners, duplicates of committed records); the default profile's lease fences it."""
+    faithful = [run_seed(GC_PAUSE, s) for s in range(4)]
+    assert all("overlaps" in r.broken and "duplicates_committed" in r.broken for r in faithful)
+    fenced = [run_seed(SimJob("default", SourceKind.SCENARIO, scenario="gc-pause"), s) for s in range(4)]
+    assert [r.broken for r in fenced] == [[]] * 4
+
+
+def test_a_consumer_without_its_fence_is_caught_and_shrunk() -> None:
+    """A test-only switch drops the default profile's session-lease fence: the simulator must find the pause zombie
+    in some nemesis seed, and shrink the schedule to a pause alone, which still breaks."""
+    settings = nemesis.NemesisSettings(kinds=(ActionKind.PAUSE, ActionKind.JOIN, ActionKind.STOP), max_actions=3)
+    job = SimJob("default", SourceKind.NEMESIS, nemesis=settings, test_skip_fence=True)
+    breaching = next(r for r in (run_seed(job, s) for s in range(40)) if not r.ok)
+    assert {"overlaps", "zombie_deliveries"} & set(breaching.broken)
+    small = shrink(job, breaching, budget=30)
+    assert small is not None
+    kinds = [a.kind for a in small.scenario.actions]
+    assert ActionKind.PAUSE in kinds and len(kinds) <= len(job.scenario_for(breaching.seed).actions)
+    again = run_seed(job, breaching.seed, scenario=scenarios.loads(small.toml, "shrunk.toml"))
+    assert set(small.invariants) & set(again.broken)  # the reproducer, read back from its TOML, still breaks
+    fenced = run_seed(SimJob("default", SourceKind.NEMESIS, nemesis=settings), breaching.seed)
+    assert fenced.ok, fenced.broken  # with the fence, the same schedule and interleaving hold
+
+
+def test_what_cannot_be_simulated_is_refused_by_name() -> None:
+    plan = LabPlan.from_scenario(scenarios.builtin("quorum-loss"))
+    with pytest.raises(SimRefused, match="quorum-loss"):
+        SimWorld(plan, 1)
+
+
+@pytest.mark.parametrize(("args", "message"), [
+    (["--seeds", "0"], "--seeds takes a number of seeds, 1 or more"),
+    (["--profile", "kafka-0.9", "--seed", "1"], "unknown profile 'kafka-0.9'"),
+    (["--seed", "1", "--seeds", "3"], "not both"),
+    (["--scenario", "zk-leader", "--seed", "1"], "kill-zk"),
+])
+def test_bad_input_is_one_clear_line(args: list[str], message: str) -> None:
+    done = subprocess.run([sys.executable, "-m", "zkconsumer", "sim", *args], capture_output=True, text=True,
+                          timeout=60)
+    assert done.returncode != 0
+    assert message in done.stderr and "Traceback" not in done.stderr
+
+
+def test_many_seeds_in_process_as_json(tmp_path) -> None:
+    out = _sim_json("--seeds", "4", "--first-seed", "2", "--in-process", "--actions", "pause,join,stop",
+                    "--out", str(tmp_path), "--shrink", "0", hash_seed="0")
+    assert out["runs"] == 4 and [s["seed"] for s in out["seeds"]] == [2, 3, 4, 5]
+    assert set(out["breaches"]) >= {"lost", "overlaps", "zombie_deliveries", "poll_skips", "nonmonotonic_polls"}
+    assert out["schedules_per_minute"] > 0 and all(len(s["trace_sha256"]) == 64 for s in out["seeds"])
+    assert json.loads((tmp_path / "results.json").read_text())["runs"] == 4

@@ -1,0 +1,173 @@
+"""``zkconsumer sim``: the lab's runs on the deterministic simulator (zkconsumer/sim/, docs/simulation.md).
+
+    zkconsumer sim --scenario gc-pause --profile kafka-0.8 --seed 3 --trace-dir /tmp/t   # one seed, its trace
+    zkconsumer sim --profile kafka-0.8 --seeds 1000                                      # nemesis seeds, on Spark
+    zkconsumer sim --scenario stale-view --seeds 200 --json                              # one plan, 200 interleavings
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import logging
+import time
+from pathlib import Path
+
+from rich.progress import Progress
+from rich.table import Table
+
+from zkconsumer.cli.analyze import add_spark_args, start_spark
+from zkconsumer.cli.output import CliError, console
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.lab import nemesis
+from zkconsumer.sim.many import SimSummary, run_local, run_spark
+from zkconsumer.sim.runs import PROFILES, SimJob, SourceKind, run_seed, shrink
+from zkconsumer.sim.world import unsupported
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser(
+        "sim", help="run lab scenarios or nemesis schedules on the deterministic simulator, many seeds on Spark",
+        description="Runs zkconsumer's own consumer code (the connector, both profiles' rebalance, kazoo itself) on "
+                    "simulated time, ZooKeeper, broker and network: one seed gives one byte-identical trace. Each "
+                    "run is judged after every step (the lab's five invariants, zombie deliveries, Jepsen's "
+                    "poll-skip and nonmonotonic-poll). A breaching nemesis seed is shrunk to a scenario TOML that "
+                    "`zkconsumer lab --scenario FILE` replays on real processes.")
+    p.add_argument("--profile", default="default", help="default | kafka-0.8 (default: default)")
+    p.add_argument("--scenario", metavar="NAME|FILE",
+                   help="a shipped scenario (zkconsumer lab --list-scenarios) or a scenario file; without it each "
+                        "seed draws a nemesis schedule")
+    p.add_argument("--seed", type=int, default=None, help="run this one seed and show its run")
+    p.add_argument("--seeds", type=int, default=None, metavar="N", help="run N seeds (default 20)")
+    p.add_argument("--first-seed", type=int, default=0, metavar="S", help="the first seed of --seeds (default 0)")
+    p.add_argument("--trace-dir", metavar="DIR", help="with --seed: write its trace there (zkconsumer analyze DIR)")
+    p.add_argument("--out", metavar="DIR", help="write results.json and the shrunk reproducers (*.toml) there")
+    p.add_argument("--shrink", type=int, default=3, metavar="K",
+                   help="shrink the first K breaching nemesis seeds (default 3; 0: none)")
+    p.add_argument("--shrink-budget", type=int, default=40, metavar="RUNS",
+                   help="simulated runs one shrink may spend (default 40)")
+    p.add_argument("--in-process", action="store_true", help="run the seeds here, one after the other, not on Spark")
+    p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
+    g = p.add_argument_group("nemesis schedules (without --scenario)")
+    g.add_argument("--actions", default=None, help="action kinds to draw (default: the nemesis's)")
+    g.add_argument("--max-actions", type=int, default=4)
+    g.add_argument("--duration", type=float, default=30.0)
+    g.add_argument("--consumers", type=int, default=3)
+    g.add_argument("--session-timeout-ms", type=int, default=4000)
+    add_spark_args(p)
+    p.set_defaults(func=cmd_sim)
+
+
+def _job(args: argparse.Namespace) -> SimJob:
+    if args.profile not in PROFILES:
+        raise CliError(f"unknown profile {args.profile!r}; one of: {', '.join(PROFILES)}")
+    if args.scenario:
+        path = Path(args.scenario)
+        if path.suffix == ".toml" or path.exists():
+            if not path.is_file():
+                raise CliError(f"no scenario file {path}")
+            return SimJob(args.profile, SourceKind.SCENARIO, scenario_text=path.read_text(), scenario_source=str(path))
+        return SimJob(args.profile, SourceKind.SCENARIO, scenario=args.scenario)
+    kinds = nemesis.parse_kinds(args.actions) if args.actions else nemesis.DEFAULT_KINDS
+    settings = nemesis.NemesisSettings(duration=args.duration, members=args.consumers, max_actions=args.max_actions,
+                                       session_timeout_ms=args.session_timeout_ms, kinds=kinds)
+    return SimJob(args.profile, SourceKind.NEMESIS, nemesis=settings)
+
+
+def cmd_sim(args: argparse.Namespace) -> int:
+    if args.seed is not None and args.seeds is not None:
+        raise CliError("give --seed (one run) or --seeds (many), not both")
+    seeds_n = 20 if args.seeds is None else args.seeds
+    if args.seed is None and seeds_n < 1:
+        raise CliError(f"--seeds takes a number of seeds, 1 or more, not {seeds_n}")
+    if args.seed is not None and args.seed < 0 or args.first_seed < 0:
+        raise CliError("seeds are whole numbers, 0 or more")
+    if args.trace_dir and args.seed is None:
+        raise CliError("--trace-dir goes with --seed (one run's trace)")
+    # A simulated member logs what a real one logs (refused commits while its session is gone, lost sessions):
+    # over many seeds that drowns the verdicts, which say what matters; the trace keeps every event.
+    logging.disable(logging.WARNING)
+    try:
+        job = _job(args)
+        reasons = unsupported(job.plan(job.scenario_for(args.seed if args.seed is not None else args.first_seed)))
+        if reasons:
+            raise CliError("cannot simulate this run: " + "; ".join(reasons))
+        if args.seed is not None:
+            return _one(args, job)
+        return _many(args, job, list(range(args.first_seed, args.first_seed + seeds_n)))
+    except ZkConsumerError as e:
+        raise CliError(str(e)) from None
+
+
+def _one(args: argparse.Namespace, job: SimJob) -> int:
+    trace_dir = Path(args.trace_dir) if args.trace_dir else None
+    result = run_seed(job, args.seed, trace_dir)
+    if args.json:
+        print(json.dumps(result.as_dict(), indent=2))
+        return 0
+    verdict = "holds" if result.ok else "BREAKS: " + ", ".join(result.broken)
+    console.print(f"seed {result.seed} ({result.scenario}, profile {job.profile}): {verdict}", highlight=False)
+    for name, breach in result.first.items():
+        if name in result.broken:
+            console.print(f"  first {name}: {breach['detail'] or ''} at {breach['ts']} by {breach['consumer']} "
+                          f"on {breach['topic']}-{breach['partition']}", highlight=False)
+    console.print(f"  {result.virtual_ms / 1000:.1f} s simulated in {result.wall_s:.2f} s; {result.trace_lines} trace "
+                  f"lines (sha256 {result.trace_sha256[:16]}…); {result.zookeeper_requests} ZooKeeper requests",
+                  highlight=False)
+    if trace_dir is not None:
+        console.print(f"  trace written to {trace_dir}: zkconsumer analyze {trace_dir}", highlight=False)
+    return 0
+
+
+def _many(args: argparse.Namespace, job: SimJob, seeds: list[int]) -> int:
+    started = time.perf_counter()
+    if args.in_process:
+        with Progress(console=console, transient=True, disable=args.json) as bar:
+            task = bar.add_task(f"simulating {len(seeds)} seeds", total=len(seeds))
+            results = run_local(job, seeds, lambda done: bar.update(task, completed=done))
+    else:
+        from zkconsumer.analysis.progress import Stages
+
+        owns, spark = start_spark(args, "zkconsumer-sim")
+        try:
+            with Stages(console, spark).stage(f"simulating {len(seeds)} seeds") as detail:
+                results = run_spark(spark, job, seeds)
+                detail.append(f"{sum(r.virtual_ms for r in results) / 1000:,.0f} simulated seconds")
+        finally:
+            if owns:
+                spark.stop()
+    summary = SimSummary(job, results, time.perf_counter() - started)
+    out = Path(args.out) if args.out else None
+    for result in [r for r in results if not r.ok][:max(0, args.shrink)]:
+        small = shrink(job, result, args.shrink_budget)
+        if small is None:
+            continue
+        entry = {"seed": small.seed, "invariants": list(small.invariants), "steps": list(small.steps),
+                 "tries": small.tries, "toml": small.toml}
+        if out is not None:
+            (out / "reproducers").mkdir(parents=True, exist_ok=True)
+            path = out / "reproducers" / f"{small.scenario.name}.toml"
+            path.write_text(small.toml)
+            entry["file"] = str(path)
+        summary.shrunk.append(entry)
+    if out is not None:
+        out.mkdir(parents=True, exist_ok=True)
+        (out / "results.json").write_text(json.dumps(summary.as_dict(), indent=2))
+    if args.json:
+        print(json.dumps(summary.as_dict(), indent=2))
+        return 0
+    table = Table(title=f"zkconsumer sim: {job.label}, profile {job.profile}: {summary.rate_text()}")
+    table.add_column("invariant")
+    table.add_column("seeds breaking it", justify="right")
+    table.add_column("first seeds")
+    for inv, n in summary.breaches().items():
+        seeds_ = [r.seed for r in results if inv.value in r.broken][:8]
+        table.add_row(inv.label, f"{n} of {summary.runs}", ", ".join(map(str, seeds_)))
+    console.print(table)
+    console.print(f"{summary.runs} schedules in {summary.wall_s:.1f} s: {summary.schedules_per_minute:,.0f} a minute",
+                  highlight=False)
+    for entry in summary.shrunk:
+        where = entry.get("file", "(--out DIR to write it)")
+        console.print(f"seed {entry['seed']} shrunk in {entry['tries']} runs ({'; '.join(entry['steps']) or 'as drawn'}"
+                      f"): {where}", highlight=False)
+    return 0

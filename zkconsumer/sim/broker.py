@@ -1,0 +1,175 @@
+"""The broker in a simulation: the partitions' logs, and the client a member's fetcher polls them through.
+
+What a 0.8 group's correctness depends on at the broker is small: which records exist (each partition's log end
+offset), where ``auto.offset.reset`` puts a partition nobody committed, and whether a member can reach the broker at
+all. So a log here is a count: record ``o`` of ``orders-3`` exists once the log end is past ``o``, and its value is
+what the lab's producer writes for it (``records.encode_value``), so a simulated run reads like a real one.
+
+:class:`SimKafkaClient` stands in for the fetcher's kafka-python ``KafkaConsumer`` (consumer/fetcher.py's
+``ClientFactory``): the same seven calls, on virtual time. The fetcher's own code (its command queue, its reset
+check, its hand-off to the connector) runs unchanged around it. A fetch that finds nothing new waits its
+``fetch.wait.max.ms`` (``timeout_ms``) as a broker's long poll does, and answers one link delay later. A member
+whose broker link is cut gets nothing (its polls time out, a position it asks for is not resolved); a slowed link
+adds its latency each way.
+"""
+
+from __future__ import annotations
+
+from collections import namedtuple
+from collections.abc import Iterable
+from typing import Any
+
+from zkconsumer.errors import OperationTimedOut
+from zkconsumer.records import encode_value
+from zkconsumer.sim import tasks
+
+#: A fetched record as kafka-python's ``ConsumerRecord`` has the fields the fetcher reads.
+SimRecord = namedtuple("SimRecord", "topic partition offset key value timestamp headers")
+
+#: kafka-python's default max.poll.records: one poll returns at most this many
+MAX_POLL_RECORDS = 500
+
+
+class SimBroker:
+    """Every partition's log end offset, and each member host's link to the broker (cut or slowed)."""
+
+    def __init__(self, runtime: tasks.Runtime, delay_ms: int = 1) -> None:
+        self.runtime = runtime
+        self.delay_ms = delay_ms
+        self.log_end: dict[tuple[str, int], int] = {}
+        self.cut: set[str] = set()
+        self.latency_ms: dict[str, int] = {}
+        self.fetches = 0
+
+    def create_topic(self, topic: str, partitions: int) -> None:
+        for p in range(partitions):
+            self.log_end.setdefault((topic, p), 0)
+
+    def add_partitions(self, topic: str, total: int) -> None:
+        self.create_topic(topic, total)
+
+    def partitions(self, topic: str) -> int:
+        return sum(1 for t, _ in self.log_end if t == topic)
+
+    def produce(self, topic: str, partition: int, count: int = 1) -> None:
+        self.log_end[(topic, partition)] += count
+
+    def client(self, host: str, settings: dict[str, Any]) -> SimKafkaClient:
+        return SimKafkaClient(self, host, settings)
+
+    def round_trip(self, host: str) -> None:
+        """One request and its answer over ``host``'s link (the caller checks for a cut first)."""
+        tasks.sleep((2 * (self.delay_ms + self.latency_ms.get(host, 0))) / 1000.0)
+
+
+class SimKafkaClient:
+    """The seven ``KafkaConsumer`` calls the fetcher makes (assign, seek, seek_to_beginning, seek_to_end, position,
+    poll, close), on a :class:`SimBroker`."""
+
+    def __init__(self, broker: SimBroker, host: str, settings: dict[str, Any]) -> None:
+        self.broker = broker
+        self.host = host
+        self.earliest = settings.get("auto_offset_reset", "latest") == "earliest"
+        self._assigned: list[tuple[str, int]] = []
+        self._position: dict[tuple[str, int], int | None] = {}  # None: reset to the end when next asked
+        self.closed = False
+
+    @staticmethod
+    def _key(tp: Any) -> tuple[str, int]:
+        return (tp.topic, tp.partition)
+
+    def assign(self, partitions: Iterable[Any]) -> None:
+        keys = sorted({self._key(tp) for tp in partitions})  # the broker's order, not the caller's set's
+        self._position = {k: v for k, v in self._position.items() if k in keys}
+        for k in keys:
+            self._position.setdefault(k, 0 if self.earliest else None)
+        self._assigned = keys
+
+    def seek(self, tp: Any, offset: int) -> None:
+        self._position[self._key(tp)] = offset
+
+    def seek_to_beginning(self, tp: Any) -> None:
+        self._position[self._key(tp)] = 0
+
+    def seek_to_end(self, tp: Any) -> None:
+        self._position[self._key(tp)] = None
+
+    def position(self, tp: Any, timeout_ms: int | None = None) -> int:
+        key = self._key(tp)
+        if self.host in self.broker.cut:
+            tasks.sleep((timeout_ms or 30000) / 1000.0)
+            raise OperationTimedOut(f"no answer from the broker for {key[0]}-{key[1]} within {timeout_ms} ms")
+        self.broker.round_trip(self.host)
+        return self._resolve(key)
+
+    def _resolve(self, key: tuple[str, int]) -> int:
+        pos = self._position.get(key)
+        end = self.broker.log_end.get(key, 0)
+        if pos is None or pos > end:  # reset to the end, or out of range (auto.offset.reset decides)
+            pos = 0 if (pos is not None and self.earliest) else end
+            self._position[key] = pos
+        return pos
+
+    def poll(self, timeout_ms: int = 0) -> dict[Any, list[SimRecord]]:
+        """What the assigned partitions have past their positions, waiting up to ``timeout_ms`` when none has.
+
+        The fetch is answered *by the broker*, on the scheduler, not by the calling task: the request arrives one
+        link delay after the call, the broker answers at once if it has records, else when its long poll
+        (``timeout_ms``) ends, and the answer arrives one delay later. So a member paused mid-fetch finds the answer
+        waiting in its socket when it wakes, records and all, as a real one does (the pause zombie's buffered
+        records), instead of asking again."""
+        broker = self.broker
+        broker.fetches += 1
+        if self.host in broker.cut:
+            tasks.sleep(timeout_ms / 1000.0)
+            return {}
+        scheduler = broker.runtime.scheduler
+        one_way = broker.delay_ms + broker.latency_ms.get(self.host, 0)
+        arrived = tasks.Event(broker.runtime)
+        answer: list[dict[Any, list[SimRecord]]] = []
+
+        def respond() -> None:
+            answer.append(self._take())
+            scheduler.call_later(one_way, arrived.set)
+
+        def at_broker() -> None:
+            if self.host in broker.cut:
+                return  # the request is lost with the link
+            if self._ready():
+                respond()
+            else:
+                scheduler.call_later(timeout_ms, respond)  # the broker's long poll (fetch.wait.max.ms)
+
+        scheduler.call_later(one_way, at_broker)
+        if not arrived.wait(max(timeout_ms, 0) / 1000.0 + 2 * one_way / 1000.0 + 1.0):
+            return {}
+        return answer[0]
+
+    def _take(self) -> dict[Any, list[SimRecord]]:
+        """The records past each assigned partition's position (at most ``MAX_POLL_RECORDS`` in all), positions
+        moved past them."""
+        out: dict[Any, list[SimRecord]] = {}
+        budget = MAX_POLL_RECORDS
+        for key in self._assigned:
+            if budget <= 0:
+                break
+            pos = self._resolve(key)
+            end = self.broker.log_end.get(key, 0)
+            n = min(end - pos, budget)
+            if n > 0:
+                topic, partition = key
+                out[_TP(topic, partition)] = [
+                    SimRecord(topic, partition, o, None, encode_value(topic, partition, o), 0, ())
+                    for o in range(pos, pos + n)]
+                self._position[key] = pos + n
+                budget -= n
+        return out
+
+    def _ready(self) -> bool:
+        return any(self._resolve(k) < self.broker.log_end.get(k, 0) for k in self._assigned)
+
+    def close(self, autocommit: bool = False) -> None:
+        self.closed = True
+
+
+_TP = namedtuple("_TP", "topic partition")

@@ -1,0 +1,96 @@
+"""Many seeds of a simulated run: on Spark (each task a slice of the seeds, each seed one simulation in the task's
+Python worker), or in this process for a handful; and the table of verdicts they add up to.
+
+Why Spark: a seed takes a fraction of a second of one core and shares nothing with the others, so thousands of
+them are embarrassingly parallel, and the project's analysis already runs on Spark (``--master`` as elsewhere, a
+local one by default). Each task returns plain dicts (:meth:`SeedResult.as_dict`); nothing but the job and the
+seed numbers goes to the workers.
+
+A seed's trace hash is the same in a Spark task as alone, in any process under any ``PYTHONHASHSEED``
+(tests/test_sim_world.py checks it across processes): nothing a run orders comes from a set's iteration order.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+from zkconsumer.sim.checkers import Invariant
+from zkconsumer.sim.runs import SeedResult, SimJob, run_seed
+
+#: seeds per Spark task: enough to amortise a task's start, few enough for an even spread and a moving progress bar
+SEEDS_PER_TASK = 10
+
+
+def _quiet() -> None:
+    """A simulation logs what a real member logs (warnings of lost sessions, refused claims): thousands of seeds
+    would drown the console, and the verdicts say what matters."""
+    logging.disable(logging.WARNING)
+
+
+def _run_slice(job: SimJob, seeds: Iterable[int]) -> list[dict[str, Any]]:
+    _quiet()
+    return [run_seed(job, seed).as_dict() for seed in seeds]
+
+
+def run_local(job: SimJob, seeds: Sequence[int], progress: Callable[[int], None] | None = None) -> list[SeedResult]:
+    """Each seed in this process, one after the other (``progress(done)`` after each)."""
+    results = []
+    for i, seed in enumerate(seeds, 1):
+        results.append(run_seed(job, seed))
+        if progress is not None:
+            progress(i)
+    return results
+
+
+def run_spark(spark: Any, job: SimJob, seeds: Sequence[int]) -> list[SeedResult]:
+    """Each slice of :data:`SEEDS_PER_TASK` seeds a Spark task; results in seed order."""
+    slices = [list(seeds[i:i + SEEDS_PER_TASK]) for i in range(0, len(seeds), SEEDS_PER_TASK)]
+    rdd = spark.sparkContext.parallelize(slices, len(slices))
+    rows = rdd.flatMap(lambda seeds_: _run_slice(job, seeds_)).collect()
+    return sorted((SeedResult.from_dict(r) for r in rows), key=lambda r: r.seed)
+
+
+@dataclass
+class SimSummary:
+    """What a run of many seeds adds up to."""
+
+    job: SimJob
+    results: list[SeedResult]
+    wall_s: float
+    shrunk: list[dict[str, Any]] = field(default_factory=list)
+
+    @property
+    def runs(self) -> int:
+        return len(self.results)
+
+    @property
+    def breaching(self) -> list[int]:
+        return [r.seed for r in self.results if not r.ok]
+
+    def breaches(self) -> dict[Invariant, int]:
+        """Per judged invariant: in how many seeds it broke."""
+        return {i: sum(1 for r in self.results if i.value in r.broken) for i in Invariant if i.judged}
+
+    @property
+    def schedules_per_minute(self) -> float:
+        return 60.0 * self.runs / self.wall_s if self.wall_s > 0 else 0.0
+
+    def rate_text(self) -> str:
+        k = len(self.breaching)
+        return f"breaks in {k} of {self.runs} runs" if k else f"holds in {self.runs} of {self.runs} runs"
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "profile": self.job.profile, "source": self.job.label, "runs": self.runs,
+            "breaking_runs": len(self.breaching), "verdict": self.rate_text(),
+            "breaches": {i.value: n for i, n in self.breaches().items()},
+            "wall_seconds": round(self.wall_s, 3), "schedules_per_minute": round(self.schedules_per_minute, 1),
+            "virtual_seconds": round(sum(r.virtual_ms for r in self.results) / 1000.0, 1),
+            "seeds": [{"seed": r.seed, "verdict": "holds" if r.ok else "breaks", "broken": r.broken,
+                       "trace_sha256": r.trace_sha256, "scenario": r.scenario,
+                       **({"member_errors": r.member_errors} if r.member_errors else {})} for r in self.results],
+            "shrunk": self.shrunk,
+        }

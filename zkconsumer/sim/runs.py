@@ -1,0 +1,181 @@
+"""Seeds of a simulated lab run: what to run (:class:`SimJob`), one seed judged (:func:`run_seed`), a breach shrunk
+(:func:`shrink`).
+
+A job is a profile and a source of plans: a scenario (a shipped name or a file's text: the same plan for every
+seed, each seed its own interleaving), or the nemesis (each seed draws its own fault schedule with
+``lab/nemesis.py``'s rules, as ``benchmarks/nemesis.py`` draws them for the real lab). :func:`run_seed` runs one seed
+in :class:`~zkconsumer.sim.world.SimWorld` with a :class:`~zkconsumer.sim.checkers.Checker` watching every trace
+line as it is written, and returns a :class:`SeedResult`: plain data, so that a Spark task can return it.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from zkconsumer.errors import IllegalArgument
+from zkconsumer.lab import nemesis, scenario_toml
+from zkconsumer.lab import scenario as scenarios
+from zkconsumer.lab.runner import LabPlan
+from zkconsumer.lab.scenario import Scenario
+from zkconsumer.sim.checkers import Checker, Invariant, SimVerdict
+from zkconsumer.sim.world import SimWorld
+
+PROFILES = ("default", "kafka-0.8")
+
+
+class SourceKind(StrEnum):
+    SCENARIO = "scenario"  # one plan for every seed; the seed picks the interleaving
+    NEMESIS = "nemesis"  # each seed draws its own schedule
+
+
+@dataclass(frozen=True)
+class SimJob:
+    """What every seed of a ``zkconsumer sim`` run runs. Picklable: Spark ships it to its tasks."""
+
+    profile: str = "default"
+    kind: SourceKind = SourceKind.NEMESIS
+    #: the scenario: a shipped name, or a file's text (``scenario_source`` names the file in messages)
+    scenario: str = ""
+    scenario_text: str | None = None
+    scenario_source: str = ""
+    nemesis: nemesis.NemesisSettings = field(default_factory=nemesis.NemesisSettings)
+    #: test-only: the default profile without its session-lease fence (the pause zombie's cure), so that a test can
+    #: show the simulator catches and shrinks the breach the fence prevents
+    test_skip_fence: bool = False
+
+    def __post_init__(self) -> None:
+        if self.profile not in PROFILES:
+            raise IllegalArgument(f"unknown profile {self.profile!r}; one of: {', '.join(PROFILES)}")
+
+    def scenario_for(self, seed: int) -> Scenario:
+        if self.kind is SourceKind.NEMESIS:
+            return nemesis.draw(seed, self.nemesis)
+        if self.scenario_text is not None:
+            return scenarios.loads(self.scenario_text, self.scenario_source or "<scenario>")
+        return scenarios.builtin(self.scenario)
+
+    def plan(self, scenario: Scenario) -> LabPlan:
+        return LabPlan.from_scenario(scenario, profile=self.profile)
+
+    @property
+    def label(self) -> str:
+        if self.kind is SourceKind.NEMESIS:
+            return "nemesis"
+        return self.scenario or self.scenario_source or "scenario"
+
+
+@dataclass
+class SeedResult:
+    """One seed's run, judged: plain values (a Spark task returns it as a dict, :meth:`as_dict`)."""
+
+    seed: int
+    ok: bool
+    broken: list[str]
+    counts: dict[str, int]
+    first: dict[str, dict[str, Any]]
+    trace_sha256: str
+    wall_s: float
+    virtual_ms: int
+    zookeeper_requests: int
+    trace_lines: int
+    scenario: str
+    member_errors: dict[str, str] = field(default_factory=dict)
+    #: the breach found after this step, with the virtual time at which it became visible
+    first_breach_ms: int | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return dataclasses.asdict(self)
+
+    @classmethod
+    def from_dict(cls, data: dict[str, Any]) -> SeedResult:
+        return cls(**data)
+
+
+def run_seed(job: SimJob, seed: int, trace_dir: Path | None = None, scenario: Scenario | None = None) -> SeedResult:
+    """Run ``seed`` of ``job`` (or ``scenario``, a shrinking candidate, with that seed's interleaving), judged after
+    every step by a :class:`Checker`; the trace written to ``trace_dir`` when given."""
+    scenario = scenario if scenario is not None else job.scenario_for(seed)
+    checker = Checker()
+    first_breach: list[int] = []
+
+    def observe(line: dict[str, Any]) -> None:
+        if checker.observe(line) and not first_breach:
+            first_breach.append(int(line["ts"]))
+
+    started = time.perf_counter()
+    world = SimWorld(job.plan(scenario), seed, observers=(observe,), test_skip_fence=job.test_skip_fence)
+    outcome = world.run()
+    verdict: SimVerdict = checker.finish(outcome.log_end, outcome.ended_ms)
+    if trace_dir is not None:
+        outcome.write(trace_dir)
+        (trace_dir / "scenario.toml").write_text(scenario_toml.dumps(scenario))
+    return SeedResult(
+        seed=seed, ok=verdict.ok, broken=[i.value for i in verdict.broken()],
+        counts={i.value: n for i, n in verdict.counts.items()},
+        first={i.value: b.as_dict() for i, b in verdict.first.items()},
+        trace_sha256=outcome.trace_sha256, wall_s=round(time.perf_counter() - started, 4),
+        virtual_ms=outcome.virtual_ms, zookeeper_requests=outcome.zookeeper_requests, trace_lines=len(outcome.lines),
+        scenario=scenario.name, member_errors=outcome.member_errors,
+        first_breach_ms=(first_breach[0] - outcome.started_ms) if first_breach else None)
+
+
+@dataclass(frozen=True)
+class Shrunk:
+    """A breach's smallest schedule found: its scenario (as TOML: it replays in the simulator and on the real lab),
+    what was removed or shortened, and how many candidate runs it took."""
+
+    seed: int
+    invariants: tuple[str, ...]
+    scenario: Scenario
+    steps: tuple[str, ...]
+    tries: int
+
+    @property
+    def toml(self) -> str:
+        return scenario_toml.dumps(self.scenario)
+
+
+def shrink(job: SimJob, result: SeedResult, budget: int = 60,
+           progress: Callable[[int], None] | None = None) -> Shrunk | None:
+    """Shrink a breaching nemesis seed: try :func:`nemesis.candidates` (fewer actions, shorter pauses, fewer
+    members, a shorter run), keep the first candidate that breaks one of the same invariants under the same seed,
+    and go on from it until none does or ``budget`` candidate runs are spent. None for a scenario job (its file is
+    the user's: the nemesis's drawing rules, which keep a candidate meaningful, do not apply to it) or a seed that
+    held."""
+    if result.ok or job.kind is not SourceKind.NEMESIS:
+        return None
+    wanted = set(result.broken)
+    current = job.scenario_for(result.seed)
+    steps: list[str] = []
+    tries = 0
+    improved = True
+    while improved and tries < budget:
+        improved = False
+        for candidate in nemesis.candidates(current, job.nemesis):
+            tries += 1
+            if progress is not None:
+                progress(tries)
+            rerun = run_seed(job, result.seed, scenario=candidate.scenario)
+            if wanted & set(rerun.broken):
+                current = candidate.scenario
+                steps.append(candidate.change)
+                improved = True
+                break
+            if tries >= budget:
+                break
+    name = f"sim-{job.profile}-{result.seed}"
+    shrunk = dataclasses.replace(current, name=name, description=(
+        f"shrunk by zkconsumer sim --profile {job.profile} from nemesis seed {result.seed}: breaks "
+        f"{', '.join(sorted(wanted))} in simulation ({len(steps)} steps: {'; '.join(steps) or 'as drawn'})"))
+    return Shrunk(result.seed, tuple(sorted(wanted)), shrunk, tuple(steps), tries)
+
+
+def invariants() -> Iterator[Invariant]:
+    """The judged invariants, in the order tables show them."""
+    return (i for i in Invariant if i.judged)

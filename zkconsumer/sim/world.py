@@ -1,0 +1,466 @@
+"""A lab run in simulation: the project's own consumer members, a simulated ZooKeeper and broker, the lab's steps.
+
+One :class:`SimWorld` is one seed of one :class:`~zkconsumer.lab.runner.LabPlan`: the same plan the real lab runs
+(a scenario file, a workload, a nemesis schedule), carried out the way the real lab carries it out, on virtual time:
+
+- **ZooKeeper**: the ZooKeeper 3.4 model behind its wire protocol (``KazooWorld``), with the lab's server settings
+  (tickTime 500 ms, sessions of 1–60 s: zk/server.py's);
+- **the broker**: :class:`~zkconsumer.sim.broker.SimBroker`, registered under ``/brokers/ids/0`` and its topics under
+  ``/brokers/topics`` by the project's own :class:`~zkconsumer.zk.registry.Registry`, as a broker and the lab's admin
+  write them;
+- **members**: each one a process of tasks running :class:`ZookeeperConsumerConnector` itself (its kazoo client on
+  the simulated network through its handler, its fetcher on the simulated broker, ``consumer/member_io.py``), with
+  the settings ``zkconsumer consume`` gets from the lab, and an application that processes each record it is handed
+  (``stream.ack()``), as ``zkconsumer consume --output none`` does;
+- **the producer**: the lab's: ``initial_records`` per topic round-robin over the partitions before the members
+  start, then ``rate`` records a second;
+- **the steps**: join, stop (a graceful shutdown), kill -9 (the process's tasks never run again, its connections
+  are closed), restart, bounce, pause (the process's tasks are not scheduled, a SIGSTOP), cut-zk and slow-zk
+  (the member's ZooKeeper link held or delayed), expire (its session closed on the server), cut-broker and
+  slow-broker, create-topic and add-partitions; with the lab's ``lab_step``/``fault_injected``/``fault_healed``
+  lines. The ZooKeeper ensemble's faults (kill-zk, quorum loss), the broker's process and the coordinator modes
+  have no counterpart yet: :func:`unsupported` names them and a plan using them is refused;
+- **the end**: the lab's: at ``duration`` the producer stops, the group is given until every partition's committed
+  offset reaches its log end (at most ``max(20, 3 × session timeout)`` seconds), then every member is stopped.
+
+Every trace line goes to the world's observers as it is written (``trace.observed``): the checkers judge the run
+after every step, and the trace is kept in memory (hashed: one seed, one trace) or written to ``trace_dir``.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import hashlib
+import json
+import random
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from enum import StrEnum
+from pathlib import Path
+from typing import Any
+
+from zkconsumer import trace
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.consumer.member_io import MemberIO
+from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
+from zkconsumer.errors import ZkConsumerError
+from zkconsumer.lab.runner import LabPlan
+from zkconsumer.lab.scenario import ActionKind, LabMode, Step
+from zkconsumer.sim import tasks
+from zkconsumer.sim.broker import SimBroker
+from zkconsumer.sim.kazoo_handler import SimHandler
+from zkconsumer.sim.kazoo_world import KazooWorld
+from zkconsumer.sim.tasks import Process
+from zkconsumer.sim.zookeeper import ServerConfig
+from zkconsumer.trace import TraceWriter
+from zkconsumer.zk import layout
+from zkconsumer.zk.layout import BrokerInfo, TopicAssignment
+from zkconsumer.zk.registry import Registry
+
+GROUP = "lab"  # the lab's group (lab/runner.py)
+#: the lab's ZooKeeper (zk/server.py): tickTime 500 ms, sessions between 1 s and 60 s
+LAB_ZOOKEEPER = ServerConfig(tick_ms=500, min_session_timeout_ms=1000, max_session_timeout_ms=60000)
+#: one way over the loopback, ZooKeeper's and the broker's links alike, before any fault
+BASE_DELAY_MS = 1
+#: each packet takes 0..this much longer (drawn from the seed): which of two members' requests reaches ZooKeeper
+#: first is the seed's to decide, as the loopback's scheduling decides it in a real run
+JITTER_MS = 2
+#: a process takes up to this long from its start to its first request (an interpreter starting up, its imports)
+START_SKEW_MS = 1000
+#: the producer's clock: records due by then are written each tick
+PRODUCER_TICK_MS = 20
+
+#: What a simulation can carry out (the rest has no simulated counterpart yet).
+SUPPORTED = frozenset({ActionKind.JOIN, ActionKind.STOP, ActionKind.KILL, ActionKind.RESTART, ActionKind.BOUNCE,
+                       ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE,
+                       ActionKind.CUT_BROKER, ActionKind.SLOW_BROKER, ActionKind.CREATE_TOPIC,
+                       ActionKind.ADD_PARTITIONS})
+
+
+class SimRefused(ZkConsumerError, ValueError):
+    """A plan the simulator cannot carry out as written (it says which action or setting, and why)."""
+
+
+def unsupported(plan: LabPlan) -> list[str]:
+    """Why ``plan`` cannot run in simulation, one line per reason (empty: it can)."""
+    reasons = []
+    if plan.mode is not LabMode.ZOOKEEPER:
+        reasons.append(f"mode {plan.mode}: only ZooKeeper mode (0.8 members) is simulated")
+    if plan.client not in ("kafka-python", "zkconsumer"):
+        reasons.append(f"client {plan.client}: only zkconsumer's own connector runs in simulation")
+    if plan.kinds:
+        reasons.append("[kinds]: a mixed group needs Kafka 0.8.2.2's own consumer, which does not run in simulation")
+    for step in plan.schedule():
+        if step.action not in SUPPORTED:
+            reasons.append(f"{step.action} at {step.at:g} s: no simulated counterpart yet (ZooKeeper ensembles, the "
+                           "broker's process and the coordinator are not simulated)")
+    props = dict(plan.properties)
+    if props.get("offsets.storage", "zookeeper") != "zookeeper":
+        reasons.append("offsets.storage=kafka: the simulated broker keeps no offsets")
+    return list(dict.fromkeys(reasons))
+
+
+class MemberState(StrEnum):
+    RUNNING = "running"
+    STOPPING = "stopping"
+    EXITED = "exited"  # stopped gracefully, or its start failed (``error``)
+    KILLED = "killed"
+
+
+@dataclass
+class SimMember:
+    """One member process: its tasks, its connector, how it ended."""
+
+    name: str
+    process: Process
+    stop: tasks.Event
+    exited: tasks.Event
+    state: MemberState = MemberState.RUNNING
+    connector: ZookeeperConsumerConnector | None = None
+    error: str | None = None
+    processed: int = 0
+
+
+@dataclass
+class SimOutcome:
+    """What one simulated run left: its trace (every line, in the order written), the log ends, the members' ends."""
+
+    seed: int
+    lines: list[dict[str, Any]]
+    log_end: dict[tuple[str, int], int]
+    started_ms: int
+    ended_ms: int
+    virtual_ms: int
+    member_errors: dict[str, str] = field(default_factory=dict)
+    zookeeper_requests: int = 0
+    scheduler_events: int = 0
+
+    @property
+    def trace_sha256(self) -> str:
+        """One seed, one trace: the hash of every line as the trace files hold them, in the order written."""
+        h = hashlib.sha256()
+        for line in self.lines:
+            h.update(json.dumps(line, separators=(",", ":")).encode())
+            h.update(b"\n")
+        return h.hexdigest()
+
+    def write(self, directory: Path) -> None:
+        """The trace as the lab leaves it: one ``<consumer>.jsonl`` per writer, ``lab.jsonl`` for the lab's lines,
+        and a ``summary.json`` with what ``zkconsumer analyze`` and the report read of a run."""
+        directory.mkdir(parents=True, exist_ok=True)
+        by_writer: dict[str, list[str]] = {}
+        for line in self.lines:
+            by_writer.setdefault(line["consumer"], []).append(json.dumps(line, separators=(",", ":")))
+        for writer, rows in by_writer.items():
+            (directory / f"{writer}.jsonl").write_text("\n".join(rows) + "\n")
+        summary = {"simulated": True, "seed": self.seed, "started_ms": self.started_ms, "ended_ms": self.ended_ms,
+                   "produced": sum(self.log_end.values()),
+                   "log_end": {f"{t}-{p}": n for (t, p), n in sorted(self.log_end.items())},
+                   "member_errors": self.member_errors, "zookeeper_requests": self.zookeeper_requests}
+        (directory / "summary.json").write_text(json.dumps(summary, indent=2))
+
+
+class SimWorld:
+    """One seed of one lab plan, run on the simulator. ``observers`` see every trace line as it is written."""
+
+    def __init__(self, plan: LabPlan, seed: int, observers: tuple[Callable[[dict], None], ...] = (),
+                 settle_s: float | None = None, test_skip_fence: bool = False) -> None:
+        reasons = unsupported(plan)
+        if reasons:
+            raise SimRefused("cannot simulate this run: " + "; ".join(reasons))
+        self.plan = plan
+        self.seed = seed
+        self.kw = KazooWorld(seed, LAB_ZOOKEEPER)
+        self.rt = self.kw.runtime
+        self.network = self.kw.network
+        self.broker = SimBroker(self.rt, BASE_DELAY_MS)
+        #: the world's own chance (its stream of the seed): packet jitter, when each process gets going
+        self.rng = random.Random(f"world-{seed}")
+        self.network.rng, self.network.jitter_ms = self.rng, JITTER_MS
+        self.members: dict[str, SimMember] = {}
+        self.lines: list[dict[str, Any]] = []
+        self.observers = observers
+        self.lab_process = Process("lab")
+        self.lab_trace = TraceWriter(None, GROUP, "lab")
+        self.registry: Registry | None = None
+        self.settle_s = settle_s if settle_s is not None else max(20.0, plan.session_timeout_ms / 1000 * 3)
+        self.test_skip_fence = test_skip_fence
+        self._producing = True
+        self._finished = False
+        self._started_ms = 0
+
+    # ------------------------------------------------------------------------------------------ running
+    def run(self) -> SimOutcome:
+        with trace.observed(self._observe):
+            try:
+                ended_ms = self.kw.run(self._main)
+            finally:
+                self._finished = True
+                self.kw.close()
+        return SimOutcome(self.seed, self.lines, dict(self.broker.log_end), self._started_ms, ended_ms,
+                          self.kw.scheduler.now_ms,
+                          {m.name: m.error for m in self.members.values() if m.error},
+                          sum(self.kw.model.requests.values()), self.kw.scheduler.executed)
+
+    def _observe(self, line: dict[str, Any]) -> None:
+        if self._finished:
+            return
+        task = self.rt.current()
+        if task is not None and task.process is not None and task.process.killed:
+            return  # a killed process writes nothing (its file ends at its last complete line)
+        self.lines.append(line)
+        for observer in self.observers:
+            observer(line)
+
+    def _main(self) -> int:
+        self.rt.spawn(self._lab, name="lab", process=self.lab_process).join()
+        return trace.now_ms()
+
+    def _lab(self) -> None:
+        plan = self.plan
+        for host in ("lab", *self._all_member_names()):
+            self.network.set_delay(host, BASE_DELAY_MS)
+        admin = self.kw.client("lab", timeout=30.0)
+        admin.start()
+        self.registry = reg = Registry(admin)
+        reg.setup_common_paths()
+        reg.register_broker(BrokerInfo(0, "127.0.0.1", 9092, endpoints=("PLAINTEXT://127.0.0.1:9092",)))
+        for topic, n in plan.topics.items():
+            self._create_topic(topic, n)
+        parts = [(t, p) for t, n in plan.topics.items() for p in range(n)]
+        for i in range(plan.initial_records * len(plan.topics)):
+            self.broker.produce(*parts[i % len(parts)])
+        self.rt.spawn(self._producer, name="lab-producer")
+        for i in range(1, plan.consumers + 1):
+            self.start_member(f"c{i}")
+        self._started_ms = trace.now_ms()
+        started = self.kw.scheduler.now_ms
+        for step in sorted(plan.schedule(), key=lambda s: s.at):
+            wait_ms = started + round(step.at * 1000) - self.kw.scheduler.now_ms
+            if wait_ms > 0:
+                tasks.sleep(wait_ms / 1000.0)
+            self.perform(step)
+        left = started + round(plan.duration * 1000) - self.kw.scheduler.now_ms
+        if left > 0:
+            tasks.sleep(left / 1000.0)
+        self._producing = False
+        deadline = self.kw.scheduler.now_ms + round(self.settle_s * 1000)
+        while self.kw.scheduler.now_ms < deadline and not self._caught_up():
+            tasks.sleep(0.25)
+        for member in self.members.values():
+            if member.process.paused:
+                self._resume(member)
+        for member in list(self.members.values()):
+            self._stop(member)
+        for member in list(self.members.values()):
+            member.exited.wait(30.0)
+        admin.stop()
+        admin.close()
+
+    def _all_member_names(self) -> list[str]:
+        names = [f"c{i}" for i in range(1, self.plan.consumers + 1)]
+        names += [s.consumer for s in self.plan.schedule() if s.consumer and s.consumer not in names]
+        return list(dict.fromkeys(names))
+
+    def _caught_up(self) -> bool:
+        """Every partition's committed offset at its log end (read from the server's tree, not through a client:
+        the lab's own check, without its traffic)."""
+        nodes = self.kw.model.tree.nodes
+        for (topic, partition), end in self.broker.log_end.items():
+            node = nodes.get(layout.GroupPaths(GROUP).offset(topic, partition))
+            try:
+                if node is None or int(node.data) < end:
+                    return False
+            except ValueError:
+                return False
+        return True
+
+    def _producer(self) -> None:
+        plan = self.plan
+        if plan.rate <= 0:
+            return
+        start = self.kw.scheduler.now_ms
+        written = 0
+        while self._producing:
+            tasks.sleep(PRODUCER_TICK_MS / 1000.0)
+            parts = [(t, p) for t in plan.topics for p in range(self.broker.partitions(t))]
+            due = int((self.kw.scheduler.now_ms - start) * plan.rate // 1000)
+            while written < due:
+                self.broker.produce(*parts[written % len(parts)])
+                written += 1
+
+    # ------------------------------------------------------------------------------------------ members
+    def member_io(self, host: str) -> MemberIO:
+        return MemberIO(zk_handler=lambda: SimHandler(self.rt, self.network, host),
+                        kafka_client=lambda _bootstrap, settings: self.broker.client(host, settings))
+
+    def member_config(self, name: str) -> ConsumerConfig:
+        """What ``zkconsumer consume`` is given by the lab (lab/runner.py ``_consumer_args``)."""
+        plan = self.plan
+        props: dict[str, Any] = {
+            "group.id": GROUP, "zookeeper.connect": "127.0.0.1:2181", "consumer.id": name,
+            "auto.offset.reset": "smallest", "zkconsumer.profile": plan.kind_of(name) if plan.kinds else plan.profile,
+            "partition.assignment.strategy": plan.strategy,
+            "auto.commit.interval.ms": plan.commit_interval_ms,
+            "zookeeper.session.timeout.ms": plan.session_timeout_ms,
+        }
+        props.update(dict(plan.properties))
+        return ConsumerConfig.from_properties(props)
+
+    def start_member(self, name: str) -> SimMember:
+        process = Process(name)
+        member = SimMember(name, process, tasks.Event(self.rt), tasks.Event(self.rt))
+        self.members[name] = member
+        self.network.set_delay(name, BASE_DELAY_MS)
+        self.rt.spawn(self._member_main, member, name=f"{name}-main", process=process)
+        return member
+
+    def _member_main(self, member: SimMember) -> None:
+        """``zkconsumer consume``: connect, subscribe, hand every record to the application, stop when told."""
+        plan = self.plan
+        tasks.sleep(self.rng.randint(0, START_SKEW_MS) / 1000.0)
+        try:
+            connector = ZookeeperConsumerConnector(self.member_config(member.name), io=self.member_io(member.name))
+        except ZkConsumerError as e:
+            member.error = f"{type(e).__name__}: {e}"
+            member.state = MemberState.EXITED
+            member.exited.set()
+            return
+        member.connector = connector
+        if self.test_skip_fence:  # test-only: the default profile without the fence that cures the pause zombie
+            connector._lease = None
+        try:
+            if plan.subscribes_by_regex:  # one stream per topic, as `zkconsumer consume` starts by default
+                streams = connector.create_message_streams_by_filter(plan.whitelist, 1)
+            else:
+                by_topic = connector.create_message_streams({t: 1 for t in plan.topics_of(member.name)})
+                streams = [s for ss in by_topic.values() for s in ss]
+            for i, stream in enumerate(streams):
+                self.rt.spawn(self._application, member, stream, name=f"{member.name}-stream-{i}")
+            member.stop.wait()
+        except ZkConsumerError as e:  # the first rebalance failed, as `zkconsumer consume` reports and exits
+            member.error = f"{type(e).__name__}: {e}"
+        finally:
+            member.state = MemberState.STOPPING
+            connector.shutdown()
+            member.state = MemberState.EXITED
+            member.exited.set()
+
+    @staticmethod
+    def _application(member: SimMember, stream: Any) -> None:
+        for _record in stream:
+            member.processed += 1
+            stream.ack()  # processed: committable now
+            if member.stop.is_set():
+                return
+
+    # ------------------------------------------------------------------------------------------ the steps
+    def perform(self, step: Step) -> None:
+        """Carry out one step as the real lab does, with its trace lines; a member step on a member that is not
+        running is skipped, as the lab skips it."""
+        member = self.members.get(step.consumer)
+        running = member is not None and member.state is MemberState.RUNNING
+        if step.action.on_member and step.action not in (ActionKind.JOIN, ActionKind.RESTART) and not running:
+            return
+        if step.action in (ActionKind.JOIN, ActionKind.RESTART) and running:
+            return
+        if not step.action.fault:
+            self._lab_line("lab_step", step=str(step.action),
+                           target=f"{GROUP}_{step.consumer}" if step.consumer else "")
+        match step.action:
+            case ActionKind.JOIN | ActionKind.RESTART:
+                self.start_member(step.consumer)
+            case ActionKind.STOP:
+                self._stop(member)
+            case ActionKind.KILL:
+                self._kill(member)
+            case ActionKind.BOUNCE:
+                self.rt.spawn(self._bounce, member, name=f"lab-bounce-{step.consumer}")
+            case _:
+                self.rt.spawn(self._fault, step, member, name=f"lab-{step.action}-{step.at:g}")
+
+    def _stop(self, member: SimMember) -> None:
+        if member.state is MemberState.RUNNING:
+            member.stop.set()
+
+    def _kill(self, member: SimMember) -> None:
+        self.rt.kill_process(member.process)
+        member.state = MemberState.KILLED
+        self.network.close_host(member.name)
+        member.exited.set()
+
+    def _bounce(self, member: SimMember) -> None:
+        self._stop(member)
+        member.exited.wait(30.0)
+        if member.state is MemberState.EXITED:
+            self.start_member(member.name)
+
+    def _resume(self, member: SimMember) -> None:
+        if member.process.paused:
+            self.rt.resume_process(member.process)
+            self._healed(ActionKind.PAUSE, member.name)
+
+    def _fault(self, step: Step, member: SimMember | None) -> None:
+        name, kind = step.consumer, step.action
+        target = f"{GROUP}_{name}" if name else ""
+        if kind is ActionKind.PAUSE:
+            assert member is not None
+            self.rt.pause_process(member.process)
+            self._lab_line("fault_injected", fault=str(kind), target=target)
+            tasks.sleep(step.seconds)
+            self._resume(member)
+        elif kind is ActionKind.CUT_ZK:
+            self._lab_line("fault_injected", fault=str(kind), target=target)
+            self.network.partition(name)
+            tasks.sleep(step.seconds)
+            self.network.heal(name)
+            self._healed(kind, name)
+        elif kind is ActionKind.SLOW_ZK:
+            self._lab_line("fault_injected", fault=str(kind), target=target)
+            self.network.set_delay(name, BASE_DELAY_MS + round(step.latency_ms))
+            tasks.sleep(step.seconds)
+            self.network.set_delay(name, BASE_DELAY_MS)
+            self._healed(kind, name)
+        elif kind is ActionKind.EXPIRE:
+            assert member is not None and member.connector is not None
+            client_id = member.connector.zk.client_id
+            if client_id is None:
+                return
+            self._lab_line("fault_injected", fault=str(kind), target=target)
+            self.kw.server.expire(client_id[0])
+            self._healed(kind, name)
+        elif kind is ActionKind.CUT_BROKER:
+            self._lab_line("fault_injected", fault=str(kind), target=target)
+            self.broker.cut.add(name)
+            tasks.sleep(step.seconds)
+            self.broker.cut.discard(name)
+            self._healed(kind, name)
+        elif kind is ActionKind.SLOW_BROKER:
+            self._lab_line("fault_injected", fault=str(kind), target=target)
+            self.broker.latency_ms[name] = round(step.latency_ms)
+            tasks.sleep(step.seconds)
+            self.broker.latency_ms.pop(name, None)
+            self._healed(kind, name)
+        elif kind is ActionKind.CREATE_TOPIC:
+            self._create_topic(step.topic, step.partitions)
+        elif kind is ActionKind.ADD_PARTITIONS:
+            assert self.registry is not None
+            self.broker.add_partitions(step.topic, step.partitions)
+            self.registry.update_topic_node(step.topic, TopicAssignment({p: [0] for p in range(step.partitions)}))
+
+    def _create_topic(self, topic: str, partitions: int) -> None:
+        assert self.registry is not None
+        self.broker.create_topic(topic, partitions)
+        self.registry.create_topic_node(topic, TopicAssignment({p: [0] for p in range(partitions)}))
+
+    def _healed(self, kind: ActionKind, name: str) -> None:
+        self._lab_line("fault_healed", fault=str(kind), target=f"{GROUP}_{name}",
+                       session_timeout_ms=self.plan.session_timeout_ms)
+
+    def _lab_line(self, event: str, **fields: Any) -> None:
+        self.lab_trace.emit(event, **fields)
+
+
+def replace_plan(plan: LabPlan, **changes: Any) -> LabPlan:
+    """``plan`` with ``changes`` (a dataclass copy: plans are shared between seeds)."""
+    return dataclasses.replace(plan, **changes)
