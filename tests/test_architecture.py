@@ -421,6 +421,7 @@ LAZY_IMPORTS = {
     "zkconsumer.lab.containers": "imports the Docker SDK",
     "zkconsumer.lab.compare": "imports pandas, which the consumer's container image leaves out",
     "zkconsumer.web": "Starlette and uvicorn: only the commands that serve a page (watch, lab --ui) need them",
+    "zkconsumer.sim": "greenlet: only `zkconsumer sim` needs it, and the consumer's container image leaves it out",
 }
 #: Function-local imports for another reason, each explained where it is.
 LAZY_ELSEWHERE = {

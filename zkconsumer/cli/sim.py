@@ -12,17 +12,19 @@ import json
 import logging
 import time
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from rich.progress import Progress
 from rich.table import Table
 
 from zkconsumer.cli.analyze import add_spark_args, start_spark
 from zkconsumer.cli.output import CliError, console
+from zkconsumer.config import PROFILES
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.lab import nemesis
-from zkconsumer.sim.many import SimSummary, run_local, run_spark
-from zkconsumer.sim.runs import PROFILES, SimJob, SourceKind, run_seed, shrink
-from zkconsumer.sim.world import unsupported
+
+if TYPE_CHECKING:
+    from zkconsumer.sim.runs import SimJob
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -59,6 +61,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def _job(args: argparse.Namespace) -> SimJob:
+    from zkconsumer.sim.runs import SimJob, SourceKind
+
     if args.profile not in PROFILES:
         raise CliError(f"unknown profile {args.profile!r}; one of: {', '.join(PROFILES)}")
     if args.scenario:
@@ -87,6 +91,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
     # A simulated member logs what a real one logs (refused commits while its session is gone, lost sessions):
     # over many seeds that drowns the verdicts, which say what matters; the trace keeps every event.
     logging.disable(logging.WARNING)
+    from zkconsumer.sim.world import unsupported
+
     try:
         job = _job(args)
         reasons = unsupported(job.plan(job.scenario_for(args.seed if args.seed is not None else args.first_seed)))
@@ -100,6 +106,8 @@ def cmd_sim(args: argparse.Namespace) -> int:
 
 
 def _one(args: argparse.Namespace, job: SimJob) -> int:
+    from zkconsumer.sim.runs import run_seed
+
     trace_dir = Path(args.trace_dir) if args.trace_dir else None
     result = run_seed(job, args.seed, trace_dir)
     if args.json:
@@ -120,6 +128,9 @@ def _one(args: argparse.Namespace, job: SimJob) -> int:
 
 
 def _many(args: argparse.Namespace, job: SimJob, seeds: list[int]) -> int:
+    from zkconsumer.sim.many import SimSummary, run_local, run_spark
+    from zkconsumer.sim.runs import shrink
+
     started = time.perf_counter()
     if args.in_process:
         with Progress(console=console, transient=True, disable=args.json) as bar:

@@ -18,6 +18,7 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
+from zkconsumer.config import PROFILES
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab import nemesis, scenario_toml
 from zkconsumer.lab import scenario as scenarios
@@ -25,8 +26,6 @@ from zkconsumer.lab.runner import LabPlan
 from zkconsumer.lab.scenario import Scenario
 from zkconsumer.sim.checkers import Checker, Invariant, SimVerdict
 from zkconsumer.sim.world import SimWorld
-
-PROFILES = ("default", "kafka-0.8")
 
 
 class SourceKind(StrEnum):
