@@ -88,9 +88,9 @@ def cmd_sim(args: argparse.Namespace) -> int:
         raise CliError("seeds are whole numbers, 0 or more")
     if args.trace_dir and args.seed is None:
         raise CliError("--trace-dir goes with --seed (one run's trace)")
-    # A simulated member logs what a real one logs (refused commits while its session is gone, lost sessions):
-    # over many seeds that drowns the verdicts, which say what matters; the trace keeps every event.
-    logging.disable(logging.WARNING)
+    # A simulated member logs what a real one logs (refused commits while its session is gone, rebalances given
+    # up): over many seeds that drowns the verdicts, which say what matters; the trace keeps every event.
+    logging.disable(logging.ERROR)
     from zkconsumer.sim.world import unsupported
 
     try:
