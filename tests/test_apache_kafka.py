@@ -4,13 +4,15 @@ from __future__ import annotations
 
 import os
 import socket
+import subprocess
 from pathlib import Path
 
 import pytest
 
 from zkconsumer.apache_kafka import jars
-from zkconsumer.apache_kafka.processes import KafkaBroker, KafkaProcessError, run_tool
+from zkconsumer.apache_kafka.processes import KafkaBroker, KafkaProcessError, harness_command, run_tool
 from zkconsumer.cli import main
+from zkconsumer.zk.layout import BrokerInfo, TopicAssignment
 
 
 @pytest.fixture(scope="module")
@@ -89,3 +91,21 @@ def test_a_broker_on_a_taken_port_says_so(zk_connect: str, dist: jars.KafkaDist)
         s.listen()
         with pytest.raises(KafkaProcessError, match="already in use"):
             KafkaBroker(zk_connect, port=s.getsockname()[1]).start()
+
+
+def test_a_member_whose_first_rebalance_gives_up_ends_its_process(zk_connect: str, registry,
+                                                                   dist: jars.KafkaDist) -> None:
+    """Issue 40, catalogue mode d: Kafka 0.8.2.2's ``createMessageStreams`` throws when the first rebalance gives up
+    after ``rebalance.max.retries``. A lab member (one process, ``--until-signal``) then ends as an application's
+    main() that lets the exception out does: status 1, no shutdown, its registration left for ZooKeeper to expire;
+    not a registered connector without streams, whose partitions would stay owned and unread."""
+    registry.register_broker(BrokerInfo(0, "127.0.0.1", 1))  # no broker listens: the member does not fetch
+    registry.create_topic_node("t", TopicAssignment({0: [0]}))
+    registry.zk.create("/consumers/g/owners/t/0", b"another-session", ephemeral=True, makepath=True)
+    cmd = harness_command(dist, zk_connect, "g", ["t"], fetch_records=False, start=["c1"], until_signal=True,
+                          properties={"rebalance.max.retries": 2, "rebalance.backoff.ms": 100,
+                                      "zookeeper.session.timeout.ms": 30000})
+    done = subprocess.run(cmd, capture_output=True, text=True, timeout=60, stdin=subprocess.DEVNULL)
+    assert done.returncode == 1, done.stdout + done.stderr
+    assert '"event":"error"' in done.stdout and "can't rebalance after 2 retries" in done.stdout
+    assert registry.zk.exists("/consumers/g/ids/g_c1") is not None  # never shut down: the session outlives it

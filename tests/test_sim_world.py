@@ -19,8 +19,10 @@ from zkconsumer.lab import nemesis
 from zkconsumer.lab import scenario as scenarios
 from zkconsumer.lab.runner import LabPlan
 from zkconsumer.lab.scenario import ActionKind
+from zkconsumer.records import encode_value
+from zkconsumer.sim.broker import value_encoder
 from zkconsumer.sim.runs import SimJob, SourceKind, run_seed, shrink
-from zkconsumer.sim.world import SimRefused, SimWorld
+from zkconsumer.sim.world import SimRefused, SimWorld, unsupported
 
 
 @pytest.fixture(autouse=True)
@@ -106,3 +108,21 @@ def test_many_seeds_in_process_as_json(tmp_path) -> None:
     assert set(out["breaches"]) >= {"lost", "overlaps", "zombie_deliveries", "poll_skips", "nonmonotonic_polls"}
     assert out["schedules_per_minute"] > 0 and all(len(s["trace_sha256"]) == 64 for s in out["seeds"])
     assert json.loads((tmp_path / "results.json").read_text())["runs"] == 4
+
+
+def test_every_shipped_scenario_it_can_express_runs_and_the_default_profile_holds() -> None:
+    """Each action the simulator carries out (joins, stops, kill -9, restarts, bounces, pauses, cut and slowed
+    links to ZooKeeper and the broker, expiries, topics created and grown) appears in some shipped scenario: each
+    runs to its end with every member started, and the default profile holds in it."""
+    names = [n for n in scenarios.builtin_names()
+             if not unsupported(LabPlan.from_scenario(scenarios.builtin(n)))]
+    assert {"gc-pause", "stale-view", "session-expiry", "zk-cut", "broker-cut", "topic-created",
+            "partitions-added", "churn", "rolling-restart"} <= set(names)
+    for name in names:
+        result = run_seed(SimJob("default", SourceKind.SCENARIO, scenario=name), 1)
+        assert (name, result.broken, result.member_errors) == (name, [], {})
+
+
+@pytest.mark.parametrize(("topic", "partition", "offset"), [("orders", 3, 0), ("pay-ments.x_1", 11, 123456789)])
+def test_simulated_records_carry_the_lab_producers_bytes(topic: str, partition: int, offset: int) -> None:
+    assert value_encoder(topic, partition)(offset) == encode_value(topic, partition, offset)

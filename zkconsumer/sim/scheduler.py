@@ -115,6 +115,14 @@ class Scheduler:
         if not self._heap:
             return False
         due = self._heap[0][0]
+        first = heapq.heappop(self._heap)
+        self._drop_cancelled()
+        if not self._heap or self._heap[0][0] != due:  # alone at its time (most events): nothing to choose
+            self.now_ms = due
+            self.executed += 1
+            first[2].fn()
+            return True
+        heapq.heappush(self._heap, first)
         ready: list[tuple[int, int, Timer]] = []
         while self._heap and self._heap[0][0] == due:
             entry = heapq.heappop(self._heap)

@@ -343,6 +343,9 @@ class Lock:
         self._held = True
 
     def acquire(self, blocking: bool = True, timeout: float = -1) -> bool:
+        if not self._held:  # free for anyone (the common case: a simulation has no pre-emption)
+            self._take(self._runtime._current)
+            return True
         runtime = self._runtime
         task = runtime.current()
         if self._free_for(task):
@@ -504,28 +507,34 @@ class Queue:
 
     def put(self, item: Any, block: bool = True, timeout: float | None = None) -> None:
         runtime = self._runtime
+        if self.full():
+            self._wait_for_room(block, timeout)
+        self._items.append(item)
+        runtime.wake_one(self._getters)
+        if not self.full():  # room for the next putter, who may have been passed over
+            runtime.wake_one(self._putters)
+
+    def _wait_for_room(self, block: bool, timeout: float | None) -> None:
+        runtime = self._runtime
         deadline = None if timeout is None else runtime.scheduler.now_ms + to_ms(timeout)
         while self.full():
             left = None if deadline is None else (deadline - runtime.scheduler.now_ms) / 1000.0
             if not block or (left is not None and left <= 0):
                 raise Full
             runtime.block((self._putters,), left)
-        self._items.append(item)
-        runtime.wake_one(self._getters)
-        if not self.full():  # room for the next putter, who may have been passed over
-            runtime.wake_one(self._putters)
 
     def put_nowait(self, item: Any) -> None:
         self.put(item, False)
 
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         runtime = self._runtime
-        deadline = None if timeout is None else runtime.scheduler.now_ms + to_ms(timeout)
-        while not self._items:
-            left = None if deadline is None else (deadline - runtime.scheduler.now_ms) / 1000.0
-            if not block or (left is not None and left <= 0):
-                raise Empty
-            runtime.block((self._getters,), left)
+        if not self._items:
+            deadline = None if timeout is None else runtime.scheduler.now_ms + to_ms(timeout)
+            while not self._items:
+                left = None if deadline is None else (deadline - runtime.scheduler.now_ms) / 1000.0
+                if not block or (left is not None and left <= 0):
+                    raise Empty
+                runtime.block((self._getters,), left)
         item = self._items.popleft()
         if self._items:  # more for the next getter, who may have been passed over
             runtime.wake_one(self._getters)

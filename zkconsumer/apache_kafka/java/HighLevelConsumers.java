@@ -14,6 +14,8 @@
 //               as after kill -9 once the session timed out); its threads are left as they are
 //   commit ID   ConsumerConnector.commitOffsets()
 //   exit        stop every member, then exit
+// With --until-signal, a member whose start fails (createMessageStreams threw) ends its process with status 1 and no
+// shutdown, as an application's main() that lets the exception out does.
 // Events on stdout: {"event":"started"|"stopped"|"crashed"|"committed"|"error",...} and, with --records, one
 // {"event":"record","id":ID,"stream":S,"topic":T,"partition":P,"offset":O} per record handed to a stream.
 import java.io.BufferedReader;
@@ -76,7 +78,16 @@ public final class HighLevelConsumers {
             throw new IllegalArgumentException("--zookeeper, --group and one of --topic / --whitelist are required");
         Runtime.getRuntime().addShutdownHook(new Thread(HighLevelConsumers::stopAll, "stop-all"));
         emit("ready", null, "\"pid\":" + ProcessHandle.current().pid());
-        for (String id : initial) command("start " + id);
+        for (String id : initial) {
+            if (!command("start " + id) && untilSignal) {
+                // A member process of its own (the lab's): createMessageStreams threw (the first rebalance gave up
+                // after rebalance.max.retries) and, as the main() of an application of the era let the exception
+                // out, the process ends here. Its consumer was never shut down: the registration and any owner
+                // nodes stay until ZooKeeper expires the session. (Staying up with a registered connector that has
+                // no streams left its partitions owned and unread to the end: issue 40, catalogue mode d.)
+                Runtime.getRuntime().halt(1);
+            }
+        }
         if (untilSignal) {
             Thread.currentThread().join();  // SIGTERM runs the shutdown hook: every member shuts down
         }
@@ -89,8 +100,9 @@ public final class HighLevelConsumers {
         System.exit(0);  // the shutdown hook stops every member
     }
 
-    private static void command(String line) {
-        if (line.isEmpty()) return;
+    /** Carry out one command; false if it failed (said on stdout as an "error" event). */
+    private static boolean command(String line) {
+        if (line.isEmpty()) return true;
         String[] parts = line.split("\\s+", 2);
         String id = parts.length > 1 ? parts[1] : null;
         try {
@@ -104,7 +116,9 @@ public final class HighLevelConsumers {
             }
         } catch (Throwable e) {
             emit("error", id, "\"command\":" + quote(line) + ",\"error\":" + quote(e.toString()));
+            return false;
         }
+        return true;
     }
 
     private static ConsumerConnector member(String id) {

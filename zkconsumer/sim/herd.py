@@ -1,0 +1,175 @@
+"""benchmarks/rebalance.py's measurement on the simulator: ZooKeeper requests per join and per crash, by kind.
+
+The same group as the real benchmark: N members of zkconsumer's connector with fetching off (coordination only),
+one topic of ``partitions_per_member × N`` partitions, Range, ``rebalance.max.retries`` 10, sessions of 6 s, no
+auto-commit; a broker registration (Kafka's rebalance claims nothing without one). The same actions: a member
+joins (``create_message_streams``), the first member in id order crashes (its rebalancer stopped and its session
+closed, so its registration and owner nodes vanish at once). The same convergence: every owner node names the
+thread Range gives it. And the same count: every request ZooKeeper received from the group over the rounds (pings
+included), divided by the joins and crashes, each action followed by a settle as the real one waits for a quiet
+group (here: :data:`QUIET_MS` without a request other than a ping, and no sooner than that after convergence).
+
+What is simulated is ZooKeeper (``sim/zookeeper.py``, no service time yet: a request is answered at once, one network
+delay each way), the network and the members' threads; the rebalance is the connector's own.
+"""
+
+from __future__ import annotations
+
+import time
+from collections import Counter
+from dataclasses import dataclass, field
+from typing import Any
+
+from zkconsumer.assignment.assignors import AssignmentContext, assign
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.consumer.member_io import MemberIO
+from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
+from zkconsumer.sim import tasks
+from zkconsumer.sim.kazoo_handler import SimHandler
+from zkconsumer.sim.kazoo_world import KazooWorld
+from zkconsumer.sim.tasks import Process
+from zkconsumer.sim.world import BASE_DELAY_MS, LAB_ZOOKEEPER
+from zkconsumer.sim.zk_codes import RequestKind
+from zkconsumer.zk.layout import BrokerInfo, GroupPaths, TopicAssignment
+from zkconsumer.zk.registry import Registry
+
+GROUP, TOPIC = "g", "bench"  # benchmarks/rebalancing/tree.py's
+#: benchmarks/rebalancing/tree.py SETTINGS
+SETTINGS = {"auto.commit.enable": False, "rebalance.max.retries": 10, "zookeeper.session.timeout.ms": 6000}
+#: a settled group: this long without a request other than a ping (the real benchmark waits for idle CPUs, 400 ms
+#: at least)
+QUIET_MS = 400
+POLL_MS = 10
+
+
+@dataclass
+class HerdResult:
+    profile: str
+    size: int
+    partitions: int
+    rounds: int
+    #: per action ("join", "crash"): convergence times (virtual ms) and requests by kind over its window
+    converge_ms: dict[str, list[int]] = field(default_factory=lambda: {"join": [], "crash": []})
+    requests: Counter = field(default_factory=Counter)
+    cold_ms: int = 0
+    wall_s: float = 0.0
+
+    @property
+    def actions(self) -> int:
+        return len(self.converge_ms["join"]) + len(self.converge_ms["crash"])
+
+    def per_action(self, pings: bool = True) -> float:
+        total = sum(n for k, n in self.requests.items() if pings or k != RequestKind.PING.value)
+        return total / self.actions if self.actions else 0.0
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"profile": self.profile, "size": self.size, "partitions": self.partitions, "rounds": self.rounds,
+                "cold_ms": self.cold_ms, "join_ms": self.converge_ms["join"], "crash_ms": self.converge_ms["crash"],
+                "requests_per_action": round(self.per_action(), 1),
+                "requests_per_action_without_pings": round(self.per_action(False), 1),
+                "requests_by_kind": {k: round(n / max(1, self.actions), 1) for k, n in sorted(self.requests.items())},
+                "wall_s": round(self.wall_s, 2)}
+
+
+def expected_owners(names: list[str], partitions: int) -> dict[int, str]:
+    ctx = AssignmentContext({f"{GROUP}_{n}": {TOPIC: 1} for n in names}, {TOPIC: range(partitions)})
+    return {tp.partition: tid for tp, tid in assign("range", ctx).owners.items()}
+
+
+def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int = 2, seed: int = 0) -> HerdResult:
+    """Cold start ``size`` members, then ``rounds`` × (a join, a crash), counted as the real benchmark counts."""
+    started = time.perf_counter()
+    partitions = partitions_per_member * size
+    result = HerdResult(profile, size, partitions, rounds)
+    world = KazooWorld(seed, LAB_ZOOKEEPER)
+    rt, model = world.runtime, world.model
+    owners_path = GroupPaths(GROUP).owners_topic(TOPIC)
+    members: dict[str, ZookeeperConsumerConnector] = {}
+    processes: dict[str, Process] = {}
+    last_request = [0]
+    counting = [False]
+
+    def on_request(kind: RequestKind, _session: int) -> None:
+        if counting[0]:
+            result.requests[kind.value] += 1
+        if kind is not RequestKind.PING:
+            last_request[0] = world.scheduler.now_ms
+
+    model.add_request_listener(on_request)
+
+    def io(host: str) -> MemberIO:
+        return MemberIO(zk_handler=lambda: SimHandler(rt, world.network, host))
+
+    def start(name: str) -> tasks.Task:
+        world.network.set_delay(name, BASE_DELAY_MS)
+        processes[name] = process = Process(name)
+
+        def run() -> None:
+            c = ZookeeperConsumerConnector(ConsumerConfig.from_properties({
+                **SETTINGS, "group.id": GROUP, "consumer.id": name, "zookeeper.connect": "127.0.0.1:2181",
+                "zkconsumer.fetch.enable": False, "zkconsumer.profile": profile}), io=io(name))
+            members[name] = c
+            c.create_message_streams({TOPIC: 1})
+
+        return rt.spawn(run, name=f"{name}-main", process=process)
+
+    def crash(name: str) -> None:
+        c = members.pop(name)
+
+        def run() -> None:
+            c.rebalancer.stop()
+            c.zk.stop()  # the session ends: its registration and owner nodes vanish at once
+
+        rt.spawn(run, name=f"{name}-crash", process=processes[name]).join()
+        rt.kill_process(processes[name])
+
+    def converged(names: list[str]) -> bool:
+        want = expected_owners(names, partitions)
+        nodes = model.tree.nodes
+        for p, tid in want.items():
+            node = nodes.get(f"{owners_path}/{p}")
+            if node is None or node.data.decode() != tid:
+                return False
+        return True
+
+    def settle(names: list[str]) -> int:
+        """Wait for convergence (its virtual ms), then for a quiet group."""
+        t0 = world.scheduler.now_ms
+        while not converged(names):
+            tasks.sleep(POLL_MS / 1000.0)
+        took = world.scheduler.now_ms - t0
+        done_at = world.scheduler.now_ms
+        while world.scheduler.now_ms - max(last_request[0], done_at) < QUIET_MS:
+            tasks.sleep(POLL_MS / 1000.0)
+        return took
+
+    def lab() -> None:
+        world.network.set_delay("lab", BASE_DELAY_MS)
+        admin = world.client("lab", timeout=30.0)
+        admin.start()
+        reg = Registry(admin)
+        reg.setup_common_paths()
+        reg.register_broker(BrokerInfo(0, "127.0.0.1", 9092, jmx_port=-1, version=1))
+        reg.create_topic_node(TOPIC, TopicAssignment({p: [0] for p in range(partitions)}))
+        names = [f"c{i:03d}" for i in range(size)]
+        for n in names:
+            start(n)
+        result.cold_ms = settle(names)
+        counting[0] = True
+        for r in range(rounds):
+            name = f"j{r:03d}"
+            start(name)
+            names.append(name)
+            result.converge_ms["join"].append(settle(names))
+            victim = sorted(names)[r % len(names)]
+            names.remove(victim)
+            crash(victim)
+            result.converge_ms["crash"].append(settle(names))
+        counting[0] = False
+
+    try:
+        world.run(lambda: rt.spawn(lab, name="lab", process=Process("lab")).join())
+    finally:
+        world.close()
+    result.wall_s = time.perf_counter() - started
+    return result
