@@ -4,6 +4,7 @@ test runs minutes of virtual time in milliseconds of wall time."""
 
 from __future__ import annotations
 
+import dataclasses
 import time
 
 import kazoo.protocol.connection
@@ -15,6 +16,7 @@ from kazoo.protocol.states import KazooState
 from zkconsumer.sim.kazoo_world import KazooWorld
 from zkconsumer.sim.tasks import SimulationError
 from zkconsumer.sim.zookeeper import ServerConfig
+from zkconsumer.zk import multiread
 
 #: zkconsumer's own test server's settings (zk/server.py): tickTime 500 ms, sessions of 1 s to 60 s
 CONFIG = ServerConfig(tick_ms=500, min_session_timeout_ms=1000, max_session_timeout_ms=60_000)
@@ -260,3 +262,29 @@ def test_kazoo_is_routed_only_while_the_simulation_runs() -> None:
     with pytest.raises(SimulationError):
         world().run(nested)
     assert kazoo.protocol.connection.time is real_time
+
+
+@pytest.mark.parametrize(("version", "serves"), [("3.4.14", False), ("3.9.5", True)])
+def test_multi_read_is_served_from_36_and_the_version_is_asked_over_the_simulated_network(version: str,
+                                                                                           serves: bool) -> None:
+    """zk/multiread.py asks ``srvr`` through the client's handler (never a real socket in a simulation), and a
+    3.6+ server answers ``multiRead`` as one request: data per node, an error result for a missing one."""
+    w = KazooWorld(seed=1, config=dataclasses.replace(CONFIG, version=version))
+    client = w.client("c1", timeout=10.0)
+
+    def main() -> tuple:
+        client.start()
+        client.create("/a", b"one")
+        client.create("/b", b"two")
+        asked = multiread.supports_multi_read(client.hosts, ask=client.handler.four_letter_word)
+        before = w.model.requests.copy()
+        read = multiread.read_data(client, ["/a", "/missing", "/b"]) if asked else None
+        counted = {k.value: n - before[k] for k, n in w.model.requests.items() if n != before[k]}
+        client.stop()
+        return asked, read, counted
+
+    asked, read, counted = w.run(main, limit_ms=60_000)
+    assert asked is serves
+    if serves:
+        assert read == {"/a": b"one", "/missing": None, "/b": b"two"}
+        assert counted == {"multiRead": 1}

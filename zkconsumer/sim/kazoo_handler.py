@@ -208,6 +208,23 @@ class SimHandler:
         self.callback_queue.put(lambda: callback.func(*callback.args))
 
     # ------------------------------------------------------------------------------------------- sockets
+    def four_letter_word(self, host: str, port: int, word: str, timeout: float = 1.0) -> str:
+        """zk/server.py's ``four_letter_word`` over the simulated network: what zk/multiread.py asks (``srvr``)
+        through the client's handler, so that a simulation never opens a real socket."""
+        endpoint = self.network.connect(self.host, (host, port), timeout)
+        endpoint.send(word.encode())
+        chunks = []
+        try:
+            while True:
+                self.select([endpoint], [], [], timeout)
+                chunk = endpoint.recv(4096) if endpoint.readable() else b""
+                if not chunk:
+                    break
+                chunks.append(chunk)
+        finally:
+            endpoint.close()
+        return b"".join(chunks).decode("utf-8", "replace")
+
     def create_connection(self, address: tuple[str, int], timeout: float | None = None, **_: Any) -> Endpoint:
         """A connection to the simulated server at ``address`` (TLS and the rest of kazoo's options ignored)."""
         return self.network.connect(self.host, (address[0], int(address[1])), timeout)

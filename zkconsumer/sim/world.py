@@ -58,8 +58,9 @@ from zkconsumer.zk.layout import BrokerInfo, TopicAssignment
 from zkconsumer.zk.registry import Registry
 
 GROUP = "lab"  # the lab's group (lab/runner.py)
-#: the lab's ZooKeeper (zk/server.py): tickTime 500 ms, sessions between 1 s and 60 s
-LAB_ZOOKEEPER = ServerConfig(tick_ms=500, min_session_timeout_ms=1000, max_session_timeout_ms=60000)
+#: the lab's ZooKeeper (zk/server.py): tickTime 500 ms, sessions between 1 s and 60 s, 3.9.5 (so it serves
+#: ``multiRead``, the one request of 3.6+ the members use)
+LAB_ZOOKEEPER = ServerConfig(tick_ms=500, min_session_timeout_ms=1000, max_session_timeout_ms=60000, version="3.9.5")
 #: one way over the loopback, ZooKeeper's and the broker's links alike, before any fault
 BASE_DELAY_MS = 1
 #: each packet takes 0..this much longer (drawn from the seed): which of two members' requests reaches ZooKeeper

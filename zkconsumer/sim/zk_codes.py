@@ -77,6 +77,7 @@ class RequestKind(StrEnum):
     EXISTS = "exists"
     GET_CHILDREN = "getChildren"
     MULTI = "multi"
+    MULTI_READ = "multiRead"
     SET_WATCHES = "setWatches"
 
     @property

@@ -50,6 +50,7 @@ class OpCode(IntEnum):
     CHECK = 13
     MULTI = 14
     CREATE2 = 15
+    MULTI_READ = 22  # 3.6+: getData of many nodes in one request
     AUTH = 100
     SET_WATCHES = 101
     SASL = 102
@@ -294,15 +295,17 @@ def _decode_op(op: OpCode, r: Reader) -> object:
         return PathRequest(r.string() or "", r.bool())
     if op is OpCode.SYNC:
         return PathRequest(r.string() or "")
-    if op is OpCode.MULTI:
+    if op in (OpCode.MULTI, OpCode.MULTI_READ):
+        allowed = (OpCode.GET_DATA, OpCode.GET_CHILDREN) if op is OpCode.MULTI_READ else (
+            OpCode.CREATE, OpCode.CREATE2, OpCode.DELETE, OpCode.SET_DATA, OpCode.CHECK)
         ops = []
         while True:
             kind, done, _err = r.int(), r.bool(), r.int()
             if done:
                 return MultiRequest(tuple(ops))
             sub = OpCode(kind) if kind in OpCode._value2member_map_ else kind
-            if sub not in (OpCode.CREATE, OpCode.CREATE2, OpCode.DELETE, OpCode.SET_DATA, OpCode.CHECK):
-                raise MalformedFrame(f"op type {kind} in a multi")
+            if sub not in allowed:
+                raise MalformedFrame(f"op type {kind} in a {op.name.lower()}")
             ops.append((sub, _decode_op(sub, r)))
     if op is OpCode.SET_WATCHES:
         return SetWatchesRequest(r.long(), tuple(r.strings()), tuple(r.strings()), tuple(r.strings()))

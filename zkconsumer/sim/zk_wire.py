@@ -63,6 +63,10 @@ def session_password(session_id: int) -> bytes:
     return session_id.to_bytes(8, "big") * 2
 
 
+#: Commands a ZooKeeper server answers in place of a session handshake (the first four bytes of a connection).
+FOUR_LETTER_WORDS = frozenset({b"srvr", b"stat", b"ruok", b"mntr", b"cons", b"conf", b"envi", b"wchs"})
+
+
 class _Connection:
     """One client connection as the server sees it: awaiting its ConnectRequest, then serving one session."""
 
@@ -91,6 +95,10 @@ class _Connection:
 
     def _on_data(self, data: bytes) -> None:
         self._buffer += data
+        if self.session_id is None and bytes(self._buffer[:4]) in FOUR_LETTER_WORDS:
+            self.send(self.server.four_letter_answer(bytes(self._buffer[:4]).decode()).encode())
+            self.close()  # as the real server does after answering one
+            return
         try:
             for frame in split_frames(self._buffer):
                 if not self.open:
@@ -215,7 +223,9 @@ class WireServer:
         elif op is OpCode.SYNC and isinstance(body, PathRequest):
             reply = Reply(ZkCode.OK, None, model.zxid)  # one server: everything is already in sync
             out.string(body.path)
-        elif isinstance(body, MultiRequest):
+        elif op is OpCode.MULTI_READ and isinstance(body, MultiRequest) and model.config.serves_multi_read:
+            reply = self._multi_read(sid, body, out)
+        elif op is OpCode.MULTI and isinstance(body, MultiRequest):
             reply = self._multi(sid, body, out)
         elif isinstance(body, SetWatchesRequest):
             reply = model.set_watches(sid, body.relative_zxid, body.data, body.exist, body.child)
@@ -224,6 +234,33 @@ class WireServer:
         self._notify(reply.events)
         xid = Xid.PING if op is OpCode.PING else request.xid
         conn.send(encode_reply(xid, reply.zxid, int(reply.code), out))
+
+    def _multi_read(self, sid: int, body: MultiRequest, out: Writer) -> Reply:
+        """``multiRead`` (3.6+): a getData result per op, or an error result for a node that is not there."""
+        paths = [rec.path for _op, rec in body.ops]
+        reply = self.model.multi_read(sid, paths)
+        if not reply.ok:
+            return reply
+        for result in reply.value or []:
+            if result.ok:
+                data, stat = result.value
+                multi_header(out, OpCode.GET_DATA, False, 0).buffer(data).stat(stat)
+            else:
+                multi_header(out, OpCode.ERROR, False, int(result.code)).int(int(result.code))
+        multi_header(out, -1, True, -1)
+        return Reply(ZkCode.OK, None, reply.zxid)
+
+    def four_letter_answer(self, word: str) -> str:
+        """What the server says to a four-letter word on a fresh connection (``srvr`` is what clients ask: the
+        version decides whether they may send ``multiRead``)."""
+        if word in ("srvr", "stat"):
+            return (f"Zookeeper version: {self.model.config.version}-zkconsumer-sim, built on 1970-01-01 00:00 GMT\n"
+                    f"Latency min/avg/max: 0/0.0/0\nReceived: {self.frames_in}\nSent: {self.frames_in}\n"
+                    f"Connections: {len(self._by_session)}\nOutstanding: 0\nZxid: 0x{self.model.zxid:x}\n"
+                    f"Mode: standalone\nNode count: {len(self.model.tree.nodes)}\n")
+        if word == "ruok":
+            return "imok"
+        return f"{word} is not executed because it is not in the whitelist.\n"
 
     def _multi(self, sid: int, body: MultiRequest, out: Writer) -> Reply:
         """A multi's results go in its body, one header each, whatever happened; the reply header's err stays OK

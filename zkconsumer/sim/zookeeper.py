@@ -106,6 +106,13 @@ class ServerConfig:
     min_session_timeout_ms: int | None = None
     max_session_timeout_ms: int | None = None
     server_id: int = 0
+    #: the version ``srvr`` reports; from 3.6 on, the server also serves ``multiRead`` (``multi_read``)
+    version: str = "3.4.14"
+
+    @property
+    def serves_multi_read(self) -> bool:
+        major, minor = (int(x) for x in self.version.split(".")[:2])
+        return (major, minor) >= (3, 6)
 
     @property
     def min_timeout(self) -> int:
@@ -246,6 +253,21 @@ class ZooKeeperModel:
         if watch:
             self.tree.watch_data(session_id, path)
         return Reply(ZkCode.OK, (node.data, node.stat()), self.zxid)
+
+    def multi_read(self, session_id: int, paths: Sequence[str]) -> Reply[list[Reply[tuple[bytes, Stat]]]]:
+        """``multiRead`` of getData ops (3.6+): one request, one result per path (a missing node is a result of its
+        own, not a failed request), no watches. Counted once, as ZooKeeper receives one packet."""
+        self._count(RequestKind.MULTI_READ, session_id)
+        if not self._touch(session_id):
+            return Reply(ZkCode.SESSION_EXPIRED, zxid=self.zxid)
+        results: list[Reply[tuple[bytes, Stat]]] = []
+        for path in paths:
+            node = self.tree.nodes.get(path) if _valid_path(path) else None
+            if node is None:
+                results.append(Reply(ZkCode.NO_NODE if _valid_path(path) else ZkCode.BAD_ARGUMENTS, zxid=self.zxid))
+            else:
+                results.append(Reply(ZkCode.OK, (node.data, node.stat()), self.zxid))
+        return Reply(ZkCode.OK, results, self.zxid)
 
     def exists(self, session_id: int, path: str, watch: bool = False) -> Reply[Stat]:
         """The stat, or NO_NODE; the watch is left either way: on a missing node it fires at its creation."""

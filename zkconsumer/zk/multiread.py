@@ -28,6 +28,9 @@ from zkconsumer import runtime
 from zkconsumer.errors import UnexpectedResponse
 from zkconsumer.zk.server import four_letter_word
 
+#: (host, port, word, timeout) → the server's answer: zk/server.py's ``four_letter_word``, or a handler's own
+FourLetterWord = Callable[[str, int, str, float], str]
+
 _GET_DATA = 4  # ZooKeeper's OpCode.getData
 _ERROR = -1  # OpCode.error: a failed operation's result
 _FALSE = b"\x00"  # GetDataRequest.watch: no watch
@@ -106,9 +109,15 @@ _known: dict[str, bool] = {}
 _known_lock = runtime.Lock()  # made at import, so a live lock: it guards the dict only, never the question
 
 
-def supports_multi_read(servers: list[tuple[str, int]], timeout: float = 1.0) -> bool:
+def supports_multi_read(servers: list[tuple[str, int]], timeout: float = 1.0,
+                        ask: FourLetterWord | None = None) -> bool:
     """Whether the ZooKeeper ensemble of ``servers`` (kazoo's ``client.hosts``) serves ``multiRead``: every server
-    that answers ``srvr`` says 3.6 or later. Asked once per ensemble per process; unknown counts as no."""
+    that answers ``srvr`` says 3.6 or later. Asked once per ensemble per process; unknown counts as no.
+
+    ``ask``: how to send the four-letter word, when the client's handler has its own way (the simulator's network,
+    sim/kazoo_handler.py); then nothing is cached in the process, as each simulated world is a server of its own."""
+    if ask is not None:
+        return _ask(servers, timeout, ask)
     key = ",".join(f"{h}:{p}" for h, p in sorted(servers))
     with _known_lock:
         if key in _known:
@@ -119,11 +128,11 @@ def supports_multi_read(servers: list[tuple[str, int]], timeout: float = 1.0) ->
     return answer
 
 
-def _ask(servers: list[tuple[str, int]], timeout: float) -> bool:
+def _ask(servers: list[tuple[str, int]], timeout: float, ask: FourLetterWord | None = None) -> bool:
     seen = False
     for host, port in servers:
         try:
-            answer = four_letter_word(host, port, "srvr", timeout)
+            answer = (ask or four_letter_word)(host, port, "srvr", timeout)
         except OSError:
             continue  # down or unreachable now: the others decide
         if "not currently serving" in answer:

@@ -246,7 +246,8 @@ class Registry:
         write of this session sees it: ZooKeeper answers a session's requests in order)."""
         paths = list(paths)
         if len(paths) > 1 and self._multi_read is None:
-            self._multi_read = multiread.supports_multi_read(self.zk.hosts)
+            self._multi_read = multiread.supports_multi_read(  # through the handler's network where it has one
+                self.zk.hosts, ask=getattr(self.zk.handler, "four_letter_word", None))
         if len(paths) > 1 and self._multi_read:
             chunks = [multiread.read_data_async(self.zk, paths[start:start + MULTI_READ_CHUNK])
                       for start in range(0, len(paths), MULTI_READ_CHUNK)]
