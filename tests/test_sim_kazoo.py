@@ -135,15 +135,14 @@ def partition_scenario(seed: int, span_s: float) -> tuple[list[tuple], dict]:
         c1.create("/owner", ephemeral=True)
         session = c1.client_id[0]
         c2.exists("/owner", watch=lambda ev: log.append((now(), "c2 watch", ev.type, ev.path)))
-        # runtime.sleep here is virtual time (the scenario's clock, returning at once in wall time): 20 s settled,
-        # the partition's span, 10 s after the heal; nothing is awaited by it
-        w.runtime.sleep(20)
+        # the scenario's timeline in virtual time: 20 s settled, the partition's span, 10 s after the heal
+        w.advance(20)
         log.append((now(), "partition c1"))
         w.network.partition("c1")
-        w.runtime.sleep(span_s)
+        w.advance(span_s)
         log.append((now(), "heal c1"))
         w.network.heal("c1")
-        w.runtime.sleep(10)
+        w.advance(10)
         out = {"same_session": c1.client_id is not None and c1.client_id[0] == session,
                "ephemeral_kept": c2.exists("/owner") is not None}
         c1.stop()
@@ -229,7 +228,7 @@ def test_ten_idle_minutes_take_milliseconds_and_ping_at_kazoos_interval() -> Non
 
     def main() -> None:
         client.start()
-        w.runtime.sleep(600)  # ten virtual minutes idle: the pings counted are the subject, the wall time the check
+        w.advance(600)  # ten virtual minutes idle: the pings counted are the subject, the wall time the check
 
     started = time.perf_counter()
     w.run(main, limit_ms=700_000)

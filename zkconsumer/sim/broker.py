@@ -40,7 +40,6 @@ class SimBroker:
         self.log_end: dict[tuple[str, int], int] = {}
         self.cut: set[str] = set()
         self.latency_ms: dict[str, int] = {}
-        self.fetches = 0
 
     def create_topic(self, topic: str, partitions: int) -> None:
         for p in range(partitions):
@@ -120,7 +119,6 @@ class SimKafkaClient:
         waiting in its socket when it wakes, records and all, as a real one does (the pause zombie's buffered
         records), instead of asking again."""
         broker = self.broker
-        broker.fetches += 1
         if self.host in broker.cut:
             tasks.sleep(timeout_ms / 1000.0)
             return {}

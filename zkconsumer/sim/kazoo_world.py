@@ -59,6 +59,11 @@ class KazooWorld:
         with kazoo_routed(self.clock, self.kazoo_rng), runtime_impl.installed(self.runtime, self.consumer_rng):
             return self.runtime.run(main, *args, limit_ms=limit_ms, **kwargs)
 
+    def advance(self, seconds: float) -> None:
+        """Let ``seconds`` of virtual time pass in the calling task: a scenario's own timeline (a partition's span,
+        an idle hour), which returns at once in wall time; not a wait for something to happen."""
+        self.runtime.sleep(seconds)
+
     def close(self) -> None:
         """End the tasks still parked (a client never stopped), kazoo routed meanwhile: their unwinding may read
         the time."""

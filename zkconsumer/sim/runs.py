@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import dataclasses
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -24,7 +24,7 @@ from zkconsumer.lab import nemesis, scenario_toml
 from zkconsumer.lab import scenario as scenarios
 from zkconsumer.lab.runner import LabPlan
 from zkconsumer.lab.scenario import Scenario
-from zkconsumer.sim.checkers import Checker, Invariant, SimVerdict
+from zkconsumer.sim.checkers import Checker, SimVerdict
 from zkconsumer.sim.world import SimWorld
 
 
@@ -173,8 +173,3 @@ def shrink(job: SimJob, result: SeedResult, budget: int = 60,
         f"shrunk by zkconsumer sim --profile {job.profile} from nemesis seed {result.seed}: breaks "
         f"{', '.join(sorted(wanted))} in simulation ({len(steps)} steps: {'; '.join(steps) or 'as drawn'})"))
     return Shrunk(result.seed, tuple(sorted(wanted)), shrunk, tuple(steps), tries)
-
-
-def invariants() -> Iterator[Invariant]:
-    """The judged invariants, in the order tables show them."""
-    return (i for i in Invariant if i.judged)

@@ -29,7 +29,6 @@ after every step, and the trace is kept in memory (hashed: one seed, one trace) 
 
 from __future__ import annotations
 
-import dataclasses
 import hashlib
 import json
 import random
@@ -119,7 +118,6 @@ class SimMember:
     state: MemberState = MemberState.RUNNING
     connector: ZookeeperConsumerConnector | None = None
     error: str | None = None
-    processed: int = 0
 
 
 @dataclass
@@ -350,7 +348,6 @@ class SimWorld:
     @staticmethod
     def _application(member: SimMember, stream: Any) -> None:
         for _record in stream:
-            member.processed += 1
             stream.ack()  # processed: committable now
             if member.stop.is_set():
                 return
@@ -460,8 +457,3 @@ class SimWorld:
 
     def _lab_line(self, event: str, **fields: Any) -> None:
         self.lab_trace.emit(event, **fields)
-
-
-def replace_plan(plan: LabPlan, **changes: Any) -> LabPlan:
-    """``plan`` with ``changes`` (a dataclass copy: plans are shared between seeds)."""
-    return dataclasses.replace(plan, **changes)
