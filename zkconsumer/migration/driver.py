@@ -182,17 +182,18 @@ class MigrationDriver:
         for double assignment too), the coordinator once it is ``done``. The lab's final check and the driver's
         steps both read this, so they cannot disagree (issue 38: the lab judged the members' traces instead)."""
         plan = self.plan()
-        coordinator = [m.consumer_id for m in self.members() if m.mode == GroupMode.COORDINATOR]
+        members = self.members()  # one read of the acknowledgements per look, shared with the coordinator's check
+        coordinator = [m.consumer_id for m in members if m.mode == GroupMode.COORDINATOR]
         if plan.phase is MigrationPhase.DONE:
             topics = list(plan.topics) or sorted(self.subscribed_partitions())
             partitions = {t: list(ps) for t, ps in self.registry.partitions_for_topics(topics).items()}
-            check = self.check(coordinator, partitions)
+            check = self.check(coordinator, partitions, members)
             return Ownership(OwnershipEvidence.COORDINATOR, list(check.problems), check.summary())
         unowned = self.unowned()
         problems = [f"unowned {', '.join(unowned)}"] if unowned else []
         if not coordinator or not self.verify_steps:
             return Ownership(OwnershipEvidence.OWNER_NODES, problems)
-        check = self.check(coordinator, None)
+        check = self.check(coordinator, None, members)
         return Ownership(OwnershipEvidence.OWNER_NODES, problems + list(check.problems), check.summary())
 
     # ---------------------------------------------------------------------------------------- stepping
@@ -251,8 +252,10 @@ class MigrationDriver:
                 topics |= set(reg.topic_streams(self.registry.topics() if reg.is_wildcard else []))
         return {t: list(ps) for t, ps in self.registry.partitions_for_topics(sorted(topics)).items()}
 
-    def check(self, expected: list[str], partitions: dict[str, list[int]] | None) -> verify.GroupCheck:
-        """One look at the coordinator: DescribeGroups judged against the plan (see :mod:`.verify`)."""
+    def check(self, expected: list[str], partitions: dict[str, list[int]] | None,
+              members: list[MemberState] | None = None) -> verify.GroupCheck:
+        """One look at the coordinator: DescribeGroups judged against the plan (see :mod:`.verify`), with the
+        members' acknowledgements as ``members`` gives them (read now when not given)."""
         bootstrap = self._bootstrap()
         if not bootstrap:
             return verify.GroupCheck("unknown", {}, ["no bootstrap server: give --bootstrap-server"])
@@ -260,7 +263,8 @@ class MigrationDriver:
             version = broker_version.api_version(bootstrap)
         except Exception as e:  # noqa: BLE001 - a broker restarting: not yet, checked again until the step timeout
             return verify.GroupCheck("unknown", {}, [f"cannot reach {bootstrap}: {e}"])
-        reported = [m.report for m in self.members() if m.report is not None and m.mode == GroupMode.COORDINATOR]
+        members = self.members() if members is None else members
+        reported = [m.report for m in members if m.report is not None and m.mode == GroupMode.COORDINATOR]
         self.last_check = verify.judge(verify.describe(bootstrap, self.group, version), expected, partitions,
                                        reported)
         return self.last_check

@@ -123,8 +123,7 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
         rt.spawn(run, name=f"{name}-crash", process=processes[name]).join()
         rt.kill_process(processes[name])
 
-    def converged(names: list[str]) -> bool:
-        want = expected_owners(names, partitions)
+    def converged(want: dict[int, str]) -> bool:
         nodes = model.tree.nodes
         for p, tid in want.items():
             node = nodes.get(f"{owners_path}/{p}")
@@ -135,7 +134,8 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
     def settle(names: list[str]) -> int:
         """Wait for convergence (its virtual ms), then for a quiet group."""
         t0 = world.scheduler.now_ms
-        while not converged(names):
+        want = expected_owners(names, partitions)  # once per action, not per look
+        while not converged(want):
             tasks.sleep(POLL_MS / 1000.0)
         took = world.scheduler.now_ms - t0
         done_at = world.scheduler.now_ms
