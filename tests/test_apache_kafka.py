@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
+import base64
 import os
 import socket
 import subprocess
+import uuid
 from pathlib import Path
 
 import pytest
 
-from zkconsumer.apache_kafka import jars
+from zkconsumer.apache_kafka import jars, kraft
 from zkconsumer.apache_kafka.processes import KafkaBroker, KafkaProcessError, harness_command, run_tool
 from zkconsumer.cli import main
 from zkconsumer.zk.layout import BrokerInfo, TopicAssignment
@@ -109,3 +111,12 @@ def test_a_member_whose_first_rebalance_gives_up_ends_its_process(zk_connect: st
     assert done.returncode == 1, done.stdout + done.stderr
     assert '"event":"error"' in done.stdout and "can't rebalance after 2 retries" in done.stdout
     assert registry.zk.exists("/consumers/g/ids/g_c1") is not None  # never shut down: the session outlives it
+
+
+def test_a_kraft_cluster_id_never_starts_with_a_dash(monkeypatch) -> None:
+    """Kafka's storage tool would read ``-t -xyz…`` as an option with its value missing: drawn again, as Kafka's
+    ``Uuid.randomUuid`` does."""
+    dashed, plain = uuid.UUID(bytes=b"\xf8" + bytes(15)), uuid.UUID(bytes=b"\x10" + bytes(15))
+    draws = iter([dashed, plain])
+    monkeypatch.setattr(kraft.uuid, "uuid4", lambda: next(draws))
+    assert kraft.cluster_id() == base64.urlsafe_b64encode(plain.bytes).decode().rstrip("=")

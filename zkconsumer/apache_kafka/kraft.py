@@ -35,8 +35,13 @@ KRAFT_VERSION = "4.1.1"
 
 
 def cluster_id() -> str:
-    """A KRaft cluster id as ``kafka-storage.sh random-uuid`` prints one: 16 random bytes, URL-safe base64."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    """A KRaft cluster id as ``kafka-storage.sh random-uuid`` prints one: 16 random bytes, URL-safe base64, drawn
+    again while it starts with ``-`` as Kafka's ``Uuid.randomUuid`` does (one in 64 would, and the storage tool's
+    argument parser then reads ``-t -xyz…`` as a missing value: a fresh-clone CI run failed on it)."""
+    while True:
+        text = base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+        if not text.startswith("-"):
+            return text
 
 
 class KraftBroker(KafkaServer):
