@@ -83,8 +83,8 @@ def test_a_consumer_without_its_fence_is_caught_and_shrunk() -> None:
 
 
 def test_what_cannot_be_simulated_is_refused_by_name() -> None:
-    plan = LabPlan.from_scenario(scenarios.builtin("quorum-loss"))
-    with pytest.raises(SimRefused, match="quorum-loss"):
+    plan = LabPlan.from_scenario(scenarios.builtin("broker-kill"))
+    with pytest.raises(SimRefused, match=r"kill-broker at \d+ s: no simulated counterpart yet \(the broker's process"):
         SimWorld(plan, 1)
 
 
@@ -92,7 +92,8 @@ def test_what_cannot_be_simulated_is_refused_by_name() -> None:
     (["--seeds", "0"], "--seeds takes a number of seeds, 1 or more"),
     (["--profile", "kafka-0.9", "--seed", "1"], "unknown profile 'kafka-0.9'"),
     (["--seed", "1", "--seeds", "3"], "not both"),
-    (["--scenario", "zk-leader", "--seed", "1"], "kill-zk"),
+    (["--scenario", "broker-kill", "--seed", "1"], "kill-broker at"),
+    (["--seeds", "3", "--actions", "pause,kill-broker"], "cannot simulate --actions kill-broker"),
 ])
 def test_bad_input_is_one_clear_line(args: list[str], message: str) -> None:
     done = subprocess.run([sys.executable, "-m", "zkconsumer", "sim", *args], capture_output=True, text=True,
@@ -112,12 +113,13 @@ def test_many_seeds_in_process_as_json(tmp_path) -> None:
 
 def test_every_shipped_scenario_it_can_express_runs_and_the_default_profile_holds() -> None:
     """Each action the simulator carries out (joins, stops, kill -9, restarts, bounces, pauses, cut and slowed
-    links to ZooKeeper and the broker, expiries, topics created and grown) appears in some shipped scenario: each
-    runs to its end with every member started, and the default profile holds in it."""
+    links to ZooKeeper and the broker, expiries, topics created and grown, ZooKeeper's leader, a follower and the
+    quorum lost) appears in some shipped scenario: each runs to its end with every member started, and the default
+    profile holds in it."""
     names = [n for n in scenarios.builtin_names()
              if not unsupported(LabPlan.from_scenario(scenarios.builtin(n)))]
     assert {"gc-pause", "stale-view", "session-expiry", "zk-cut", "broker-cut", "topic-created",
-            "partitions-added", "churn", "rolling-restart"} <= set(names)
+            "partitions-added", "churn", "rolling-restart", "quorum-loss", "zk-leader", "zk-follower"} <= set(names)
     for name in names:
         result = run_seed(SimJob("default", SourceKind.SCENARIO, scenario=name), 1)
         assert (name, result.broken, result.member_errors) == (name, [], {})

@@ -56,26 +56,33 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--duration", type=float, default=30.0)
     g.add_argument("--consumers", type=int, default=3)
     g.add_argument("--session-timeout-ms", type=int, default=4000)
+    p.add_argument("--zk-service", choices=("none", "lab"), default="none",
+                   help="the simulated ZooKeeper's service time per request: none (served on arrival, as the "
+                        "recorded agreement was measured) or lab (measured on the lab's real server: "
+                        "benchmarks/zk_service_time.py)")
     add_spark_args(p)
     p.set_defaults(func=cmd_sim)
 
 
 def _job(args: argparse.Namespace) -> SimJob:
     from zkconsumer.sim.runs import SimJob, SourceKind
+    from zkconsumer.sim.zk_service import ServiceModel
 
     if args.profile not in PROFILES:
         raise CliError(f"unknown profile {args.profile!r}; one of: {', '.join(PROFILES)}")
+    service = ServiceModel(args.zk_service)
     if args.scenario:
         path = Path(args.scenario)
         if path.suffix == ".toml" or path.exists():
             if not path.is_file():
                 raise CliError(f"no scenario file {path}")
-            return SimJob(args.profile, SourceKind.SCENARIO, scenario_text=path.read_text(), scenario_source=str(path))
-        return SimJob(args.profile, SourceKind.SCENARIO, scenario=args.scenario)
+            return SimJob(args.profile, SourceKind.SCENARIO, scenario_text=path.read_text(), scenario_source=str(path),
+                          service=service)
+        return SimJob(args.profile, SourceKind.SCENARIO, scenario=args.scenario, service=service)
     kinds = nemesis.parse_kinds(args.actions) if args.actions else nemesis.DEFAULT_KINDS
     settings = nemesis.NemesisSettings(duration=args.duration, members=args.consumers, max_actions=args.max_actions,
                                        session_timeout_ms=args.session_timeout_ms, kinds=kinds)
-    return SimJob(args.profile, SourceKind.NEMESIS, nemesis=settings)
+    return SimJob(args.profile, SourceKind.NEMESIS, nemesis=settings, service=service)
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
@@ -91,10 +98,14 @@ def cmd_sim(args: argparse.Namespace) -> int:
     # A simulated member logs what a real one logs (refused commits while its session is gone, rebalances given
     # up): over many seeds that drowns the verdicts, which say what matters; the trace keeps every event.
     logging.disable(logging.ERROR)
-    from zkconsumer.sim.world import unsupported
+    from zkconsumer.sim.world import SUPPORTED, unsupported
 
     try:
         job = _job(args)
+        refused = [str(k) for k in job.nemesis.kinds if k not in SUPPORTED] if not args.scenario else []
+        if refused:  # every seed draws from these kinds: refuse them by name, not only where the first seed drew one
+            raise CliError(f"cannot simulate --actions {','.join(refused)}: no simulated counterpart yet (the broker's "
+                           "process and the coordinator are not simulated)")
         reasons = unsupported(job.plan(job.scenario_for(args.seed if args.seed is not None else args.first_seed)))
         if reasons:
             raise CliError("cannot simulate this run: " + "; ".join(reasons))

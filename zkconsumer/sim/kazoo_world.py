@@ -13,7 +13,7 @@ runtime seam (:mod:`zkconsumer.runtime`, :mod:`.runtime_impl`): one simulation p
 from __future__ import annotations
 
 import random
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any
 
 from kazoo.client import KazooClient
@@ -23,6 +23,7 @@ from zkconsumer.sim.kazoo_handler import SimHandler, kazoo_routed
 from zkconsumer.sim.network import Address, Network
 from zkconsumer.sim.scheduler import Scheduler
 from zkconsumer.sim.tasks import Runtime
+from zkconsumer.sim.zk_service import INSTANT, ServiceTimes
 from zkconsumer.sim.zk_wire import WireServer
 from zkconsumer.sim.zookeeper import ServerConfig, ZooKeeperModel
 
@@ -35,7 +36,7 @@ class KazooWorld:
     jitter, backoff and host shuffle), the consumer's (what it draws through the runtime seam)."""
 
     def __init__(self, seed: int | None = 0, config: ServerConfig | None = None,
-                 address: Address = ("127.0.0.1", 2181)) -> None:
+                 address: Address | Sequence[Address] = ("127.0.0.1", 2181), service: ServiceTimes = INSTANT) -> None:
         self.seed = seed
         self.scheduler = Scheduler(seed)
         self.runtime = Runtime(self.scheduler)
@@ -43,8 +44,10 @@ class KazooWorld:
         self.network = Network(self.runtime)
         model_rng = random.Random(f"zookeeper-{seed}") if seed is not None else None
         self.model = ZooKeeperModel(lambda: self.scheduler.now_ms, config or ServerConfig(), model_rng)
-        self.server = WireServer(self.model, self.network, address)
-        self.address = address
+        self.server = WireServer(self.model, self.network, address, service)
+        self.address = self.server.address
+        #: the connect string of every server (one, or an ensemble's)
+        self.hosts = ",".join(f"{host}:{port}" for host, port in self.server.addresses)
         self.kazoo_rng = random.Random(f"kazoo-{seed}")
         self.consumer_rng = random.Random(f"consumer-{seed}")
 
@@ -52,7 +55,7 @@ class KazooWorld:
         """A real ``KazooClient`` on host ``host`` of the simulated network (``timeout``: the session timeout it
         asks for, seconds)."""
         handler = SimHandler(self.runtime, self.network, host)
-        return KazooClient(hosts=f"{self.address[0]}:{self.address[1]}", handler=handler, timeout=timeout, **kwargs)
+        return KazooClient(hosts=self.hosts, handler=handler, timeout=timeout, **kwargs)
 
     def run(self, main: Callable[..., Any], *args: Any, limit_ms: int | None = None, **kwargs: Any) -> Any:
         """Run ``main`` as the simulation's main task until it returns (see :meth:`Runtime.run`)."""

@@ -201,6 +201,10 @@ class Network:
         """A server at ``address``: ``accept(endpoint)`` is called with the server's end of each new connection."""
         self._listeners[address] = accept
 
+    def unlisten(self, address: Address) -> None:
+        """Nothing listens at ``address`` any more: a connect is refused (the servers there are down)."""
+        self._listeners.pop(address, None)
+
     # -------------------------------------------------------------------------------------- faults
     def set_delay(self, host: str, to_server_ms: int, to_client_ms: int | None = None) -> None:
         link = self.link(host)

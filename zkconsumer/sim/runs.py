@@ -26,6 +26,7 @@ from zkconsumer.lab.runner import LabPlan
 from zkconsumer.lab.scenario import Scenario
 from zkconsumer.sim.checkers import Checker, SimVerdict
 from zkconsumer.sim.world import SimWorld
+from zkconsumer.sim.zk_service import ServiceModel
 
 
 class SourceKind(StrEnum):
@@ -47,6 +48,8 @@ class SimJob:
     #: test-only: the default profile without its session-lease fence (the pause zombie's cure), so that a test can
     #: show the simulator catches and shrinks the breach the fence prevents
     test_skip_fence: bool = False
+    #: the simulated ZooKeeper's service times (``none``: requests served on arrival)
+    service: ServiceModel = ServiceModel.NONE
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -108,7 +111,8 @@ def run_seed(job: SimJob, seed: int, trace_dir: Path | None = None, scenario: Sc
             first_breach.append(int(line["ts"]))
 
     started = time.perf_counter()
-    world = SimWorld(job.plan(scenario), seed, observers=(observe,), test_skip_fence=job.test_skip_fence)
+    world = SimWorld(job.plan(scenario), seed, observers=(observe,), test_skip_fence=job.test_skip_fence,
+                     service=job.service.times)
     outcome = world.run()
     verdict: SimVerdict = checker.finish(outcome.log_end, outcome.ended_ms)
     if trace_dir is not None:

@@ -17,9 +17,10 @@ One :class:`SimWorld` is one seed of one :class:`~zkconsumer.lab.runner.LabPlan`
 - **the steps**: join, stop (a graceful shutdown), kill -9 (the process's tasks never run again, its connections
   are closed), restart, bounce, pause (the process's tasks are not scheduled, a SIGSTOP), cut-zk and slow-zk
   (the member's ZooKeeper link held or delayed), expire (its session closed on the server), cut-broker and
-  slow-broker, create-topic and add-partitions; with the lab's ``lab_step``/``fault_injected``/``fault_healed``
-  lines. The ZooKeeper ensemble's faults (kill-zk, quorum loss), the broker's process and the coordinator modes
-  have no counterpart yet: :func:`unsupported` names them and a plan using them is refused;
+  slow-broker, create-topic, add-partitions, and the ensemble's faults (kill-zk, restart-zk, quorum-loss:
+  ``sim/zk_ensemble.py``: a plan whose scenario needs an ensemble gets three servers' addresses in every connect
+  string); with the lab's ``lab_step``/``fault_injected``/``fault_healed`` lines. The broker's process and the
+  coordinator modes have no counterpart yet: :func:`unsupported` names them and a plan using them is refused;
 - **the end**: the lab's: at ``duration`` the producer stops, the group is given until every partition's committed
   offset reaches its log end (at most ``max(20, 3 × session timeout)`` seconds), then every member is stopped.
 
@@ -50,6 +51,8 @@ from zkconsumer.sim.broker import SimBroker
 from zkconsumer.sim.kazoo_handler import SimHandler
 from zkconsumer.sim.kazoo_world import KazooWorld
 from zkconsumer.sim.tasks import Process
+from zkconsumer.sim.zk_ensemble import SimEnsemble
+from zkconsumer.sim.zk_service import INSTANT, ServiceTimes
 from zkconsumer.sim.zookeeper import ServerConfig
 from zkconsumer.trace import TraceWriter
 from zkconsumer.zk import layout
@@ -74,7 +77,8 @@ PRODUCER_TICK_MS = 20
 SUPPORTED = frozenset({ActionKind.JOIN, ActionKind.STOP, ActionKind.KILL, ActionKind.RESTART, ActionKind.BOUNCE,
                        ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE,
                        ActionKind.CUT_BROKER, ActionKind.SLOW_BROKER, ActionKind.CREATE_TOPIC,
-                       ActionKind.ADD_PARTITIONS})
+                       ActionKind.ADD_PARTITIONS, ActionKind.QUORUM_LOSS, ActionKind.KILL_ZK,
+                       ActionKind.RESTART_ZK})
 
 
 class SimRefused(ZkConsumerError, ValueError):
@@ -92,8 +96,8 @@ def unsupported(plan: LabPlan) -> list[str]:
         reasons.append("[kinds]: a mixed group needs Kafka 0.8.2.2's own consumer, which does not run in simulation")
     for step in plan.schedule():
         if step.action not in SUPPORTED:
-            reasons.append(f"{step.action} at {step.at:g} s: no simulated counterpart yet (ZooKeeper ensembles, the "
-                           "broker's process and the coordinator are not simulated)")
+            reasons.append(f"{step.action} at {step.at:g} s: no simulated counterpart yet (the broker's process "
+                           "and the coordinator are not simulated)")
     props = dict(plan.properties)
     if props.get("offsets.storage", "zookeeper") != "zookeeper":
         reasons.append("offsets.storage=kafka: the simulated broker keeps no offsets")
@@ -163,13 +167,17 @@ class SimWorld:
     """One seed of one lab plan, run on the simulator. ``observers`` see every trace line as it is written."""
 
     def __init__(self, plan: LabPlan, seed: int, observers: tuple[Callable[[dict], None], ...] = (),
-                 settle_s: float | None = None, test_skip_fence: bool = False) -> None:
+                 settle_s: float | None = None, test_skip_fence: bool = False,
+                 service: ServiceTimes = INSTANT) -> None:
         reasons = unsupported(plan)
         if reasons:
             raise SimRefused("cannot simulate this run: " + "; ".join(reasons))
         self.plan = plan
         self.seed = seed
-        self.kw = KazooWorld(seed, LAB_ZOOKEEPER)
+        servers = plan.scenario.ensemble if plan.scenario is not None else 1
+        self.kw = KazooWorld(seed, LAB_ZOOKEEPER, service=service,
+                             address=[("127.0.0.1", 2181 + i) for i in range(servers)])
+        self.ensemble = SimEnsemble(self.kw.server)
         self.rt = self.kw.runtime
         self.network = self.kw.network
         self.broker = SimBroker(self.rt, BASE_DELAY_MS)
@@ -297,7 +305,7 @@ class SimWorld:
         """What ``zkconsumer consume`` is given by the lab (lab/runner.py ``_consumer_args``)."""
         plan = self.plan
         props: dict[str, Any] = {
-            "group.id": GROUP, "zookeeper.connect": "127.0.0.1:2181", "consumer.id": name,
+            "group.id": GROUP, "zookeeper.connect": self.kw.hosts, "consumer.id": name,
             "auto.offset.reset": "smallest", "zkconsumer.profile": plan.kind_of(name) if plan.kinds else plan.profile,
             "partition.assignment.strategy": plan.strategy,
             "auto.commit.interval.ms": plan.commit_interval_ms,
@@ -439,12 +447,38 @@ class SimWorld:
             tasks.sleep(step.seconds)
             self.broker.latency_ms.pop(name, None)
             self._healed(kind, name)
+        elif kind is ActionKind.QUORUM_LOSS:
+            ens = self.ensemble
+            victims = list(range(1, ens.size + 1))[-(ens.size // 2 + 1):]  # the lab's: all but the first ones
+            self._lab_line("fault_injected", fault=str(kind), target=",".join(f"zk{n}" for n in victims))
+            for node in victims:
+                ens.kill(node)
+            tasks.sleep(step.seconds)
+            ens.start(victims)
+            self._lab_line("fault_healed", fault=str(kind), target="", session_timeout_ms=self.plan.session_timeout_ms)
+        elif kind is ActionKind.KILL_ZK:
+            node = self.ensemble.resolve(step.node)
+            self._lab_line("fault_injected", fault=str(kind), target=f"zk{node}")
+            self.ensemble.kill(node)
+            if step.seconds:
+                tasks.sleep(step.seconds)
+                self._restart_zk([node])
+        elif kind is ActionKind.RESTART_ZK:
+            self._restart_zk([self.ensemble.resolve(step.node)] if step.node is not None else self.ensemble.down())
         elif kind is ActionKind.CREATE_TOPIC:
             self._create_topic(step.topic, step.partitions)
         elif kind is ActionKind.ADD_PARTITIONS:
             assert self.registry is not None
             self.broker.add_partitions(step.topic, step.partitions)
             self.registry.update_topic_node(step.topic, TopicAssignment({p: [0] for p in range(step.partitions)}))
+
+    def _restart_zk(self, nodes: list[int]) -> None:
+        """Killed servers started again (the lab's ``restart-zk``, or a ``kill-zk`` with ``seconds``): a line per
+        server back, as the lab writes one when each serves again."""
+        self.ensemble.start(nodes)
+        for _node in nodes:
+            self._lab_line("fault_healed", fault=str(ActionKind.KILL_ZK), target="",
+                           session_timeout_ms=self.plan.session_timeout_ms)
 
     def _create_topic(self, topic: str, partitions: int) -> None:
         assert self.registry is not None

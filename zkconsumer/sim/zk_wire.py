@@ -6,7 +6,8 @@ to a live one, or "expired": a timeout of 0, then the close, as ``NIOServerCnxn.
 connection per session (a reconnect closes the session's old connection and drops its watches, which the
 client sets again), notifications written to the watching session's connection before the reply of the request
 that set them off (ZooKeeper queues them while applying the transaction), and the close of an expired or closed
-session's connection. Requests are served the instant they arrive: service time is a later layer.
+session's connection. When a request is served is :mod:`.zk_service`'s: at once (``INSTANT``), or in one line
+behind the requests that came before it, each taking its kind's service time.
 
 Codecs are :mod:`.zk_jute`'s; the session tracker's expiries are driven by
 :func:`~zkconsumer.sim.zookeeper.run_session_tracker`.
@@ -15,12 +16,13 @@ Codecs are :mod:`.zk_jute`'s; the session tracker's expiries are driven by
 from __future__ import annotations
 
 import logging
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 
 from zkconsumer.sim.network import Address, Endpoint, Network
-from zkconsumer.sim.zk_codes import CreateMode, ZkCode
+from zkconsumer.sim.zk_codes import CreateMode, RequestKind, ZkCode
 from zkconsumer.sim.zk_jute import (
     CheckRequest,
+    ConnectRequest,
     ConnectResponse,
     CreateRequest,
     DeleteRequest,
@@ -41,6 +43,7 @@ from zkconsumer.sim.zk_jute import (
     multi_header,
     split_frames,
 )
+from zkconsumer.sim.zk_service import INSTANT, ServiceQueue, ServiceTimes
 from zkconsumer.sim.zk_tree import WatchEvent
 from zkconsumer.sim.zookeeper import (
     CheckOp,
@@ -63,6 +66,16 @@ def session_password(session_id: int) -> bytes:
     return session_id.to_bytes(8, "big") * 2
 
 
+#: The kind of service a request's opcode asks for (what it costs the server: :mod:`.zk_service`).
+KIND_OF_OP = {
+    OpCode.PING: RequestKind.PING, OpCode.CLOSE_SESSION: RequestKind.CLOSE_SESSION,
+    OpCode.CREATE: RequestKind.CREATE, OpCode.CREATE2: RequestKind.CREATE, OpCode.DELETE: RequestKind.DELETE,
+    OpCode.SET_DATA: RequestKind.SET_DATA, OpCode.GET_DATA: RequestKind.GET_DATA, OpCode.EXISTS: RequestKind.EXISTS,
+    OpCode.GET_CHILDREN: RequestKind.GET_CHILDREN, OpCode.GET_CHILDREN2: RequestKind.GET_CHILDREN,
+    OpCode.MULTI: RequestKind.MULTI, OpCode.MULTI_READ: RequestKind.MULTI_READ,
+    OpCode.SET_WATCHES: RequestKind.SET_WATCHES, OpCode.SYNC: RequestKind.PING,
+}
+
 #: Commands a ZooKeeper server answers in place of a session handshake (the first four bytes of a connection).
 FOUR_LETTER_WORDS = frozenset({b"srvr", b"stat", b"ruok", b"mntr", b"cons", b"conf", b"envi", b"wchs"})
 
@@ -70,12 +83,15 @@ FOUR_LETTER_WORDS = frozenset({b"srvr", b"stat", b"ruok", b"mntr", b"cons", b"co
 class _Connection:
     """One client connection as the server sees it: awaiting its ConnectRequest, then serving one session."""
 
-    def __init__(self, server: WireServer, endpoint: Endpoint) -> None:
+    def __init__(self, server: WireServer, endpoint: Endpoint, node: int = 0) -> None:
         self.server = server
         self.endpoint = endpoint
+        self.node = node  # which of the ensemble's servers accepted it
         self.session_id: int | None = None
+        self.handshaking = False  # its ConnectRequest is in the server's line
         self.open = True
         self._buffer = bytearray()
+        server._connections[self] = None
         endpoint.on_data = self._on_data
         endpoint.on_close = self._on_close
 
@@ -103,10 +119,16 @@ class _Connection:
             for frame in split_frames(self._buffer):
                 if not self.open:
                     return
-                if self.session_id is None:
-                    self.server._handshake(self, frame)
-                else:
-                    self.server._serve(self, decode_request(frame))
+                if self.session_id is None and not self.handshaking:
+                    self.handshaking = True
+                    connect = decode_connect(frame)
+                    self.server._arrive(self, RequestKind.CREATE_SESSION,
+                                        lambda c=connect: self.server._handshake(self, c))
+                elif self.session_id is not None:
+                    request = decode_request(frame)
+                    self.server._arrive(self, KIND_OF_OP.get(request.op, RequestKind.PING),
+                                        lambda r=request: self.server._serve(self, r))
+                # else: a request sent before the handshake's answer (no real client does): dropped
         except MalformedFrame as exc:
             log.warning("closing a connection that sent a malformed frame: %s", exc)
             self.close()
@@ -114,20 +136,95 @@ class _Connection:
 
 
 class WireServer:
-    """A ZooKeeper server listening at ``address`` on a simulated network."""
+    """A ZooKeeper server listening at ``address`` on a simulated network; or, given several addresses, an
+    ensemble's servers answering from one data tree (a quorum's view: no follower lags behind the leader), each
+    of which can be down (:meth:`kill_node`) while the others serve."""
 
-    def __init__(self, model: ZooKeeperModel, network: Network, address: Address = ("127.0.0.1", 2181)) -> None:
+    def __init__(self, model: ZooKeeperModel, network: Network,
+                 address: Address | Sequence[Address] = ("127.0.0.1", 2181), service: ServiceTimes = INSTANT) -> None:
         self.model = model
         self.network = network
-        self.address = address
+        self.addresses: tuple[Address, ...] = (address,) if isinstance(address[0], str) else tuple(address)  # type: ignore[assignment]
+        self.address = self.addresses[0]
         self.frames_in = 0
+        #: None: every request served the instant it arrives (no event of its own: the traces of a world without
+        #: service time are what they were before it existed)
+        self.queue = None if service.zero else ServiceQueue(service)
         self._by_session: dict[int, _Connection] = {}
-        network.listen(address, lambda endpoint: _Connection(self, endpoint))
-        run_session_tracker(network.scheduler, model, self._expired)
+        #: every open connection, in the order accepted (a dict as an ordered set: the seed decides, not a hash)
+        self._connections: dict[_Connection, None] = {}
+        self.serving = True
+        self.alive = [True] * len(self.addresses)
+        self._epoch = 0  # a server restart's number: what waited in line before it is gone with the old process
+        self._listen()
+        self._rearm = run_session_tracker(network.scheduler, model, self._expired, paused=lambda: not self.serving)
+
+    def _listen(self) -> None:
+        """Listen where a live server serves; refuse connections everywhere else."""
+        for node, address in enumerate(self.addresses):
+            if self.serving and self.alive[node]:
+                self.network.listen(address, lambda endpoint, n=node: _Connection(self, endpoint, n))
+            else:
+                self.network.unlisten(address)
+
+    def _drop(self, node: int | None = None) -> None:
+        """Close every connection (of server ``node`` only, if given): what waited in line with them is lost."""
+        self._epoch += 1
+        for conn in list(self._connections):
+            if node is None or conn.node == node:
+                conn.close()
+                self._connection_closed(conn)
+
+    # ------------------------------------------------------------------------------------------- the quorum
+    def stop_serving(self) -> None:
+        """No quorum (or no leader yet): every connection is closed, new ones are refused, and no session
+        expires (no leader tracks them) until :meth:`resume_serving`. Requests waiting in line are lost with the
+        servers that held them."""
+        self.serving = False
+        self._listen()
+        self._drop()
+
+    def resume_serving(self) -> None:
+        """A leader again: it takes every live session over from the log with a full timeout (as
+        ``ZooKeeperServer.loadData`` re-adds the sessions it finds), and clients may connect to the live servers."""
+        now = self.network.scheduler.now_ms
+        for session_id in sorted(self.model.sessions.sessions):
+            self.model.sessions.touch(session_id, now)
+        self.serving = True
+        self._listen()
+        self._rearm()
+
+    def kill_node(self, node: int) -> None:
+        """Server ``node`` (0-based) dies: its connections close, its address refuses (its clients move on to the
+        others in their connect strings). Whether the rest still serve is the ensemble's business
+        (:mod:`.zk_ensemble`)."""
+        self.alive[node] = False
+        self._listen()
+        self._drop(node)
+
+    def start_node(self, node: int) -> None:
+        """Server ``node`` is back: it accepts connections once the ensemble serves."""
+        self.alive[node] = True
+        self._listen()
+
+    def _arrive(self, conn: _Connection, kind: RequestKind, serve: Callable[[], None]) -> None:
+        """A request reaches the server: served now, or in the server's line (the session counts as heard from on
+        arrival, as ``ZooKeeperServer.submitRequest`` touches it before the pipeline runs)."""
+        if self.queue is None:
+            serve()
+            return
+        sid = conn.session_id
+        scheduler = self.network.scheduler
+        if sid is not None and self.model.is_live(sid):
+            self.model.sessions.touch(sid, scheduler.now_ms)
+        epoch = self._epoch
+        scheduler.call_at(self.queue.admit(kind, scheduler.now_ms),
+                          lambda: serve() if epoch == self._epoch else None, lane="zk-server")
 
     # ------------------------------------------------------------------------------------------- sessions
-    def _handshake(self, conn: _Connection, frame: bytes) -> None:
-        request = decode_connect(frame)
+    def _handshake(self, conn: _Connection, request: ConnectRequest) -> None:
+        if not conn.open:
+            return  # the client gave up while the ConnectRequest waited in line
         model = self.model
         if request.session_id == 0:
             reply = model.create_session(request.timeout_ms)
@@ -162,6 +259,7 @@ class WireServer:
 
     def _connection_closed(self, conn: _Connection) -> None:
         """The client closed (or the server dropped) a connection: the session keeps ticking, its watches go."""
+        self._connections.pop(conn, None)
         sid = conn.session_id
         if sid is not None and self._by_session.get(sid) is conn:
             del self._by_session[sid]

@@ -459,15 +459,20 @@ def _valid_path(path: str) -> bool:
     return all(part not in ("", ".", "..") for part in path[1:].split("/"))
 
 
-def run_session_tracker(scheduler: Scheduler, model: ZooKeeperModel,
-                        deliver: Callable[[Expiry], None]) -> None:
+def run_session_tracker(scheduler: Scheduler, model: ZooKeeperModel, deliver: Callable[[Expiry], None],
+                        paused: Callable[[], bool] = lambda: False) -> Callable[[], None]:
     """Drive the model's expiries on a scheduler, as ``SessionTrackerImpl``'s thread does: wake when the earliest
     bucket is due, expire it, hand each expiry to ``deliver``. Every request may file a session in an earlier
-    bucket than the one awaited (a new session's first), so the model's request listener re-arms the wake-up."""
+    bucket than the one awaited (a new session's first), so the model's request listener re-arms the wake-up.
+
+    While ``paused()`` (no quorum: no leader tracks the sessions) nothing expires; the function returned re-arms
+    the tracker when that ends."""
     armed: list = [None, None]  # [bucket time awaited, its timer]
 
     def wake() -> None:
         armed[0] = armed[1] = None
+        if paused():
+            return
         for expiry in model.expire_due():
             deliver(expiry)
         arm()
@@ -483,3 +488,4 @@ def run_session_tracker(scheduler: Scheduler, model: ZooKeeperModel,
 
     model.add_request_listener(arm)
     arm()
+    return arm
