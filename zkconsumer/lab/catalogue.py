@@ -141,6 +141,7 @@ class RunFigures:
     unowned_ms_max: int | None = None
     failed_rebalances: int | None = None
     lost: int | None = None
+    unread_at_end: int | None = None
     report: str | None = None
 
     @property
@@ -155,6 +156,7 @@ class RunFigures:
                    duplicates=m.get("duplicates"), overlaps=m.get("overlaps"),
                    unowned_ms_total=m.get("unowned_ms_total"), unowned_ms_max=m.get("unowned_ms_max"),
                    failed_rebalances=m.get("failed_rebalances"), lost=m.get("lost"),
+                   unread_at_end=m.get("unread_at_end"),
                    report=str(Path(result.summary.get("trace_dir", ".")).parent / "report"))
 
     def as_json(self) -> dict:
@@ -162,7 +164,8 @@ class RunFigures:
 
 
 #: The figures a cell shows of its runs, by their field in :class:`RunFigures`.
-FIGURES = ("lost", "overlaps", "duplicates", "unowned_ms_total", "unowned_ms_max", "failed_rebalances")
+FIGURES = ("lost", "unread_at_end", "overlaps", "duplicates", "unowned_ms_total", "unowned_ms_max",
+           "failed_rebalances")
 
 
 @dataclass
@@ -211,13 +214,15 @@ class Cell:
 
 def markdown(cells: list[Cell]) -> str:
     """catalogue.md: one row per mode and variant; a figure that differs between the runs as its range."""
-    lines = ["| mode | scenario | variant | invariants | records lost | two live owners | duplicates | partition-time "
-             "unowned (ms, longest) | rebalances given up |", "|---|---|---|---|---|---|---|---|---|"]
+    lines = ["| mode | scenario | variant | invariants | records lost (never readable) | unread when the run ended "
+             "| two live owners | duplicates | partition-time unowned (ms, longest) | rebalances given up |",
+             "|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         if c.not_applicable:
-            lines.append(f"| {c.mode} | `{c.scenario}` | `{c.variant}` | n/a: {c.not_applicable} | | | | | |")
+            lines.append(f"| {c.mode} | `{c.scenario}` | `{c.variant}` | n/a: {c.not_applicable} | | | | | | |")
             continue
         lines.append(f"| {c.mode} | `{c.scenario}` | `{c.variant}` | {c.verdict} | {c.figure('lost')} | "
+                     f"{c.figure('unread_at_end')} | "
                      f"{c.figure('overlaps')} | {c.figure('duplicates')} | {c.figure('unowned_ms_total')} "
                      f"({c.figure('unowned_ms_max')}) | {c.figure('failed_rebalances')} |")
     return "\n".join(lines) + "\n"
@@ -229,14 +234,15 @@ def _n(value: object) -> str:
 
 def render(cells: list[Cell]) -> Table:
     table = Table(title="failure catalogue: mode × variant")
-    for column in ("mode", "variant", "invariants", "lost", "two owners", "duplicates", "unowned ms (longest)",
-                   "given up"):
+    for column in ("mode", "variant", "invariants", "lost", "unread at end", "two owners", "duplicates",
+                   "unowned ms (longest)", "given up"):
         table.add_column(column)
     for c in cells:
         if c.not_applicable:
-            table.add_row(f"{c.mode} {c.scenario}", c.variant, "n/a", "", "", "", "", "")
+            table.add_row(f"{c.mode} {c.scenario}", c.variant, "n/a", "", "", "", "", "", "")
         else:
-            table.add_row(f"{c.mode} {c.scenario}", c.variant, c.verdict, c.figure("lost"), c.figure("overlaps"),
+            table.add_row(f"{c.mode} {c.scenario}", c.variant, c.verdict, c.figure("lost"), c.figure("unread_at_end"),
+                          c.figure("overlaps"),
                           c.figure("duplicates"), f"{c.figure('unowned_ms_total')} ({c.figure('unowned_ms_max')})",
                           c.figure("failed_rebalances"))
     return table

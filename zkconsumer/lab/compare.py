@@ -151,7 +151,10 @@ def stop_the_world_ms(trace_dir: Path | str | None) -> int | None:
 
 def measures_from(summary: dict, report: Path | None) -> dict:
     """The table's measures for one run: the lab summary plus its analysis tables (when analysed)."""
-    out: dict = {"lost": summary.get("lost"), "verify_ok": summary.get("verify_ok"),
+    # lost: never readable (skipped by a reset, committed past); unread: still waiting when the run ended (a stall,
+    # not a loss: analysis/unseen.py). A summary from before the split has only the total, as "lost".
+    out: dict = {"lost": summary.get("lost_never_readable", summary.get("lost")),
+                 "unread_at_end": summary.get("unread_at_end"), "verify_ok": summary.get("verify_ok"),
                  "duplicates": summary.get("duplicates"), "failed_rebalances": summary.get("failed_rebalances"),
                  "stop_the_world_ms": stop_the_world_ms(summary.get("trace_dir"))}
     rebalances = None
@@ -226,10 +229,11 @@ def judged(counts: dict[Invariant, int], variant: Variant, never_consumed: int |
     """The verdicts a run can give. Without its members' commits in the traces (Kafka 0.8.2.2's own consumer, as
     the variant or as some members of a mixed group: ``commits_untraced``), none about commits: a commit the trace
     lacks would make a window look uncommitted, so an absent key reads "not judged", never "holds". "Zero lost"
-    counts the lab's own tally too
-    (``never_consumed``: produced and never delivered by the end), which sees what the traces cannot: records of a
-    partition nobody consumed at all (new partitions a classic member has not discovered yet; the share of a member
-    whose start failed but whose registration stayed)."""
+    counts the lab's own tally too (``never_consumed``: produced, never delivered, and below the partition's
+    frontier: skipped by an offset reset or committed past, so never readable by the group), which sees what the
+    traces' gaps cannot: a reset to the log end over records nobody read. Records still unread when the run ended
+    (a partition nobody had discovered yet, a member that claimed and read nothing) are no loss: compare reports
+    them apart ("unread when the run ended"; analysis/unseen.py)."""
     untraced = variant.commits_untraced or commits_untraced
     out = {i: n for i, n in counts.items() if not (untraced and i in COMMIT_INVARIANTS)}
     if never_consumed and Invariant.ZERO_LOST in out:
@@ -400,8 +404,9 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
                 report = out / name / "report"
                 analysed = run_analysis(session, summaries[name]["trace_dir"], report, console)
                 reports[name] = report
-                verdicts[name] = judged(invariant_counts(analysed.invariants), VARIANTS[name],
-                                        summaries[name].get("lost"), bool(summaries[name].get("commits_untraced")))
+                never_readable = summaries[name].get("lost_never_readable", summaries[name].get("lost"))
+                verdicts[name] = judged(invariant_counts(analysed.invariants), VARIANTS[name], never_readable,
+                                        bool(summaries[name].get("commits_untraced")))
         finally:
             if spark is None:
                 session.stop()

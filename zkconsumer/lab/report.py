@@ -19,9 +19,9 @@ from rich.table import Table
 
 #: The summary's rows, in the table's order (a key missing from a run's summary is left out).
 SUMMARY_ROWS = ("scenario", "mode", "profile", "strategy", "client", "produced", "delivered", "unique_delivered",
-                "duplicates", "lost", "consumer_rebalances", "failed_rebalances", "claim_conflicts", "join_stalls",
-                "rebalance_ms_p50", "rebalance_ms_max", "zookeeper_requests", "broker_requests", "migration",
-                "verify_ok")
+                "duplicates", "lost", "lost_never_readable", "unread_at_end", "consumer_rebalances",
+                "failed_rebalances", "claim_conflicts", "join_stalls", "rebalance_ms_p50", "rebalance_ms_max",
+                "zookeeper_requests", "broker_requests", "migration", "verify_ok")
 
 
 def partitions_table(title: str, produced: Mapping[tuple[str, int], int], owners: Mapping[tuple[str, int], str],

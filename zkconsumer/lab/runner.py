@@ -21,6 +21,7 @@ import statistics
 import threading
 import time
 from collections import Counter, defaultdict
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
@@ -32,6 +33,8 @@ from rich.live import Live
 from rich.table import Table
 
 from zkconsumer import broker_version
+from zkconsumer.analysis import unseen
+from zkconsumer.analysis.unseen import Unseen
 from zkconsumer.apache_kafka import lab_members
 from zkconsumer.assignment.assignors import AssignmentContext, RoundRobinPreconditionError, TopicPartition, assign
 from zkconsumer.consoles import make_console
@@ -219,6 +222,8 @@ class TraceTail:
         self.conflicts = 0
         self.bad_lines = 0
         self.owned: dict[str, set[str]] = {}  # consumer → "topic-partition" it last reported owning
+        self.committed: dict[tuple[str, int], int] = {}  # (topic, partition) → highest offset committed
+        self.reset_to: dict[tuple[str, int], int] = {}  # (topic, partition) → highest offset reset target
 
     def poll(self) -> None:
         for path in sorted(self.directory.glob("*.jsonl")):
@@ -256,6 +261,22 @@ class TraceTail:
             self.stalls.append(e)
         elif kind == "claim_conflict":
             self.conflicts += 1
+        elif kind == "offset_committed":
+            tp = (e["topic"], e["partition"])
+            self.committed[tp] = max(self.committed.get(tp, 0), int(e["offset"]))
+        elif kind == "offset_reset":
+            tp = (e["topic"], e["partition"])
+            self.reset_to[tp] = max(self.reset_to.get(tp, 0), int(e["to_offset"]))
+
+    def unseen(self, produced: Mapping[tuple[str, int], int]) -> Unseen:
+        """Records produced and never delivered, split at each partition's frontier (analysis/unseen.py)."""
+        offsets: dict[tuple[str, int], list[int]] = defaultdict(list)
+        for (t, p, o) in self.delivered:
+            offsets[(t, p)].append(o)
+        total = Unseen()
+        for tp, end in produced.items():
+            total += unseen.split(offsets.get(tp, ()), end, self.committed.get(tp, 0), self.reset_to.get(tp, 0))
+        return total
 
 
 def planned_assignments(plan: LabPlan) -> Table:
@@ -779,12 +800,16 @@ class Lab:
         unique = sum(1 for (t, p, o) in delivered if o < self.produced.get((t, p), 0))
         duplicates = sum(n - 1 for n in delivered.values() if n > 1)
         durations = [e["duration_ms"] for e in self.tail.rebalances]
+        split = self.tail.unseen(self.produced)
         return {
             "mode": self.plan.mode, "profile": self.plan.profile, "strategy": self.plan.strategy,
             "client": self.plan.client, "produced": produced,
             "kinds": self.plan.mixed_kinds, "commits_untraced": self.plan.commits_untraced,
             "delivered": sum(delivered.values()), "unique_delivered": unique, "duplicates": duplicates,
-            "lost": produced - unique, "consumer_rebalances": len(durations),
+            # "lost": produced and never delivered; split: never readable (skipped by a reset, committed past: a
+            # real loss) and unread when the run ended (a stall: analysis/unseen.py)
+            "lost": produced - unique, "lost_never_readable": split.never_readable, "unread_at_end": split.unread,
+            "consumer_rebalances": len(durations),
             "failed_rebalances": len(self.tail.failed), "claim_conflicts": self.tail.conflicts,
             "join_stalls": len(self.tail.stalls),
             "rebalance_ms_p50": statistics.median(durations) if durations else None,

@@ -70,6 +70,7 @@ from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from zkconsumer.analysis import unseen
 from zkconsumer.analysis.deadlines import GRACE_MS, judged_deadlines
 from zkconsumer.types import LabelledStrEnum, tp_str
 
@@ -682,19 +683,19 @@ class Checker:
         for (topic, partition), end in sorted(log_end.items()):
             for group in sorted(by_topic.get(topic) or every):
                 part = self._parts.get((group, topic, partition)) or _Partition((group, topic, partition))
-                frontier = max(part.hi + 1, part.cmax, max((to for _, to in part.resets), default=0), 0)
-                bound = min(frontier, end)
-                seen = len(part.delivered) if part.hi < bound else sum(1 for o in part.delivered if o < bound)
-                never, unread = bound - seen, max(0, end - frontier)
+                reset_to = max((to for _, to in part.resets), default=0)
+                front = unseen.frontier(part.hi, part.cmax, reset_to)
+                split = unseen.split(part.delivered, end, part.cmax, reset_to)
+                never, unread = split.never_readable, split.unread
                 if never > 0:
-                    offset = next(o for o in range(bound) if o not in part.delivered)
+                    offset = next(o for o in range(min(front, end)) if o not in part.delivered)
                     out.append((Invariant.UNSEEN_NEVER_READABLE, never, Breach(
                         Invariant.UNSEEN_NEVER_READABLE, ended_ms, group, None, topic, partition, offset,
-                        f"{never} offsets below {frontier} never delivered")))
+                        f"{never} offsets below {front} never delivered")))
                 if unread > 0:
                     out.append((Invariant.UNSEEN_UNREAD, unread, Breach(
-                        Invariant.UNSEEN_UNREAD, ended_ms, group, None, topic, partition, frontier,
-                        f"offsets {frontier}..{end - 1} unread")))
+                        Invariant.UNSEEN_UNREAD, ended_ms, group, None, topic, partition, front,
+                        f"offsets {front}..{end - 1} unread")))
         return out
 
 
