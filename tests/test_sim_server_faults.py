@@ -8,6 +8,9 @@ from __future__ import annotations
 from collections.abc import Callable
 
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+from hypothesis.stateful import RuleBasedStateMachine, invariant, rule
 from kazoo.client import KazooClient
 from kazoo.exceptions import ConnectionLoss
 from kazoo.protocol.states import KazooState
@@ -175,3 +178,66 @@ def test_requests_waiting_in_line_when_the_quorum_goes_are_lost_with_it() -> Non
 
     gone, error = w.run(main, limit_ms=60_000)
     assert gone and isinstance(error, ConnectionLoss)
+
+
+# ------------------------------------------------------------------------------------ drawn by Hypothesis
+class ServiceLine(RuleBasedStateMachine):
+    """Requests of any kind arriving at any pace: replies never overtake one another, none is served before its
+    work and delay have passed, and the server is never busy longer than the work it was given."""
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.times = ServiceTimes({READ: 70, WRITE: 300, RequestKind.MULTI: 450}, default_us=40,
+                                  delay_us={WRITE: 900, RequestKind.MULTI: 900})
+        self.queue = ServiceQueue(self.times)
+        self.now_ms = 0
+        self.last_done = 0
+        self.work_us = 0
+
+    @rule(ms=st.integers(0, 5))
+    def time_passes(self, ms: int) -> None:
+        self.now_ms += ms
+
+    @rule(kind=st.sampled_from([READ, WRITE, RequestKind.MULTI, RequestKind.PING]))
+    def a_request_arrives(self, kind: RequestKind) -> None:
+        done = self.queue.admit(kind, self.now_ms)
+        self.work_us += self.times.of(kind)
+        assert done >= self.last_done  # in order
+        assert done * 1000 >= self.now_ms * 1000 + self.times.total(kind)  # not before its own time has passed
+        self.last_done = done
+
+    @invariant()
+    def busy_no_longer_than_the_work(self) -> None:
+        assert self.queue.busy_us == self.work_us
+        assert self.queue.busy_until_us <= self.now_ms * 1000 + self.work_us
+
+
+TestServiceLine = ServiceLine.TestCase
+TestServiceLine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
+
+
+@settings(max_examples=25, deadline=None)
+@given(steps=st.lists(st.tuples(st.sampled_from(["kill", "start"]), st.integers(1, 3), st.integers(0, 3000)),
+                      min_size=1, max_size=8))
+def test_any_sequence_of_server_deaths_serves_exactly_when_a_majority_is_up(steps) -> None:
+    """Servers killed and started in any order, at any pace: the ensemble serves exactly when a majority is up
+    and no election is under way, its leader is the highest id up, and no session expires while nobody serves."""
+    w = KazooWorld(seed=2, config=CONFIG, address=ENSEMBLE)
+    ensemble = SimEnsemble(w.server)
+    client = new_client(w.hosts, 4.0, handler=SimHandler(w.runtime, w.network, "c1"))
+
+    def main() -> None:
+        client.start()
+        session = client.client_id
+        for action, node, pause_ms in steps:
+            ensemble.kill(node) if action == "kill" else ensemble.start([node])
+            assert w.server.serving == ensemble.has_quorum
+            assert (ensemble.leader == max(ensemble.up)) if ensemble.has_quorum else ensemble.leader is None
+            assert w.model.is_live(session[0])  # nobody expires: not without a quorum, not across an election
+            w.advance(pause_ms / 1000)
+        ensemble.start(ensemble.down())
+        w.advance(5)
+        assert client.client_id == session and client.exists("/") is not None
+        client.stop()
+
+    w.run(main, limit_ms=600_000)
