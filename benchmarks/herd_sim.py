@@ -21,6 +21,7 @@ from rich.table import Table
 
 from zkconsumer.consoles import make_console
 from zkconsumer.sim.herd import measure
+from zkconsumer.sim.zk_service import ServiceModel
 from zkconsumer.zk.server import ZooKeeperServer
 
 
@@ -30,6 +31,8 @@ def main() -> None:
     ap.add_argument("--real-sizes", type=int, nargs="*", default=[10, 50])
     ap.add_argument("--profiles", nargs="+", default=["default", "kafka-0.8"])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--zk-service", choices=[m.value for m in ServiceModel], default=ServiceModel.NONE.value,
+                    help="the simulated server's service times (none: answered at once; lab: measured)")
     args = ap.parse_args()
     console = make_console()
     logging.disable(logging.ERROR)
@@ -47,7 +50,7 @@ def main() -> None:
     for profile in args.profiles:
         for size in args.sizes:
             with console.status(f"simulating {profile}, {size} members..."):
-                sim = measure(profile, size, args.rounds)
+                sim = measure(profile, size, args.rounds, service=ServiceModel(args.zk_service).times)
             r = real.get((profile, size))
             kinds = ", ".join(f"{k} {n:g}" for k, n in sim.as_dict()["requests_by_kind"].items())
             real_n = r["zk_requests"] if r else None

@@ -9,8 +9,9 @@ thread Range gives it. And the same count: every request ZooKeeper received from
 included), divided by the joins and crashes, each action followed by a settle as the real one waits for a quiet
 group (here: :data:`QUIET_MS` without a request other than a ping, and no sooner than that after convergence).
 
-What is simulated is ZooKeeper (``sim/zookeeper.py``, no service time yet: a request is answered at once, one network
-delay each way), the network and the members' threads; the rebalance is the connector's own.
+What is simulated is ZooKeeper (``sim/zookeeper.py``; answered at once, or with ``service`` times in one line:
+``sim/zk_service.py``), the network (one delay each way) and the members' threads; the rebalance is the
+connector's own.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ from zkconsumer.sim.kazoo_world import KazooWorld
 from zkconsumer.sim.tasks import Process
 from zkconsumer.sim.world import BASE_DELAY_MS, LAB_ZOOKEEPER
 from zkconsumer.sim.zk_codes import RequestKind
+from zkconsumer.sim.zk_service import INSTANT, ServiceTimes
 from zkconsumer.zk.layout import BrokerInfo, GroupPaths, TopicAssignment
 from zkconsumer.zk.registry import Registry
 
@@ -76,12 +78,13 @@ def expected_owners(names: list[str], partitions: int) -> dict[int, str]:
     return {tp.partition: tid for tp, tid in assign("range", ctx).owners.items()}
 
 
-def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int = 2, seed: int = 0) -> HerdResult:
+def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int = 2, seed: int = 0,
+            service: ServiceTimes = INSTANT) -> HerdResult:
     """Cold start ``size`` members, then ``rounds`` × (a join, a crash), counted as the real benchmark counts."""
     started = time.perf_counter()
     partitions = partitions_per_member * size
     result = HerdResult(profile, size, partitions, rounds)
-    world = KazooWorld(seed, LAB_ZOOKEEPER)
+    world = KazooWorld(seed, LAB_ZOOKEEPER, service=service)
     rt, model = world.runtime, world.model
     owners_path = GroupPaths(GROUP).owners_topic(TOPIC)
     members: dict[str, ZookeeperConsumerConnector] = {}
