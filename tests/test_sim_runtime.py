@@ -138,3 +138,27 @@ def test_the_zk_handlers_own_answer_latch_parks_a_task_on_virtual_time() -> None
         return value, after, unanswered.wait(2.0), runtime.monotonic() - start
 
     assert KazooWorld(seed=5).run(main) == ("v", pytest.approx(1.0), False, pytest.approx(3.0))
+
+
+def test_closing_a_runtime_ends_a_task_that_parks_again_on_its_way_out() -> None:
+    """A member's main task parked at the end of a run, whose ``finally`` joins a thread that never ends (a
+    connector's shutdown joining its rebalancer): told once, it parks again. It must be told until it ends, or its
+    greenlet and the whole world it holds are never freed (a Spark worker grew a megabyte a seed)."""
+    world = KazooWorld(seed=1)
+    rt = world.runtime
+    spawned = []
+
+    def member() -> None:
+        forever = rt.spawn(lambda: world.runtime.sleep(10**6), name="rebalancer")
+        try:
+            world.runtime.sleep(10**6)
+        finally:
+            forever.join(30)  # parks again under the first GreenletExit
+
+    def main() -> None:
+        spawned.append(rt.spawn(member, name="member"))
+        world.advance(1)
+
+    world.run(main)
+    world.close()
+    assert spawned[0].done and spawned[0]._glet.dead

@@ -216,12 +216,13 @@ TestServiceLine = ServiceLine.TestCase
 TestServiceLine.settings = settings(max_examples=60, stateful_step_count=40, deadline=None)
 
 
-@settings(max_examples=25, deadline=None)
+@settings(max_examples=40, deadline=None)
 @given(steps=st.lists(st.tuples(st.sampled_from(["kill", "start"]), st.integers(1, 3), st.integers(0, 3000)),
                       min_size=1, max_size=8))
 def test_any_sequence_of_server_deaths_serves_exactly_when_a_majority_is_up(steps) -> None:
     """Servers killed and started in any order, at any pace: the ensemble serves exactly when a majority is up
-    and no election is under way, its leader is the highest id up, and no session expires while nobody serves."""
+    and no election is under way, a leader is up whenever there is a quorum, and no session expires while nobody
+    serves."""
     w = KazooWorld(seed=2, config=CONFIG, address=ENSEMBLE)
     ensemble = SimEnsemble(w.server)
     client = new_client(w.hosts, 4.0, handler=SimHandler(w.runtime, w.network, "c1"))
@@ -232,7 +233,8 @@ def test_any_sequence_of_server_deaths_serves_exactly_when_a_majority_is_up(step
         for action, node, pause_ms in steps:
             ensemble.kill(node) if action == "kill" else ensemble.start([node])
             assert w.server.serving == ensemble.has_quorum
-            assert (ensemble.leader == max(ensemble.up)) if ensemble.has_quorum else ensemble.leader is None
+            # a leader is up while there is a quorum (a server coming back joins as a follower, whatever its id)
+            assert (ensemble.leader in ensemble.up) if ensemble.has_quorum else ensemble.leader is None
             assert w.model.is_live(session[0])  # nobody expires: not without a quorum, not across an election
             w.advance(pause_ms / 1000)
         ensemble.start(ensemble.down())
