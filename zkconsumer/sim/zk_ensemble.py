@@ -23,11 +23,12 @@ from zkconsumer.lab.scenario import FOLLOWER, LEADER
 from zkconsumer.sim import tasks
 from zkconsumer.sim.zk_wire import WireServer
 
-#: from a server's start until it has joined (its JVM, loading its snapshot)
-NODE_START_MS = 900
-#: a leader election, from the last vote's trigger to the new leader serving (FLE's 200 ms finalize wait, then the
-#: followers' sync)
-ELECTION_MS = 600
+#: from a server's start until it serves (its JVM, loading its snapshot, joining): 1,450–1,777 ms, p50 1,614, on
+#: the lab's real ensemble (benchmarks/zk_service_time.py, 2026-11-28)
+NODE_START_MS = 1600
+#: a leader election, from the leader's death to the survivors serving: 371–386 ms, p50 384, measured the same way
+#: (FLE's 200 ms finalize wait, then the followers' sync)
+ELECTION_MS = 380
 
 
 class SimEnsemble:

@@ -95,9 +95,17 @@ class ServiceQueue:
         return -(-self.done_us // 1000)
 
 
-#: The lab's ZooKeeper 3.9.5 on this machine, idle, one request at a time (benchmarks/zk_service_time.py; the
-#: server's own latency from reading a request to writing its reply). Placeholder until measured.
-LAB_SERVICE = ServiceTimes({}, default_us=0, source="not measured yet")
+#: The lab's ZooKeeper 3.9.5 on this machine, one request at a time, 2,000 of each kind (benchmarks/zk_service_time.py,
+#: 2026-11-28: the server's own latency from reading a request to writing its reply, ``mntr``). Writes show no
+#: shared delay: with 8 client threads the Python client, not the server, set the pace, so a write's whole time is
+#: counted as work (an upper bound under a herd: docs/simulation.md). A session's open and close were measured
+#: together (690 µs) and split evenly; a ping and a setWatches were not measured and cost a read's time.
+LAB_SERVICE = ServiceTimes({
+    RequestKind.GET_DATA: 82, RequestKind.GET_CHILDREN: 117, RequestKind.EXISTS: 108, RequestKind.MULTI_READ: 120,
+    RequestKind.CREATE: 475, RequestKind.SET_DATA: 407, RequestKind.DELETE: 426, RequestKind.MULTI: 584,
+    RequestKind.CREATE_SESSION: 345, RequestKind.CLOSE_SESSION: 345, RequestKind.PING: 82,
+    RequestKind.SET_WATCHES: 117,
+}, default_us=100, source="benchmarks/zk_service_time.py, 2026-11-28")
 
 
 class ServiceModel(StrEnum):
