@@ -43,11 +43,11 @@ from zkconsumer.zk import multiread
 from zkconsumer.zk.server import four_letter_word, running_zookeeper
 
 
-def server_avg_ms(host: str, port: int) -> tuple[float, int]:
-    """``mntr``'s average latency and the number of packets it is over (since the last ``srst``)."""
+def server_avg_ms(host: str, port: int) -> float:
+    """``mntr``'s average latency since the last ``srst``."""
     stats = dict(line.split("\t", 1) for line in four_letter_word(host, port, "mntr", timeout=5).splitlines()
                  if "\t" in line)
-    return float(stats["zk_avg_latency"]), int(stats["zk_packets_sent"])
+    return float(stats["zk_avg_latency"])
 
 
 def batch(host: str, port: int, ids: range, threads: int,
@@ -78,8 +78,7 @@ def batch(host: str, port: int, ids: range, threads: int,
     for t in pool:
         t.join()
     wall = time.perf_counter() - started
-    avg_ms, _ = server_avg_ms(host, port)
-    return avg_ms * 1000.0, statistics.median(rtts) * 1e6, wall * 1e6 / len(rtts)
+    return server_avg_ms(host, port) * 1000.0, statistics.median(rtts) * 1e6, wall * 1e6 / len(rtts)
 
 
 @dataclass
@@ -132,7 +131,6 @@ def kinds(zk: KazooClient, root: str, hosts: str) -> dict[str, Kind]:
     }
 
 
-
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--requests", type=int, default=2000, help="requests per kind and pass (default 2000)")
@@ -146,8 +144,7 @@ def main() -> None:
                 "wall per request", "work", "delay", "simulator", "measured ÷ simulator"):
         table.add_column(col, justify="left" if col == "kind" else "right")
     with running_zookeeper() as server:
-        host, port_s = server.connect_string.split(",")[0].split(":")
-        port = int(port_s)
+        host, port = "127.0.0.1", server.nodes[0].client_port
         zk = KazooClient(hosts=server.connect_string)
         zk.start()
         try:

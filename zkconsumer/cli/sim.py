@@ -98,14 +98,13 @@ def cmd_sim(args: argparse.Namespace) -> int:
     # A simulated member logs what a real one logs (refused commits while its session is gone, rebalances given
     # up): over many seeds that drowns the verdicts, which say what matters; the trace keeps every event.
     logging.disable(logging.ERROR)
-    from zkconsumer.sim.world import SUPPORTED, unsupported
+    from zkconsumer.sim.world import NOT_SIMULATED, SUPPORTED, unsupported
 
     try:
         job = _job(args)
         refused = [str(k) for k in job.nemesis.kinds if k not in SUPPORTED] if not args.scenario else []
         if refused:  # every seed draws from these kinds: refuse them by name, not only where the first seed drew one
-            raise CliError(f"cannot simulate --actions {','.join(refused)}: no simulated counterpart yet (the broker's "
-                           "process and the coordinator are not simulated)")
+            raise CliError(f"cannot simulate --actions {','.join(refused)}: {NOT_SIMULATED}")
         reasons = unsupported(job.plan(job.scenario_for(args.seed if args.seed is not None else args.first_seed)))
         if reasons:
             raise CliError("cannot simulate this run: " + "; ".join(reasons))

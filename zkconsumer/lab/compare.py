@@ -149,11 +149,16 @@ def stop_the_world_ms(trace_dir: Path | str | None) -> int | None:
     return max((b - a for a, b in zip(stamps, stamps[1:], strict=False)), default=0) if stamps else None
 
 
+def never_readable(summary: dict) -> int | None:
+    """A run's records lost for good: never delivered and below their partition's frontier (analysis/unseen.py);
+    what is above it was unread when the run ended, a stall, not a loss. A summary from before the split has only
+    the total, as ``lost``."""
+    return summary.get("lost_never_readable", summary.get("lost"))
+
+
 def measures_from(summary: dict, report: Path | None) -> dict:
     """The table's measures for one run: the lab summary plus its analysis tables (when analysed)."""
-    # lost: never readable (skipped by a reset, committed past); unread: still waiting when the run ended (a stall,
-    # not a loss: analysis/unseen.py). A summary from before the split has only the total, as "lost".
-    out: dict = {"lost": summary.get("lost_never_readable", summary.get("lost")),
+    out: dict = {"lost": never_readable(summary),
                  "unread_at_end": summary.get("unread_at_end"), "verify_ok": summary.get("verify_ok"),
                  "duplicates": summary.get("duplicates"), "failed_rebalances": summary.get("failed_rebalances"),
                  "stop_the_world_ms": stop_the_world_ms(summary.get("trace_dir"))}
@@ -404,9 +409,8 @@ def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console,
                 report = out / name / "report"
                 analysed = run_analysis(session, summaries[name]["trace_dir"], report, console)
                 reports[name] = report
-                never_readable = summaries[name].get("lost_never_readable", summaries[name].get("lost"))
-                verdicts[name] = judged(invariant_counts(analysed.invariants), VARIANTS[name], never_readable,
-                                        bool(summaries[name].get("commits_untraced")))
+                verdicts[name] = judged(invariant_counts(analysed.invariants), VARIANTS[name],
+                                        never_readable(summaries[name]), bool(summaries[name].get("commits_untraced")))
         finally:
             if spark is None:
                 session.stop()

@@ -81,6 +81,10 @@ SUPPORTED = frozenset({ActionKind.JOIN, ActionKind.STOP, ActionKind.KILL, Action
                        ActionKind.RESTART_ZK})
 
 
+#: why an action outside :data:`SUPPORTED` is refused
+NOT_SIMULATED = "no simulated counterpart yet (the broker's process and the coordinator are not simulated)"
+
+
 class SimRefused(ZkConsumerError, ValueError):
     """A plan the simulator cannot carry out as written (it says which action or setting, and why)."""
 
@@ -96,8 +100,7 @@ def unsupported(plan: LabPlan) -> list[str]:
         reasons.append("[kinds]: a mixed group needs Kafka 0.8.2.2's own consumer, which does not run in simulation")
     for step in plan.schedule():
         if step.action not in SUPPORTED:
-            reasons.append(f"{step.action} at {step.at:g} s: no simulated counterpart yet (the broker's process "
-                           "and the coordinator are not simulated)")
+            reasons.append(f"{step.action} at {step.at:g} s: {NOT_SIMULATED}")
     props = dict(plan.properties)
     if props.get("offsets.storage", "zookeeper") != "zookeeper":
         reasons.append("offsets.storage=kafka: the simulated broker keeps no offsets")
@@ -455,7 +458,7 @@ class SimWorld:
                 ens.kill(node)
             tasks.sleep(step.seconds)
             ens.start(victims)
-            self._lab_line("fault_healed", fault=str(kind), target="", session_timeout_ms=self.plan.session_timeout_ms)
+            self._healed(kind)
         elif kind is ActionKind.KILL_ZK:
             node = self.ensemble.resolve(step.node)
             self._lab_line("fault_injected", fault=str(kind), target=f"zk{node}")
@@ -477,16 +480,16 @@ class SimWorld:
         server back, as the lab writes one when each serves again."""
         self.ensemble.start(nodes)
         for _node in nodes:
-            self._lab_line("fault_healed", fault=str(ActionKind.KILL_ZK), target="",
-                           session_timeout_ms=self.plan.session_timeout_ms)
+            self._healed(ActionKind.KILL_ZK)
 
     def _create_topic(self, topic: str, partitions: int) -> None:
         assert self.registry is not None
         self.broker.create_topic(topic, partitions)
         self.registry.create_topic_node(topic, TopicAssignment({p: [0] for p in range(partitions)}))
 
-    def _healed(self, kind: ActionKind, name: str) -> None:
-        self._lab_line("fault_healed", fault=str(kind), target=f"{GROUP}_{name}",
+    def _healed(self, kind: ActionKind, name: str = "") -> None:
+        """The lab's ``fault_healed`` line: on a member (``name``), or on the servers (no target)."""
+        self._lab_line("fault_healed", fault=str(kind), target=f"{GROUP}_{name}" if name else "",
                        session_timeout_ms=self.plan.session_timeout_ms)
 
     def _lab_line(self, event: str, **fields: Any) -> None:

@@ -90,6 +90,7 @@ class _Connection:
         self.session_id: int | None = None
         self.handshaking = False  # its ConnectRequest is in the server's line
         self.open = True
+        self.lost = False  # its server died (or lost its quorum): what it sent that waits in line is gone
         self._buffer = bytearray()
         server._connections[self] = None
         endpoint.on_data = self._on_data
@@ -155,7 +156,6 @@ class WireServer:
         self._connections: dict[_Connection, None] = {}
         self.serving = True
         self.alive = [True] * len(self.addresses)
-        self._epoch = 0  # a server restart's number: what waited in line before it is gone with the old process
         self._listen()
         self._rearm = run_session_tracker(network.scheduler, model, self._expired, paused=lambda: not self.serving)
 
@@ -169,9 +169,9 @@ class WireServer:
 
     def _drop(self, node: int | None = None) -> None:
         """Close every connection (of server ``node`` only, if given): what waited in line with them is lost."""
-        self._epoch += 1
         for conn in list(self._connections):
             if node is None or conn.node == node:
+                conn.lost = True
                 conn.close()
                 self._connection_closed(conn)
 
@@ -213,13 +213,11 @@ class WireServer:
         if self.queue is None:
             serve()
             return
-        sid = conn.session_id
         scheduler = self.network.scheduler
-        if sid is not None and self.model.is_live(sid):
-            self.model.sessions.touch(sid, scheduler.now_ms)
-        epoch = self._epoch
-        scheduler.call_at(self.queue.admit(kind, scheduler.now_ms),
-                          lambda: serve() if epoch == self._epoch else None, lane="zk-server")
+        if conn.session_id is not None:
+            self.model.sessions.touch(conn.session_id, scheduler.now_ms)  # a gone session stays gone
+        scheduler.call_at(self.queue.admit(kind, scheduler.now_ms), lambda: None if conn.lost else serve(),
+                          lane="zk-server")
 
     # ------------------------------------------------------------------------------------------- sessions
     def _handshake(self, conn: _Connection, request: ConnectRequest) -> None:
