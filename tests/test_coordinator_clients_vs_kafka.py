@@ -3,15 +3,15 @@ and zkconsumer's broker. Kafka's is the judge.
 
 Each group is ``zkconsumer consume --mode coordinator`` processes (kafka-python, or ``--client librdkafka``) with
 range, roundrobin, cooperative-sticky, or static members (``group.instance.id``). One scenario runs on each
-coordinator: members join one by one, one leaves, one is restarted (static), one is killed with ``kill -9`` (after
-which, and under cooperative-sticky, generations and rebalance counts depend on the members' timing; see
-:func:`timing_free`).
+coordinator: members join one by one, one leaves, one is restarted (static), one is killed with ``kill -9``.
+Exact generation numbers and rebalance counts depend on the members' timing, so each step's line says whether the
+generation advanced and who rebalanced (:func:`timing_free`).
 After each step the group is left to settle (DescribeGroups says Stable with the members expected, and the members'
 traces say together that they own every partition once). Then one line is written down:
 
 * the group's state and protocol (DescribeGroups);
-* kafka-python's generation (its trace carries it; librdkafka's does not);
-* how many rebalances each member went through;
+* whether kafka-python's generation advanced (its trace carries it; librdkafka's does not);
+* which members rebalanced;
 * the sizes of the shares;
 * how many partitions moved (only for cooperative-sticky and static restarts, where it is deterministic; range and
   roundrobin deal by member ids, which are random).
@@ -191,7 +191,7 @@ class Group:
                                          f"{ {m: sorted(self.owned(m)) for m in live} }")
                 time.sleep(0.1)
             seen, previous = line, seen
-            if previous is not None and (action == "kill" or self.scenario.strategy == "cooperative-sticky"):
+            if previous is not None:
                 line = timing_free(previous, line)
             transcript.append((action, name, line))
         return transcript
@@ -214,8 +214,13 @@ def timing_free(before: dict, line: dict) -> dict:
       When one asks after the follow-up generation already completed, there is one more. Seen once in five runs,
       on zkconsumer's coordinator.
 
-    So the line keeps the outcome (shares, partitions moved) and says only that the generation advanced and which
-    members rebalanced."""
+    * After a join: kafka-python's joining member now and then rejoins once more as its first generation completes,
+      on Kafka's coordinator as often as on ours (2026-11-25); under a fresh machine's load (CI, 2026-11-28) Kafka
+      3.9.1's took generation 4 where ours took 3 when static member c joined, three runs in a row.
+
+    So every step's line after the first keeps the outcome (state, protocol, shares, partitions moved) and says
+    only whether the generation advanced and which members rebalanced: exact generation numbers are the clients'
+    timing, not the coordinator's rules."""
     out = dict(line)
     if before.get("generation") is not None:
         out["generation"] = "advanced" if line["generation"] > before["generation"] else "same"
@@ -266,7 +271,6 @@ def test_the_same_group_steps_the_same_way_on_both_coordinators(scenario: Scenar
     steps = transcripts["kafka-3.9.1"]
     if scenario.static:  # the restarted static member: no rebalance for the others, its share back, nothing moved
         restart = next(line for action, _, line in steps if action == "restart")
-        before = steps[2][2]
-        assert restart["generation"] == before["generation"] and restart["moved"] == 0
+        assert restart["generation"] == "same" and restart["moved"] == 0
         assert {m: n for m, n in restart["rebalances"].items() if m != "b"} == \
-            {m: n for m, n in before["rebalances"].items() if m != "b"}
+            {m: "no" for m in restart["rebalances"] if m != "b"}
