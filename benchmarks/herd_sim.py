@@ -7,14 +7,21 @@ received counted (pings included) over the actions. The real side runs benchmark
 scaling runs do. Printed: per profile and size, requests per action simulated and real, their ratio, the simulated
 requests by kind, the convergence times (simulated: no service time yet, so the simulator's are a floor) and the
 simulator's wall time.
+Large groups: each size runs only when the one before it, scaled by the square of the size ratio (every member
+reads every registration at a cold start, so a simulated herd costs N² in wall time), fits ``--budget-s``; a size
+skipped says what it would have taken. The walls of the cold start, the joins and the crashes are printed apart.
+
 Run: .venv/bin/python benchmarks/herd_sim.py [--sizes 10 50 200] [--real-sizes 10 50] [--rounds 3]
+     [--budget-s 600] [--json FILE]
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import logging
 import statistics
+from pathlib import Path
 
 from rebalancing.scenario import run_scenario
 from rich.table import Table
@@ -33,6 +40,9 @@ def main() -> None:
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--zk-service", choices=[m.value for m in ServiceModel], default=ServiceModel.NONE.value,
                     help="the simulated server's service times (none: answered at once; lab: measured)")
+    ap.add_argument("--budget-s", type=float, default=600.0,
+                    help="skip a size whose estimated wall time (the last size's, scaled by N²) exceeds this")
+    ap.add_argument("--json", type=Path, help="write every figure there")
     args = ap.parse_args()
     console = make_console()
     logging.disable(logging.ERROR)
@@ -45,21 +55,37 @@ def main() -> None:
                                                          max(1, size // 25))
     table = Table(title="ZooKeeper requests per join or crash: simulated and real (same run)")
     for col in ("profile", "members", "simulated", "real", "sim ÷ real", "simulated by kind (per action)",
-                "join / crash, sim (ms)", "join / crash p50, real (ms)", "sim wall (s)"):
+                "join / crash, sim (ms)", "join / crash p50, real (ms)", "sim wall: cold / join / crash (s)"):
         table.add_column(col)
+    out = []
     for profile in args.profiles:
+        last: tuple[int, float] | None = None
         for size in args.sizes:
+            if last is not None and (estimate := last[1] * (size / last[0]) ** 2) > args.budget_s:
+                console.print(f"{profile}: {size} members skipped: about {estimate:,.0f} s of wall time "
+                              f"({last[0]} members took {last[1]:,.0f} s; N² from there), over --budget-s "
+                              f"{args.budget_s:g}", highlight=False)
+                out.append({"profile": profile, "size": size, "skipped_estimate_s": round(estimate)})
+                continue
             with console.status(f"simulating {profile}, {size} members..."):
                 sim = measure(profile, size, args.rounds, service=ServiceModel(args.zk_service).times)
+            last = (size, sim.wall_s)
             r = real.get((profile, size))
-            kinds = ", ".join(f"{k} {n:g}" for k, n in sim.as_dict()["requests_by_kind"].items())
+            figures = sim.as_dict()
+            kinds = ", ".join(f"{k} {n:g}" for k, n in figures["requests_by_kind"].items())
             real_n = r["zk_requests"] if r else None
+            walls = figures["phase_wall_s"]
             table.add_row(profile, str(size), f"{sim.per_action():,.1f}", f"{real_n:,.1f}" if real_n else "–",
                           f"{sim.per_action() / real_n:.3f}" if real_n else "–", kinds,
                           f"{statistics.median(sim.converge_ms['join']):g} / "
                           f"{statistics.median(sim.converge_ms['crash']):g}",
-                          f"{r['join_p50_ms']:.0f} / {r['crash_p50_ms']:.0f}" if r else "–", f"{sim.wall_s:.1f}")
+                          f"{r['join_p50_ms']:.0f} / {r['crash_p50_ms']:.0f}" if r else "–",
+                          f"{sum(walls['cold']):.1f} / {statistics.median(walls['join']):.1f} / "
+                          f"{statistics.median(walls['crash']):.1f}")
+            out.append({**figures, "real": r})
     console.print(table)
+    if args.json:
+        args.json.write_text(json.dumps(out, indent=2, default=str))
 
 
 if __name__ == "__main__":

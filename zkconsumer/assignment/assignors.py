@@ -225,6 +225,18 @@ class AssignmentContext:
     def thread_set(self) -> frozenset[str]:
         return frozenset(self.threads)
 
+    @_memo
+    def content_key(self) -> tuple | None:
+        """What the assignment depends on, hashable, when that is cheap to say: every consumer shares one
+        subscription mapping (the usual group), so the consumer ids, that mapping and the subscribed topics'
+        partitions are all of it. None otherwise (no memo then)."""
+        one = self._one_mapping
+        if one is None:
+            return None
+        topics = tuple(sorted(one.items()))
+        return (frozenset(self.subscriptions), topics,
+                tuple(tuple(self.partitions.get(t, ())) for t, _ in topics))
+
 
 @dataclass
 class Assignment:
@@ -232,6 +244,18 @@ class Assignment:
 
     owners: dict[TopicPartition, str]
     context: AssignmentContext = field(repr=False)
+    _shares: dict[str, dict[TopicPartition, str]] | None = field(default=None, init=False, repr=False,
+                                                                 compare=False)
+
+    def shares(self) -> dict[str, dict[TopicPartition, str]]:
+        """Consumer → its share, in the order of :attr:`owners` (built once: every member of a group asks)."""
+        if self._shares is None:
+            owner_of = self.context.thread_owner
+            shares: dict[str, dict[TopicPartition, str]] = {}
+            for tp, tid in self.owners.items():
+                shares.setdefault(owner_of[tid], {})[tp] = tid
+            self._shares = shares
+        return self._shares
 
     def by_thread(self) -> dict[str, list[str]]:
         """Thread id → sorted ``topic-partition`` strings, every subscribed thread present (maybe empty)."""
@@ -243,8 +267,7 @@ class Assignment:
 
     def for_consumer(self, consumer_id: str) -> dict[TopicPartition, str]:
         """The share one consumer claims: what Kafka's ``assign(ctx)`` returns inside that consumer."""
-        mine = frozenset(self.context.thread_names.get(consumer_id, ()))
-        return {tp: tid for tp, tid in self.owners.items() if tid in mine}
+        return dict(self.shares().get(consumer_id, ()))
 
     def idle_threads(self, consumer_id: str | None = None) -> list[tuple[str, str]]:
         """(thread, topic) pairs that got no partition of a topic they subscribe to: Kafka's warning cases.
@@ -256,8 +279,7 @@ class Assignment:
             return [(tid, topic) for topic, threads in self.context.consumers_for_topic.items() for tid in threads
                     if (tid, topic) not in taken]
         names = self.context.thread_names.get(consumer_id, ())
-        mine = frozenset(names)
-        taken = {(tid, tp.topic) for tp, tid in self.owners.items() if tid in mine}
+        taken = {(tid, tp.topic) for tp, tid in self.shares().get(consumer_id, {}).items()}
         streams = self.context.subscriptions.get(consumer_id, {})
         return [(tid, topic) for topic in sorted(streams) for tid in java_sorted(names[:streams[topic]])
                 if (tid, topic) not in taken]
@@ -324,7 +346,9 @@ def _first(pair: tuple[int, TopicPartition]) -> int:
 
 
 def clear_caches() -> None:
-    """Forget memoised RoundRobin orders (benchmarks call it so each run pays the full cost)."""
+    """Forget memoised RoundRobin orders and recent assignments (benchmarks call it so each run pays the full
+    cost)."""
+    _RECENT.clear()
     _hash_order.cache_clear()
     _topic_partitions.cache_clear()
     _partition_set.cache_clear()
@@ -514,9 +538,25 @@ def get_strategy(name: str) -> Strategy:
     return chosen(STRATEGIES, name, AssignmentError, f"unknown partition.assignment.strategy {name!r}")
 
 
+#: the last few whole-group assignments, by strategy and :attr:`AssignmentContext.content_key`: the members of one
+#: group that share a process (the lab's hosts run 25; the simulator's herd, thousands) decide the same thing from
+#: the same view, and the assignment is a pure function of it. Read-only to every caller, as it always was.
+_RECENT: dict[tuple, Assignment] = {}
+RECENT_CAPACITY = 8
+
+
 def assign(strategy: str, ctx: AssignmentContext) -> Assignment:
-    """The whole group's assignment under ``strategy``."""
-    return get_strategy(strategy)(ctx)
+    """The whole group's assignment under ``strategy`` (computed once for equal views: :data:`_RECENT`)."""
+    content = ctx.content_key
+    key = (strategy, content) if content is not None else None
+    if key is not None and (known := _RECENT.get(key)) is not None:
+        return known
+    whole = get_strategy(strategy)(ctx)
+    if key is not None:
+        if len(_RECENT) >= RECENT_CAPACITY:
+            del _RECENT[next(iter(_RECENT))]  # the oldest
+        _RECENT[key] = whole
+    return whole
 
 
 def assign_for_consumer(strategy: str, ctx: AssignmentContext, consumer_id: str) -> dict[TopicPartition, str]:

@@ -30,7 +30,7 @@ import kazoo.retry
 from kazoo.handlers import utils
 from kazoo.handlers.threading import KazooTimeoutError
 
-from zkconsumer.sim import tasks
+from zkconsumer.sim import kazoo_codecs, tasks
 from zkconsumer.sim.network import Endpoint, Network
 from zkconsumer.sim.scheduler import Clock
 from zkconsumer.sim.tasks import Condition, Event, Queue, RLock, Runtime, Task
@@ -139,6 +139,7 @@ class SimHandler:
     queue_empty = Empty
 
     def __init__(self, runtime: Runtime, network: Network, host: str) -> None:
+        kazoo_codecs.install()  # a herd's getChildren answers decode once (sim/kazoo_codecs.py)
         self.runtime = runtime
         self.network = network
         self.host = host

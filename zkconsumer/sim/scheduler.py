@@ -13,20 +13,25 @@ Ordering: events are due by time. Events due at the *same* time are concurrent u
 events of one lane (say, the packets of one TCP connection) keep the order they were scheduled in, and the
 scheduler picks among the lanes' heads (an event without a lane is a lane of its own) with its seeded
 ``random.Random``. Without a seed it picks the earliest scheduled, which is plain FIFO.
+
+Cost: a herd of thousands of members puts thousands of events on one millisecond. The events of the instant being
+run are therefore taken off the heap once, into per-lane queues and one list of lane heads kept in scheduling order;
+each step draws from that list (O(log k) to keep it sorted, not the O(k log n) of re-heaping the instant every step).
+The draw is the same as drawing from all the instant's live events re-sorted at every step: the same candidates in
+the same order, so a seed's trace did not change with it.
 """
 
 from __future__ import annotations
 
+import bisect
 import heapq
 import itertools
 import random
+from collections import deque
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass, field
 
 from zkconsumer.errors import IllegalArgument
-
-#: The lane of an event scheduled without one: a lane of its own (paired with its sequence number).
-_OWN_LANE = object()
 
 
 @dataclass(eq=False)
@@ -38,9 +43,16 @@ class Timer:
     fn: Callable[[], object]
     lane: Hashable | None = None
     cancelled: bool = field(default=False)
+    #: the scheduler, while this timer is one of the candidates of the instant being run (so that cancelling it
+    #: takes it out of the draw at once, as the draw counts only live events)
+    _candidate_of: Scheduler | None = field(default=None, repr=False)
 
     def cancel(self) -> None:
+        if self.cancelled:
+            return
         self.cancelled = True
+        if self._candidate_of is not None:
+            self._candidate_of._uncandidate(self)
 
 
 class Clock:
@@ -79,6 +91,10 @@ class Scheduler:
         self._rng = random.Random(seed) if seed is not None else None
         self._heap: list[tuple[int, int, Timer]] = []
         self._seq = itertools.count()
+        # the instant being run: its time, its lanes' queued events, and the lane heads (the candidates) by seq
+        self._instant_ms: int | None = None
+        self._lanes: dict[Hashable, deque[Timer]] = {}
+        self._heads: list[Timer] = []
 
     # ------------------------------------------------------------------------------------------- scheduling
     def call_at(self, due_ms: int, fn: Callable[[], object], lane: Hashable | None = None) -> Timer:
@@ -88,7 +104,10 @@ class Scheduler:
         if due_ms < self.now_ms:
             raise IllegalArgument(f"cannot schedule at {due_ms} ms, before now ({self.now_ms} ms)")
         timer = Timer(due_ms, next(self._seq), fn, lane)
-        heapq.heappush(self._heap, (due_ms, timer.seq, timer))
+        if due_ms == self._instant_ms:  # joins the instant being run (its seq is the highest: last in any order)
+            self._enqueue(timer, at_end=True)
+        else:
+            heapq.heappush(self._heap, (due_ms, timer.seq, timer))
         return timer
 
     def call_later(self, delay_ms: int, fn: Callable[[], object], lane: Hashable | None = None) -> Timer:
@@ -105,38 +124,35 @@ class Scheduler:
     # ------------------------------------------------------------------------------------------- running
     def next_due_ms(self) -> int | None:
         """When the next live event is due, or None when nothing is scheduled."""
+        if self._heads:
+            return self._instant_ms
         self._drop_cancelled()
         return self._heap[0][0] if self._heap else None
 
     def step(self) -> bool:
         """Run one event: advance to the earliest due time and run one of the events due then (the seed's pick).
         False when nothing is scheduled."""
-        self._drop_cancelled()
-        if not self._heap:
+        if not self._heads and not self._load_instant():
             return False
-        due = self._heap[0][0]
-        first = heapq.heappop(self._heap)
-        self._drop_cancelled()
-        if not self._heap or self._heap[0][0] != due:  # alone at its time (most events): nothing to choose
-            self.now_ms = due
-            self.executed += 1
-            first[2].fn()
-            return True
-        heapq.heappush(self._heap, first)
-        ready: list[tuple[int, int, Timer]] = []
-        while self._heap and self._heap[0][0] == due:
-            entry = heapq.heappop(self._heap)
-            if not entry[2].cancelled:
-                ready.append(entry)
-        if not ready:
-            return self.step()
-        chosen = self._pick(ready)
-        for entry in ready:
-            if entry is not chosen:
-                heapq.heappush(self._heap, entry)
-        self.now_ms = due
+        heads = self._heads
+        n = len(heads)
+        chosen = heads.pop(0 if self._rng is None or n == 1 else self._rng.randrange(n))
+        chosen._candidate_of = None
+        if chosen.lane is not None:
+            queue = self._lanes[chosen.lane]
+            queue.popleft()
+            while queue and queue[0].cancelled:
+                queue.popleft()
+            if queue:
+                self._promote(queue[0])
+            else:
+                del self._lanes[chosen.lane]
+        if not heads:
+            self._instant_ms = None  # what it schedules for now starts a new instant, as a later event would
+            self._lanes.clear()
+        self.now_ms = chosen.due_ms
         self.executed += 1
-        chosen[2].fn()
+        chosen.fn()
         return True
 
     def run_until(self, until_ms: int) -> None:
@@ -159,17 +175,62 @@ class Scheduler:
             ran += 1
 
     # ------------------------------------------------------------------------------------------- internals
-    def _pick(self, ready: list[tuple[int, int, Timer]]) -> tuple[int, int, Timer]:
-        """Among events due at one time, the heads of their lanes are the candidates; the seed picks one."""
-        heads: dict[object, tuple[int, int, Timer]] = {}
-        for entry in sorted(ready, key=lambda e: e[1]):
-            key = entry[2].lane if entry[2].lane is not None else (_OWN_LANE, entry[1])
-            heads.setdefault(key, entry)
-        candidates = sorted(heads.values(), key=lambda e: e[1])
-        if self._rng is None or len(candidates) == 1:
-            return candidates[0]
-        return candidates[self._rng.randrange(len(candidates))]
+    def _load_instant(self) -> bool:
+        """Take every live event due at the earliest time off the heap into the instant's lanes."""
+        self._drop_cancelled()
+        if not self._heap:
+            return False
+        due = self._heap[0][0]
+        self._instant_ms = due
+        while self._heap and self._heap[0][0] == due:
+            timer = heapq.heappop(self._heap)[2]
+            if not timer.cancelled:
+                self._enqueue(timer, at_end=True)  # popped in seq order
+        if not self._heads:
+            self._instant_ms = None
+            return self._load_instant()
+        return True
+
+    def _enqueue(self, timer: Timer, at_end: bool) -> None:
+        if timer.lane is None:  # a lane of its own: a candidate at once
+            self._promote(timer, at_end)
+            return
+        queue = self._lanes.get(timer.lane)
+        if queue is None:
+            self._lanes[timer.lane] = deque((timer,))
+            self._promote(timer, at_end)
+        else:
+            queue.append(timer)
+
+    def _promote(self, timer: Timer, at_end: bool = False) -> None:
+        timer._candidate_of = self
+        if at_end:
+            self._heads.append(timer)
+        else:
+            bisect.insort(self._heads, timer, key=_seq)
+
+    def _uncandidate(self, timer: Timer) -> None:
+        """A candidate was cancelled: out of the draw, and its lane's next live event in."""
+        timer._candidate_of = None
+        heads = self._heads
+        del heads[bisect.bisect_left(heads, timer.seq, key=_seq)]
+        if timer.lane is not None:
+            queue = self._lanes[timer.lane]
+            queue.popleft()
+            while queue and queue[0].cancelled:
+                queue.popleft()
+            if queue:
+                self._promote(queue[0])
+            else:
+                del self._lanes[timer.lane]
+        if not heads:
+            self._instant_ms = None
+            self._lanes.clear()
 
     def _drop_cancelled(self) -> None:
         while self._heap and self._heap[0][2].cancelled:
             heapq.heappop(self._heap)
+
+
+def _seq(timer: Timer) -> int:
+    return timer.seq

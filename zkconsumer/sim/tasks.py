@@ -153,6 +153,7 @@ class Runtime:
         self._hub: greenlet | None = None
         self._current: Task | None = None
         self._tasks: list[Task] = []
+        self._prune_at = 64
         self._names = 0
 
     # ------------------------------------------------------------------------------------------- tasks
@@ -164,7 +165,9 @@ class Runtime:
         if process is None and self._current is not None:
             process = self._current.process
         task = Task(self, fn, args, kwargs, name or f"task-{self._names}", process)
-        self._tasks = [t for t in self._tasks if not t.done]
+        if len(self._tasks) >= self._prune_at:  # forget ended tasks now and then: every spawn would be O(tasks)
+            self._tasks = [t for t in self._tasks if not t.done]
+            self._prune_at = max(64, 2 * len(self._tasks))
         self._tasks.append(task)
         self.scheduler.call_later(0, lambda: self._resume(task, True))
         return task
@@ -295,7 +298,7 @@ class Runtime:
         self._hub = getcurrent()
         _ACTIVE.append(self)
         try:
-            for task in self._tasks:
+            for task in list(self._tasks):  # a task told to end may spawn: those are not waited for
                 for _ in range(CLOSE_ATTEMPTS):
                     if task.done or task._glet.dead or not task._glet:
                         break

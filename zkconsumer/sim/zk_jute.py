@@ -24,6 +24,7 @@ _INT = struct.Struct("!i")
 _LONG = struct.Struct("!q")
 _STAT = struct.Struct("!qqqqiiiqiiq")
 _REPLY_HEADER = struct.Struct("!iqi")
+_MULTI_HEADER = struct.Struct("!i?i")  # a multi op's header: type, done, err
 _MULTI_HEADER = struct.Struct("!iBi")
 
 
@@ -295,9 +296,10 @@ def _decode_op(op: OpCode, r: Reader) -> object:
         return PathRequest(r.string() or "", r.bool())
     if op is OpCode.SYNC:
         return PathRequest(r.string() or "")
-    if op in (OpCode.MULTI, OpCode.MULTI_READ):
-        allowed = (OpCode.GET_DATA, OpCode.GET_CHILDREN) if op is OpCode.MULTI_READ else (
-            OpCode.CREATE, OpCode.CREATE2, OpCode.DELETE, OpCode.SET_DATA, OpCode.CHECK)
+    if op is OpCode.MULTI_READ:
+        return _decode_multi_read(r)
+    if op is OpCode.MULTI:
+        allowed = (OpCode.CREATE, OpCode.CREATE2, OpCode.DELETE, OpCode.SET_DATA, OpCode.CHECK)
         ops = []
         while True:
             kind, done, _err = r.int(), r.bool(), r.int()
@@ -310,6 +312,41 @@ def _decode_op(op: OpCode, r: Reader) -> object:
     if op is OpCode.SET_WATCHES:
         return SetWatchesRequest(r.long(), tuple(r.strings()), tuple(r.strings()), tuple(r.strings()))
     return None
+
+
+def _decode_multi_read(r: Reader) -> MultiRequest:
+    """A ``multiRead``'s getData/getChildren ops, read in one loop: a herd's member sends thousands of paths in one
+    (what :func:`_decode_op` reads op by op, with the same checks)."""
+    data, offset, size = r.data, r.offset, len(r.data)
+    unpack_header, unpack_int, header_size = _MULTI_HEADER.unpack_from, _INT.unpack_from, _MULTI_HEADER.size
+    allowed = {OpCode.GET_DATA.value: OpCode.GET_DATA, OpCode.GET_CHILDREN.value: OpCode.GET_CHILDREN}
+    ops = []
+    try:
+        while True:
+            kind, done, _err = unpack_header(data, offset)
+            offset += header_size
+            if done:
+                r.offset = offset
+                return MultiRequest(tuple(ops))
+            sub = allowed.get(kind)
+            if sub is None:
+                raise MalformedFrame(f"op type {kind} in a multi_read")
+            (length,) = unpack_int(data, offset)
+            offset += 4
+            if length < 0:
+                path = ""
+            elif offset + length >= size:  # the path, then its watch flag's byte
+                raise MalformedFrame(f"a {length}-byte field runs past the frame")
+            else:
+                path = data[offset:offset + length].decode("utf-8")
+                offset += length
+            watch = data[offset] != 0
+            offset += 1
+            ops.append((sub, PathRequest(path, watch)))
+    except struct.error as exc:
+        raise MalformedFrame(f"frame ends at {offset} of {size} bytes") from exc
+    except IndexError as exc:
+        raise MalformedFrame("frame ends before a boolean") from exc
 
 
 def decode_request(frame: bytes) -> Request:

@@ -44,7 +44,7 @@ from zkconsumer.sim.zk_jute import (
     split_frames,
 )
 from zkconsumer.sim.zk_service import INSTANT, ServiceQueue, ServiceTimes
-from zkconsumer.sim.zk_tree import WatchEvent
+from zkconsumer.sim.zk_tree import Node, WatchEvent
 from zkconsumer.sim.zookeeper import (
     CheckOp,
     CreateOp,
@@ -152,6 +152,11 @@ class WireServer:
         #: service time are what they were before it existed)
         self.queue = None if service.zero else ServiceQueue(service)
         self._by_session: dict[int, _Connection] = {}
+        #: a children list's jute encoding, by path, while the model hands out the same list (ChildOrder.PER_VERSION)
+        self._encoded_children: dict[str, tuple[list[str], bytearray]] = {}
+        #: a node's multiRead result, encoded, while the node stays as it was (by the node's id, the node kept with
+        #: it so the id stays its own; emptied when it outgrows the tree)
+        self._encoded_results: dict[int, tuple[Node, tuple[int, ...], bytes]] = {}
         #: every open connection, in the order accepted (a dict as an ordered set: the seed decides, not a hash)
         self._connections: dict[_Connection, None] = {}
         self.serving = True
@@ -313,7 +318,11 @@ class WireServer:
         elif op in (OpCode.GET_CHILDREN, OpCode.GET_CHILDREN2):
             reply = model.get_children(sid, body.path, body.watch)
             if reply.ok:
-                out.strings(reply.value[0])
+                names = reply.value[0]
+                cached = self._encoded_children.get(body.path)
+                if cached is None or cached[0] is not names:  # the model hands out one list per version, or more
+                    cached = self._encoded_children[body.path] = (names, Writer().strings(names).out)
+                out.out += cached[1]
                 if op is OpCode.GET_CHILDREN2:
                     out.stat(reply.value[1])
         elif op is OpCode.SYNC and isinstance(body, PathRequest):
@@ -333,16 +342,23 @@ class WireServer:
 
     def _multi_read(self, sid: int, body: MultiRequest, out: Writer) -> Reply:
         """``multiRead`` (3.6+): a getData result per op, or an error result for a node that is not there."""
-        paths = [rec.path for _op, rec in body.ops]
-        reply = self.model.multi_read(sid, paths)
+        reply = self.model.multi_read(sid, [rec.path for _op, rec in body.ops])
         if not reply.ok:
             return reply
+        encoded = self._encoded_results
         for result in reply.value or []:
-            if result.ok:
-                data, stat = result.value
-                multi_header(out, OpCode.GET_DATA, False, 0).buffer(data).stat(stat)
-            else:
-                multi_header(out, OpCode.ERROR, False, int(result.code)).int(int(result.code))
+            if isinstance(result, ZkCode):
+                multi_header(out, OpCode.ERROR, False, int(result)).int(int(result))
+                continue
+            # a herd reads the same registrations thousands of times: encode a node once per state of it
+            state = (result.mzxid, result.pzxid, result.creates, len(result.children))
+            cached = encoded.get(id(result))
+            if cached is None or cached[0] is not result or cached[1] != state:
+                if len(encoded) > 2 * len(self.model.tree.nodes) + 1024:
+                    encoded.clear()
+                w = multi_header(Writer(), OpCode.GET_DATA, False, 0).buffer(result.data).stat(result.stat())
+                cached = encoded[id(result)] = (result, state, bytes(w.out))
+            out.out += cached[2]
         multi_header(out, -1, True, -1)
         return Reply(ZkCode.OK, None, reply.zxid)
 

@@ -23,6 +23,7 @@ import random
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from enum import StrEnum
 from typing import Generic, TypeVar
 
 from zkconsumer.sim.scheduler import Scheduler
@@ -97,6 +98,17 @@ class Expiry:
     events: tuple[WatchEvent, ...]
 
 
+class ChildOrder(StrEnum):
+    """The order of a ``getChildren`` answer. The real server lists a ``HashSet``: one order for a given set of
+    children, changing only when the set does. ``per-request`` draws a fresh order for every answer (more
+    interleavings per seed, and the order every recorded verdict was measured with); ``per-version`` draws one per
+    set of children, as the real server keeps it, and lets a herd of thousands share one answer (the wire encodes
+    it once per version, not once per member)."""
+
+    PER_REQUEST = "per-request"
+    PER_VERSION = "per-version"
+
+
 @dataclass(frozen=True)
 class ServerConfig:
     """The settings of zoo.cfg the model obeys. Session timeouts are clamped to [min, max], by default
@@ -108,6 +120,7 @@ class ServerConfig:
     server_id: int = 0
     #: the version ``srvr`` reports; from 3.6 on, the server also serves ``multiRead`` (``multi_read``)
     version: str = "3.4.14"
+    child_order: ChildOrder = ChildOrder.PER_REQUEST
 
     @property
     def serves_multi_read(self) -> bool:
@@ -145,6 +158,7 @@ class ZooKeeperModel:
                  rng: random.Random | None = None, system_nodes: bool = True,
                  ) -> None:
         self.config = config or ServerConfig()
+        self._child_orders: dict[str, tuple[tuple[int, int], list[str]]] = {}  # ChildOrder.PER_VERSION's
         self.tree = DataTree()
         self.sessions = SessionTracker(self.config.tick_ms)
         self.zxid = 0
@@ -254,19 +268,19 @@ class ZooKeeperModel:
             self.tree.watch_data(session_id, path)
         return Reply(ZkCode.OK, (node.data, node.stat()), self.zxid)
 
-    def multi_read(self, session_id: int, paths: Sequence[str]) -> Reply[list[Reply[tuple[bytes, Stat]]]]:
+    def multi_read(self, session_id: int, paths: Sequence[str]) -> Reply[list[Node | ZkCode]]:
         """``multiRead`` of getData ops (3.6+): one request, one result per path (a missing node is a result of its
-        own, not a failed request), no watches. Counted once, as ZooKeeper receives one packet."""
+        own, not a failed request), no watches. Counted once, as ZooKeeper receives one packet. Each result is the
+        stored node itself (read it, never change it: the wire encodes its data and stat) or the error's code."""
         self._count(RequestKind.MULTI_READ, session_id)
         if not self._touch(session_id):
             return Reply(ZkCode.SESSION_EXPIRED, zxid=self.zxid)
-        results: list[Reply[tuple[bytes, Stat]]] = []
+        nodes = self.tree.nodes
+        results: list[Node | ZkCode] = []
         for path in paths:
-            node = self.tree.nodes.get(path) if _valid_path(path) else None
-            if node is None:
-                results.append(Reply(ZkCode.NO_NODE if _valid_path(path) else ZkCode.BAD_ARGUMENTS, zxid=self.zxid))
-            else:
-                results.append(Reply(ZkCode.OK, (node.data, node.stat()), self.zxid))
+            node = nodes.get(path)  # a stored node's path is valid: only a miss needs the check
+            results.append(node if node is not None else
+                           ZkCode.NO_NODE if _valid_path(path) else ZkCode.BAD_ARGUMENTS)
         return Reply(ZkCode.OK, results, self.zxid)
 
     def exists(self, session_id: int, path: str, watch: bool = False) -> Reply[Stat]:
@@ -288,7 +302,13 @@ class ZooKeeperModel:
         node = self.tree.nodes[path]
         if watch:
             self.tree.watch_children(session_id, path)
-        return Reply(ZkCode.OK, (self._order(node.children), node.stat()), self.zxid)
+        if self.config.child_order is ChildOrder.PER_REQUEST:
+            return Reply(ZkCode.OK, (self._order(node.children), node.stat()), self.zxid)
+        version = (node.creates, len(node.children))  # changes whenever the set does
+        cached = self._child_orders.get(path)
+        if cached is None or cached[0] != version:
+            cached = self._child_orders[path] = (version, self._order(node.children))
+        return Reply(ZkCode.OK, (cached[1], node.stat()), self.zxid)  # the same list each time: read, never change
 
     # ------------------------------------------------------------------------------------------- watches
     def drop_watches(self, session_id: int) -> None:

@@ -16,9 +16,12 @@ import time
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import TypeVar
 
 from zkconsumer.errors import NotEncodable, ZkConsumerError
 from zkconsumer.javacompat import java_sorted, long_to_hex_string
+
+T = TypeVar("T")
 
 CONSUMERS_PATH = "/consumers"
 BROKERS_PATH = "/brokers"
@@ -104,6 +107,33 @@ def kafka_json(obj: object) -> str:
     if isinstance(obj, Iterable):
         return "[" + ",".join(kafka_json(v) for v in obj) + "]"
     raise NotEncodable(f"cannot encode {type(obj).__name__} as Kafka JSON: {obj!r}")
+
+
+class _DecodedByBytes:
+    """Values decoded from node data, by the exact bytes (a node read again unchanged is not parsed again).
+
+    Why: a Kafka 0.8 member reads every registration and the topic's node at every rebalance, so a group of N
+    parses the same N nodes N times over; in the simulator's herd of thousands that parsing was most of the run.
+    Only successes are kept (a malformed node raises every time, with its own path in the message), the values are
+    frozen dataclasses that nobody changes, and the table is emptied when full, so it stays bounded."""
+
+    def __init__(self, capacity: int = 1 << 16) -> None:
+        self.capacity = capacity
+        self._values: dict[bytes, object] = {}
+
+    def get(self, data: bytes | str | None) -> object | None:
+        return self._values.get(data) if isinstance(data, bytes) else None
+
+    def put(self, data: bytes | str | None, value: T) -> T:
+        if isinstance(data, bytes):
+            if len(self._values) >= self.capacity:
+                self._values.clear()
+            self._values[data] = value
+        return value
+
+
+_REGISTRATIONS = _DecodedByBytes()
+_TOPIC_NODES = _DecodedByBytes()
 
 
 def _load_json_object(path: str, data: bytes | str | None) -> dict:
@@ -350,6 +380,8 @@ class ConsumerRegistration:
 
     @classmethod
     def decode(cls, path: str, data: bytes | str | None) -> ConsumerRegistration:
+        if (known := _REGISTRATIONS.get(data)) is not None:
+            return known  # type: ignore[return-value]
         obj = _load_json_object(path, data)
         pattern = _require(obj, "pattern", str, path, data)
         sub = _require(obj, "subscription", dict, path, data)
@@ -363,7 +395,8 @@ class ConsumerRegistration:
         ts = obj.get("timestamp", "")
         version = obj.get("version", 1)
         # Kafka treats an empty wildcard subscription as an empty static one (TopicCount.constructTopicCount).
-        return cls(dict(sub), pattern if sub else STATIC, str(ts), int(version) if isinstance(version, int) else 1)
+        return _REGISTRATIONS.put(data, cls(dict(sub), pattern if sub else STATIC, str(ts),
+                                            int(version) if isinstance(version, int) else 1))
 
     def topic_streams(self, all_topics: Iterable[str] = (), exclude_internal: bool = True) -> dict[str, int]:
         """Topic → stream count; a wildcard is resolved against the children of ``/brokers/topics``."""
@@ -424,6 +457,8 @@ class TopicAssignment:
 
     @classmethod
     def decode(cls, path: str, data: bytes | str | None) -> TopicAssignment:
+        if (known := _TOPIC_NODES.get(data)) is not None:
+            return known  # type: ignore[return-value]
         obj = _load_json_object(path, data)
         version = obj.get("version", 1)
         if isinstance(version, bool) or not isinstance(version, int) or version < 1:
@@ -442,7 +477,7 @@ class TopicAssignment:
                 raise MalformedNodeError(path, data, f"replicas of partition {key} should be a list of ints")
             parts[pid] = replicas
         extra = {k: v for k, v in obj.items() if k not in ("version", "partitions")}
-        return cls(parts, version, extra)
+        return _TOPIC_NODES.put(data, cls(parts, version, extra))
 
 
 # --------------------------------------------------------------------------------------- /brokers/ids/<id>
