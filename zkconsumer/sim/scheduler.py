@@ -137,19 +137,7 @@ class Scheduler:
         heads = self._heads
         n = len(heads)
         chosen = heads.pop(0 if self._rng is None or n == 1 else self._rng.randrange(n))
-        chosen._candidate_of = None
-        if chosen.lane is not None:
-            queue = self._lanes[chosen.lane]
-            queue.popleft()
-            while queue and queue[0].cancelled:
-                queue.popleft()
-            if queue:
-                self._promote(queue[0])
-            else:
-                del self._lanes[chosen.lane]
-        if not heads:
-            self._instant_ms = None  # what it schedules for now starts a new instant, as a later event would
-            self._lanes.clear()
+        self._left_the_draw(chosen)
         self.now_ms = chosen.due_ms
         self.executed += 1
         chosen.fn()
@@ -211,9 +199,13 @@ class Scheduler:
 
     def _uncandidate(self, timer: Timer) -> None:
         """A candidate was cancelled: out of the draw, and its lane's next live event in."""
-        timer._candidate_of = None
         heads = self._heads
         del heads[bisect.bisect_left(heads, timer.seq, key=_seq)]
+        self._left_the_draw(timer)
+
+    def _left_the_draw(self, timer: Timer) -> None:
+        """A head left the candidates (drawn or cancelled): its lane's next live event takes its place."""
+        timer._candidate_of = None
         if timer.lane is not None:
             queue = self._lanes[timer.lane]
             queue.popleft()
@@ -223,8 +215,8 @@ class Scheduler:
                 self._promote(queue[0])
             else:
                 del self._lanes[timer.lane]
-        if not heads:
-            self._instant_ms = None
+        if not self._heads:
+            self._instant_ms = None  # what is scheduled for now from here starts a new instant, as a later event
             self._lanes.clear()
 
     def _drop_cancelled(self) -> None:
