@@ -5,8 +5,9 @@ partitions, Range, a join then a crash of the first member in id order, `--round
 received counted (pings included) over the actions. The real side runs benchmarks/rebalance.py's own scenario
 (benchmarks/rebalancing/) on a real ZooKeeper for `--real-sizes`, one process per 25 members as that benchmark's
 scaling runs do. Printed: per profile and size, requests per action simulated and real, their ratio, the simulated
-requests by kind, the convergence times (simulated: no service time yet, so the simulator's are a floor) and the
-simulator's wall time.
+requests by kind, the watch notifications and bytes the server sent per action, the convergence times (simulated
+without ``--zk-service lab``, a floor) and the simulator's wall time.
+
 Large groups: each size runs only when the one before it, scaled by the square of the size ratio (every member
 reads every registration at a cold start, so a simulated herd costs N² in wall time), fits ``--budget-s``; a size
 skipped says what it would have taken. The walls of the cold start, the joins and the crashes are printed apart.
@@ -55,7 +56,8 @@ def main() -> None:
                                                          max(1, size // 25))
     table = Table(title="ZooKeeper requests per join or crash: simulated and real (same run)")
     for col in ("profile", "members", "simulated", "real", "sim ÷ real", "simulated by kind (per action)",
-                "join / crash, sim (ms)", "join / crash p50, real (ms)", "sim wall: cold / join / crash (s)"):
+                "notifications / KB from server (per action)", "join / crash, sim (ms)",
+                "join / crash p50, real (ms)", "sim wall: cold / join / crash (s)"):
         table.add_column(col)
     out = []
     for profile in args.profiles:
@@ -77,6 +79,8 @@ def main() -> None:
             walls = figures["phase_wall_s"]
             table.add_row(profile, str(size), f"{sim.per_action():,.1f}", f"{real_n:,.1f}" if real_n else "–",
                           f"{sim.per_action() / real_n:.3f}" if real_n else "–", kinds,
+                          f"{figures['notifications_per_action']:,.1f} / "
+                          f"{figures['bytes_from_server_per_action'] / 1024:,.1f}",
                           f"{statistics.median(sim.converge_ms['join']):g} / "
                           f"{statistics.median(sim.converge_ms['crash']):g}",
                           f"{r['join_p50_ms']:.0f} / {r['crash_p50_ms']:.0f}" if r else "–",

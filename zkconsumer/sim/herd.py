@@ -57,6 +57,10 @@ class HerdResult:
     requests: Counter = field(default_factory=Counter)
     cold_ms: int = 0
     wall_s: float = 0.0
+    #: over the counted actions, as the requests are: watch notifications the server sent, bytes each way
+    notifications: int = 0
+    bytes_to_server: int = 0
+    bytes_from_server: int = 0
     #: wall seconds spent simulating each phase: the cold start, and each join and crash with its settle
     phase_wall_s: dict[str, list[float]] = field(default_factory=lambda: {"cold": [], "join": [], "crash": []})
 
@@ -74,6 +78,9 @@ class HerdResult:
                 "requests_per_action": round(self.per_action(), 1),
                 "requests_per_action_without_pings": round(self.per_action(False), 1),
                 "requests_by_kind": {k: round(n / max(1, self.actions), 1) for k, n in sorted(self.requests.items())},
+                "notifications_per_action": round(self.notifications / max(1, self.actions), 1),
+                "bytes_to_server_per_action": round(self.bytes_to_server / max(1, self.actions)),
+                "bytes_from_server_per_action": round(self.bytes_from_server / max(1, self.actions)),
                 "wall_s": round(self.wall_s, 2),
                 "phase_wall_s": {k: [round(x, 2) for x in v] for k, v in self.phase_wall_s.items()}}
 
@@ -167,6 +174,8 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
         result.cold_ms = settle(names)
         wall = _lap(result, "cold", wall)
         counting[0] = True
+        server = world.server
+        wire = (server.notifications, server.bytes_in, server.bytes_out)
         for r in range(rounds):
             name = f"j{r:03d}"
             start(name)
@@ -179,6 +188,9 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
             result.converge_ms["crash"].append(settle(names))
             wall = _lap(result, "crash", wall)
         counting[0] = False
+        result.notifications = server.notifications - wire[0]
+        result.bytes_to_server = server.bytes_in - wire[1]
+        result.bytes_from_server = server.bytes_out - wire[2]
 
     collecting = gc.isenabled()
     gc.disable()  # a herd's objects live to the end: at thousands of members, collections walking them again and

@@ -98,6 +98,7 @@ class _Connection:
 
     def send(self, frame: bytes) -> None:
         if self.open:
+            self.server.bytes_out += len(frame)
             self.endpoint.send(frame)
 
     def close(self) -> None:
@@ -111,6 +112,7 @@ class _Connection:
         self.server._connection_closed(self)
 
     def _on_data(self, data: bytes) -> None:
+        self.server.bytes_in += len(data)
         self._buffer += data
         if self.session_id is None and bytes(self._buffer[:4]) in FOUR_LETTER_WORDS:
             self.send(self.server.four_letter_answer(bytes(self._buffer[:4]).decode()).encode())
@@ -148,6 +150,8 @@ class WireServer:
         self.addresses: tuple[Address, ...] = (address,) if isinstance(address[0], str) else tuple(address)  # type: ignore[assignment]
         self.address = self.addresses[0]
         self.frames_in = 0
+        #: what crossed the wire, for the herd's report: bytes each way (frames whole) and watch notifications sent
+        self.bytes_in = self.bytes_out = self.notifications = 0
         #: None: every request served the instant it arrives (no event of its own: the traces of a world without
         #: service time are what they were before it existed)
         self.queue = None if service.zero else ServiceQueue(service)
@@ -278,6 +282,7 @@ class WireServer:
         for event in events:
             conn = self._by_session.get(event.session_id)
             if conn is not None:
+                self.notifications += 1
                 conn.send(encode_notification(int(event.type), event.path))
 
     # ------------------------------------------------------------------------------------------- requests
