@@ -105,7 +105,7 @@ class Scheduler:
             raise IllegalArgument(f"cannot schedule at {due_ms} ms, before now ({self.now_ms} ms)")
         timer = Timer(due_ms, next(self._seq), fn, lane)
         if due_ms == self._instant_ms:  # joins the instant being run (its seq is the highest: last in any order)
-            self._enqueue(timer, at_end=True)
+            self._enqueue(timer)
         else:
             heapq.heappush(self._heap, (due_ms, timer.seq, timer))
         return timer
@@ -173,20 +173,21 @@ class Scheduler:
         while self._heap and self._heap[0][0] == due:
             timer = heapq.heappop(self._heap)[2]
             if not timer.cancelled:
-                self._enqueue(timer, at_end=True)  # popped in seq order
+                self._enqueue(timer)  # popped in seq order
         if not self._heads:
             self._instant_ms = None
             return self._load_instant()
         return True
 
-    def _enqueue(self, timer: Timer, at_end: bool) -> None:
+    def _enqueue(self, timer: Timer) -> None:
+        """Into the instant: ``timer`` has the highest seq so far, so a new head goes last."""
         if timer.lane is None:  # a lane of its own: a candidate at once
-            self._promote(timer, at_end)
+            self._promote(timer, at_end=True)
             return
         queue = self._lanes.get(timer.lane)
         if queue is None:
             self._lanes[timer.lane] = deque((timer,))
-            self._promote(timer, at_end)
+            self._promote(timer, at_end=True)
         else:
             queue.append(timer)
 

@@ -140,7 +140,6 @@ class StopTheWorld(Attempt):
         with clock.phase("reads"):
             ctx, cversion = self.r.read_group()
         whole, decision = self._assign(ctx, cversion)
-        ctx = whole.context  # equal to ours; when the assignment was another member's, its lookups are built already
         step = rebalance_plan.plan(c.profile, c.consumer_id, {}, decision)  # nothing owned: claim it all again
         # Kafka reads the start offsets before claiming: if the previous owner commits between this read and our
         # claim, we restart from a stale offset (duplicates). The default profile reads them after the claim.
