@@ -212,9 +212,11 @@ def test_the_executor_thread_sets_the_owner_watches_after_the_claim(
         try:
             b.create_message_streams({"t": 1})
             wait_until(lambda: owned_by(registry, "g_b-0") == {"t-2", "t-3"}, message="b owns t-2 and t-3")
-            wait_until(lambda: not b.rebalancer.owners._arm_due, message="b's owner watches set")
             b_nodes = {chroot + paths.owner("t", p) for p in (2, 3)}
-            assert b_nodes <= watches_of(zk_server, b.zk.client_id[0])
+            # the executor takes the due tokens from the queue and then sends the exists requests (async): the
+            # server's watch list is what says they are set, not the queue being empty
+            wait_until(lambda: b_nodes <= watches_of(zk_server, b.zk.client_id[0]), message="b's owner watches set")
+            assert not b.rebalancer.owners._arm_due
             assert not b_nodes & watches_of(zk_server, session)  # released by a: its watches fired and are gone
         finally:
             b.shutdown()

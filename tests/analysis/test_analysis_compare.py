@@ -109,7 +109,9 @@ def test_kafkas_own_consumer_runs_as_a_variant_with_a_trace_rebuilt_from_its_log
     m, summary = result.measures, result.summary
     assert summary["client"] == "kafka-0.8.2.2" and summary["malformed_trace_lines"] == 0
     assert m["lost"] == 0 and m["verify_ok"] and m["overlaps"] == 0, m
-    assert m["group_rebalances"] >= 3 and m["rebalance_ms_p50"] is not None, m
+    # the start, c3's join, the stop, the kill: overlapping member rebalances count as one group rebalance, and
+    # when the JVMs start slowly (a loaded machine) the start runs into c3's join; the shares below say the rest
+    assert m["group_rebalances"] >= 2 and m["rebalance_ms_p50"] is not None, m
     assert summary["unique_delivered"] == summary["produced"]
     traces = out / "kafka-0.8.2.2" / "traces"
     dones: dict[str, list[tuple[int, list[str]]]] = {}
