@@ -30,20 +30,20 @@ READ, WRITE = RequestKind.GET_DATA, RequestKind.CREATE
 
 def test_requests_wait_in_one_line_and_replies_keep_their_order() -> None:
     q = ServiceQueue(ServiceTimes({READ: 300, WRITE: 200}, delay_us={WRITE: 900}))
-    assert q.admit(READ, 10) == 11  # 10.3 ms, rounded up to the scheduler's millisecond
-    assert q.admit(READ, 10) == 11  # 10.6: it waited 0.3 ms behind the first
+    assert q.admit(READ, 10_000) == 10_300  # µs, as the scheduler keeps them
+    assert q.admit(READ, 10_000) == 10_600  # it waited 0.3 ms behind the first
     assert q.waited_us == 300
-    assert q.admit(WRITE, 10) == 12  # work until 10.8, then its fsync: 11.7
-    assert q.admit(READ, 10) == 12  # its work ends at 11.1, but it leaves after the write before it
+    assert q.admit(WRITE, 10_000) == 11_700  # work until 10.8 ms, then its fsync
+    assert q.admit(READ, 10_000) == 11_700  # its work ends at 11.1 ms, but it leaves after the write before it
     assert q.busy_until_us == 11_100  # the fsync did not hold the line
-    assert q.admit(READ, 50) == 51  # an idle server starts at once
+    assert q.admit(READ, 50_000) == 50_300  # an idle server starts at once
     assert q.served == 5
 
 
 def test_a_herd_of_reads_costs_their_sum_not_a_millisecond_each() -> None:
     q = ServiceQueue(ServiceTimes({READ: 60}))
     done = [q.admit(READ, 0) for _ in range(1000)]
-    assert done[-1] == 60 and done == sorted(done)
+    assert done[-1] == 60_000 and done == sorted(done)
 
 
 def test_service_times_are_whole_non_negative_microseconds() -> None:
@@ -200,10 +200,10 @@ class ServiceLine(RuleBasedStateMachine):
 
     @rule(kind=st.sampled_from([READ, WRITE, RequestKind.MULTI, RequestKind.PING]))
     def a_request_arrives(self, kind: RequestKind) -> None:
-        done = self.queue.admit(kind, self.now_ms)
+        done = self.queue.admit(kind, self.now_ms * 1000)
         self.work_us += self.times.of(kind)
         assert done >= self.last_done  # in order
-        assert done * 1000 >= self.now_ms * 1000 + self.times.total(kind)  # not before its own time has passed
+        assert done >= self.now_ms * 1000 + self.times.total(kind)  # not before its own time has passed
         self.last_done = done
 
     @invariant()

@@ -164,7 +164,7 @@ def test_a_partition_holds_a_streams_bytes_and_the_heal_delivers_them_in_order()
         endpoint.on_data = lambda data: received.append((rt.scheduler.now_ms, data))
 
     net.listen(("10.0.0.1", 1), accept)
-    net.set_delay("h", 5, 7)
+    net.set_delay_us("h", 5000, 7000)
 
     def main() -> None:
         sock = net.connect("h", ("10.0.0.1", 1), timeout=1.0)

@@ -83,8 +83,8 @@ def test_a_consumer_without_its_fence_is_caught_and_shrunk() -> None:
 
 
 def test_what_cannot_be_simulated_is_refused_by_name() -> None:
-    plan = LabPlan.from_scenario(scenarios.builtin("broker-kill"))
-    with pytest.raises(SimRefused, match=r"kill-broker at \d+ s: no simulated counterpart yet \(the broker's process"):
+    plan = LabPlan.from_scenario(scenarios.builtin("migration"))
+    with pytest.raises(SimRefused, match=r"migrate at [\d.]+ s: no simulated counterpart yet \(the coordinator"):
         SimWorld(plan, 1)
 
 
@@ -92,8 +92,8 @@ def test_what_cannot_be_simulated_is_refused_by_name() -> None:
     (["--seeds", "0"], "--seeds takes a number of seeds, 1 or more"),
     (["--profile", "kafka-0.9", "--seed", "1"], "unknown profile 'kafka-0.9'"),
     (["--seed", "1", "--seeds", "3"], "not both"),
-    (["--scenario", "broker-kill", "--seed", "1"], "kill-broker at"),
-    (["--seeds", "3", "--actions", "pause,kill-broker"], "cannot simulate --actions kill-broker"),
+    (["--scenario", "migration", "--seed", "1"], "migrate at"),
+    (["--seeds", "3", "--actions", "pause,kill-coordinator"], "no drawing rule yet for kill-coordinator"),
 ])
 def test_bad_input_is_one_clear_line(args: list[str], message: str) -> None:
     done = subprocess.run([sys.executable, "-m", "zkconsumer", "sim", *args], capture_output=True, text=True,
@@ -114,15 +114,38 @@ def test_many_seeds_in_process_as_json(tmp_path) -> None:
 def test_every_shipped_scenario_it_can_express_runs_and_the_default_profile_holds() -> None:
     """Each action the simulator carries out (joins, stops, kill -9, restarts, bounces, pauses, cut and slowed
     links to ZooKeeper and the broker, expiries, topics created and grown, ZooKeeper's leader, a follower and the
-    quorum lost) appears in some shipped scenario: each runs to its end with every member started, and the default
+    quorum lost, the broker's process killed) appears in some shipped scenario: each runs to its end with every member started, and the default
     profile holds in it."""
     names = [n for n in scenarios.builtin_names()
              if not unsupported(LabPlan.from_scenario(scenarios.builtin(n)))]
     assert {"gc-pause", "stale-view", "session-expiry", "zk-cut", "broker-cut", "topic-created",
-            "partitions-added", "churn", "rolling-restart", "quorum-loss", "zk-leader", "zk-follower"} <= set(names)
+            "partitions-added", "churn", "rolling-restart", "quorum-loss", "zk-leader", "zk-follower",
+            "broker-kill"} <= set(names)
     for name in names:
         result = run_seed(SimJob("default", SourceKind.SCENARIO, scenario=name), 1)
         assert (name, result.broken, result.member_errors) == (name, [], {})
+
+
+def test_the_broker_killed_and_restarted_holds_and_only_the_default_profile_rebalances_on_its_return() -> None:
+    """Catalogue mode k's broker-kill (docs/failure-modes.md: every ZooKeeper variant holds): the killed broker's
+    registration outlives it by its session (6 s), the restarted one registers once it is gone, and the lab's heal
+    is that registration. The default profile watches ``/brokers/ids`` from the start and rebalances when a broker
+    registers after none; Kafka 0.8 watches it only after an attempt found no broker, so it does not. What was
+    produced while the broker was down is delivered after (nothing lost)."""
+    plan = LabPlan.from_scenario(scenarios.builtin("broker-kill"))
+    for profile, rebalances_on_return in (("default", True), ("kafka-0.8", False)):
+        plan.profile = profile
+        world = SimWorld(plan, 3)
+        out = world.run()
+        lab = {line["event"]: line["ts"] - out.started_ms for line in out.lines if line["consumer"] == "lab"
+               and line.get("fault") == "kill-broker"}
+        assert 8000 <= lab["fault_injected"] < 8100
+        assert 3000 < lab["fault_healed"] - lab["fault_injected"] <= 6000 + 500 + 1000  # session, tick, skew
+        causes = {str(c) for line in out.lines if line["event"] == "rebalance_triggered"
+                  and line["ts"] - out.started_ms >= lab["fault_healed"] for c in [line.get("cause")]}
+        assert ("brokers_changed" in causes) is rebalances_on_return, (profile, causes)
+        result = run_seed(SimJob(profile, SourceKind.SCENARIO, scenario="broker-kill"), 3)
+        assert result.broken == [] and result.member_errors == {}, (profile, result.broken)
 
 
 @pytest.mark.parametrize(("topic", "partition", "offset"), [("orders", 3, 0), ("pay-ments.x_1", 11, 123456789)])

@@ -10,8 +10,9 @@ like a real one (the same bytes, :func:`value_encoder`).
 ``ClientFactory``): the same seven calls, on virtual time. The fetcher's own code (its command queue, its reset
 check, its hand-off to the connector) runs unchanged around it. A fetch that finds nothing new waits its
 ``fetch.wait.max.ms`` (``timeout_ms``) as a broker's long poll does, and answers one link delay later. A member
-whose broker link is cut gets nothing (its polls time out, a position it asks for is not resolved); a slowed link
-adds its latency each way.
+whose broker link is cut gets nothing (its polls time out, a position it asks for is not resolved), and so does
+every member while the broker's process is down (``down``: killed, not yet started again); a slowed link adds its
+latency each way.
 """
 
 from __future__ import annotations
@@ -40,6 +41,12 @@ class SimBroker:
         self.log_end: dict[tuple[str, int], int] = {}
         self.cut: set[str] = set()
         self.latency_ms: dict[str, int] = {}
+        #: the broker's process is not running: nothing is answered (its log is kept for the restart)
+        self.down = False
+
+    def unreachable(self, host: str) -> bool:
+        """No answer reaches ``host``: its link is cut, or the broker is down."""
+        return self.down or host in self.cut
 
     def create_topic(self, topic: str, partitions: int) -> None:
         for p in range(partitions):
@@ -96,7 +103,7 @@ class SimKafkaClient:
 
     def position(self, tp: Any, timeout_ms: int | None = None) -> int:
         key = self._key(tp)
-        if self.host in self.broker.cut:
+        if self.broker.unreachable(self.host):
             tasks.sleep((timeout_ms or 30000) / 1000.0)
             raise OperationTimedOut(f"no answer from the broker for {key[0]}-{key[1]} within {timeout_ms} ms")
         self.broker.round_trip(self.host)
@@ -119,7 +126,7 @@ class SimKafkaClient:
         waiting in its socket when it wakes, records and all, as a real one does (the pause zombie's buffered
         records), instead of asking again."""
         broker = self.broker
-        if self.host in broker.cut:
+        if broker.unreachable(self.host):
             tasks.sleep(timeout_ms / 1000.0)
             return {}
         scheduler = broker.runtime.scheduler
@@ -128,12 +135,14 @@ class SimKafkaClient:
         answer: list[dict[Any, list[SimRecord]]] = []
 
         def respond() -> None:
+            if broker.down:
+                return  # killed while it held the fetch: the answer is lost with the connection
             answer.append(self._take())
             scheduler.call_later(one_way, arrived.set)
 
         def at_broker() -> None:
-            if self.host in broker.cut:
-                return  # the request is lost with the link
+            if broker.unreachable(self.host):
+                return  # the request is lost with the link (or with the broker)
             if self._ready():
                 respond()
             else:

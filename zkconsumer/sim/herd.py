@@ -30,7 +30,7 @@ from zkconsumer.sim import tasks
 from zkconsumer.sim.kazoo_handler import SimHandler
 from zkconsumer.sim.kazoo_world import KazooWorld
 from zkconsumer.sim.tasks import Process
-from zkconsumer.sim.world import BASE_DELAY_MS, LAB_ZOOKEEPER
+from zkconsumer.sim.world import BASE_DELAY_US, LAB_ZOOKEEPER
 from zkconsumer.sim.zk_codes import RequestKind
 from zkconsumer.sim.zk_service import INSTANT, ServiceTimes
 from zkconsumer.sim.zookeeper import ChildOrder
@@ -117,7 +117,7 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
         return MemberIO(zk_handler=lambda: SimHandler(rt, world.network, host))
 
     def start(name: str) -> tasks.Task:
-        world.network.set_delay(name, BASE_DELAY_MS)
+        world.network.set_delay_us(name, BASE_DELAY_US)
         processes[name] = process = Process(name)
 
         def run() -> None:
@@ -160,7 +160,7 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
         return took
 
     def lab() -> None:
-        world.network.set_delay("lab", BASE_DELAY_MS)
+        world.network.set_delay_us("lab", BASE_DELAY_US)
         admin = world.client("lab", timeout=30.0)
         admin.start()
         reg = Registry(admin)

@@ -7,6 +7,7 @@ loop asks of a socket; the server's end calls the server back (``on_data``, ``on
 server is a state machine, not a task.
 
 Each pipe is a FIFO stream, as TCP is: a byte sent arrives ``delay`` later, never before a byte sent earlier.
+Delays are whole microseconds: a hop over the loopback takes a few hundred.
 A *partition* of a host holds every byte of its connections, both ways, where it is; at the heal what was held
 arrives ``delay`` later, in order (TCP's retransmission: a connection does not lose bytes, it stalls). Whether
 a stall is fatal is the endpoints' business: kazoo's read timeout drops the connection, the server expires the
@@ -46,10 +47,10 @@ _EOF = object()  # the FIN: what a pipe carries when its sender closed
 
 @dataclass
 class HostLink:
-    """A client host's link to the servers: the delay each way (ms) and whether it is cut off now."""
+    """A client host's link to the servers: the delay each way (µs) and whether it is cut off now."""
 
-    to_server_ms: int = 1
-    to_client_ms: int = 1
+    to_server_us: int = 1000
+    to_client_us: int = 1000
     partitioned: bool = False
     healed: Event | None = None
     pipes: list[_Pipe] = field(default_factory=list)
@@ -60,17 +61,17 @@ class HostLink:
 class _Pipe:
     """One direction of one connection: a FIFO of (due time, payload) delivered to ``target`` in order."""
 
-    def __init__(self, network: Network, link: HostLink, delay_ms: Callable[[], int], target: Endpoint) -> None:
+    def __init__(self, network: Network, link: HostLink, delay_us: Callable[[], int], target: Endpoint) -> None:
         self._network = network
         self._link = link
-        self._delay_ms = delay_ms
+        self._delay_us = delay_us
         self._target = target
         self._queue: deque[tuple[int, object]] = deque()
         self._timer: Timer | None = None
 
     def push(self, payload: object) -> None:
-        now = self._network.scheduler.now_ms
-        due = now + self._delay_ms()
+        now = self._network.scheduler.now_us
+        due = now + self._delay_us()
         if self._queue:
             due = max(due, self._queue[-1][0])  # a stream: never overtake what was sent before
         self._queue.append((due, payload))
@@ -78,19 +79,19 @@ class _Pipe:
 
     def heal(self) -> None:
         """The partition is over: what was held (or was due meanwhile) arrives one delay from now."""
-        floor = self._network.scheduler.now_ms + self._delay_ms()
+        floor = self._network.scheduler.now_us + self._delay_us()
         self._queue = deque((max(due, floor), payload) for due, payload in self._queue)
         self._arm()
 
     def _arm(self) -> None:
         if self._timer is not None or not self._queue or self._link.partitioned:
             return
-        self._timer = self._network.scheduler.call_at(self._queue[0][0], self._deliver, lane=self)
+        self._timer = self._network.scheduler.call_at_us(self._queue[0][0], self._deliver, lane=self)
 
     def _deliver(self) -> None:
         self._timer = None
         scheduler = self._network.scheduler
-        while self._queue and not self._link.partitioned and self._queue[0][0] <= scheduler.now_ms:
+        while self._queue and not self._link.partitioned and self._queue[0][0] <= scheduler.now_us:
             _, payload = self._queue.popleft()
             self._network.delivered += 1
             if payload is _EOF:
@@ -183,13 +184,13 @@ class Network:
         self.delivered = 0
         self._hosts: dict[str, HostLink] = {}
         self._listeners: dict[Address, Callable[[Endpoint], None]] = {}
-        #: each packet's delay is its link's plus 0..``jitter_ms`` drawn from ``rng`` (none without one): how a seed
+        #: each packet's delay is its link's plus 0..``jitter_us`` drawn from ``rng`` (none without one): how a seed
         #: reorders what different connections deliver, while each connection stays a FIFO stream
-        self.jitter_ms = 0
+        self.jitter_us = 0
         self.rng: random.Random | None = None
 
     def _jitter(self) -> int:
-        return self.rng.randint(0, self.jitter_ms) if self.rng is not None and self.jitter_ms else 0
+        return self.rng.randint(0, self.jitter_us) if self.rng is not None and self.jitter_us else 0
 
     def link(self, host: str) -> HostLink:
         link = self._hosts.get(host)
@@ -206,10 +207,11 @@ class Network:
         self._listeners.pop(address, None)
 
     # -------------------------------------------------------------------------------------- faults
-    def set_delay(self, host: str, to_server_ms: int, to_client_ms: int | None = None) -> None:
+    def set_delay_us(self, host: str, to_server_us: int, to_client_us: int | None = None) -> None:
+        """``host``'s one-way delays from now on (a slow link, or the link healed back to its base)."""
         link = self.link(host)
-        link.to_server_ms = to_server_ms
-        link.to_client_ms = to_server_ms if to_client_ms is None else to_client_ms
+        link.to_server_us = to_server_us
+        link.to_client_us = to_server_us if to_client_us is None else to_client_us
 
     def partition(self, host: str) -> None:
         """Cut ``host`` off from every server: its connections' bytes are held, its connection attempts wait."""
@@ -246,14 +248,14 @@ class Network:
             if link.healed is not None and not link.healed.wait(timeout):
                 raise ConnectFailed(errno.ETIMEDOUT,
                                     f"connect to {address[0]}:{address[1]} timed out (host {host} cut off)")
-        self.runtime.sleep((link.to_server_ms + link.to_client_ms) / 1000.0)  # SYN, SYN-ACK
+        self.runtime.sleep((link.to_server_us + link.to_client_us) / 1e6)  # SYN, SYN-ACK
         accept = self._listeners.get(address)
         if accept is None:
             raise ConnectFailed(errno.ECONNREFUSED, f"connection refused: nothing listens at {address[0]}:{address[1]}")
         client = Endpoint(self.runtime, address)
         server = Endpoint(self.runtime, (host, 0))
-        client._out = _Pipe(self, link, lambda: link.to_server_ms + self._jitter(), server)
-        server._out = _Pipe(self, link, lambda: link.to_client_ms + self._jitter(), client)
+        client._out = _Pipe(self, link, lambda: link.to_server_us + self._jitter(), server)
+        server._out = _Pipe(self, link, lambda: link.to_client_us + self._jitter(), client)
         link.pipes = [p for p in link.pipes if p._queue or not p._target.closed] + [client._out, server._out]
         link.endpoints = [e for e in link.endpoints if not e.closed] + [client]
         accept(server)

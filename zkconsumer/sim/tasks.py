@@ -11,8 +11,8 @@ Only one task runs at a time and a task is never pre-empted, so code that is cor
 here, while races that need a pre-emption *between two bytecodes* cannot happen (the simulator explores the
 orders of blocking points, not of instructions: FoundationDB's actors have the same granularity).
 
-Timeouts are seconds (float), as in ``threading``; the scheduler counts whole milliseconds, so a timeout becomes
-the smallest whole number of milliseconds at least as long (a 0.3333 s wait wakes at 334 ms).
+Timeouts are seconds (float), as in ``threading``; the scheduler counts whole microseconds, so a timeout becomes
+the smallest whole number of microseconds at least as long (a 0.3333333 s wait wakes at 333,334 µs).
 
 One runtime runs per process at a time (:func:`active`): :func:`sleep`, which kazoo takes as a plain function,
 finds it there.
@@ -48,13 +48,13 @@ def active() -> Runtime:
     return _ACTIVE[-1]
 
 
-def to_ms(seconds: float) -> int:
-    """A wait in seconds as whole virtual milliseconds, never shorter (rounded to a nanosecond first, so that
-    float noise such as ``0.1 + 0.2`` does not add a millisecond), and at least 1 ms when positive at all."""
-    ms = max(0, math.ceil(round(seconds * 1000.0, 6)))
-    # A positive wait lasts at least a millisecond: a deadline computed in float seconds may lie a femtosecond
+def to_us(seconds: float) -> int:
+    """A wait in seconds as whole virtual microseconds, never shorter (rounded to a nanosecond first, so that
+    float noise such as ``0.1 + 0.2`` does not add a microsecond), and at least 1 µs when positive at all."""
+    us = max(0, math.ceil(round(seconds * 1e6, 3)))
+    # A positive wait lasts at least a microsecond: a deadline computed in float seconds may lie a femtosecond
     # past the clock ("due in 1e-15 s"), which live time passes at once and virtual time never would.
-    return ms if ms or seconds <= 0 else 1
+    return us if us or seconds <= 0 else 1
 
 
 def sleep(seconds: float) -> None:
@@ -189,7 +189,7 @@ class Runtime:
         for waitlist in waitlists:
             waitlist.append(waiter)
         if timeout is not None:
-            waiter.timer = self.scheduler.call_later(to_ms(timeout), lambda: self._expire(waiter))
+            waiter.timer = self.scheduler.call_later_us(to_us(timeout), lambda: self._expire(waiter))
         try:
             return self._hub.switch()
         finally:
@@ -275,10 +275,10 @@ class Runtime:
         try:
             task = self.spawn(main, *args, name="main", **kwargs)
             while not task.done:
-                due = self.scheduler.next_due_ms()
+                due = self.scheduler.next_due_us()
                 if due is None:
                     raise SimulationError(f"deadlock at {self.scheduler.now_ms} ms: every task waits, nothing is due")
-                if limit_ms is not None and due > limit_ms:
+                if limit_ms is not None and due > limit_ms * 1000:
                     raise SimulationError(f"the main task had not finished by {limit_ms} ms")
                 self.scheduler.step()
         finally:
@@ -367,9 +367,9 @@ class Lock:
             return True
         if not blocking or timeout == 0:
             return False
-        deadline = None if timeout is None or timeout < 0 else runtime.scheduler.now_ms + to_ms(timeout)
+        deadline = None if timeout is None or timeout < 0 else runtime.scheduler.now_us + to_us(timeout)
         while True:
-            left = None if deadline is None else (deadline - runtime.scheduler.now_ms) / 1000.0
+            left = None if deadline is None else (deadline - runtime.scheduler.now_us) / 1e6
             if left is not None and left <= 0:
                 return False
             runtime.block((self._waiters,), left)
@@ -530,9 +530,9 @@ class Queue:
 
     def _wait_for_room(self, block: bool, timeout: float | None) -> None:
         runtime = self._runtime
-        deadline = None if timeout is None else runtime.scheduler.now_ms + to_ms(timeout)
+        deadline = None if timeout is None else runtime.scheduler.now_us + to_us(timeout)
         while self.full():
-            left = None if deadline is None else (deadline - runtime.scheduler.now_ms) / 1000.0
+            left = None if deadline is None else (deadline - runtime.scheduler.now_us) / 1e6
             if not block or (left is not None and left <= 0):
                 raise Full
             runtime.block((self._putters,), left)
@@ -543,9 +543,9 @@ class Queue:
     def get(self, block: bool = True, timeout: float | None = None) -> Any:
         runtime = self._runtime
         if not self._items:
-            deadline = None if timeout is None else runtime.scheduler.now_ms + to_ms(timeout)
+            deadline = None if timeout is None else runtime.scheduler.now_us + to_us(timeout)
             while not self._items:
-                left = None if deadline is None else (deadline - runtime.scheduler.now_ms) / 1000.0
+                left = None if deadline is None else (deadline - runtime.scheduler.now_us) / 1e6
                 if not block or (left is not None and left <= 0):
                     raise Empty
                 runtime.block((self._getters,), left)

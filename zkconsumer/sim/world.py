@@ -5,9 +5,9 @@ One :class:`SimWorld` is one seed of one :class:`~zkconsumer.lab.runner.LabPlan`
 
 - **ZooKeeper**: the ZooKeeper 3.4 model behind its wire protocol (``KazooWorld``), with the lab's server settings
   (tickTime 500 ms, sessions of 1–60 s: zk/server.py's);
-- **the broker**: :class:`~zkconsumer.sim.broker.SimBroker`, registered under ``/brokers/ids/0`` and its topics under
-  ``/brokers/topics`` by the project's own :class:`~zkconsumer.zk.registry.Registry`, as a broker and the lab's admin
-  write them;
+- **the broker**: :class:`~zkconsumer.sim.broker.SimBroker`, registered under ``/brokers/ids/0`` (by a process of its
+  own, with its own session) and its topics under ``/brokers/topics`` by the project's own
+  :class:`~zkconsumer.zk.registry.Registry`, as a broker and the lab's admin write them;
 - **members**: each one a process of tasks running :class:`ZookeeperConsumerConnector` itself (its kazoo client on
   the simulated network through its handler, its fetcher on the simulated broker, ``consumer/member_io.py``), with
   the settings ``zkconsumer consume`` gets from the lab, and an application that processes each record it is handed
@@ -19,8 +19,10 @@ One :class:`SimWorld` is one seed of one :class:`~zkconsumer.lab.runner.LabPlan`
   (the member's ZooKeeper link held or delayed), expire (its session closed on the server), cut-broker and
   slow-broker, create-topic, add-partitions, and the ensemble's faults (kill-zk, restart-zk, quorum-loss:
   ``sim/zk_ensemble.py``: a plan whose scenario needs an ensemble gets three servers' addresses in every connect
-  string); with the lab's ``lab_step``/``fault_injected``/``fault_healed`` lines. The broker's process and the
-  coordinator modes have no counterpart yet: :func:`unsupported` names them and a plan using them is refused;
+  string), and the broker's process (kill-broker, restart-broker: it registers under ``/brokers/ids/0`` through a
+  session of its own, which outlives a kill -9 as the real broker's does); with the lab's
+  ``lab_step``/``fault_injected``/``fault_healed`` lines. The coordinator modes and the migration have no
+  counterpart yet: :func:`unsupported` names them and a plan using them is refused;
 - **the end**: the lab's: at ``duration`` the producer stops, the group is given until every partition's committed
   offset reaches its log end (at most ``max(20, 3 × session timeout)`` seconds), then every member is stopped.
 
@@ -57,17 +59,26 @@ from zkconsumer.sim.zookeeper import ServerConfig
 from zkconsumer.trace import TraceWriter
 from zkconsumer.zk import layout
 from zkconsumer.zk.layout import BrokerInfo, TopicAssignment
-from zkconsumer.zk.registry import Registry
+from zkconsumer.zk.registry import BrokerAlreadyRegistered, Registry
 
 GROUP = "lab"  # the lab's group (lab/runner.py)
 #: the lab's ZooKeeper (zk/server.py): tickTime 500 ms, sessions between 1 s and 60 s, 3.9.5 (so it serves
 #: ``multiRead``, the one request of 3.6+ the members use)
 LAB_ZOOKEEPER = ServerConfig(tick_ms=500, min_session_timeout_ms=1000, max_session_timeout_ms=60000, version="3.9.5")
-#: one way over the loopback, ZooKeeper's and the broker's links alike, before any fault
-BASE_DELAY_MS = 1
+#: one way between a member and ZooKeeper before any fault (µs). The simulated client spends no time of its own, so
+#: a hop carries half of what a kazoo round trip over the loopback takes in the lab, kazoo's threads included:
+#: 456 µs (getData) to 1,174 µs (multi), benchmarks/zk_service_time.py. A millisecond a hop plus 0-2 ms of jitter
+#: (the first calibration) made every race a round trip decides several times wider than on the lab.
+BASE_DELAY_US = 200
 #: each packet takes 0..this much longer (drawn from the seed): which of two members' requests reaches ZooKeeper
 #: first is the seed's to decide, as the loopback's scheduling decides it in a real run
-JITTER_MS = 2
+JITTER_US = 300
+#: one way between a member and the broker (ms): a fetch's round trip
+BROKER_DELAY_MS = 1
+#: the broker's own ZooKeeper session (broker/broker.py's default): its registration outlives a kill -9 this long
+BROKER_SESSION_TIMEOUT_MS = 6000
+#: the broker's registration (the lab's one broker, as zk/registry.py writes it)
+BROKER_INFO = BrokerInfo(0, "127.0.0.1", 9092, endpoints=("PLAINTEXT://127.0.0.1:9092",))
 #: a process takes up to this long from its start to its first request (an interpreter starting up, its imports)
 START_SKEW_MS = 1000
 #: the producer's clock: records due by then are written each tick
@@ -78,11 +89,11 @@ SUPPORTED = frozenset({ActionKind.JOIN, ActionKind.STOP, ActionKind.KILL, Action
                        ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE,
                        ActionKind.CUT_BROKER, ActionKind.SLOW_BROKER, ActionKind.CREATE_TOPIC,
                        ActionKind.ADD_PARTITIONS, ActionKind.QUORUM_LOSS, ActionKind.KILL_ZK,
-                       ActionKind.RESTART_ZK})
+                       ActionKind.RESTART_ZK, ActionKind.KILL_BROKER, ActionKind.RESTART_BROKER})
 
 
 #: why an action outside :data:`SUPPORTED` is refused
-NOT_SIMULATED = "no simulated counterpart yet (the broker's process and the coordinator are not simulated)"
+NOT_SIMULATED = "no simulated counterpart yet (the coordinator and the migration are not simulated)"
 
 
 class SimRefused(ZkConsumerError, ValueError):
@@ -183,10 +194,10 @@ class SimWorld:
         self.ensemble = SimEnsemble(self.kw.server)
         self.rt = self.kw.runtime
         self.network = self.kw.network
-        self.broker = SimBroker(self.rt, BASE_DELAY_MS)
+        self.broker = SimBroker(self.rt, BROKER_DELAY_MS)
         #: the world's own chance (its stream of the seed): packet jitter, when each process gets going
         self.rng = random.Random(f"world-{seed}")
-        self.network.rng, self.network.jitter_ms = self.rng, JITTER_MS
+        self.network.rng, self.network.jitter_us = self.rng, JITTER_US
         self.members: dict[str, SimMember] = {}
         self.lines: list[dict[str, Any]] = []
         self.observers = observers
@@ -198,6 +209,8 @@ class SimWorld:
         self._producing = True
         self._finished = False
         self._started_ms = 0
+        self._broker_process: Process | None = None
+        self._broker_registered = tasks.Event(self.rt)
 
     # ------------------------------------------------------------------------------------------ running
     def run(self) -> SimOutcome:
@@ -229,12 +242,13 @@ class SimWorld:
     def _lab(self) -> None:
         plan = self.plan
         for host in ("lab", *self._all_member_names()):
-            self.network.set_delay(host, BASE_DELAY_MS)
+            self.network.set_delay_us(host, BASE_DELAY_US)
         admin = self.kw.client("lab", timeout=30.0)
         admin.start()
         self.registry = reg = Registry(admin)
         reg.setup_common_paths()
-        reg.register_broker(BrokerInfo(0, "127.0.0.1", 9092, endpoints=("PLAINTEXT://127.0.0.1:9092",)))
+        self._start_broker(skew=False)
+        self._broker_registered.wait()
         for topic, n in plan.topics.items():
             self._create_topic(topic, n)
         parts = [(t, p) for t, n in plan.topics.items() for p in range(n)]
@@ -293,6 +307,8 @@ class SimWorld:
         written = 0
         while self._producing:
             tasks.sleep(PRODUCER_TICK_MS / 1000.0)
+            if self.broker.down:
+                continue  # buffered: sent, and caught up, once the broker is back
             parts = [(t, p) for t in plan.topics for p in range(self.broker.partitions(t))]
             due = int((self.kw.scheduler.now_ms - start) * plan.rate // 1000)
             while written < due:
@@ -321,7 +337,7 @@ class SimWorld:
         process = Process(name)
         member = SimMember(name, process, tasks.Event(self.rt), tasks.Event(self.rt))
         self.members[name] = member
-        self.network.set_delay(name, BASE_DELAY_MS)
+        self.network.set_delay_us(name, BASE_DELAY_US)
         self.rt.spawn(self._member_main, member, name=f"{name}-main", process=process)
         return member
 
@@ -426,9 +442,9 @@ class SimWorld:
             self._healed(kind, name)
         elif kind is ActionKind.SLOW_ZK:
             self._lab_line("fault_injected", fault=str(kind), target=target)
-            self.network.set_delay(name, BASE_DELAY_MS + round(step.latency_ms))
+            self.network.set_delay_us(name, BASE_DELAY_US + round(step.latency_ms * 1000))
             tasks.sleep(step.seconds)
-            self.network.set_delay(name, BASE_DELAY_MS)
+            self.network.set_delay_us(name, BASE_DELAY_US)
             self._healed(kind, name)
         elif kind is ActionKind.EXPIRE:
             assert member is not None and member.connector is not None
@@ -468,12 +484,64 @@ class SimWorld:
                 self._restart_zk([node])
         elif kind is ActionKind.RESTART_ZK:
             self._restart_zk([self.ensemble.resolve(step.node)] if step.node is not None else self.ensemble.down())
+        elif kind is ActionKind.KILL_BROKER:
+            self._lab_line("fault_injected", fault=str(kind), target="broker-0")
+            self._kill_broker()
+            if step.seconds:
+                tasks.sleep(step.seconds)
+                self._restart_broker()
+        elif kind is ActionKind.RESTART_BROKER:
+            if self.broker.down:
+                self._restart_broker()
         elif kind is ActionKind.CREATE_TOPIC:
             self._create_topic(step.topic, step.partitions)
         elif kind is ActionKind.ADD_PARTITIONS:
             assert self.registry is not None
             self.broker.add_partitions(step.topic, step.partitions)
             self.registry.update_topic_node(step.topic, TopicAssignment({p: [0] for p in range(step.partitions)}))
+
+    # ------------------------------------------------------------------------------------------ the broker
+    def _start_broker(self, skew: bool = True) -> None:
+        """The broker's process: it answers fetches once it runs, and registers under ``/brokers/ids/0`` through a
+        ZooKeeper session of its own (``BROKER_SESSION_TIMEOUT_MS``) as soon as no registration holds the node: a
+        restart after a kill -9 waits for the killed process's session to expire, as the real broker waits
+        (Kafka's "a broker is already registered" at startup, retried)."""
+        self._broker_registered = registered = tasks.Event(self.rt)
+        self._broker_process = process = Process("broker")
+        self.network.set_delay_us("broker", BASE_DELAY_US)
+
+        def main() -> None:
+            if skew:  # an interpreter starting up, its imports (the first start is awaited by the lab)
+                tasks.sleep(self.rng.randint(0, START_SKEW_MS) / 1000.0)
+            self.broker.down = False
+            client = self.kw.client("broker", timeout=BROKER_SESSION_TIMEOUT_MS / 1000.0)
+            client.start()
+            reg = Registry(client)
+            path = layout.broker_path(BROKER_INFO.broker_id)
+            while True:
+                try:
+                    reg.register_broker(BROKER_INFO)
+                    break
+                except BrokerAlreadyRegistered:  # the killed process's session holds it until it expires
+                    reg.wait_gone(path, 1.0)
+            registered.set()
+
+        self.rt.spawn(main, name="broker-main", process=process)
+
+    def _kill_broker(self) -> None:
+        """SIGKILL of the broker: no fetch is answered (those under way are lost with their connections), nothing
+        is produced (the lab's producer buffers, as kafka-python's does while no broker answers), and its
+        registration stays until its session expires."""
+        if self._broker_process is not None:
+            self.rt.kill_process(self._broker_process)
+        self.network.close_host("broker")
+        self.broker.down = True
+
+    def _restart_broker(self) -> None:
+        """The broker started again on its port and log; healed once it is registered again, as the lab heals."""
+        self._start_broker()
+        self._broker_registered.wait(60.0)
+        self._healed(ActionKind.KILL_BROKER)
 
     def _restart_zk(self, nodes: list[int]) -> None:
         """Killed servers started again (the lab's ``restart-zk``, or a ``kill-zk`` with ``seconds``): a line per

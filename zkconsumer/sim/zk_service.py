@@ -14,8 +14,8 @@ decides *when* it is applied. A request's time at the server has two parts:
 Replies leave in the order requests arrived, as ZooKeeper 3.4's ``CommitProcessor`` keeps them (a read that
 arrives behind a write waits for the write's commit): a request is never done before the one before it.
 
-Time is kept in microseconds here (a read on the loopback takes tens of them) and rounded *up* to the scheduler's
-whole milliseconds only when a reply is due, so that a thousand reads of 60 µs cost 60 ms, not a thousand.
+Time is kept in microseconds, as the scheduler keeps it (a read on the loopback takes tens of them), so that a
+thousand reads of 60 µs cost 60 ms, not a thousand.
 
 Pure: no scheduler, no I/O. :class:`~zkconsumer.sim.zk_wire.WireServer` asks :meth:`ServiceQueue.admit` when a
 request arrives and schedules its serving at the answer.
@@ -82,9 +82,9 @@ class ServiceQueue:
         self.waited_us = 0
         self.busy_us = 0
 
-    def admit(self, kind: RequestKind, now_ms: int) -> int:
-        """A request of ``kind`` arrives at ``now_ms``: the millisecond its serving is due (never before now)."""
-        arrived = now_ms * 1000
+    def admit(self, kind: RequestKind, now_us: int) -> int:
+        """A request of ``kind`` arrives at ``now_us``: the microsecond its serving is due (never before now)."""
+        arrived = now_us
         start = max(arrived, self.busy_until_us)
         cost = self.times.of(kind)
         self.waited_us += start - arrived
@@ -92,7 +92,7 @@ class ServiceQueue:
         self.busy_until_us = start + cost
         self.done_us = max(self.done_us, self.busy_until_us + self.times.delay_us.get(kind, 0))
         self.served += 1
-        return -(-self.done_us // 1000)
+        return self.done_us
 
 
 #: The lab's ZooKeeper 3.9.5 on this machine, one request at a time, 2,000 of each kind (benchmarks/zk_service_time.py,

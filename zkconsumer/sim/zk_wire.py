@@ -225,7 +225,7 @@ class WireServer:
         scheduler = self.network.scheduler
         if conn.session_id is not None:
             self.model.sessions.touch(conn.session_id, scheduler.now_ms)  # a gone session stays gone
-        scheduler.call_at(self.queue.admit(kind, scheduler.now_ms), lambda: None if conn.lost else serve(),
+        scheduler.call_at_us(self.queue.admit(kind, scheduler.now_us), lambda: None if conn.lost else serve(),
                           lane="zk-server")
 
     # ------------------------------------------------------------------------------------------- sessions
