@@ -114,8 +114,8 @@ def test_many_seeds_in_process_as_json(tmp_path) -> None:
 def test_every_shipped_scenario_it_can_express_runs_and_the_default_profile_holds() -> None:
     """Each action the simulator carries out (joins, stops, kill -9, restarts, bounces, pauses, cut and slowed
     links to ZooKeeper and the broker, expiries, topics created and grown, ZooKeeper's leader, a follower and the
-    quorum lost, the broker's process killed) appears in some shipped scenario: each runs to its end with every member started, and the default
-    profile holds in it."""
+    quorum lost, the broker's process killed) appears in some shipped scenario: each runs to its end with every
+    member started, and the default profile holds in it."""
     names = [n for n in scenarios.builtin_names()
              if not unsupported(LabPlan.from_scenario(scenarios.builtin(n)))]
     assert {"gc-pause", "stale-view", "session-expiry", "zk-cut", "broker-cut", "topic-created",
