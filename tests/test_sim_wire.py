@@ -179,3 +179,36 @@ def test_a_partition_holds_a_streams_bytes_and_the_heal_delivers_them_in_order()
 
     rt.run(main)
     assert received == [(1017, b"a"), (1017, b"b"), (1017, b"c")]
+
+
+def test_the_labs_slow_link_holds_data_but_not_the_handshake_and_a_close_drops_what_it_held() -> None:
+    """slow-zk is the lab's TCP proxy (zkconsumer/lab/faults/proxy.py): a client connects to it on its own host at
+    once, every chunk waits the latency each way, and a close goes through at once, the chunks still held lost."""
+    rt = Runtime(Scheduler(seed=None))
+    net = Network(rt)
+    received: list[tuple[int, object]] = []
+
+    def accept(endpoint) -> None:  # noqa: ANN001
+        endpoint.on_data = lambda data: received.append((rt.scheduler.now_us, data))
+        endpoint.on_close = lambda: received.append((rt.scheduler.now_us, "closed"))
+
+    net.listen(("10.0.0.1", 1), accept)
+    net.set_delay_us("h", 200)
+    net.set_proxy_latency_us("h", 1_500_000)
+
+    def main() -> None:
+        sock = net.connect("h", ("10.0.0.1", 1), timeout=1.0)
+        assert rt.scheduler.now_us == 400  # the handshake: the base delay, not the proxy's
+        sock.send(b"a")  # due at 400 + 200 + 1.5 s
+        rt.sleep(1.0)
+        net.set_proxy_latency_us("h", 0)
+        sock.send(b"b")  # the link is fast again, but a stream never overtakes what was sent before
+        rt.sleep(1.0)
+        sock.send(b"c")
+        net.set_proxy_latency_us("h", 1_500_000)
+        sock.send(b"d")  # held by the proxy...
+        sock.close()  # ...and lost: the close reaches the server at once
+        rt.sleep(2.0)
+
+    rt.run(main)
+    assert received == [(1_500_600, b"a"), (1_500_600, b"b"), (2_000_600, b"c"), (2_000_600, "closed")]

@@ -74,6 +74,30 @@ def test_cancel_run_until_and_call_later() -> None:
         sched.call_later(1.5, lambda: None)  # type: ignore[arg-type]
 
 
+def test_microseconds_for_the_network_and_whole_milliseconds_for_the_consumer() -> None:
+    """The clock keeps microseconds (a hop over the loopback is a few hundred); a millisecond call means that
+    millisecond, and the one running now means now, whatever part of it has passed."""
+    sched = Scheduler(None)
+    clock = Clock(sched, epoch_ms=1_000_000)
+    out: list[tuple[str, int]] = []
+    sched.call_later_us(250, lambda: out.append(("hop", sched.now_us)))
+    sched.call_later_us(999, lambda: out.append(("hop", sched.now_us)))
+    sched.call_at(1, lambda: out.append(("ms", sched.now_us)))
+    sched.run_until(0)
+    assert out == [] and sched.now_us == 0
+    sched.step()
+    assert out == [("hop", 250)] and sched.now_ms == 0 and clock.now_ms() == 0 and clock.monotonic() == 0.00025
+    assert clock.time() == 1000.00025
+    sched.call_at(0, lambda: out.append(("this ms", sched.now_us)))  # the current millisecond: now, not 0 µs
+    sched.call_later(1, lambda: out.append(("1 ms later", sched.now_us)))  # from now, to the microsecond
+    sched.run()
+    assert out[1:] == [("this ms", 250), ("hop", 999), ("ms", 1000), ("1 ms later", 1250)]
+    with pytest.raises(IllegalArgument, match="before now"):
+        sched.call_at_us(1249, lambda: None)
+    with pytest.raises(IllegalArgument, match="whole number of microseconds"):
+        sched.call_later_us(0.5, lambda: None)  # type: ignore[arg-type]
+
+
 def test_an_hour_of_virtual_time_takes_no_wall_time() -> None:
     sched = Scheduler(42)
     ticks: list[int] = []

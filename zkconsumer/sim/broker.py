@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 from collections import namedtuple
 from collections.abc import Callable, Iterable
+from dataclasses import dataclass
 from typing import Any
 
 from zkconsumer.errors import OperationTimedOut
@@ -30,6 +31,9 @@ SimRecord = namedtuple("SimRecord", "topic partition offset key value timestamp 
 
 #: kafka-python's default max.poll.records: one poll returns at most this many
 MAX_POLL_RECORDS = 500
+#: a fetch whose request or answer was lost (a cut link, a killed broker) is given up this long after its answer
+#: was due, and sent again (kafka-python's connection notices a dead peer and fails the request)
+LOST_FETCH_US = 1_000_000
 
 
 class SimBroker:
@@ -64,6 +68,20 @@ class SimBroker:
     def client(self, host: str, settings: dict[str, Any]) -> SimKafkaClient:
         return SimKafkaClient(self, host, settings)
 
+    def read(self, offsets: dict[tuple[str, int], int]) -> dict[tuple[str, int], tuple[int, int]]:
+        """A fetch's answer: per partition, the offsets it returns (start, end), at most ``MAX_POLL_RECORDS`` in
+        all, in the request's order."""
+        out: dict[tuple[str, int], tuple[int, int]] = {}
+        budget = MAX_POLL_RECORDS
+        for key, start in offsets.items():
+            if budget <= 0:
+                break
+            n = min(self.log_end.get(key, 0) - start, budget)
+            if n > 0:
+                out[key] = (start, start + n)
+                budget -= n
+        return out
+
     def round_trip(self, host: str) -> None:
         """One request and its answer over ``host``'s link (the caller checks for a cut first)."""
         tasks.sleep((2 * (self.delay_ms + self.latency_ms.get(host, 0))) / 1000.0)
@@ -79,6 +97,9 @@ class SimKafkaClient:
         self.earliest = settings.get("auto_offset_reset", "latest") == "earliest"
         self._assigned: list[tuple[str, int]] = []
         self._position: dict[tuple[str, int], int | None] = {}  # None: reset to the end when next asked
+        #: the broker's long poll (kafka-python's fetch_max_wait_ms; the fetcher sets it)
+        self.max_wait_ms = int(settings.get("fetch_max_wait_ms", 500))
+        self._in_flight: _Fetch | None = None
         self.closed = False
 
     @staticmethod
@@ -118,70 +139,83 @@ class SimKafkaClient:
         return pos
 
     def poll(self, timeout_ms: int = 0) -> dict[Any, list[SimRecord]]:
-        """What the assigned partitions have past their positions, waiting up to ``timeout_ms`` when none has.
+        """What the assigned partitions have past their positions, waiting up to ``timeout_ms`` for it.
 
-        The fetch is answered *by the broker*, on the scheduler, not by the calling task: the request arrives one
-        link delay after the call, the broker answers at once if it has records, else when its long poll
-        (``timeout_ms``) ends, and the answer arrives one delay later. So a member paused mid-fetch finds the answer
-        waiting in its socket when it wakes, records and all, as a real one does (the pause zombie's buffered
-        records), instead of asking again."""
+        As kafka-python's ``poll``: one fetch in flight at a time, answered *by the broker*, on the scheduler, not
+        by the calling task (the request arrives one link delay after it is sent; the broker answers at once if it
+        has records, else when its long poll, ``fetch.wait.max.ms``, ends; the answer arrives one delay later). A
+        poll waits for that answer at most ``timeout_ms`` and then returns empty, the fetch still in flight: the
+        next poll collects it. So a slow link never holds the fetcher's loop (and its commands: a rebalance's
+        ``assign``) longer than ``timeout_ms``, and a member paused mid-fetch finds the answer waiting when it wakes,
+        records and all (the pause zombie's buffered records). An answer's records are kept only for partitions
+        still assigned at the offsets they were fetched from (kafka-python drops the rest)."""
         broker = self.broker
-        if broker.unreachable(self.host):
-            tasks.sleep(timeout_ms / 1000.0)
+        fetch = self._in_flight
+        if fetch is not None and not fetch.arrived.is_set() and broker.runtime.scheduler.now_us >= fetch.give_up_us:
+            self._in_flight = fetch = None  # lost with the link or the broker: kafka-python's request timed out
+        if fetch is None:
+            if broker.unreachable(self.host):
+                tasks.sleep(timeout_ms / 1000.0)
+                return {}
+            fetch = self._in_flight = self._send_fetch()
+        if not fetch.arrived.is_set() and not fetch.arrived.wait(max(timeout_ms, 0) / 1000.0):
             return {}
+        self._in_flight = None
+        return self._accept(fetch.answer)
+
+    def _send_fetch(self) -> _Fetch:
+        broker = self.broker
         scheduler = broker.runtime.scheduler
         one_way = broker.delay_ms + broker.latency_ms.get(self.host, 0)
-        arrived = tasks.Event(broker.runtime)
-        answer: list[dict[Any, list[SimRecord]]] = []
+        offsets = {key: self._resolve(key) for key in self._assigned}  # what the request asks for
+        fetch = _Fetch(tasks.Event(broker.runtime), {},
+                       scheduler.now_us + (self.max_wait_ms + 2 * one_way) * 1000 + LOST_FETCH_US)
 
         def respond() -> None:
             if broker.down:
                 return  # killed while it held the fetch: the answer is lost with the connection
-            answer.append(self._take())
-            scheduler.call_later(one_way, arrived.set)
+            fetch.answer = broker.read(offsets)
+            scheduler.call_later(one_way, fetch.arrived.set)
 
         def at_broker() -> None:
             if broker.unreachable(self.host):
                 return  # the request is lost with the link (or with the broker)
-            if self._ready():
+            if any(o < broker.log_end.get(k, 0) for k, o in offsets.items()):
                 respond()
             else:
-                scheduler.call_later(timeout_ms, respond)  # the broker's long poll (fetch.wait.max.ms)
+                scheduler.call_later(self.max_wait_ms, respond)  # the broker's long poll (fetch.wait.max.ms)
 
         scheduler.call_later(one_way, at_broker)
-        if not arrived.wait(max(timeout_ms, 0) / 1000.0 + 2 * one_way / 1000.0 + 1.0):
-            return {}
-        return answer[0]
+        return fetch
 
-    def _take(self) -> dict[Any, list[SimRecord]]:
-        """The records past each assigned partition's position (at most ``MAX_POLL_RECORDS`` in all), positions
-        moved past them."""
+    def _accept(self, answer: dict[tuple[str, int], tuple[int, int]]) -> dict[Any, list[SimRecord]]:
+        """The records of an answer the client keeps: for partitions still assigned, fetched from the position
+        they are at now (a rebalance's ``assign`` or a ``seek`` in between makes kafka-python drop them)."""
         out: dict[Any, list[SimRecord]] = {}
-        budget = MAX_POLL_RECORDS
-        for key in self._assigned:
-            if budget <= 0:
-                break
-            pos = self._resolve(key)
-            end = self.broker.log_end.get(key, 0)
-            n = min(end - pos, budget)
-            if n > 0:
-                topic, partition = key
-                value = value_encoder(topic, partition)
-                out[_TP(topic, partition)] = [
-                    SimRecord(topic, partition, o, None, value(o), 0, ())
-                    for o in range(pos, pos + n)]
-                self._position[key] = pos + n
-                budget -= n
+        for key, (start, end) in answer.items():
+            if key not in self._position or self._position[key] != start:
+                continue
+            topic, partition = key
+            value = value_encoder(topic, partition)
+            out[_TP(topic, partition)] = [SimRecord(topic, partition, o, None, value(o), 0, ())
+                                          for o in range(start, end)]
+            self._position[key] = end
         return out
-
-    def _ready(self) -> bool:
-        return any(self._resolve(k) < self.broker.log_end.get(k, 0) for k in self._assigned)
 
     def close(self, autocommit: bool = False) -> None:
         self.closed = True
 
 
 _TP = namedtuple("_TP", "topic partition")
+
+
+@dataclass
+class _Fetch:
+    """A fetch in flight: set ``arrived`` when its answer reaches the client; given up at ``give_up_us``."""
+
+    arrived: tasks.Event
+    answer: dict[tuple[str, int], tuple[int, int]]
+    give_up_us: int
 
 
 def value_encoder(topic: str, partition: int) -> Callable[[int], bytes]:

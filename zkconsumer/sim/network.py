@@ -51,6 +51,10 @@ class HostLink:
 
     to_server_us: int = 1000
     to_client_us: int = 1000
+    #: the lab's slow link (``slow-zk``): its TCP proxy holds every chunk of data this long each way, but not a
+    #: connection's handshake (the client connects to the proxy on its own host) nor a close (the proxy closes the
+    #: other side at once and drops what it still held) - zkconsumer/lab/faults/proxy.py
+    proxy_us: int = 0
     partitioned: bool = False
     healed: Event | None = None
     pipes: list[_Pipe] = field(default_factory=list)
@@ -71,6 +75,15 @@ class _Pipe:
 
     def push(self, payload: object) -> None:
         now = self._network.scheduler.now_us
+        if payload is _EOF and self._link.proxy_us and not self._link.partitioned:
+            # the proxy sees the close at once and closes the other side, dropping the chunks it still holds
+            self._queue = deque(item for item in self._queue if item[0] <= now + self._link.to_server_us)
+            due = now + self._link.to_server_us
+            if self._queue:
+                due = max(due, self._queue[-1][0])
+            self._queue.append((due, payload))
+            self._reschedule()
+            return
         due = now + self._delay_us()
         if self._queue:
             due = max(due, self._queue[-1][0])  # a stream: never overtake what was sent before
@@ -81,6 +94,13 @@ class _Pipe:
         """The partition is over: what was held (or was due meanwhile) arrives one delay from now."""
         floor = self._network.scheduler.now_us + self._delay_us()
         self._queue = deque((max(due, floor), payload) for due, payload in self._queue)
+        self._arm()
+
+    def _reschedule(self) -> None:
+        """The queue's head changed (held chunks dropped): its delivery is rescheduled."""
+        if self._timer is not None:
+            self._timer.cancel()
+            self._timer = None
         self._arm()
 
     def _arm(self) -> None:
@@ -207,6 +227,10 @@ class Network:
         self._listeners.pop(address, None)
 
     # -------------------------------------------------------------------------------------- faults
+    def set_proxy_latency_us(self, host: str, latency_us: int) -> None:
+        """The lab's slow link for ``host`` (``HostLink.proxy_us``): data held ``latency_us`` more each way."""
+        self.link(host).proxy_us = latency_us
+
     def set_delay_us(self, host: str, to_server_us: int, to_client_us: int | None = None) -> None:
         """``host``'s one-way delays from now on (a slow link, or the link healed back to its base)."""
         link = self.link(host)
@@ -254,8 +278,8 @@ class Network:
             raise ConnectFailed(errno.ECONNREFUSED, f"connection refused: nothing listens at {address[0]}:{address[1]}")
         client = Endpoint(self.runtime, address)
         server = Endpoint(self.runtime, (host, 0))
-        client._out = _Pipe(self, link, lambda: link.to_server_us + self._jitter(), server)
-        server._out = _Pipe(self, link, lambda: link.to_client_us + self._jitter(), client)
+        client._out = _Pipe(self, link, lambda: link.to_server_us + link.proxy_us + self._jitter(), server)
+        server._out = _Pipe(self, link, lambda: link.to_client_us + link.proxy_us + self._jitter(), client)
         link.pipes = [p for p in link.pipes if p._queue or not p._target.closed] + [client._out, server._out]
         link.endpoints = [e for e in link.endpoints if not e.closed] + [client]
         accept(server)

@@ -442,9 +442,9 @@ class SimWorld:
             self._healed(kind, name)
         elif kind is ActionKind.SLOW_ZK:
             self._lab_line("fault_injected", fault=str(kind), target=target)
-            self.network.set_delay_us(name, BASE_DELAY_US + round(step.latency_ms * 1000))
+            self.network.set_proxy_latency_us(name, round(step.latency_ms * 1000))  # the lab's proxy
             tasks.sleep(step.seconds)
-            self.network.set_delay_us(name, BASE_DELAY_US)
+            self.network.set_proxy_latency_us(name, 0)
             self._healed(kind, name)
         elif kind is ActionKind.EXPIRE:
             assert member is not None and member.connector is not None
