@@ -82,9 +82,13 @@ class SimBroker:
                 budget -= n
         return out
 
+    def one_way_ms(self, host: str) -> int:
+        """``host``'s link to the broker, one way: the base delay plus a slowed link's latency."""
+        return self.delay_ms + self.latency_ms.get(host, 0)
+
     def round_trip(self, host: str) -> None:
         """One request and its answer over ``host``'s link (the caller checks for a cut first)."""
-        tasks.sleep((2 * (self.delay_ms + self.latency_ms.get(host, 0))) / 1000.0)
+        tasks.sleep(2 * self.one_way_ms(host) / 1000.0)
 
 
 class SimKafkaClient:
@@ -166,7 +170,7 @@ class SimKafkaClient:
     def _send_fetch(self) -> _Fetch:
         broker = self.broker
         scheduler = broker.runtime.scheduler
-        one_way = broker.delay_ms + broker.latency_ms.get(self.host, 0)
+        one_way = broker.one_way_ms(self.host)
         offsets = {key: self._resolve(key) for key in self._assigned}  # what the request asks for
         fetch = _Fetch(tasks.Event(broker.runtime), {},
                        scheduler.now_us + (self.max_wait_ms + 2 * one_way) * 1000 + LOST_FETCH_US)
@@ -193,7 +197,7 @@ class SimKafkaClient:
         they are at now (a rebalance's ``assign`` or a ``seek`` in between makes kafka-python drop them)."""
         out: dict[Any, list[SimRecord]] = {}
         for key, (start, end) in answer.items():
-            if key not in self._position or self._position[key] != start:
+            if self._position.get(key) != start:
                 continue
             topic, partition = key
             value = value_encoder(topic, partition)

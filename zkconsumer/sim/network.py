@@ -77,14 +77,13 @@ class _Pipe:
         now = self._network.scheduler.now_us
         if payload is _EOF and self._link.proxy_us and not self._link.partitioned:
             # the proxy sees the close at once and closes the other side, dropping the chunks it still holds
-            self._queue = deque(item for item in self._queue if item[0] <= now + self._link.to_server_us)
             due = now + self._link.to_server_us
-            if self._queue:
-                due = max(due, self._queue[-1][0])
-            self._queue.append((due, payload))
-            self._reschedule()
-            return
-        due = now + self._delay_us()
+            self._queue = deque(item for item in self._queue if item[0] <= due)
+            if self._timer is not None:  # its head may be gone
+                self._timer.cancel()
+                self._timer = None
+        else:
+            due = now + self._delay_us()
         if self._queue:
             due = max(due, self._queue[-1][0])  # a stream: never overtake what was sent before
         self._queue.append((due, payload))
@@ -94,13 +93,6 @@ class _Pipe:
         """The partition is over: what was held (or was due meanwhile) arrives one delay from now."""
         floor = self._network.scheduler.now_us + self._delay_us()
         self._queue = deque((max(due, floor), payload) for due, payload in self._queue)
-        self._arm()
-
-    def _reschedule(self) -> None:
-        """The queue's head changed (held chunks dropped): its delivery is rescheduled."""
-        if self._timer is not None:
-            self._timer.cancel()
-            self._timer = None
         self._arm()
 
     def _arm(self) -> None:
