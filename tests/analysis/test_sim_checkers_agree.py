@@ -107,6 +107,50 @@ def lives(tb) -> None:
     tb.emit(a, 6000, "shutdown", committed=True)
 
 
+def idle_killed(tb) -> None:
+    """An owner with nothing to do writes no line: killed 20 ms after a heal's deadline, it owned t-0 at the
+    deadline, long after its last line (issue 39's reproducer 108)."""
+    a, b = "idle_a", "idle_b"
+    tb.emit(a, 100, "registered", subscription={"t": 1}, pattern="static")
+    tb.rebalance(a, 100, 1, ["t-0"], cause="startup")
+    tb.emit(b, 150, "registered", subscription={"t": 1}, pattern="static")
+    tb.rebalance(b, 150, 1, ["t-1"], cause="startup")
+    tb.deliver(a, 200, "t", 0, 0)
+    tb.deliver(b, 210, "t", 1, 0)
+    tb.emit("idle_lab", 500, "fault_injected", fault="kill-zk", target="zk3")
+    tb.emit("idle_lab", 1000, "fault_healed", fault="kill-zk", session_timeout_ms=1000)
+    tb.deliver(b, 2500, "t", 1, 1)
+    tb.emit("idle_lab", 3020, "lab_step", step="kill", target=a)
+    tb.rebalance(b, 8000, 2, ["t-0", "t-1"], released=["t-1"])
+    tb.emit(b, 9000, "shutdown", committed=False)
+
+
+def reclaimed(tb) -> None:
+    """A member releases t-0 in a rebalance it gives up, another owns it for a while, and the first claims it back
+    and delivers before its ``rebalance_done``: the release ends its stint, so the two never owned it at once
+    (issue 39, nemesis seed 24)."""
+    a, b = "reclaimed_a", "reclaimed_b"
+    tb.rebalance(a, 100, 1, ["t-0"], cause="startup")
+    for o in range(3):
+        tb.deliver(a, 110 + o, "t", 0, o)
+    tb.emit(a, 200, "rebalance_triggered", cause="ids_changed")
+    tb.emit(a, 201, "attempt_started", rebalance=2, attempt=1, ids_cversion=2)
+    tb.emit(a, 202, "released", rebalance=2, partitions=["t-0"])
+    tb.emit(a, 260, "rebalance_failed", rebalance=2, attempts=1)
+    tb.rebalance(b, 300, 1, ["t-0"], cause="startup")
+    for o in range(3, 6):
+        tb.deliver(b, 310 + o, "t", 0, o)
+    tb.rebalance(b, 400, 2, [], released=["t-0"])
+    tb.emit(a, 500, "rebalance_triggered", cause="ids_changed")
+    tb.emit(a, 501, "attempt_started", rebalance=3, attempt=1, ids_cversion=3)
+    tb.emit(a, 502, "claimed", rebalance=3, attempt=1, partitions={"t-0": "reclaimed_a-0"})
+    tb.deliver(a, 510, "t", 0, 6)
+    tb.deliver(a, 511, "t", 0, 7)
+    tb.emit(a, 520, "rebalance_done", rebalance=3, attempts=1, duration_ms=20, owned=["t-0"])
+    tb.deliver(a, 530, "t", 0, 8)
+    tb.emit(a, 600, "shutdown", committed=False)
+
+
 def synthetic(trace: Path) -> None:
     """The benchmarks' generator (rebalances, at-least-once duplicates), with faults struck and healed around
     it, one while the group rebalances."""
@@ -126,7 +170,8 @@ def synthetic(trace: Path) -> None:
                                 "seq": seq, **fields}) + "\n")
 
 
-HAND_BUILT = {"clean": clean, "broken": broken, "killed": killed, "lives": lives}
+HAND_BUILT = {"clean": clean, "broken": broken, "killed": killed, "lives": lives, "idle_killed": idle_killed,
+              "reclaimed": reclaimed}
 SEEDS = (1, 2, 3)
 GROUPS = (*HAND_BUILT, "synth", *(f"r{seed}" for seed in SEEDS))
 
@@ -206,6 +251,8 @@ def test_what_each_trace_shows(judged: Judged) -> None:
     assert {i for i in LAB_INVARIANTS if v["broken"].counts[i]} == LAB_INVARIANTS
     assert v["killed"].lab_ok and v["killed"].heals[0].deadline == 4000
     assert v["lives"].counts[Invariant.UNOWNED_AFTER_HEAL] == 1  # t-0 at 3700: A's first life ended at 2400
+    assert v["idle_killed"].lab_ok and v["idle_killed"].heals[0].deadline == 3000  # a owned t-0 until 3020
+    assert v["reclaimed"].lab_ok and v["reclaimed"].counts[Invariant.OVERLAPS] == 0
     assert v["synth"].counts[Invariant.DUPLICATES] > 0 and len(v["synth"].heals) == 2
     for seed in SEEDS:
         messy = v[f"r{seed}"]
@@ -325,6 +372,9 @@ class MessyRun:
                 self.emit(self.lab, "fault_injected", fault=fault, target=c)
         elif roll < 0.94:
             self.emit(c, "connection_suspended")
+        elif roll < 0.96 and self.owned[c]:  # a rebalance given up after releasing some: they may still deliver
+            gone = sorted(self.rng.sample(self.owned[c], self.rng.randrange(1, len(self.owned[c]) + 1)))
+            self.emit(c, "released", rebalance=self.rebalance[c], partitions=gone)
 
     def run(self, steps: int) -> list[dict[str, Any]]:
         for c in self.consumers[:3]:

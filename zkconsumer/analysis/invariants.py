@@ -10,7 +10,8 @@
 5. every partition owned again within session timeout + 1 s of a fault healing: at ``fault_healed.ts +
    session_timeout_ms + 1000`` every partition seen in the run has an owner. A consumer's ownership ends at its
    ``released`` line, at its own ``session_expired`` line (its owner nodes died with the session, whatever it
-   believes) or at its last line. When the group is disturbed again before that deadline (a lab step such as a
+   believes) or at its last line, or at a ``kill`` step of it after that line (an idle member writes nothing
+   while it owns). When the group is disturbed again before that deadline (a lab step such as a
    kill -9 or a join, another fault struck or healed), or another fault is still open at it, the deadline runs
    from the last such disturbance instead (:func:`judged_deadlines`): a heal is judged on the settled group, not
    on a rebalance a later step started (found by the nemesis: a kill 0.5 s after a pause's heal, judged at the
@@ -125,11 +126,40 @@ def _behind_earlier(pdf: pd.DataFrame) -> pd.DataFrame:
     return pdf[["group", "topic", "partition", "_store", "consumer", "ts", "offset", "previous_max"]]
 
 
-def effective_ownership(owners: DataFrame, control: DataFrame) -> DataFrame:
-    """Ownership intervals cut at the owner's first ``session_expired`` after they began."""
+#: The ``end_reason`` of an ownership that no ``released`` or later claim of its own ended (rebalances.py
+#: ``ownership``): the owner's process ended, or the trace stops; a ``kill -9`` after that line is its real end.
+UNRELEASED_ENDS = ("its process ended (a later one took the id)", "shutdown", "last line (no shutdown)")
+#: A ``lab_step`` that ends a member's process without a line of its own.
+KILL_STEP = "kill"
+
+
+def effective_ownership(owners: DataFrame, control: DataFrame, lab: DataFrame | None = None) -> DataFrame:
+    """Ownership intervals as the heal check judges them: cut at the owner's first ``session_expired`` after
+    they began; and one that ended with its owner's last line, not with a release, carried on to a ``kill`` step
+    of that owner (``lab``'s ``lab_step`` lines) after that line and before the owner's next process registered.
+
+    An idle member writes nothing (no records, nothing new to commit), so its last line can come long before the
+    kill; until then it was a live owner (issue 39's reproducer 108: killed 20 ms after a heal's deadline, its last
+    line before the deadline read as an unowned partition). ``control`` holds the ``session_expired`` and
+    ``registered`` lines."""
     expired = control.where(F.col("event") == "session_expired").select(
         "group", "consumer", F.col("ts").alias("_exp"))
-    j = owners.join(expired, ["group", "consumer"], "left")
+    eff = owners
+    if lab is not None:
+        kills = lab.where((F.col("event") == "lab_step") & (F.col("step") == KILL_STEP)).select(
+            "group", F.col("target").alias("consumer"), F.col("ts").alias("_kill"))
+        regs = control.where(F.col("event") == "registered").select("group", "consumer", F.col("ts").alias("_reg"))
+        open_end = owners.where(F.col("end_reason").isin(*UNRELEASED_ENDS))
+        nxt = open_end.join(regs, ["group", "consumer"], "left").groupBy(
+            *PKEY, "consumer", "owned_from", "owned_to").agg(
+            F.min(F.when(F.col("_reg") > F.col("owned_to"), F.col("_reg"))).alias("_next_reg"))
+        killed = nxt.join(kills, ["group", "consumer"]).where(
+            (F.col("_kill") >= F.col("owned_to"))
+            & (F.col("_next_reg").isNull() | (F.col("_kill") <= F.col("_next_reg")))
+        ).groupBy(*PKEY, "consumer", "owned_from", "owned_to").agg(F.min("_kill").alias("_killed"))
+        eff = owners.join(killed, [*PKEY, "consumer", "owned_from", "owned_to"], "left").select(
+            *PKEY, "consumer", "owned_from", F.coalesce("_killed", "owned_to").alias("owned_to"))
+    j = eff.join(expired, ["group", "consumer"], "left")
     j = j.groupBy(*PKEY, "consumer", "owned_from", "owned_to").agg(
         F.min(F.when(F.col("_exp") >= F.col("owned_from"), F.col("_exp"))).alias("_exp"))
     return j.select(*PKEY, "consumer", "owned_from",
@@ -147,7 +177,7 @@ def reowned_after_heal(lab: DataFrame, owners: DataFrame, control: DataFrame, pa
     lines = [r.asDict() for r in lab.select("group", "event", "ts", "fault", "target", "session_timeout_ms")
              .collect()] if heals else []
     heals = lab.sparkSession.createDataFrame(judged_deadlines(lines), _DEADLINES)
-    eff = effective_ownership(owners, control)
+    eff = effective_ownership(owners, control, lab if lines else None)
     grid = heals.join(partitions.select(*PKEY).distinct(), "group")
     covering = grid.join(eff, PKEY, "left").where(
         (F.col("owned_from") <= F.col("deadline")) & (F.col("owned_to") >= F.col("deadline")))
@@ -179,7 +209,8 @@ def compute_invariants(events: DataFrame, lab: DataFrame | None, owners: DataFra
     commits = events.where(F.col("event") == "offset_committed").select(
         *PKEY, "consumer", "seq", "ts", "offset", "store", "sent_ts")
     resets = events.where(F.col("event") == "offset_reset").select(*PKEY)
-    control = events.where(F.col("event") == "session_expired").select("group", "consumer", "ts", "event")
+    control = events.where(F.col("event").isin("session_expired", "registered")).select(
+        "group", "consumer", "ts", "event")
     if lab is None:
         lab = events.limit(0)
     reowned = reowned_after_heal(lab, owners, control, partitions, heals)

@@ -6,11 +6,11 @@ in offset order within their (group, topic, partition); an offset equal to the p
 delivery, a jump of more than one is a gap. Only those *irregular* rows leave the sort (a few per rebalance),
 and everything else about them (how often the offset was delivered, its first delivery) is computed from them.
 Overlap needs the deliveries of a consumer cut into *stints* (between two of its ``rebalance_done`` or
-``session_expired`` lines): the [first, last] delivery time of each stint is that consumer's ownership as its
-deliveries show it; stints of different consumers on the same partition that intersect are overlaps (inclusive:
-two deliveries in the same millisecond overlap). A delivery's stint is looked up in its consumer's (few) boundary
-positions, a broadcast join, so stints are a hash aggregation rather than a second sort of every delivery; per-partition
-counts come from the stints.
+``session_expired`` lines, or its ``released`` lines naming the partition): the [first, last] delivery time of
+each stint is that consumer's ownership as its deliveries show it; stints of different consumers on the same
+partition that intersect are overlaps (inclusive: two deliveries in the same millisecond overlap). A delivery's
+stint is looked up in its consumer's (few) boundary positions, a broadcast join, so stints are a hash aggregation
+rather than a second sort of every delivery; per-partition counts come from the stints.
 """
 
 from __future__ import annotations
@@ -123,29 +123,49 @@ def lost_offsets(irregular: DataFrame, stats: DataFrame, commits: DataFrame, fro
 STINT_COLUMNS = [*PKEY, "consumer", "stint", "from_ts", "to_ts", "records", "min_offset", "max_offset"]
 
 
-def stints(deliveries: DataFrame, dones: DataFrame) -> DataFrame:
+def stints(deliveries: DataFrame, dones: DataFrame, releases: DataFrame | None = None) -> DataFrame:
     """Per (partition, consumer, stint): first/last delivery time, records, offsets (STINT_COLUMNS), plus the
     consumer's ``_last_seq`` and ``_file`` there, so that the per-consumer figures need no pass of their own.
 
-    A delivery's stint is the number of its consumer's ``rebalance_done`` lines before it (by ``seq``). The
-    ``dones`` (group, consumer, seq) are few, so they become a small table of seq ranges, one per stint, and each
-    delivery finds its range in a broadcast join (equal consumer, seq inside the range) instead of a sort of
-    every delivery by consumer and seq."""
-    w = Window.partitionBy("group", "consumer").orderBy("seq")
-    after = dones.select(F.col("group").alias("_g"), F.col("consumer").alias("_c"),
-                         F.row_number().over(w).cast("long").alias("stint"), F.col("seq").alias("_lo"),
-                         F.lead("seq").over(w).alias("_hi"))
-    first = dones.groupBy(F.col("group").alias("_g"), F.col("consumer").alias("_c")).agg(
-        F.lit(0).cast("long").alias("stint"), F.lit(None).cast("long").alias("_lo"), F.min("seq").alias("_hi"))
-    ranges = F.broadcast(after.unionByName(first))
-    inside = ((F.col("_g") == F.col("group")) & (F.col("_c") == F.col("consumer"))
-              & (F.col("_lo").isNull() | (F.col("seq") > F.col("_lo")))
-              & (F.col("_hi").isNull() | (F.col("seq") <= F.col("_hi"))))
-    d = deliveries.join(ranges, inside, "left").withColumn("stint", F.coalesce("stint", F.lit(0).cast("long")))
+    A delivery's stint is the number of its consumer's ``dones`` lines (``rebalance_done``, ``session_expired``:
+    every partition's stint ends) before it (by ``seq``), plus the number of its ``releases`` of that partition
+    before it (group, consumer, seq, topic, partition: a ``released`` line ends the stints of the partitions it
+    names, not the others', whose ownership goes on). Both counts only grow with ``seq``, so their sum numbers the
+    stints. A member that releases a partition and claims it back in a rebalance it never finishes (kafka-0.8
+    gives up after its retries) delivers again before its next ``rebalance_done``: without the release's cut its
+    stint would span the other member's ownership in between (issue 39, nemesis seed 24).
+
+    The cut lines are few, so they become small tables of seq ranges, one per stint, and each delivery finds its
+    range in a broadcast join (equal consumer, and partition for releases, seq inside the range) instead of a
+    sort of every delivery by consumer and seq."""
+    d = _count_before(deliveries, dones, ["group", "consumer"], "stint")
+    if releases is not None:
+        d = _count_before(d, releases, ["group", "consumer", "topic", "partition"], "_released")
+        d = d.withColumn("stint", F.col("stint") + F.col("_released"))
     return (d.groupBy(*PKEY, "consumer", "stint")
             .agg(F.min("ts").alias("from_ts"), F.max("ts").alias("to_ts"), F.count("*").alias("records"),
                  F.min("offset").alias("min_offset"), F.max("offset").alias("max_offset"),
                  F.max("seq").alias("_last_seq"), F.min("file").alias("_file")))
+
+
+def _count_before(rows: DataFrame, cuts: DataFrame, keys: list[str], name: str) -> DataFrame:
+    """``rows`` with ``name``: how many ``cuts`` of the same ``keys`` have a smaller ``seq``, by a broadcast join
+    of the rows with the cuts' seq ranges."""
+    w = Window.partitionBy(*keys).orderBy("seq")
+    alias = {k: f"_k_{k}" for k in keys}
+    after = cuts.select(*[F.col(k).alias(a) for k, a in alias.items()],
+                        F.row_number().over(w).cast("long").alias(name), F.col("seq").alias("_lo"),
+                        F.lead("seq").over(w).alias("_hi"))
+    first = cuts.groupBy(*[F.col(k).alias(a) for k, a in alias.items()]).agg(
+        F.lit(0).cast("long").alias(name), F.lit(None).cast("long").alias("_lo"), F.min("seq").alias("_hi"))
+    ranges = F.broadcast(after.unionByName(first))
+    inside = F.lit(True)
+    for k, a in alias.items():
+        inside = inside & (F.col(a) == F.col(k))
+    inside = (inside & (F.col("_lo").isNull() | (F.col("seq") > F.col("_lo")))
+              & (F.col("_hi").isNull() | (F.col("seq") <= F.col("_hi"))))
+    return (rows.join(ranges, inside, "left").withColumn(name, F.coalesce(name, F.lit(0).cast("long")))
+            .drop(*alias.values(), "_lo", "_hi"))
 
 
 def partition_deliveries(st: DataFrame) -> DataFrame:

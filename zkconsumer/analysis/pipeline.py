@@ -22,7 +22,7 @@ from zkconsumer.analysis.activity import activity
 from zkconsumer.analysis.invariants import InvariantCounts, compute_invariants, count_invariants
 from zkconsumer.analysis.partitions import analyze_partitions, stints
 from zkconsumer.analysis.progress import Stages
-from zkconsumer.analysis.rebalances import analyze_rebalances
+from zkconsumer.analysis.rebalances import analyze_rebalances, split_tp
 from zkconsumer.analysis.report import PREVIEW_ROWS, Report, Written
 from zkconsumer.analysis.tables import TableWriter
 from zkconsumer.analysis.traces import TraceSet, is_small, read_traces
@@ -150,10 +150,14 @@ def _analyse(spark: SparkSession, trace_dir: str, out_dir: str | Path, console: 
 
     with st.stage("consumers (events)") as note:
         # a stint ends at the consumer's next rebalance or when its ZooKeeper session expired (its owner nodes went
-        # with it; a bridged member claims them again without a rebalance of its own)
+        # with it; a bridged member claims them again without a rebalance of its own), and a partition's when the
+        # consumer released it
         dones = ts.control().where(F.col("event").isin("rebalance_done", "session_expired")).select(
             "group", "consumer", "seq")
-        runs = stints(ts.deliveries(), dones).localCheckpoint(eager=True)
+        releases = ts.control().where(F.col("event") == "released").select(
+            "group", "consumer", "seq", F.explode("parts").alias("_tp")).select(
+            "group", "consumer", "seq", *split_tp("_tp"))
+        runs = stints(ts.deliveries(), dones, releases).localCheckpoint(eager=True)
         base = consumers_mod.basics(ts.rest(), runs).localCheckpoint(eager=True)
         n_consumers = base.count()
         note.append(f"{n_consumers} consumers")

@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from rich.console import Console
 from rich.progress import Progress
 from rich.table import Table
 
@@ -142,8 +143,9 @@ def _many(args: argparse.Namespace, job: SimJob, seeds: list[int]) -> int:
     from zkconsumer.sim.runs import shrink
 
     started = time.perf_counter()
+    status = Console(stderr=True) if args.json else console  # with --json, stdout holds the JSON alone
     if args.in_process:
-        with Progress(console=console, transient=True, disable=args.json) as bar:
+        with Progress(console=status, transient=True, disable=args.json) as bar:
             task = bar.add_task(f"simulating {len(seeds)} seeds", total=len(seeds))
             results = run_local(job, seeds, lambda done: bar.update(task, completed=done))
     else:
@@ -151,7 +153,7 @@ def _many(args: argparse.Namespace, job: SimJob, seeds: list[int]) -> int:
 
         owns, spark = start_spark(args, "zkconsumer-sim")
         try:
-            with Stages(console, spark).stage(f"simulating {len(seeds)} seeds") as detail:
+            with Stages(status, spark).stage(f"simulating {len(seeds)} seeds") as detail:
                 results = run_spark(spark, job, seeds)
                 detail.append(f"{sum(r.virtual_ms for r in results) / 1000:,.0f} simulated seconds")
         finally:

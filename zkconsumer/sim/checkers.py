@@ -14,7 +14,8 @@ with ``InvariantCounts`` on the same trace (tests/analysis/test_sim_checkers_agr
   the lab uses) or from the first delivered offset, up to below max(highest commit, last delivered + 1), that no
   line delivered.
 * ``overlaps`` (partitions.py ``stints``/``overlaps``): a consumer's deliveries of a partition are cut into
-  *stints* by its ``rebalance_done`` and ``session_expired`` lines; a stint spans [first, last] delivery time;
+  *stints* by its ``rebalance_done`` and ``session_expired`` lines and its ``released`` lines naming the partition;
+  a stint spans [first, last] delivery time;
   every pair of stints of two different consumers on one partition whose spans intersect (inclusively) is one
   overlap. Online, a pair is reported by the delivery that proves the intersection: the first delivery of a new
   stint inside another consumer's span, or the other consumer's next delivery after it (until then its span might
@@ -32,10 +33,11 @@ with ``InvariantCounts`` on the same trace (tests/analysis/test_sim_checkers_agr
   committed or owned in the run) that no effective ownership covers at the deadline. Ownership (rebalances.py
   ``ownership``) runs from a ``rebalance_done`` owning the partition to the consumer's next ``released`` or
   ``rebalance_done`` naming it, else to its last line; a life followed by another (a restart under the same id) ends
-  at its own last non-delivery line; and it is cut at the owner's first ``session_expired`` after it began
-  (``effective_ownership``). As in Spark, a partition the group's trace never names is not judged, and a deadline
-  after the run's end is judged on ownerships ending at each consumer's last line: a simulation should run past its
-  last heal's deadline.
+  at its own last non-delivery line; one that ended so, without a release, goes on to a ``kill`` step of its owner
+  after that line and before the owner's next ``registered`` line; and it is cut at the owner's first
+  ``session_expired`` after it began (``effective_ownership``). As in Spark, a partition the group's trace never
+  names is not judged, and a deadline after the run's end is judged on ownerships ending at each consumer's last
+  line: a simulation should run past its last heal's deadline.
 
 Beyond Spark, judged too (a breach fails :attr:`SimVerdict.ok`, not :attr:`SimVerdict.lab_ok`):
 
@@ -79,6 +81,8 @@ ZOOKEEPER_STORE = "zookeeper"
 #: The lab's own lines (``zkconsumer.trace.LAB_EVENTS``; this module imports only ``types``, and a test holds the two
 #: equal).
 LAB_EVENTS = frozenset({"fault_injected", "fault_healed", "lab_step"})
+#: A ``lab_step`` that ends a member's process without a line of its own (invariants.py ``KILL_STEP``).
+KILL_STEP = "kill"
 
 PartitionKey = tuple[str, str, int]  # (group, topic, partition)
 Record = Mapping[str, Any]
@@ -296,6 +300,13 @@ class _Member:
     life: int = 0  # startup triggers so far (Spark's _with_life)
     life_end: dict[int, int] = field(default_factory=dict)  # life → its last non-delivery, non-registered ts
     last_ts: int = -1  # its last non-delivery line (deliveries: their stints' last_ts)
+    registered: list[int] = field(default_factory=list)  # its registered lines' ts (a process each)
+    kills: list[int] = field(default_factory=list)  # the lab's kill steps of it
+
+    def killed_after(self, ts: int) -> int | None:
+        """The first kill of it at or after ``ts`` and before its next process registered (None: none)."""
+        nxt = min((r for r in self.registered if r > ts), default=None)
+        return min((k for k in self.kills if k >= ts and (nxt is None or k <= nxt)), default=None)
 
 
 def _pair(a: _Stint, b: _Stint) -> tuple[int, int]:
@@ -400,10 +411,14 @@ class Checker:
             self._lab.append({"group": record["group"], "ts": ts, "event": event, "fault": record.get("fault"),
                               "target": record.get("target"),
                               "session_timeout_ms": record.get("session_timeout_ms")})
+            if event == "lab_step" and record.get("step") == KILL_STEP:
+                self._member(record["group"], record.get("target") or "").kills.append(ts)
             return []
         member = self._member(record["group"], record["consumer"])
         if event == "rebalance_triggered" and record.get("cause") == "startup":
             member.life += 1
+        elif event == "registered":
+            member.registered.append(ts)
         if ts > member.last_ts:
             member.last_ts = ts
         if event != "registered" and ts > member.life_end.get(member.life, -1):
@@ -569,7 +584,15 @@ class Checker:
         return []
 
     def _released(self, r: Record, m: _Member) -> list[Breach]:
-        m.marks.append((r["ts"], m.life, False, tuple(_tp(t) for t in r["partitions"])))
+        """Its ownership of those partitions ends, and with it their stints (the others' go on)."""
+        tps = tuple(_tp(t) for t in r["partitions"])
+        m.marks.append((r["ts"], m.life, False, tps))
+        for topic, partition in tps:
+            key = (m.consumer, m.group, topic, partition)
+            st = self._current.pop(key, None)
+            if st is not None:
+                st.closed = True
+                m.current.remove(key)
         return []
 
     # ------------------------------------------------------------------------------------------ the end
@@ -651,10 +674,13 @@ class Checker:
             def close(key: PartitionKey, start: int, life: int, next_ts: int | None, m: _Member = m,
                       last_ts: int = last_ts) -> None:
                 ended = m.life_end[life]
-                if life < m.life and (next_ts is None or next_ts > ended):
-                    to = ended  # its process ended (a later one took the id)
-                else:
-                    to = next_ts if next_ts is not None else last_ts
+                if next_ts is not None and not (life < m.life and next_ts > ended):
+                    to = next_ts  # released, or owned again, in the same life
+                else:  # its process ended (a later one took the id) or its lines stop: a kill after is the end
+                    to = ended if life < m.life else last_ts
+                    killed = m.killed_after(to)
+                    if killed is not None:
+                        to = killed
                 expiry = min((e for e in m.expired if e >= start), default=None)
                 out.setdefault(key, []).append((start, to if expiry is None else min(to, expiry)))
 
