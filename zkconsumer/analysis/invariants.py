@@ -31,6 +31,7 @@ from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
 from zkconsumer.analysis.deadlines import judged_deadlines
+from zkconsumer.analysis.rebalances import OwnershipEnd
 
 PKEY = ["group", "topic", "partition"]
 
@@ -126,9 +127,6 @@ def _behind_earlier(pdf: pd.DataFrame) -> pd.DataFrame:
     return pdf[["group", "topic", "partition", "_store", "consumer", "ts", "offset", "previous_max"]]
 
 
-#: The ``end_reason`` of an ownership that no ``released`` or later claim of its own ended (rebalances.py
-#: ``ownership``): the owner's process ended, or the trace stops; a ``kill -9`` after that line is its real end.
-UNRELEASED_ENDS = ("its process ended (a later one took the id)", "shutdown", "last line (no shutdown)")
 #: A ``lab_step`` that ends a member's process without a line of its own.
 KILL_STEP = "kill"
 
@@ -149,7 +147,7 @@ def effective_ownership(owners: DataFrame, control: DataFrame, lab: DataFrame | 
         kills = lab.where((F.col("event") == "lab_step") & (F.col("step") == KILL_STEP)).select(
             "group", F.col("target").alias("consumer"), F.col("ts").alias("_kill"))
         regs = control.where(F.col("event") == "registered").select("group", "consumer", F.col("ts").alias("_reg"))
-        open_end = owners.where(F.col("end_reason").isin(*UNRELEASED_ENDS))
+        open_end = owners.where(F.col("end_reason").isin(*[e.value for e in OwnershipEnd if e.unreleased]))
         nxt = open_end.join(regs, ["group", "consumer"], "left").groupBy(
             *PKEY, "consumer", "owned_from", "owned_to").agg(
             F.min(F.when(F.col("_reg") > F.col("owned_to"), F.col("_reg"))).alias("_next_reg"))

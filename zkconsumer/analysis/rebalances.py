@@ -15,12 +15,28 @@ sort thousands of rows, not millions. Definitions follow docs/trace.md ("How the
 from __future__ import annotations
 
 from dataclasses import dataclass
+from enum import StrEnum
 
 from pyspark.sql import Column, DataFrame, Window
 from pyspark.sql import functions as F
 
 UNBOUNDED = Window.unboundedPreceding
 UNBOUNDED_F = Window.unboundedFollowing
+
+
+class OwnershipEnd(StrEnum):
+    """Why an ownership interval ended: the ``ownership`` table's ``end_reason``."""
+
+    LIFE_ENDED = "its process ended (a later one took the id)"
+    RELEASED = "released"
+    OWNED_AGAIN = "owned again"
+    SHUTDOWN = "shutdown"
+    LAST_LINE = "last line (no shutdown)"
+
+    @property
+    def unreleased(self) -> bool:
+        """No line of the owner ended it: its lines stop there (a ``kill -9`` after them is its real end)."""
+        return self in (OwnershipEnd.LIFE_ENDED, OwnershipEnd.SHUTDOWN, OwnershipEnd.LAST_LINE)
 
 
 def split_tp(col: str | Column) -> tuple[Column, Column]:
@@ -180,11 +196,11 @@ def ownership(control: DataFrame, consumers: DataFrame, crb: DataFrame) -> DataF
             .select("group", topic, partition, "consumer", "thread", F.col("ts").alias("owned_from"),
                     F.when(F.col("_life_ended"), F.col("life_last_ts"))
                     .otherwise(F.coalesce("next_ts", "last_ts")).alias("owned_to"),
-                    F.when(F.col("_life_ended"), "its process ended (a later one took the id)")
-                    .when(F.col("next_kind") == "release", "released")
-                    .when(F.col("next_kind") == "own", "owned again")
-                    .when(F.col("shutdown"), "shutdown")
-                    .otherwise("last line (no shutdown)").alias("end_reason"),
+                    F.when(F.col("_life_ended"), OwnershipEnd.LIFE_ENDED.value)
+                    .when(F.col("next_kind") == "release", OwnershipEnd.RELEASED.value)
+                    .when(F.col("next_kind") == "own", OwnershipEnd.OWNED_AGAIN.value)
+                    .when(F.col("shutdown"), OwnershipEnd.SHUTDOWN.value)
+                    .otherwise(OwnershipEnd.LAST_LINE.value).alias("end_reason"),
                     "rebalance_id")
             .withColumn("owned_ms", F.col("owned_to") - F.col("owned_from")))
 
