@@ -12,7 +12,7 @@ from zkconsumer.sim.runs import SimJob, SourceKind, run_seed
 
 def test_seeds_on_spark_give_the_traces_they_give_here_and_stdout_is_the_json(spark, capsys) -> None:
     assert main(["sim", "--profile", "kafka-0.8", "--scenario", "gc-pause", "--seeds", "3", "--first-seed", "4",
-                 "--shrink", "0", "--json"]) == 0
+                 "--shrink", "0", "--master", "local[2]", "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     job = SimJob("kafka-0.8", SourceKind.SCENARIO, scenario="gc-pause")
     assert [s["seed"] for s in out["seeds"]] == [4, 5, 6]

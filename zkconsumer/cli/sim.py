@@ -28,6 +28,11 @@ if TYPE_CHECKING:
     from zkconsumer.sim.runs import SimJob
 
 
+#: Fewer seeds than this run in this process unless ``--master`` asks for Spark: Spark's local JVM takes about 7 s to
+#: start, the time of some ten seeds on one core.
+LOCAL_SEEDS = 16
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sim", help="run lab scenarios or nemesis schedules on the deterministic simulator, many seeds on Spark",
@@ -49,7 +54,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="shrink the first K breaching nemesis seeds (default 3; 0: none)")
     p.add_argument("--shrink-budget", type=int, default=40, metavar="RUNS",
                    help="simulated runs one shrink may spend (default 40)")
-    p.add_argument("--in-process", action="store_true", help="run the seeds here, one after the other, not on Spark")
+    p.add_argument("--in-process", action="store_true",
+                   help="run the seeds here, one after the other, not on Spark (the default for fewer than "
+                        f"{LOCAL_SEEDS} seeds without --master: a JVM's start costs more than they do)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     g = p.add_argument_group("nemesis schedules (without --scenario)")
     g.add_argument("--actions", default=None, help="action kinds to draw (default: the nemesis's)")
@@ -138,13 +145,21 @@ def _one(args: argparse.Namespace, job: SimJob) -> int:
     return 0
 
 
+def _in_process(args: argparse.Namespace, seeds: int) -> bool:
+    """Run the seeds here rather than on Spark: when asked, or when they are few and no Spark was asked for (no
+    ``--master``, not under spark-submit): a local JVM takes longer to start than a few seeds take to run."""
+    from zkconsumer.analysis.spark import under_spark_submit
+
+    return args.in_process or (seeds < LOCAL_SEEDS and args.master is None and not under_spark_submit())
+
+
 def _many(args: argparse.Namespace, job: SimJob, seeds: list[int]) -> int:
     from zkconsumer.sim.many import SimSummary, run_local, run_spark
     from zkconsumer.sim.runs import shrink
 
     started = time.perf_counter()
     status = Console(stderr=True) if args.json else console  # with --json, stdout holds the JSON alone
-    if args.in_process:
+    if _in_process(args, len(seeds)):
         with Progress(console=status, transient=True, disable=args.json) as bar:
             task = bar.add_task(f"simulating {len(seeds)} seeds", total=len(seeds))
             results = run_local(job, seeds, lambda done: bar.update(task, completed=done))
