@@ -26,7 +26,7 @@ from rich.table import Table
 from zkconsumer.analysis.spark import build_session
 from zkconsumer.consoles import make_console
 from zkconsumer.lab import nemesis, scenario_toml
-from zkconsumer.sim.many import run_spark
+from zkconsumer.sim.many import SimSummary, run_spark
 from zkconsumer.sim.runs import SimJob, SourceKind
 
 PROFILES = ("kafka-0.8", "default")
@@ -54,12 +54,9 @@ def main() -> None:
             for seed in seeds:
                 text = scenario_toml.dumps(nemesis.draw(seed, settings))
                 job = SimJob(profile, SourceKind.SCENARIO, scenario_text=text, scenario_source=f"nemesis-{seed}")
-                results = run_spark(spark, job, list(range(args.interleavings)))
-                per: dict[str, int] = {}
-                for r in results:
-                    for i in r.broken:
-                        per[i] = per.get(i, 0) + 1
-                rows[profile][seed] = {"breaking": sum(1 for r in results if not r.ok), "per_invariant": per}
+                summary = SimSummary(job, run_spark(spark, job, list(range(args.interleavings))), 0.0)
+                rows[profile][seed] = {"breaking": len(summary.breaching),
+                                       "per_invariant": {i.value: n for i, n in summary.breaches().items() if n}}
                 bar.advance(task)
     wall = time.perf_counter() - started
     spark.stop()
