@@ -18,6 +18,7 @@ and in one case from Kafka 0.8.2.2's own broker (then only the zkconsumer member
 from __future__ import annotations
 
 import contextlib
+import json
 
 import pytest
 from helpers import wait_until
@@ -25,6 +26,7 @@ from kafka import KafkaProducer
 
 from zkconsumer.apache_kafka.mixed import MixedGroup, Subscription
 from zkconsumer.apache_kafka.processes import KafkaBroker
+from zkconsumer.apache_kafka.race import Moment, claim_delays, join_race, kafka_log_moments, trace_moments
 from zkconsumer.records import encode_value
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.topics import create_topic
@@ -115,3 +117,42 @@ def run_churn(zk_connect: str, bootstrap: str, api_version, topics: dict[str, in
         assert [(s.action, s.member) for s in group.steps] == [
             ("start", "k1"), ("start", "z1"), ("start", "k2"), ("start", "z2"), ("start", "k3"), ("start", "z3"),
             ("leave", "z1"), ("leave", "k1"), ("kill", "k2"), ("kill", "z2")]
+        # each join's race, read back from both kinds' own records (Kafka's log, our trace; one clock): the joiner
+        # tried its first claim after it registered, and the members before it released after that (k1, Kafka's,
+        # releases everything at every rebalance; z3, the sixth, gets no partition under range, so no claim)
+        order = ["k1", "z1", "k2", "z2", "k3"]
+        for i in range(1, len(order)):
+            claim, released = group.join_race(order[i], order[:i])
+            assert claim is not None and claim >= 0, (order[i], claim)
+            assert released is not None and released >= 0, (order[i], released)
+
+
+def test_a_join_race_reads_the_first_claim_and_the_last_holders_release() -> None:
+    r, c, x = Moment.REGISTERED, Moment.CLAIM, Moment.RELEASE
+    joiner = [(99.0, c), (100.0, r), (100.06, c), (102.1, c)]  # a claim of an earlier life comes before
+    holders = [[(99.5, x), (100.05, x), (100.3, x)], [(100.2, x)], []]  # the first release after it, each
+    claim, released = join_race(joiner, holders)
+    assert round(claim) == 60 and round(released) == 200  # claimed before the last release: a conflict
+    assert join_race([(1.0, c)], holders) == (None, None)  # never registered
+    assert join_race([(1.0, r)], [[(0.5, x)]]) == (None, None)
+
+
+def test_the_race_is_read_from_kafkas_log_and_from_our_trace(tmp_path) -> None:
+    log = tmp_path / "c1.kafka.log"
+    log.write_text(
+        "[2026-11-29 02:33:24,063] INFO [lab_c1], end registering consumer lab_c1 in ZK (kafka.consumer.Zoo...)\n"
+        "[2026-11-29 02:33:24,070] INFO [g-warm-up_warm-up-1], end registering consumer x in ZK (...)\n"
+        "[2026-11-29 02:33:24,148] INFO [lab_c1], Releasing partition ownership (kafka.consumer.Zoo...)\n"
+        "[2026-11-29 02:33:24,184] INFO [lab_c1], lab_c1-0 successfully owned partition 2 for topic orders (...)\n"
+        "[2026-11-29 02:33:24,190] INFO [lab_c1], lab_c1-0 successfully owned partition 1 for topic orders (...)\n")
+    moments = kafka_log_moments(log, "[lab_c1]")  # not the warm-up member's lines
+    assert [m for _, m in moments] == [Moment.REGISTERED, Moment.RELEASE, Moment.CLAIM, Moment.CLAIM]
+    assert [(round(ms), first) for ms, first in claim_delays(moments)] == [(121, True)]  # the start, its claim
+    trace = tmp_path / "lab_c1.jsonl"
+    trace.write_text("\n".join(json.dumps(e) for e in [
+        {"ts": 1000, "event": "registered"}, {"ts": 1008, "event": "attempt_started"},
+        {"ts": 1013, "event": "claim_conflict"}, {"ts": 1015, "event": "claim_conflict"},
+        {"ts": 3020, "event": "claimed"}, {"ts": 5000, "event": "registered"}, {"ts": 5040, "event": "claimed"}]))
+    # a start, then a registration on a new session
+    assert [(round(ms), first) for ms, first in claim_delays(trace_moments(trace))] == [(13, True), (40, False)]
+    assert kafka_log_moments(tmp_path / "missing.log", "[x]") == []

@@ -11,6 +11,7 @@ import time
 import pytest
 from helpers import consumer, expire_session, streaming_members, wait_until
 
+from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.consumer.zookeeper.connector import MessageStreamsExist
 from zkconsumer.consumer.zookeeper.rebalance import BrokerCount
 from zkconsumer.zk.layout import TopicAssignment
@@ -118,6 +119,16 @@ def test_server_side_session_expiry_reregisters(registry: Registry, zk_connect: 
     with streaming_members(zk_connect, "a", "b", zkconsumer_profile=profile) as (a, _b):
         split = {"t-0": "g_a-0", "t-1": "g_b-0"}
         wait_until(lambda: owners(registry, "g") == split, message="split")
+        # what a still hands out, and has written off, when its registration on the new session returns
+        at_registration: list[tuple[set, set]] = []
+        register = a.register
+
+        def spy() -> None:
+            register()
+            with a.state_lock:
+                at_registration.append(({tp for tp, p in a.owned.items() if p.generation > 0}, set(a._lost)))
+
+        a.register = spy
         old_session = a.zk.client_id[0]
         expire_session(zk_connect, a.zk.client_id, lambda: a.zk.client_id and a.zk.client_id[0] != old_session)
         wait_until(lambda: a.zk.client_id and a.zk.client_id[0] != old_session and
@@ -127,6 +138,14 @@ def test_server_side_session_expiry_reregisters(registry: Registry, zk_connect: 
         wait_until(lambda: owners(registry, "g") == split, message="split again after expiry")
         events = (a.trace.path.read_text() if a.trace.path else "")
         assert a.failure is None, events
+        t0 = TopicPartition("t", 0)
+        if profile == "kafka-0.8":
+            # Kafka's handleNewSession: forget (never commit) t-0 and register; t-0 is still handed out, until the
+            # rebalance's closeFetchers stops it after the registration
+            assert at_registration == [({t0}, {t0})]
+        else:
+            assert at_registration == [(set(), set())]  # stopped before registering again
+        assert a._lost == set()
 
 
 def test_partition_growth_triggers_rebalance(registry: Registry, zk_connect: str) -> None:

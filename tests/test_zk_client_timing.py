@@ -11,6 +11,7 @@ next is due 0.93–1.32 s after its last send), so the outcome does not depend o
 * a kazoo-timed client pings as soon as it wakes, 3.0 s after the pause began: in time;
 * a Java-timed client wakes having heard nothing for 3.75 s, past its read timeout (2.67 s): it drops its
   connection and reconnects to the one server after 1 s + a random 0–1 s, 4.0–5.0 s after the pause began: late.
+  Told its session expired, it opens the next one at once, as zkclient's new ZooKeeper does (no second wait).
 """
 
 from __future__ import annotations
@@ -35,14 +36,15 @@ PAUSE_S = 3.0
 SINCE_LAST_REQUEST_S = 0.75
 
 MEMBER = textwrap.dedent("""
-    import logging, os, signal, sys
+    import logging, os, signal, sys, time
     from kazoo.retry import KazooRetry
     from zkconsumer.zk.registry import connect
     from zkconsumer.zk.timing import ClientTiming
     logging.basicConfig(level=logging.WARNING, stream=sys.stderr, format="%(name)s %(message)s")
     zk, timing, session_ms = sys.argv[1], ClientTiming(sys.argv[2]), int(sys.argv[3])
     client = connect(zk, session_timeout_ms=session_ms, timing=timing)
-    client.add_listener(lambda state: print("state", state, flush=True))
+    client.add_listener(lambda state: print(f"state {state}", f"at {state} {time.monotonic():.3f}", sep=chr(10),
+                                            flush=True))
     session = client.client_id[0]
     client.create("/member", ephemeral=True)
     woken, wake = os.pipe()
@@ -103,6 +105,8 @@ def test_a_pause_shorter_than_the_session(zk_connect: str, profile: str, outcome
         if outcome == "lost":
             assert gone.wait(10), "the server expired the session: its ephemeral node goes"
             assert "state SUSPENDED" in seen and "state LOST" in seen, seen
+            at = {line.split()[1]: float(line.split()[2]) for line in seen if line.startswith("at ")}
+            assert at["CONNECTED"] - at["LOST"] < 0.5, seen  # the new session at once, not after 1-2 s
             member.wait(20)
             # the client dropped the connection itself on waking, before sending anything
             assert "nothing heard from the server for" in member.stderr.read()

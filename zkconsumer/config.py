@@ -205,6 +205,11 @@ class Profile:
     #: watcher thread only logs it ("error during syncedRebalance") and the consumer sits registered with no
     #: partitions until the next change of the group (failure mode b, docs/failure-modes.md)
     surface_rebalance_failure: bool = True
+    #: after the session expired, stop the old session's fetchers before registering again; Kafka 0.8's
+    #: ``handleNewSession`` only forgets what it owned (``resetState``), registers, and leaves the fetchers to its
+    #: rebalance's ``closeFetchers``: they go on handing out records through the registration and the rebalance's
+    #: first reads, and that work comes between the new registration and the claims (docs/failure-modes.md, a)
+    stop_fetchers_before_registering: bool = True
     #: the ZooKeeper client's connection timing (zk/timing.py): kazoo's pings on waking from a pause and keeps a
     #: session the pause did not outlast; ZooKeeper 3.4's Java client (Kafka 0.8's, through zkclient) first drops a
     #: connection it has heard nothing on for two thirds of the session and reconnects after a random 0–1 s, which
@@ -218,7 +223,7 @@ PROFILE_SETTINGS = {
                          commit_processed_only=False, recheck_membership=False, pause_when_suspended=False,
                          fence_on_session_lease=False, skip_broken_nodes=False, watch_own_nodes=False,
                          claims_outlast_session=False, surface_rebalance_failure=False,
-                         zk_client_timing=ClientTiming.ZOOKEEPER_3_4),
+                         stop_fetchers_before_registering=False, zk_client_timing=ClientTiming.ZOOKEEPER_3_4),
     "default": Profile("default", pipelined_reads=True, pipelined_claims=True, wait_for_release=True,
                        offsets_after_claim=True, release_only_ours=True, keep_unmoved=True,
                        commit_processed_only=True, recheck_membership=True),

@@ -23,6 +23,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from zkconsumer.apache_kafka.processes import HighLevelConsumers
+from zkconsumer.apache_kafka.race import Moment, join_race, kafka_log_moments, trace_moments
 from zkconsumer.assignment.assignors import AssignmentContext, assign
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zk.registry import Registry, connect
@@ -58,16 +59,18 @@ class Subscription:
 
 
 class KafkaMember:
-    """One of Kafka's own consumers, alone in its JVM."""
+    """One of Kafka's own consumers, alone in its JVM; ``warm_up`` rounds of a throwaway member's join and leave
+    run in that JVM before it is ready, as in an application that has run for a while."""
 
     kind = "kafka"
 
     def __init__(self, zk: str, group: str, name: str, sub: Subscription, strategy: str, work: Path,
-                 settings: Mapping[str, object]) -> None:
+                 settings: Mapping[str, object], warm_up: int = 0) -> None:
         self.name = name
+        self.tag = f"[{group}_{name}]"  # how its log lines begin after the time stamp (not the warm-up members')
         self.jvm = HighLevelConsumers(zk, group, [] if sub.whitelist else list(sub.topics), whitelist=sub.whitelist,
                                       streams=sub.streams, strategy=strategy, properties=settings,
-                                      report_records=True, work_dir=work / name)
+                                      report_records=True, work_dir=work / name, warm_up=warm_up)
 
     def start(self) -> None:
         self.jvm.start()
@@ -103,7 +106,16 @@ class KafkaMember:
             text = self.jvm.log_file.read_text(errors="replace")
         except OSError:
             return 0
-        return text.split("ZKConsumerConnector shutting down", 1)[0].count("Rebalancing attempt failed")
+        mine = "\n".join(line for line in text.splitlines() if self.tag in line)
+        return mine.split("ZKConsumerConnector shutting down", 1)[0].count("Rebalancing attempt failed")
+
+    def moments(self) -> list[tuple[float, Moment]]:
+        """(epoch seconds, moment) from its log, in order."""
+        return kafka_log_moments(self.jvm.log_file, self.tag)
+
+    def warm_up_ms(self) -> list[int]:
+        """createMessageStreams of each warm-up round, alone in its group (the first is the cold JVM's)."""
+        return [int(e["ms"]) for e in self.jvm.events if e["event"] == "warmed"]
 
     def close(self) -> None:
         self.jvm.kill()
@@ -167,6 +179,10 @@ class ZkMember:
                         failed += max(0, int(event.get("attempts", 1)) - (event["event"] == "rebalance_done"))
         return failed
 
+    def moments(self) -> list[tuple[float, Moment]]:
+        """(epoch seconds, moment) from its trace, in order."""
+        return sorted(m for path in self.trace_dir.glob("*.jsonl") for m in trace_moments(path))
+
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
             self.proc.kill()
@@ -224,8 +240,9 @@ class MixedGroup:
     """A group of Kafka's and zkconsumer's members over one ZooKeeper (chroot included) and one broker."""
 
     def __init__(self, zk: str, group: str, sub: Subscription, strategy: str, profile: str, work: Path,
-                 settings: Mapping[str, object] = TEST_SETTINGS) -> None:
+                 settings: Mapping[str, object] = TEST_SETTINGS, kafka_warm_up: int = 0) -> None:
         self.zk, self.group, self.sub, self.strategy, self.profile = zk, group, sub, strategy, profile
+        self.kafka_warm_up = kafka_warm_up
         self.work = Path(work)
         self.work.mkdir(parents=True, exist_ok=True)
         self.settings = dict(settings)
@@ -238,7 +255,7 @@ class MixedGroup:
 
     def kafka(self, name: str) -> KafkaMember:
         m = self.members[name] = KafkaMember(self.zk, self.group, name, self.sub, self.strategy, self.work,
-                                             self.settings)
+                                             self.settings, self.kafka_warm_up)
         return m
 
     def zkconsumer(self, name: str) -> ZkMember:
@@ -314,6 +331,10 @@ class MixedGroup:
 
     def consumed(self) -> set[tuple[str, int, int]]:
         return set().union(*(m.consumed() for m in self.members.values()))
+
+    def join_race(self, joiner: str, holders: list[str]) -> tuple[float | None, float | None]:
+        """:func:`join_race` of ``joiner`` against ``holders``, the members in the group before it."""
+        return join_race(self.members[joiner].moments(), [self.members[h].moments() for h in holders])
 
     def failed_attempts(self) -> dict[str, int]:
         out = {"kafka": 0, "zkconsumer": 0}

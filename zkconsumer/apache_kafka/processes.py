@@ -64,10 +64,12 @@ def harness_command(dist: KafkaDist, zk_connect: str, group: str, topics: Iterab
                     whitelist: str | None = None, streams: int = 1, strategy: str = "range",
                     properties: Mapping[str, object] | None = None, fetch_records: bool = True,
                     report_records: bool = False, start: Iterable[str] = (), log4j: Path | None = None,
-                    quick_start: bool = True, jvm_options: Iterable[str] = (), until_signal: bool = False) -> list[str]:
+                    quick_start: bool = True, jvm_options: Iterable[str] = (), until_signal: bool = False,
+                    warm_up: int = 0) -> list[str]:
     """The command line of the JVM running Kafka's high-level consumers (``java/HighLevelConsumers.java``, its
     arguments documented there); ``start``: members started at once; ``until_signal``: the JVM then reads no
-    commands and its members run until it is signalled (one process per member, as the lab runs them)."""
+    commands and its members run until it is signalled (one process per member, as the lab runs them);
+    ``warm_up``: rounds of a throwaway member's join and leave before the JVM is ready (a warm JVM)."""
     args = ["--zookeeper", zk_connect, "--group", group, "--streams", str(streams), "--strategy", strategy]
     for t in topics:
         args += ["--topic", t]
@@ -83,6 +85,8 @@ def harness_command(dist: KafkaDist, zk_connect: str, group: str, topics: Iterab
         args += ["--start", member]
     if until_signal:
         args.append("--until-signal")
+    if warm_up:
+        args += ["--warm-up", str(warm_up)]
     return jvm_command(dist, "HighLevelConsumers", args, log4j, quick_start=quick_start,
                        extra_classpath=[str(dist.harness_classes())], jvm_options=jvm_options)
 
@@ -264,8 +268,9 @@ class HighLevelConsumers:
     def __init__(self, zk_connect: str, group: str, topics: Iterable[str] = (), whitelist: str | None = None,
                  streams: int = 1, strategy: str = "range", properties: Mapping[str, object] | None = None,
                  fetch_records: bool = True, report_records: bool = False, version: str = DEFAULT_VERSION,
-                 quick_start: bool = True, work_dir: str | os.PathLike | None = None) -> None:
+                 quick_start: bool = True, work_dir: str | os.PathLike | None = None, warm_up: int = 0) -> None:
         self.zk_connect, self.group = zk_connect, group
+        self.warm_up = warm_up
         self.topics, self.whitelist = list(topics), whitelist
         self.streams, self.strategy = streams, strategy
         self.properties = dict(properties or {})
@@ -292,7 +297,7 @@ class HighLevelConsumers:
         log4j = write_log4j(self.work_dir / "log4j.properties", self.log_file, level="WARN")
         cmd = harness_command(dist, self.zk_connect, self.group, self.topics, self.whitelist, self.streams,
                               self.strategy, self.properties, self.fetch_records, self.report_records, log4j=log4j,
-                              quick_start=self.quick_start)
+                              quick_start=self.quick_start, warm_up=self.warm_up)
         err = open(self.work_dir / "stderr.log", "ab")  # noqa: SIM115 - handed to the child
         self.proc = subprocess.Popen(
             cmd, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=err, cwd=self.work_dir, text=True, bufsize=1)

@@ -30,7 +30,7 @@ from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.breach_rate import BreachRate, RunVerdict, spread
 from zkconsumer.lab.nemesis import Invariant
 from zkconsumer.lab.runner import LabPlan
-from zkconsumer.lab.scenario import Scenario, builtin
+from zkconsumer.lab.scenario import LabMode, Scenario, builtin
 from zkconsumer.lab.variants import VARIANTS
 
 if TYPE_CHECKING:
@@ -142,6 +142,9 @@ class RunFigures:
     failed_rebalances: int | None = None
     lost: int | None = None
     unread_at_end: int | None = None
+    #: owner nodes a member found held when it claimed (each costs its attempt a backoff): how fast the joiners
+    #: are against the holders (issue 40, item 4); None for coordinator members, which claim no nodes
+    claim_conflicts: int | None = None
     report: str | None = None
 
     @property
@@ -157,6 +160,8 @@ class RunFigures:
                    unowned_ms_total=m.get("unowned_ms_total"), unowned_ms_max=m.get("unowned_ms_max"),
                    failed_rebalances=m.get("failed_rebalances"), lost=m.get("lost"),
                    unread_at_end=m.get("unread_at_end"),
+                   claim_conflicts=(m.get("claim_conflicts") if VARIANTS[result.name].mode is LabMode.ZOOKEEPER
+                                    else None),
                    report=str(Path(result.summary.get("trace_dir", ".")).parent / "report"))
 
     def as_json(self) -> dict:
@@ -165,7 +170,7 @@ class RunFigures:
 
 #: The figures a cell shows of its runs, by their field in :class:`RunFigures`.
 FIGURES = ("lost", "unread_at_end", "overlaps", "duplicates", "unowned_ms_total", "unowned_ms_max",
-           "failed_rebalances")
+           "failed_rebalances", "claim_conflicts")
 
 
 @dataclass
@@ -215,16 +220,18 @@ class Cell:
 def markdown(cells: list[Cell]) -> str:
     """catalogue.md: one row per mode and variant; a figure that differs between the runs as its range."""
     lines = ["| mode | scenario | variant | invariants | records lost (never readable) | unread when the run ended "
-             "| two live owners | duplicates | partition-time unowned (ms, longest) | rebalances given up |",
-             "|---|---|---|---|---|---|---|---|---|---|"]
+             "| two live owners | duplicates | partition-time unowned (ms, longest) | rebalances given up "
+             "| claim conflicts |",
+             "|---|---|---|---|---|---|---|---|---|---|---|"]
     for c in cells:
         if c.not_applicable:
-            lines.append(f"| {c.mode} | `{c.scenario}` | `{c.variant}` | n/a: {c.not_applicable} | | | | | | |")
+            lines.append(f"| {c.mode} | `{c.scenario}` | `{c.variant}` | n/a: {c.not_applicable} | | | | | | | |")
             continue
         lines.append(f"| {c.mode} | `{c.scenario}` | `{c.variant}` | {c.verdict} | {c.figure('lost')} | "
                      f"{c.figure('unread_at_end')} | "
                      f"{c.figure('overlaps')} | {c.figure('duplicates')} | {c.figure('unowned_ms_total')} "
-                     f"({c.figure('unowned_ms_max')}) | {c.figure('failed_rebalances')} |")
+                     f"({c.figure('unowned_ms_max')}) | {c.figure('failed_rebalances')} | "
+                     f"{c.figure('claim_conflicts')} |")
     return "\n".join(lines) + "\n"
 
 
@@ -235,16 +242,16 @@ def _n(value: object) -> str:
 def render(cells: list[Cell]) -> Table:
     table = Table(title="failure catalogue: mode × variant")
     for column in ("mode", "variant", "invariants", "lost", "unread at end", "two owners", "duplicates",
-                   "unowned ms (longest)", "given up"):
+                   "unowned ms (longest)", "given up", "conflicts"):
         table.add_column(column)
     for c in cells:
         if c.not_applicable:
-            table.add_row(f"{c.mode} {c.scenario}", c.variant, "n/a", "", "", "", "", "", "")
+            table.add_row(f"{c.mode} {c.scenario}", c.variant, "n/a", "", "", "", "", "", "", "")
         else:
             table.add_row(f"{c.mode} {c.scenario}", c.variant, c.verdict, c.figure("lost"), c.figure("unread_at_end"),
                           c.figure("overlaps"),
                           c.figure("duplicates"), f"{c.figure('unowned_ms_total')} ({c.figure('unowned_ms_max')})",
-                          c.figure("failed_rebalances"))
+                          c.figure("failed_rebalances"), c.figure("claim_conflicts"))
     return table
 
 

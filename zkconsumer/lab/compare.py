@@ -161,6 +161,7 @@ def measures_from(summary: dict, report: Path | None) -> dict:
     out: dict = {"lost": never_readable(summary),
                  "unread_at_end": summary.get("unread_at_end"), "verify_ok": summary.get("verify_ok"),
                  "duplicates": summary.get("duplicates"), "failed_rebalances": summary.get("failed_rebalances"),
+                 "claim_conflicts": summary.get("claim_conflicts"),  # the catalogue's, not a compare row
                  "stop_the_world_ms": stop_the_world_ms(summary.get("trace_dir"))}
     rebalances = None
     if report is not None:

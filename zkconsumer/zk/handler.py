@@ -245,12 +245,14 @@ class EagerConnection(ConnectionHandler):
     _sent: deque[tuple[int, float]]
     _term_s: float
     # the timing model (zk/timing.py) and what it needs: when the server was last heard from, whether a socket
-    # was ever connected (the Java client's first attempt waits nothing), how many attempts found no server yet
+    # was ever connected (the Java client's first attempt waits nothing), how many attempts found no server yet,
+    # and the session this client life is connected to (an expiry starts a new life, as zkclient's new ZooKeeper)
     _timing: ClientTiming
     _last_heard: float
     _connected_once: bool
     _attempts: int
     _last_server: tuple[str, int] | None
+    _life_session: int | None
     # how the first handshake ended, for start_session: the handler's event, set once a session is established and
     # authenticated (_ready), once the server refused the credentials (_refusal), or once the loop ended
     _settled: object
@@ -273,6 +275,7 @@ class EagerConnection(ConnectionHandler):
         finally:
             self._connected_once |= self._socket is not None  # the socket connected, whatever came next
         self._last_server = (hostip, port)
+        self._life_session = self.client._session_id
         self._term_s = read_timeout / 1000.0  # kazoo's read timeout: two thirds of the negotiated session timeout
         self._last_heard = runtime.monotonic()
         self._lease.confirm(sent, self._term_s)  # the server accepted the session: alive when it answered
@@ -289,7 +292,13 @@ class EagerConnection(ConnectionHandler):
     def _wait_before_attempt(self, server: tuple[str, int]) -> None:
         """The Java client's wait before a connection attempt: a uniformly random 0–1 s once a socket has ever
         connected, and 1 s more on the server it was last connected to; none before the first connection (bar a
-        small floor between failed first attempts, zk/timing.py). A client being stopped meanwhile leaves at once."""
+        small floor between failed first attempts, zk/timing.py). A client being stopped meanwhile leaves at once.
+
+        An expired session starts the count again: zkclient answers Expired by closing its ZooKeeper and making a
+        new one (``ZkClient.reconnect``), whose first attempt, like any new client's, waits nothing, so a 0.8 member
+        re-registers as soon as it hears of the expiry (kazoo keeps one client and would wait 1–2 s there)."""
+        if self.client._session_id is None and self._life_session is not None:
+            self._connected_once, self._attempts, self._last_server, self._life_session = False, 0, None, None
         if self._connected_once:
             wait = runtime.random() * self._timing.reconnect_wait_max_s  # random.uniform(0, max), as it computes it
             if server == self._last_server:
@@ -396,6 +405,7 @@ def use_eager_connection(client, timing: ClientTiming = ClientTiming.KAZOO) -> N
         connection._connected_once = False
         connection._attempts = 0
         connection._last_server = None
+        connection._life_session = None
         connection._settled = client.handler.event_object()  # the handler's own, so a simulation's handler runs it
         connection._ready = False
         connection._refusal = None

@@ -27,7 +27,9 @@ class ClientTiming(Enum):
     #: pause during which it could send no ping. Every connection attempt but the first of the client's life
     #: waits a random 0–1 s first, and 1 s more when it goes back to the server it was last connected to
     #: (``StaticHostProvider.next(1000)``: with one server in the connect string, every reconnect). The session
-    #: survives only if that reconnect reaches the server before the server's expiry of it.
+    #: survives only if that reconnect reaches the server before the server's expiry of it. Once it has expired,
+    #: zkclient replaces the client with a new one, whose first attempt waits nothing: the new session comes at
+    #: once.
     ZOOKEEPER_3_4 = "zookeeper-3.4"
 
     @property

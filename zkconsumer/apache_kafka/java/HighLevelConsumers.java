@@ -3,7 +3,10 @@
 // zkconsumer.apache_kafka.jars (never committed as a class file); zkconsumer.apache_kafka.processes runs it.
 //
 // Arguments: --zookeeper Z --group G (--topic T ... | --whitelist REGEX) [--streams N] [--strategy range|roundrobin]
-//            [--property key=value ...] [--no-fetch] [--records] [--start ID ...] [--until-signal]
+//            [--property key=value ...] [--no-fetch] [--records] [--start ID ...] [--until-signal] [--warm-up N]
+// --warm-up N: before "ready", N times a member joins group G-warm-up alone, consumes for 200 ms and leaves, so the
+//              members that follow run a JVM that has loaded and compiled the join's code (a long-running
+//              application's JVM), not a cold one; one "warmed" event per round with its createMessageStreams ms
 // --until-signal: no commands; the members given with --start run until SIGTERM (each leaves gracefully: a
 //                 deploy's stop) or SIGKILL (a crash), as one consumer process per member runs in production
 // Commands on stdin, one per line:
@@ -48,6 +51,7 @@ public final class HighLevelConsumers {
     private static final Map<String, String> PROPS = new LinkedHashMap<>();
     private static int streams = 1;
     private static boolean fetch = true, records = false, untilSignal = false;
+    private static int warmUp = 0;
 
     public static void main(String[] args) throws Exception {
         List<String> initial = new ArrayList<>();
@@ -64,6 +68,7 @@ public final class HighLevelConsumers {
                 case "--records": records = true; break;
                 case "--start": initial.add(args[++i]); break;
                 case "--until-signal": untilSignal = true; break;
+                case "--warm-up": warmUp = Integer.parseInt(args[++i]); break;
                 case "--property": {
                     String kv = args[++i];
                     int eq = kv.indexOf('=');
@@ -77,6 +82,7 @@ public final class HighLevelConsumers {
         if (zookeeper == null || group == null || (TOPICS.isEmpty() == (whitelist == null)))
             throw new IllegalArgumentException("--zookeeper, --group and one of --topic / --whitelist are required");
         Runtime.getRuntime().addShutdownHook(new Thread(HighLevelConsumers::stopAll, "stop-all"));
+        for (int round = 1; round <= warmUp; round++) warm(round);
         emit("ready", null, "\"pid\":" + ProcessHandle.current().pid());
         for (String id : initial) {
             if (!command("start " + id) && untilSignal) {
@@ -129,24 +135,10 @@ public final class HighLevelConsumers {
     }
 
     private static void start(String id) {
-        Properties p = new Properties();
-        p.put("zookeeper.connect", zookeeper);
-        p.put("group.id", group);
-        p.put("consumer.id", id);
-        p.put("partition.assignment.strategy", strategy);
-        p.putAll(PROPS);
-        ConsumerConfig config = new ConsumerConfig(p);
         long t0 = System.nanoTime();
-        ConsumerConnector c = new ZookeeperConsumerConnector(config, fetch);
+        ConsumerConnector c = connector(group, id);
         synchronized (MEMBERS) { MEMBERS.put(id, c); }
-        List<KafkaStream<byte[], byte[]>> all = new ArrayList<>();
-        if (whitelist != null) {
-            all.addAll(c.createMessageStreamsByFilter(new Whitelist(whitelist), streams));
-        } else {
-            Map<String, Integer> counts = new HashMap<>();
-            for (String t : TOPICS) counts.put(t, streams);
-            for (List<KafkaStream<byte[], byte[]>> s : c.createMessageStreams(counts).values()) all.addAll(s);
-        }
+        List<KafkaStream<byte[], byte[]>> all = streams(c);
         for (int i = 0; i < all.size(); i++) {
             final KafkaStream<byte[], byte[]> stream = all.get(i);
             final int index = i;
@@ -155,6 +147,48 @@ public final class HighLevelConsumers {
             t.start();
         }
         emit("started", id, "\"ms\":" + (System.nanoTime() - t0) / 1_000_000 + ",\"streams\":" + all.size());
+    }
+
+    /** One round of --warm-up: a member alone in group G-warm-up joins, consumes a little and leaves. */
+    private static void warm(int round) throws InterruptedException {
+        String id = "warm-up-" + round;
+        long t0 = System.nanoTime();
+        ConsumerConnector c = connector(group + "-warm-up", id);
+        List<KafkaStream<byte[], byte[]>> all = streams(c);
+        long joined = System.nanoTime();
+        for (KafkaStream<byte[], byte[]> stream : all) {
+            Thread t = new Thread(() -> {
+                try { for (ConsumerIterator<byte[], byte[]> it = stream.iterator(); it.hasNext(); ) it.next(); }
+                catch (Throwable e) { /* ends with the connector */ }
+            }, id + "-drain");
+            t.setDaemon(true);
+            t.start();
+        }
+        Thread.sleep(200);
+        c.shutdown();
+        emit("warmed", id, "\"round\":" + round + ",\"ms\":" + (joined - t0) / 1_000_000);
+    }
+
+    private static ConsumerConnector connector(String groupId, String id) {
+        Properties p = new Properties();
+        p.put("zookeeper.connect", zookeeper);
+        p.put("group.id", groupId);
+        p.put("consumer.id", id);
+        p.put("partition.assignment.strategy", strategy);
+        p.putAll(PROPS);
+        return new ZookeeperConsumerConnector(new ConsumerConfig(p), fetch);
+    }
+
+    private static List<KafkaStream<byte[], byte[]>> streams(ConsumerConnector c) {
+        List<KafkaStream<byte[], byte[]>> all = new ArrayList<>();
+        if (whitelist != null) {
+            all.addAll(c.createMessageStreamsByFilter(new Whitelist(whitelist), streams));
+        } else {
+            Map<String, Integer> counts = new HashMap<>();
+            for (String t : TOPICS) counts.put(t, streams);
+            for (List<KafkaStream<byte[], byte[]>> s : c.createMessageStreams(counts).values()) all.addAll(s);
+        }
+        return all;
     }
 
     private static void drain(String id, int index, KafkaStream<byte[], byte[]> stream) {

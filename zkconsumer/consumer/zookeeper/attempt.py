@@ -58,6 +58,9 @@ class AttemptHost(ClaimHost, Protocol):
     def stop_fetching(self, tps: set[TopicPartition] | None = None, commit: bool = True) -> None:
         """Stop delivering ``tps`` (all when None), committing what was consumed."""
 
+    def drop_lost(self) -> None:
+        """Forget the partitions owned under an expired session (their nodes died with it)."""
+
     def start_fetching(self, gained: Mapping[TopicPartition, str], offsets: Mapping[TopicPartition, int]) -> None:
         """Own ``gained`` from ``offsets`` and fetch the whole share."""
 
@@ -135,7 +138,8 @@ class StopTheWorld(Attempt):
         if not brokers and c.needs_registered_brokers:
             return self.r.no_brokers()
         with clock.phase("release"):
-            c.stop_fetching(None)
+            c.stop_fetching(None)  # also those owned under an expired session, running until now as Kafka's do
+            c.drop_lost()
             owners.release(c.owned_partitions())
         with clock.phase("reads"):
             ctx, cversion = self.r.read_group()

@@ -286,6 +286,21 @@ class ZookeeperConsumerConnector(ConsumerBase):
         with self.state_lock:
             self._lost.clear()
 
+    def forget_after_expiry(self) -> None:
+        """Kafka 0.8's ``resetState`` after an expiry: what we owned is forgotten (never committed again, its
+        nodes died with the session), but its fetchers run on until the next rebalance stops them
+        (:meth:`drop_lost`), as Kafka's ``closeFetchers`` does after the new registration."""
+        with self.state_lock:
+            self._lost = set(self.owned)
+
+    def drop_lost(self) -> None:
+        """Forget partitions owned under an expired session (after their fetchers were stopped): their owner
+        nodes died with it, so nothing is deleted or committed for them; the nodes may be someone else's now."""
+        with self.state_lock:
+            for tp in self._lost:
+                self.owned.pop(tp, None)
+            self._lost.clear()
+
     # -------------------------------------------------------------------------------------------- commits
     def commit_offsets(self, only: set[TopicPartition] | None = None) -> dict[TopicPartition, int]:
         """Commit consumed offsets to ZooKeeper (only what changed; never backwards; only owned partitions).
@@ -362,6 +377,7 @@ class ZookeeperConsumerConnector(ConsumerBase):
         # Without a confirmed session our requests would queue until a server answers (maybe never): the
         # ephemeral owner and registration nodes die with the session anyway.
         if self.connected.wait(min(5.0, self.config.session_timeout_ms / 1000.0)):
+            self.drop_lost()  # owned under an expired session: those nodes are not ours to delete
             with contextlib.suppress(Exception):
                 self.rebalancer.release_all()
             with contextlib.suppress(Exception):

@@ -127,6 +127,9 @@ class RebalanceHost(AttemptHost, Protocol):
     def reset_after_expiry(self) -> None:
         """The session expired: stop and forget everything without committing."""
 
+    def forget_after_expiry(self) -> None:
+        """The session expired: never commit what was owned, but let the next rebalance stop its fetchers."""
+
 
 class Rebalancer:
     """Watches, the watcher-executor thread and the rebalance itself, for one consumer."""
@@ -369,7 +372,10 @@ class Rebalancer:
             pass
         if self._stopping.is_set():
             return
-        self.c.reset_after_expiry()
+        if self.c.profile.stop_fetchers_before_registering:
+            self.c.reset_after_expiry()
+        else:
+            self.c.forget_after_expiry()  # Kafka's resetState: its rebalance stops the fetchers (StopTheWorld)
         self.owners.forget_session()  # ephemeral: the nodes and their watches died with the session
         self.c.register()
         self.view.forget_registrations()
