@@ -181,7 +181,8 @@ class ZkMember:
 
     def moments(self) -> list[tuple[float, Moment]]:
         """(epoch seconds, moment) from its trace, in order."""
-        return sorted(m for path in self.trace_dir.glob("*.jsonl") for m in trace_moments(path))
+        return sorted((m for path in self.trace_dir.glob("*.jsonl") for m in trace_moments(path)),
+                      key=lambda m: m[0])
 
     def close(self) -> None:
         if self.proc is not None and self.proc.poll() is None:
