@@ -104,6 +104,22 @@ def test_session_expiry_shutdown_and_a_new_jvm() -> None:
     assert [e[0] for e in again] == ["registered", "rebalance_triggered", "attempt_started"]
 
 
+def test_a_start_that_gives_up_is_a_failed_rebalance_though_kafka_logs_nothing_of_it() -> None:
+    """ConsumerRebalanceFailedException leaves through createMessageStreams, not the log: the harness's error event
+    for the start ends the rebalance as given up (catalogue mode d's joiner)."""
+    core = MemberTrace("lab_c4", {"orders": 1})
+    feed(core, [line("10,000", "begin rebalancing consumer lab_c4 try #0", ident="lab_c4"),
+                line("10,021", "waiting for the partition ownership to be deleted: 4", ident="lab_c4"),
+                line("16,000", "begin rebalancing consumer lab_c4 try #3", ident="lab_c4"),
+                line("16,021", "waiting for the partition ownership to be deleted: 4", ident="lab_c4")])
+    error = ("kafka.common.ConsumerRebalanceFailedException: lab_c4 can't rebalance after 4 retries")
+    failed = core.harness({"event": "error", "id": "c4", "ts": 1795527678000, "command": "start c4", "error": error})
+    assert failed == [("rebalance_failed", 1795527678000, {"rebalance": 1, "attempts": 4, "error": error})]
+    # any other command's error is not a rebalance's
+    assert core.harness({"event": "error", "id": "c4", "ts": 1, "command": "stop c4",
+                         "error": "java.lang.IllegalArgumentException: no running member c4"}) == []
+
+
 def test_the_writer_merges_both_files_in_time_order_and_holds_back_the_newest(tmp_path: Path) -> None:
     log4j, out = tmp_path / "c1.kafka.log", tmp_path / "c1.log"
     log4j.write_text("\n".join([line("10,000", "begin rebalancing consumer lab_c1 try #0"),

@@ -9,6 +9,7 @@ from __future__ import annotations
 import pandas as pd
 import pyarrow as pa
 import pytest
+from pyspark.sql import functions as F
 
 from zkconsumer.analysis.tables import NotPlain, TableWriter, csv_cell, csv_text
 
@@ -71,3 +72,15 @@ def test_known_large_tables_stay_with_spark(spark, tmp_path):
     w.write("big", spark.range(3), "pretend-large", rows=10**9)
     assert "big" not in w.tables
     assert sorted((tmp_path / "tables" / "big.csv").read_text().split()) == ["0", "1", "2", "id"]
+
+
+def test_spark_writes_an_ordered_tables_csv_in_its_order(spark, tmp_path):
+    """Part files of different sizes: a plain Parquet read packs them largest first, which put the later (longer)
+    rows at the top of the CSV; the writer keeps the table's order."""
+    df = (spark.range(0, 400).select("id", F.repeat(F.lit("x"), (F.col("id") / 100).cast("int") * 40).alias("name"))
+          .repartitionByRange(4, "id").sortWithinPartitions("id"))
+    w = TableWriter(tmp_path)
+    w.write("t", df, "test table")
+    assert len(list((tmp_path / "tables" / "t.parquet").glob("part-*.parquet"))) == 4
+    ids = [int(line.split(",")[0]) for line in (tmp_path / "tables" / "t.csv").read_text().splitlines()[1:]]
+    assert ids == list(range(400))

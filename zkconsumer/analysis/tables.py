@@ -25,7 +25,7 @@ from typing import Any
 
 import pyarrow as pa
 import pyarrow.parquet as parquet
-from pyspark.sql import DataFrame
+from pyspark.sql import DataFrame, SparkSession
 from pyspark.sql import functions as F
 from pyspark.sql import types as T
 
@@ -67,7 +67,7 @@ class TableWriter:
         if rows is None:
             rows = df.sparkSession.read.parquet(str(pq)).count()
         if self.csv:
-            write_single_csv(df.sparkSession.read.parquet(str(pq)), csv_path)
+            write_single_csv(read_in_written_order(df.sparkSession, pq), csv_path)
         t = WrittenTable(name, rows, str(pq.relative_to(self.out_dir)),
                          str(csv_path.relative_to(self.out_dir)) if self.csv else "", description)
         self.written.append(t)
@@ -83,7 +83,7 @@ class TableWriter:
         if self.csv:
             text = csv_text(table)
             if text is None:  # a value whose Spark CSV form is not plain: Spark writes it
-                write_single_csv(df.sparkSession.read.parquet(str(pq)), csv_path)
+                write_single_csv(read_in_written_order(df.sparkSession, pq), csv_path)
             else:
                 csv_path.write_text(text, encoding="utf-8")
         self.tables[name] = table
@@ -169,6 +169,17 @@ def parquet_rows(directory: Path) -> int | None:
     if not parts and not (directory / "_SUCCESS").exists():
         return None
     return sum(parquet.read_metadata(part).num_rows for part in parts)
+
+
+def read_in_written_order(spark: SparkSession, directory: Path) -> DataFrame:
+    """A Parquet directory's rows in the order they were written: part file by part file, row by row.
+
+    A plain ``read.parquet`` packs the part files into read partitions largest first, so an ordered table's CSV
+    came out in the order of its part files' sizes (a range-partitioned sort's later, longer rows first). The
+    file's name (``part-<n>-…``) and the row's index in it restore the order the writer had."""
+    df = spark.read.parquet(str(directory))
+    return (df.select("*", F.col("_metadata.file_name").alias("_file"), F.col("_metadata.row_index").alias("_row"))
+            .orderBy("_file", "_row").drop("_file", "_row"))
 
 
 def flat_for_csv(df: DataFrame) -> DataFrame:

@@ -125,6 +125,12 @@ class MemberTrace:
             self.registered, self.owned, self.claimed, self.threads = False, [], {}, {}
             self.rebalance = 0
             return []
+        if kind == "error" and str(event.get("command", "")).startswith("start") \
+                and "ConsumerRebalanceFailedException" in str(event.get("error", "")):
+            # createMessageStreams threw: the start's rebalance spent rebalance.max.retries. Kafka logs nothing of
+            # it (the exception leaves through the application's call), so the harness's word is the only sign
+            return [("rebalance_failed", int(event["ts"]), {"rebalance": self.rebalance, "attempts": self.attempt,
+                                                            "error": str(event["error"])})]
         if kind != "record":
             return []
         tp = f"{event['topic']}-{event['partition']}"
