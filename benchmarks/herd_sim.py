@@ -12,8 +12,14 @@ Large groups: each size runs only when the one before it, scaled by the square o
 reads every registration at a cold start, so a simulated herd costs N² in wall time), fits ``--budget-s``; a size
 skipped says what it would have taken. The walls of the cold start, the joins and the crashes are printed apart.
 
+Calibrated time (issue 41): on the lab's 2 cores a real herd is CPU-bound, so ``--machine lab`` runs the simulated
+members and server on 2 shared cores at costs fitted to a real run's CPU (zkconsumer/sim/cpu.py, cpu_fit.py), and
+the table gives simulated ÷ real convergence times. ``--fit`` prints those costs from the real groups' CPU (run
+now, or ``--real-from`` a file an earlier ``--real-out`` wrote: the real groups need a quiet machine, the simulation
+does not, its times being virtual).
+
 Run: .venv/bin/python benchmarks/herd_sim.py [--sizes 10 50 200] [--real-sizes 10 50] [--rounds 3]
-     [--budget-s 600] [--json FILE]
+     [--budget-s 600] [--json FILE] [--machine lab] [--warmup 3] [--real-out FILE | --real-from FILE] [--fit]
 """
 
 from __future__ import annotations
@@ -24,23 +30,39 @@ import logging
 import statistics
 from pathlib import Path
 
-from rebalancing.scenario import run_scenario
+from rebalancing.scenario import run_scenario, warm_up
 from rich.table import Table
 
 from zkconsumer.consoles import make_console
+from zkconsumer.sim.cpu import LAB_MACHINE
+from zkconsumer.sim.cpu_fit import CpuSample, explained, fit_machine, reads_and_writes
 from zkconsumer.sim.herd import measure
-from zkconsumer.sim.zk_service import ServiceModel
+from zkconsumer.sim.zk_codes import RequestKind
+from zkconsumer.sim.zk_service import INSTANT, ServiceModel
 from zkconsumer.zk.server import ZooKeeperServer
 
 
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    ap.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200])
+    ap.add_argument("--sizes", type=int, nargs="*", default=[10, 50, 200])
     ap.add_argument("--real-sizes", type=int, nargs="*", default=[10, 50])
+    ap.add_argument("--real-out", type=Path, help="write the real groups' figures there (to simulate later)")
+    ap.add_argument("--real-from", type=Path,
+                    help="the real groups' figures from an earlier --real-out instead of running them (the real "
+                         "runs need a quiet machine, the simulation does not: its times are virtual)")
     ap.add_argument("--profiles", nargs="+", default=["default", "kafka-0.8"])
     ap.add_argument("--rounds", type=int, default=3)
+    ap.add_argument("--warmup", type=int, default=0,
+                    help="real groups: at most N unmeasured scenarios first, until ZooKeeper's JIT is quiet "
+                         "(benchmarks/rebalance.py's --warmup; 3 for times worth comparing)")
     ap.add_argument("--zk-service", choices=[m.value for m in ServiceModel], default=ServiceModel.NONE.value,
                     help="the simulated server's service times (none: answered at once; lab: measured)")
+    ap.add_argument("--machine", choices=["none", "lab"], default="none",
+                    help="lab: the members and the server share the lab machine's 2 cores, at the costs fitted to "
+                         "a real run (zkconsumer/sim/cpu.py LAB_MACHINE; it replaces --zk-service); none: CPU is free")
+    ap.add_argument("--fit", action="store_true",
+                    help="fit the machine's costs to the real groups (run, or --real-from): simulate each real size "
+                         "with CPU free, fit the CPU per action over its traffic, print the costs")
     ap.add_argument("--budget-s", type=float, default=600.0,
                     help="skip a size whose estimated wall time (the last size's, scaled by N²) exceeds this")
     ap.add_argument("--json", type=Path, help="write every figure there")
@@ -48,16 +70,30 @@ def main() -> None:
     console = make_console()
     logging.disable(logging.ERROR)
     real: dict[tuple[str, int], dict] = {}
-    if args.real_sizes:
-        with ZooKeeperServer(quick_start=False) as server, console.status("real groups..."):
+    if args.real_from:
+        real = {(r["profile"], r["size"]): r for r in json.loads(args.real_from.read_text())}
+    elif args.real_sizes:
+        with ZooKeeperServer(quick_start=False) as server:
+            warm_up(console, server.connect_string, server.nodes[0].pid, argparse.Namespace(
+                sizes=args.real_sizes, implementations=args.profiles, warmup=args.warmup, partitions_per_consumer=2,
+                consumers_per_process=25))
             for size in args.real_sizes:
                 for profile in args.profiles:
-                    real[(profile, size)] = run_scenario(server.connect_string, profile, size, 2 * size, args.rounds,
-                                                         max(1, size // 25))
+                    with console.status(f"real group: {profile}, {size} members..."):
+                        real[(profile, size)] = run_scenario(server.connect_string, profile, size, 2 * size,
+                                                             args.rounds, max(1, size // 25),
+                                                             zk_pid=server.nodes[0].pid)
+        if args.real_out:
+            args.real_out.write_text(json.dumps(list(real.values()), indent=2, default=str))
+    if args.fit:
+        fit(console, real, args.rounds)
+        return
+    machine = LAB_MACHINE if args.machine == "lab" else None
+    service = machine.server if machine is not None else ServiceModel(args.zk_service).times
     table = Table(title="ZooKeeper requests per join or crash: simulated and real (same run)")
     for col in ("profile", "members", "simulated", "real", "sim ÷ real", "simulated by kind (per action)",
                 "notifications / KB from server (per action)", "join / crash, sim (ms)",
-                "join / crash p50, real (ms)", "sim wall: cold / join / crash (s)"):
+                "join / crash p50, real (ms)", "time sim ÷ real: join / crash", "sim wall: cold / join / crash (s)"):
         table.add_column(col)
     out = []
     for profile in args.profiles:
@@ -70,7 +106,7 @@ def main() -> None:
                 out.append({"profile": profile, "size": size, "skipped_estimate_s": round(estimate)})
                 continue
             with console.status(f"simulating {profile}, {size} members..."):
-                sim = measure(profile, size, args.rounds, service=ServiceModel(args.zk_service).times)
+                sim = measure(profile, size, args.rounds, service=service, machine=machine)
             last = (size, sim.wall_s)
             r = real.get((profile, size))
             figures = sim.as_dict()
@@ -84,12 +120,50 @@ def main() -> None:
                           f"{statistics.median(sim.converge_ms['join']):g} / "
                           f"{statistics.median(sim.converge_ms['crash']):g}",
                           f"{r['join_p50_ms']:.0f} / {r['crash_p50_ms']:.0f}" if r else "–",
+                          f"{statistics.median(sim.converge_ms['join']) / r['join_p50_ms']:.2f} / "
+                          f"{statistics.median(sim.converge_ms['crash']) / r['crash_p50_ms']:.2f}" if r else "–",
                           f"{sum(walls['cold']):.1f} / {statistics.median(walls['join']):.1f} / "
                           f"{statistics.median(walls['crash']):.1f}")
             out.append({**figures, "real": r})
     console.print(table)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2, default=str))
+
+
+def per_action_cpu_us(r: dict, side: str) -> float:
+    """A real group's CPU per action on ``side`` (consumers, zookeeper), joins and crashes alike, in all (until the
+    group is quiet again, as the simulated traffic is counted), less ZooKeeper's JIT compiler."""
+    figures = [r["cpu_join_ms"], r["cpu_crash_ms"]]
+    ms = [f[side] - (f.get("jit") or 0.0 if side == "zookeeper" else 0.0) for f in figures]
+    return 1000.0 * statistics.fmean(ms)
+
+
+def fit(console, real: dict[tuple[str, int], dict], rounds: int) -> None:  # noqa: ANN001
+    """Simulate each real group with CPU free, fit the machine's costs to the real CPU, print both."""
+    samples = []
+    for (profile, size), r in sorted(real.items()):
+        with console.status(f"simulating {profile}, {size} members (CPU free)..."):
+            sim = measure(profile, size, rounds, service=INSTANT).as_dict()
+        reads, writes = reads_and_writes(sim["requests_by_kind"])
+        samples.append(CpuSample(profile, size, sim["notifications_per_action"],
+                                 sim["requests_per_action"], sim["bytes_from_server_per_action"], reads, writes,
+                                 per_action_cpu_us(r, "consumers"), per_action_cpu_us(r, "zookeeper")))
+    machine = fit_machine(samples, cores=2, source="fitted by benchmarks/herd_sim.py --fit")
+    table = Table(title="CPU per action (ms): the real groups, and what the fitted costs charge their simulated "
+                        "traffic")
+    for col in ("profile", "members", "notifications", "replies", "KB received", "reads", "writes",
+                "consumers real", "consumers fitted", "ZooKeeper real", "ZooKeeper fitted"):
+        table.add_column(col)
+    for s in samples:
+        consumers, server = explained(machine, s)
+        table.add_row(s.profile, str(s.size), f"{s.notifications:,.1f}", f"{s.replies:,.1f}",
+                      f"{s.bytes_received / 1024:,.1f}", f"{s.reads:,.1f}", f"{s.writes:,.1f}",
+                      f"{s.consumers_us / 1000:,.1f}", f"{consumers / 1000:,.1f}", f"{s.server_us / 1000:,.1f}",
+                      f"{server / 1000:,.1f}")
+    console.print(table)
+    console.print({p: c for p, c in machine.client.items()})
+    console.print({"read_us": machine.server.total(RequestKind.GET_DATA),
+                   "write_us": machine.server.total(RequestKind.CREATE)})
 
 
 if __name__ == "__main__":

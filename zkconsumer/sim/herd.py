@@ -27,6 +27,7 @@ from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.member_io import MemberIO
 from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
 from zkconsumer.sim import tasks
+from zkconsumer.sim.cpu import Machine
 from zkconsumer.sim.kazoo_handler import SimHandler
 from zkconsumer.sim.kazoo_world import KazooWorld
 from zkconsumer.sim.tasks import Process
@@ -43,7 +44,9 @@ SETTINGS = {"auto.commit.enable": False, "rebalance.max.retries": 10, "zookeeper
 #: a settled group: this long without a request other than a ping (the real benchmark waits for idle CPUs, 400 ms
 #: at least)
 QUIET_MS = 400
-POLL_MS = 10
+#: how often the lab looks at the owners (a convergence time is known to this much; the real benchmark polls every
+#: few milliseconds too)
+POLL_MS = 1
 
 
 @dataclass
@@ -91,13 +94,19 @@ def expected_owners(names: list[str], partitions: int) -> dict[int, str]:
 
 
 def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int = 2, seed: int = 0,
-            service: ServiceTimes = INSTANT) -> HerdResult:
-    """Cold start ``size`` members, then ``rounds`` × (a join, a crash), counted as the real benchmark counts."""
+            service: ServiceTimes = INSTANT, machine: Machine | None = None) -> HerdResult:
+    """Cold start ``size`` members, then ``rounds`` × (a join, a crash), counted as the real benchmark counts.
+
+    ``machine``: the members and the server share its cores, each member host paying its profile's cost per frame
+    it receives and the server its CPU per request (:mod:`.cpu`; ``service`` is then the machine's); without it the
+    members' CPU is free and only the server's line (``service``) takes time."""
     started = time.perf_counter()
     partitions = partitions_per_member * size
     result = HerdResult(profile, size, partitions, rounds)
     # one children order per version, as the real server's HashSet: a herd shares one answer to getChildren
-    world = KazooWorld(seed, replace(LAB_ZOOKEEPER, child_order=ChildOrder.PER_VERSION), service=service)
+    world = KazooWorld(seed, replace(LAB_ZOOKEEPER, child_order=ChildOrder.PER_VERSION),
+                       service=service if machine is None else machine.server, machine=machine)
+    cost = None if machine is None else machine.cost_for(profile)
     rt, model = world.runtime, world.model
     owners_path = GroupPaths(GROUP).owners_topic(TOPIC)
     members: dict[str, ZookeeperConsumerConnector] = {}
@@ -118,6 +127,7 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
 
     def start(name: str) -> tasks.Task:
         world.network.set_delay_us(name, BASE_DELAY_US)
+        world.network.link(name).cost = cost
         processes[name] = process = Process(name)
 
         def run() -> None:

@@ -19,6 +19,7 @@ from typing import Any
 from kazoo.client import KazooClient
 
 from zkconsumer.sim import runtime_impl
+from zkconsumer.sim.cpu import Cores, Machine
 from zkconsumer.sim.kazoo_handler import SimHandler, kazoo_routed
 from zkconsumer.sim.network import Address, Network
 from zkconsumer.sim.scheduler import Scheduler
@@ -36,15 +37,20 @@ class KazooWorld:
     jitter, backoff and host shuffle), the consumer's (what it draws through the runtime seam)."""
 
     def __init__(self, seed: int | None = 0, config: ServerConfig | None = None,
-                 address: Address | Sequence[Address] = ("127.0.0.1", 2181), service: ServiceTimes = INSTANT) -> None:
+                 address: Address | Sequence[Address] = ("127.0.0.1", 2181), service: ServiceTimes = INSTANT,
+                 machine: Machine | None = None) -> None:
         self.seed = seed
         self.scheduler = Scheduler(seed)
         self.runtime = Runtime(self.scheduler)
         self.clock = self.runtime.clock
         self.network = Network(self.runtime)
+        #: the machine's cores (None: CPU is free): the server's service and the hosts given a cost take them
+        self.machine = machine
+        self.cores = None if machine is None else Cores(machine.cores)
+        self.network.cores = self.cores
         model_rng = random.Random(f"zookeeper-{seed}") if seed is not None else None
         self.model = ZooKeeperModel(lambda: self.scheduler.now_ms, config or ServerConfig(), model_rng)
-        self.server = WireServer(self.model, self.network, address, service)
+        self.server = WireServer(self.model, self.network, address, service, self.cores)
         self.address = self.server.address
         #: the connect string of every server (one, or an ensemble's)
         self.hosts = ",".join(f"{host}:{port}" for host, port in self.server.addresses)

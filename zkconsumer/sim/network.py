@@ -27,6 +27,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.sim.cpu import ClientCost, Cores
 from zkconsumer.sim.scheduler import Timer
 from zkconsumer.sim.tasks import Event, Runtime, _Waiter
 
@@ -60,6 +61,8 @@ class HostLink:
     pipes: list[_Pipe] = field(default_factory=list)
     #: the host's own ends of its connections (what a killed process's operating system closes)
     endpoints: list[Endpoint] = field(default_factory=list)
+    #: what each frame received costs the host's CPU (None: nothing; :mod:`.cpu`, on the network's ``cores``)
+    cost: ClientCost | None = None
 
 
 class _Pipe:
@@ -127,6 +130,11 @@ class Endpoint:
         self._out: _Pipe | None = None
         self._buffer = bytearray()
         self._eof = False
+        #: a client end on a machine (:mod:`.cpu`): its host's link (whose ``cost`` it pays per frame), the cores it
+        #: pays on, and the instant the last frame it received is through (read in order, each after the one before)
+        self._link: HostLink | None = None
+        self._cores: Cores | None = None
+        self._ready_us = 0
 
     # -------------------------------------------------------------------------------------- socket surface
     def setblocking(self, flag: bool) -> None:
@@ -175,10 +183,30 @@ class Endpoint:
         if self.on_data is not None:
             self.on_data(data)
             return
+        cost = None if self._link is None else self._link.cost
+        if cost is not None and self._cores is not None:  # the host's CPU reads it first
+            now = self._runtime.scheduler.now_us
+            self._ready_us = max(self._cores.admit(cost.of(data), now), self._ready_us)
+            if self._ready_us > now:
+                self._runtime.scheduler.call_at_us(self._ready_us, lambda: self._read(data), lane=self)
+                return
+        self._read(data)
+
+    def _read(self, data: bytes) -> None:
+        if self.closed:
+            return
         self._buffer += data
         self._runtime.wake_all(self.readers)
 
     def _peer_closed(self) -> None:
+        if self.closed or self._eof:
+            return
+        if self._ready_us > self._runtime.scheduler.now_us:  # after the frames its CPU is still reading
+            self._runtime.scheduler.call_at_us(self._ready_us, self._closed_by_peer, lane=self)
+            return
+        self._closed_by_peer()
+
+    def _closed_by_peer(self) -> None:
         if self.closed or self._eof:
             return
         self._eof = True
@@ -200,6 +228,8 @@ class Network:
         #: reorders what different connections deliver, while each connection stays a FIFO stream
         self.jitter_us = 0
         self.rng: random.Random | None = None
+        #: the machine's cores (:mod:`.cpu`): a host with a ``cost`` pays for each frame it receives on them
+        self.cores: Cores | None = None
 
     def _jitter(self) -> int:
         return self.rng.randint(0, self.jitter_us) if self.rng is not None and self.jitter_us else 0
@@ -269,6 +299,7 @@ class Network:
         if accept is None:
             raise ConnectFailed(errno.ECONNREFUSED, f"connection refused: nothing listens at {address[0]}:{address[1]}")
         client = Endpoint(self.runtime, address)
+        client._link, client._cores = link, self.cores
         server = Endpoint(self.runtime, (host, 0))
         client._out = _Pipe(self, link, lambda: link.to_server_us + link.proxy_us + self._jitter(), server)
         server._out = _Pipe(self, link, lambda: link.to_client_us + link.proxy_us + self._jitter(), client)

@@ -27,9 +27,16 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from enum import StrEnum
 from types import MappingProxyType
+from typing import Protocol
 
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.sim.zk_codes import RequestKind
+
+
+class Cores(Protocol):
+    """The machine's cores (:class:`zkconsumer.sim.cpu.Cores`), on which the server's work takes one."""
+
+    def admit(self, cost_us: int, at_us: int) -> int: ...
 
 
 @dataclass(frozen=True)
@@ -73,8 +80,10 @@ class ServiceQueue:
     ``busy_until_us`` and ``done_us`` only move forward: requests are served and answered in the order they
     arrived, and a request that arrives while the server is idle starts at once."""
 
-    def __init__(self, times: ServiceTimes) -> None:
+    def __init__(self, times: ServiceTimes, cores: Cores | None = None) -> None:
         self.times = times
+        #: the machine's cores (:mod:`.cpu`), which the server's work takes one of, beside the member hosts
+        self.cores = cores
         self.busy_until_us = 0
         self.done_us = 0
         self.served = 0
@@ -89,8 +98,14 @@ class ServiceQueue:
         cost = self.times.of(kind)
         self.waited_us += start - arrived
         self.busy_us += cost
-        self.busy_until_us = start + cost
-        self.done_us = max(self.done_us, self.busy_until_us + self.times.delay_us.get(kind, 0))
+        delay = self.times.delay_us.get(kind, 0)
+        if self.cores is None:
+            self.busy_until_us = start + cost
+            finish = self.busy_until_us + delay
+        else:  # on a machine the delay is CPU too (the log's thread): a core's, not the line's
+            self.busy_until_us = self.cores.admit(cost, start)
+            finish = self.cores.admit(delay, self.busy_until_us)
+        self.done_us = max(self.done_us, finish)
         self.served += 1
         return self.done_us
 

@@ -18,6 +18,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Callable, Sequence
 
+from zkconsumer.sim.cpu import Cores
 from zkconsumer.sim.network import Address, Endpoint, Network
 from zkconsumer.sim.zk_codes import CreateMode, RequestKind, ZkCode
 from zkconsumer.sim.zk_jute import (
@@ -144,7 +145,8 @@ class WireServer:
     of which can be down (:meth:`kill_node`) while the others serve."""
 
     def __init__(self, model: ZooKeeperModel, network: Network,
-                 address: Address | Sequence[Address] = ("127.0.0.1", 2181), service: ServiceTimes = INSTANT) -> None:
+                 address: Address | Sequence[Address] = ("127.0.0.1", 2181), service: ServiceTimes = INSTANT,
+                 cores: Cores | None = None) -> None:
         self.model = model
         self.network = network
         self.addresses: tuple[Address, ...] = (address,) if isinstance(address[0], str) else tuple(address)  # type: ignore[assignment]
@@ -154,7 +156,7 @@ class WireServer:
         self.bytes_in = self.bytes_out = self.notifications = 0
         #: None: every request served the instant it arrives (no event of its own: the traces of a world without
         #: service time are what they were before it existed)
-        self.queue = None if service.zero else ServiceQueue(service)
+        self.queue = None if service.zero else ServiceQueue(service, cores)
         self._by_session: dict[int, _Connection] = {}
         #: a children list's jute encoding, by path, while the model hands out the same list (ChildOrder.PER_VERSION)
         self._encoded_children: dict[str, tuple[list[str], bytearray]] = {}
