@@ -12,11 +12,13 @@ member think for free, so its times were a floor under the real ones (`kafka-0.8
   (deciding over N members) is not a frame, but it follows the frames that carry the N members in, so it is folded
   into them; the costs are per profile because the two profiles do different work per frame (the default pipelines
   its requests and writes more of its trace, `kafka-0.8` reads one registration a round trip);
-- **the server** takes a core for each request's service time, on top of its one line.
+- **the server** takes a core for each request's work while it holds its one line; a write's log work (the
+  service times' ``delay_us``) takes a core too, off the line, as ZooKeeper's log thread runs beside its pipeline.
 
-A core is taken first come, first served, by whichever is due first (:class:`Cores`). The figures are fitted to
-the CPU benchmarks/rebalance.py measured (:data:`LAB_MACHINE`); the times they give are checked against the real
-ones at sizes the fit did not use (benchmarks/herd_sim.py, docs/simulation.md "Calibrated time").
+A core is taken first come, first served, by whichever is due first (:class:`Cores`). The costs are fitted to the
+CPU benchmarks/herd_sim.py's real groups spent (:data:`LAB_MACHINE`, :mod:`.cpu_fit`); the times they give, which
+nothing was fitted to, are checked against the real ones (benchmarks/herd_sim.py, docs/simulation.md "Calibrated
+time").
 
 Pure: no scheduler, no I/O. The network (a client endpoint's delivery) and the server's line ask
 :meth:`Cores.admit`.
