@@ -5,7 +5,6 @@ SyncGroup wakes when its answer exists, on its completion, never on a timeout.""
 from __future__ import annotations
 
 import threading
-from types import SimpleNamespace
 
 import pytest
 from helpers import wait_until
@@ -127,7 +126,7 @@ class RecordingCondition(threading.Condition):
 @pytest.fixture
 def recorded_waits(monkeypatch) -> list[tuple[float | None, bool]]:
     RecordingCondition.waits = []
-    monkeypatch.setattr(purgatory, "threading", SimpleNamespace(Condition=RecordingCondition))
+    monkeypatch.setattr(purgatory.runtime, "Condition", RecordingCondition)  # the seam the purgatory waits on
     return RecordingCondition.waits
 
 

@@ -258,13 +258,15 @@ def test_the_brokers_watch_counts_triggers_on_the_first_broker_and_gives_up_when
 
 
 def test_a_group_read_again_changes_only_what_changed_and_equals_a_full_read(
-        registry: Registry, zk_connect: str) -> None:
+        registry: Registry, zk_connect: str, monkeypatch: pytest.MonkeyPatch) -> None:
     """GroupView (default profile): a read after members joined and left starts from the last one (the
     subscriptions and topics of the members that stayed are kept; set operations, no pass over the group) and
     gives the very context a first, full read gives, wildcard members included."""
     import threading
+    import weakref
 
     from zkconsumer.assignment.assignors import assign
+    from zkconsumer.consumer.zookeeper import group_view
     from zkconsumer.consumer.zookeeper.group_view import GroupView
     from zkconsumer.zk.layout import ConsumerRegistration, whitelist
 
@@ -285,7 +287,9 @@ def test_a_group_read_again_changes_only_what_changed_and_equals_a_full_read(
         def same_as_a_full_read() -> None:
             ctx, version = view.read(None)
             fresh = GroupView(a, a.rebalancer.paths, lambda cause: None, threading.Event())
-            full, full_version = fresh.read(None)
+            with monkeypatch.context() as m:  # a read of its own, not the view the process shares
+                m.setattr(group_view, "_VIEWS", weakref.WeakValueDictionary())
+                full, full_version = fresh.read(None)
             assert version == full_version
             assert dict(ctx.subscriptions) == dict(full.subscriptions)
             assert dict(ctx.partitions) == dict(full.partitions)
@@ -309,5 +313,40 @@ def test_a_group_read_again_changes_only_what_changed_and_equals_a_full_read(
         same_as_a_full_read()
         member("m9", ConsumerRegistration({"t": 2}))
         same_as_a_full_read()
+    finally:
+        a.shutdown()
+
+
+def test_members_of_one_process_share_an_equal_view_and_never_an_unequal_one(
+        registry: Registry, zk_connect: str, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Two members in one process reading the same membership hold one view (its tables and the assignor's
+    context), so N members cost N entries, not N²; a view planted under the same key with other registrations
+    (another ZooKeeper, the same group name and child version) is not taken: content decides, not the key."""
+    import weakref
+
+    from zkconsumer.consumer.zookeeper import group_view
+    from zkconsumer.consumer.zookeeper.group_view import GroupView, SharedView
+    from zkconsumer.zk.layout import ConsumerRegistration
+
+    monkeypatch.setattr(group_view, "_VIEWS", weakref.WeakValueDictionary())
+    create_topic(registry, "t", 4)
+    for name in ("m1", "m2"):
+        registry.zk.create(f"/consumers/g/ids/g_{name}", ConsumerRegistration({"t": 1}).encode(), makepath=True)
+    a = consumer(zk_connect, "g", "a")
+    try:
+        def fresh() -> GroupView:
+            return GroupView(a, a.rebalancer.paths, lambda cause: None, threading.Event())
+
+        one, two = fresh(), fresh()
+        ctx1, version = one.read(None)
+        ctx2, _ = two.read(None)
+        assert ctx2 is ctx1 and two.registrations is one.registrations
+        assert set(ctx1.subscriptions) == {"g_m1", "g_m2"}
+
+        other = {"g_m1": ConsumerRegistration({"u": 1})}
+        planted = SharedView(other, {"g_m1": {"u": 1}}, ["u"])
+        group_view._VIEWS[("g", version, a.config.exclude_internal_topics)] = planted
+        ctx3, _ = fresh().read(None)
+        assert ctx3 is not planted.context({}) and dict(ctx3.subscriptions) == dict(ctx1.subscriptions)
     finally:
         a.shutdown()

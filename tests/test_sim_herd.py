@@ -47,3 +47,15 @@ def test_a_herd_is_one_run_per_seed() -> None:
     a, b = measure("default", 12, rounds=1, seed=3), measure("default", 12, rounds=1, seed=3)
     assert (a.requests, a.converge_ms, a.bytes_from_server, a.notifications) == \
         (b.requests, b.converge_ms, b.bytes_from_server, b.notifications)
+
+
+def test_a_group_that_does_not_settle_ends_the_run_with_a_verdict_not_an_error(monkeypatch: pytest.MonkeyPatch
+                                                                                ) -> None:
+    """At 10,000 members on the lab's service times a member's start gave up its retries (issue 41): the herd
+    says the group collapsed, at which size and after how long, instead of the simulation dying or waiting forever."""
+    from zkconsumer.sim import herd
+
+    monkeypatch.setattr(herd, "SETTLE_LIMIT_MS", 0)  # no group settles in no time
+    r = measure("default", 5, rounds=1)
+    assert r.collapsed.startswith("5 members did not settle") and not r.converge_ms["join"]
+    assert r.as_dict()["collapsed"] == r.collapsed

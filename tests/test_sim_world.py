@@ -84,7 +84,7 @@ def test_a_consumer_without_its_fence_is_caught_and_shrunk() -> None:
 
 def test_what_cannot_be_simulated_is_refused_by_name() -> None:
     plan = LabPlan.from_scenario(scenarios.builtin("migration"))
-    with pytest.raises(SimRefused, match=r"migrate at [\d.]+ s: no simulated counterpart yet \(the coordinator"):
+    with pytest.raises(SimRefused, match=r"migrate at [\d.]+ s: no simulated counterpart yet \(coordinator-mode"):
         SimWorld(plan, 1)
 
 

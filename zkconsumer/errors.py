@@ -52,6 +52,8 @@ Every error class of zkconsumer, by module (``*``: retriable)::
     zkconsumer.sim.network                 ConnectFailed, WouldBlock
     zkconsumer.sim.zk_jute                 MalformedFrame
     zkconsumer.sim.world                   SimRefused
+    zkconsumer.sim.herd                    HerdCollapsed
+    zkconsumer.sim.coordinator_fit         MeasurementFailed
     zkconsumer.analysis.traces             TraceInputError
     zkconsumer.analysis.tables             NotPlain
     zkconsumer.web.serve                   AddressInUse

@@ -5,10 +5,10 @@ DeleteGroups, and the requests it counted. A part of :class:`~zkconsumer.coordin
 
 from __future__ import annotations
 
-import threading
 from collections import Counter
 from collections.abc import Iterable
 from dataclasses import dataclass
+from typing import Any
 
 from zkconsumer.coordinator.clock import Clock
 from zkconsumer.coordinator.group import Group, GroupState
@@ -45,7 +45,7 @@ class GroupAdmin:
     store: OffsetStore
     clock: Clock
     requests: Counter
-    _lock: threading.RLock
+    _lock: Any  # runtime.RLock(): the coordinator's one lock
 
     def _not_ready(self) -> int | None:
         raise NotImplementedError

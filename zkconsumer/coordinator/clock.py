@@ -8,10 +8,9 @@ millisecond the test chooses instead of whenever a timer thread happens to wake 
 
 from __future__ import annotations
 
-import threading
-import time
 from typing import Protocol
 
+from zkconsumer import runtime
 from zkconsumer.errors import IllegalArgument
 
 
@@ -25,7 +24,7 @@ class SystemClock:
     """The wall clock (``time.time()``), the coordinator's default: what the broker runs on."""
 
     def now_ms(self) -> int:
-        return int(time.time() * 1000)
+        return int(runtime.time() * 1000)
 
 
 class ManualClock:
@@ -35,7 +34,7 @@ class ManualClock:
     """
 
     def __init__(self, start_ms: int = 0) -> None:
-        self._lock = threading.Lock()
+        self._lock = runtime.Lock()
         self._now_ms = start_ms
 
     def now_ms(self) -> int:

@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 from enum import Enum
+from typing import Protocol
 
 from zkconsumer.coordinator.store import GroupSnapshot, MemberSnapshot
 from zkconsumer.errors import IllegalArgument, ZkConsumerError
@@ -79,9 +80,18 @@ class Member:
         return now_ms - self.last_heartbeat_ms > self.session_timeout_ms
 
 
-def new_member_id(client_id: str) -> str:
-    """Kafka's ``clientId + "-" + UUID``."""
-    return f"{client_id}-{uuid.uuid4()}"
+class RandomBits(Protocol):
+    """What a member id draws from: ``random.Random``'s ``getrandbits`` (``runtime.Random()``)."""
+
+    def getrandbits(self, k: int) -> int: ...
+
+
+def new_member_id(client_id: str, rng: RandomBits | None = None) -> str:
+    """Kafka's ``clientId + "-" + UUID``: a random (version 4) UUID, drawn from ``rng`` when given (the
+    coordinator's, from the runtime seam: seeded in a simulation, so a seed names the same members)."""
+    if rng is None:
+        return f"{client_id}-{uuid.uuid4()}"
+    return f"{client_id}-{uuid.UUID(int=rng.getrandbits(128), version=4)}"
 
 
 @dataclass

@@ -16,11 +16,11 @@ that thread and call :meth:`GroupCoordinator.tick` themselves, which runs the ti
 from __future__ import annotations
 
 import logging
-import threading
 from collections import Counter
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 
+from zkconsumer import runtime
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.coordinator.admin import GroupAdmin
 from zkconsumer.coordinator.clock import Clock, SystemClock
@@ -94,7 +94,8 @@ class GroupCoordinator(GroupAdmin):
         #: Every reading of time in the coordinator; the wall clock unless a test injects a ManualClock.
         self.clock: Clock = clock or _SYSTEM_CLOCK
         self.groups: dict[str, Group] = {}
-        self._lock = threading.RLock()
+        self._lock = runtime.RLock()
+        self._ids = runtime.Random()  # member ids' UUIDs: seeded in a simulation
         #: Every timeout, keyed by what it belongs to: a group's join, a member's session, a pending member id,
         #: the retention check.
         self.timer = KeyedTimer(self.clock)
@@ -108,10 +109,10 @@ class GroupCoordinator(GroupAdmin):
         #: leader's, by (group, member).
         self._parked_joins: Purgatory[tuple[str, str], JoinResult] = Purgatory(self._lock)
         self._parked_syncs: Purgatory[tuple[str, str], SyncResult] = Purgatory(self._lock)
-        self._stop = threading.Event()
-        self._loaded = threading.Event()
+        self._stop = runtime.Event()
+        self._loaded = runtime.Event()
         self._load_failed = False  # the store did not load: the coordinator answers COORDINATOR_NOT_AVAILABLE
-        self._timer_thread: threading.Thread | None = None
+        self._timer_thread: runtime.Task | None = None
         #: Requests handled, by group and API name (what ``zkconsumer compare`` reads).
         self.requests: Counter[tuple[str, str]] = Counter()
 
@@ -122,11 +123,8 @@ class GroupCoordinator(GroupAdmin):
         ManualClock) drives time with :meth:`tick`."""
         first_retention_check_ms = self.clock.now_ms() + self.config.offsets_retention_check_interval_ms
         if timers:
-            self._timer_thread = threading.Thread(target=self._run_timers, daemon=True,
-                                                  name="group-coordinator-timers")
-            self._timer_thread.start()
-        threading.Thread(target=self._load, args=(first_retention_check_ms,), daemon=True,
-                         name="group-coordinator-load").start()
+            self._timer_thread = runtime.spawn(self._run_timers, name="group-coordinator-timers")
+        runtime.spawn(self._load, first_retention_check_ms, name="group-coordinator-load")
         return self
 
     def _load(self, first_retention_check_ms: int) -> None:
@@ -223,7 +221,7 @@ class GroupCoordinator(GroupAdmin):
             if member_id and group.is_static_member_fenced(group_instance_id, member_id):
                 return JoinResult(KafkaCode.FENCED_INSTANCE_ID, member_id)
             if not member_id:
-                member_id = new_member_id(client_id)
+                member_id = new_member_id(client_id, self._ids)
                 if require_known_member_id and group_instance_id is None:
                     # KIP-394: hand the id out and count it as a pending member until it comes back
                     self.sessions.add_pending(group, member_id, now, session_timeout_ms)
@@ -266,7 +264,7 @@ class GroupCoordinator(GroupAdmin):
         fenced (FENCED_INSTANCE_ID), and the join or sync the old id had in flight ends with that error. In a Stable
         group whose protocol does not change, nothing rebalances: the member gets the current generation and
         leader, and its SyncGroup answers its assignment. Otherwise the rebalance goes on with it."""
-        new_id = new_member_id(client_id)
+        new_id = new_member_id(client_id, self._ids)
         member, old_id = group.replace_static_member(instance_id, new_id)
         key = (group.group_id, old_id)
         self._parked_joins.complete(key, JoinResult(KafkaCode.FENCED_INSTANCE_ID, old_id))

@@ -9,9 +9,10 @@ completes it with the answer, and only that request wakes, as soon as its answer
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Callable, Hashable
-from typing import Generic, TypeVar
+from typing import Any, Generic, TypeVar
+
+from zkconsumer import runtime
 
 K = TypeVar("K", bound=Hashable)
 T = TypeVar("T")
@@ -21,8 +22,8 @@ class Pending(Generic[T]):
     """One blocked request's answer-to-be, completed once. Its condition shares the coordinator's lock: a request
     parks and waits in the critical section it decided in, so no completion can slip in between."""
 
-    def __init__(self, lock: threading.RLock) -> None:
-        self._cond = threading.Condition(lock)
+    def __init__(self, lock: Any) -> None:
+        self._cond = runtime.Condition(lock)
         self._answer: T | None = None
         self.completed = False
 
@@ -45,7 +46,7 @@ class Pending(Generic[T]):
 class Purgatory(Generic[K, T]):
     """The pending requests under their keys (e.g. group and member id). Used with the coordinator's lock held."""
 
-    def __init__(self, lock: threading.RLock) -> None:
+    def __init__(self, lock: Any) -> None:
         self._lock = lock
         self._parked: dict[K, list[Pending[T]]] = {}
         self._closed: Callable[[K], T] | None = None

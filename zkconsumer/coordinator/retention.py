@@ -6,7 +6,7 @@ every ``offsets.retention.check.interval.ms`` on a keyed timer, and an Empty gro
 from __future__ import annotations
 
 import logging
-import threading
+from typing import Any
 
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.coordinator.clock import Clock
@@ -23,7 +23,7 @@ RETENTION_CHECK = "offsets-retention-check"
 class OffsetRetention:
     """Expires the offsets of the coordinator's groups, under its lock."""
 
-    def __init__(self, store: OffsetStore, groups: dict[str, Group], lock: threading.RLock, clock: Clock,
+    def __init__(self, store: OffsetStore, groups: dict[str, Group], lock: Any, clock: Clock,
                  timer: KeyedTimer, check_interval_ms: int) -> None:
         self._store, self._groups, self._lock, self._clock = store, groups, lock, clock
         self._timer = timer

@@ -7,11 +7,11 @@ validates membership and generations; a store only keeps what it is given, lates
 
 from __future__ import annotations
 
-import threading
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Protocol
 
+from zkconsumer import runtime
 from zkconsumer.assignment.assignors import TopicPartition
 
 
@@ -82,7 +82,7 @@ class MemoryOffsetStore:
     (offsets_log.OffsetsLog) extends it: this is its cache, which it updates after each append to the log."""
 
     def __init__(self) -> None:
-        self._lock = threading.Lock()
+        self._lock = runtime.Lock()
         self._offsets: dict[str, dict[TopicPartition, CommittedOffset]] = {}
         self._groups: dict[str, GroupSnapshot] = {}
 

@@ -15,10 +15,10 @@ from __future__ import annotations
 import heapq
 import itertools
 import logging
-import threading
 from collections.abc import Callable, Hashable
 from dataclasses import dataclass
 
+from zkconsumer import runtime
 from zkconsumer.coordinator.clock import Clock
 
 log = logging.getLogger(__name__)
@@ -39,7 +39,7 @@ class KeyedTimer:
 
     def __init__(self, clock: Clock) -> None:
         self.clock = clock
-        self._cond = threading.Condition()
+        self._cond = runtime.Condition()
         self._timers: dict[Hashable, _Timer] = {}
         #: (deadline, seq, key), earliest first. A replaced or cancelled timer stays here until it surfaces (or the
         #: heap is rebuilt): its seq no longer matches the key's timer, so it is skipped.

@@ -26,6 +26,8 @@ from zkconsumer.assignment.assignors import AssignmentContext, assign
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.member_io import MemberIO
 from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
+from zkconsumer.consumer.zookeeper.group_view import SharedView, shared_view
+from zkconsumer.errors import ConsumerRebalanceFailed, ZkConsumerError
 from zkconsumer.sim import tasks
 from zkconsumer.sim.cpu import Machine
 from zkconsumer.sim.kazoo_handler import SimHandler
@@ -44,9 +46,23 @@ SETTINGS = {"auto.commit.enable": False, "rebalance.max.retries": 10, "zookeeper
 #: a settled group: this long without a request other than a ping (the real benchmark waits for idle CPUs, 400 ms
 #: at least)
 QUIET_MS = 400
+#: a larger group starts in waves of this many members, each settled before the next, the default profile's new
+#: members knowing the group as the last wave left it (GroupView.start_from): read by every new member, the cold
+#: start of 10,000 is 10⁸ getData requests and their memory, and it is not what is measured. Up to COLD_WAVE
+#: members start all at once, as in benchmarks/rebalance.py
+COLD_WAVE = 1000
+#: a group that has not settled this long after an action has collapsed (the run stops and says so)
+SETTLE_LIMIT_MS = 600_000
 #: how often the lab looks at the owners (a convergence time is known to this much; the real benchmark polls every
 #: few milliseconds too)
 POLL_MS = 1
+
+
+class HerdCollapsed(ZkConsumerError, RuntimeError):
+    """The group did not settle: a member's start gave up, or no convergence within :data:`SETTLE_LIMIT_MS`."""
+
+    def __init__(self, waited_ms: int, members: int) -> None:
+        super().__init__(f"{members:,} members did not settle ({waited_ms:,} ms simulated since the action)")
 
 
 @dataclass
@@ -64,6 +80,13 @@ class HerdResult:
     notifications: int = 0
     bytes_to_server: int = 0
     bytes_from_server: int = 0
+    #: (virtual ms, member, why) of each member whose start gave up its rebalance (``rebalance.max.retries`` spent)
+    starts_given_up: list[tuple[int, str, str]] = field(default_factory=list)
+    #: why the run stopped short: the group did not settle (a start gave up, or SETTLE_LIMIT_MS passed); "" if not
+    collapsed: str = ""
+    #: the members' rebalance counters over the counted actions (Rebalancer.stats): attempts, failed_attempts,
+    #: claim_conflicts, failed_rebalances (rebalances given up)
+    stats: Counter = field(default_factory=Counter)
     #: wall seconds spent simulating each phase: the cold start, and each join and crash with its settle
     phase_wall_s: dict[str, list[float]] = field(default_factory=lambda: {"cold": [], "join": [], "crash": []})
 
@@ -84,6 +107,8 @@ class HerdResult:
                 "notifications_per_action": round(self.notifications / max(1, self.actions), 1),
                 "bytes_to_server_per_action": round(self.bytes_to_server / max(1, self.actions)),
                 "bytes_from_server_per_action": round(self.bytes_from_server / max(1, self.actions)),
+                "starts_given_up": self.starts_given_up, "collapsed": self.collapsed,
+                "stats_per_action": {k: round(n / max(1, self.actions), 2) for k, n in sorted(self.stats.items())},
                 "wall_s": round(self.wall_s, 2),
                 "phase_wall_s": {k: [round(x, 2) for x in v] for k, v in self.phase_wall_s.items()}}
 
@@ -110,6 +135,7 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
     rt, model = world.runtime, world.model
     owners_path = GroupPaths(GROUP).owners_topic(TOPIC)
     members: dict[str, ZookeeperConsumerConnector] = {}
+    everyone: list[ZookeeperConsumerConnector] = []  # crashed ones too: their counters count
     processes: dict[str, Process] = {}
     last_request = [0]
     counting = [False]
@@ -125,7 +151,7 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
     def io(host: str) -> MemberIO:
         return MemberIO(zk_handler=lambda: SimHandler(rt, world.network, host))
 
-    def start(name: str) -> tasks.Task:
+    def start(name: str, warm: tuple[SharedView, int] | None = None) -> tasks.Task:
         world.network.set_delay_us(name, BASE_DELAY_US)
         world.network.link(name).cost = cost
         processes[name] = process = Process(name)
@@ -135,7 +161,13 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
                 **SETTINGS, "group.id": GROUP, "consumer.id": name, "zookeeper.connect": "127.0.0.1:2181",
                 "zkconsumer.fetch.enable": False, "zkconsumer.profile": profile}), io=io(name))
             members[name] = c
-            c.create_message_streams({TOPIC: 1})
+            everyone.append(c)
+            if warm is not None:
+                c.rebalancer.view.start_from(*warm)
+            try:
+                c.create_message_streams({TOPIC: 1})
+            except ConsumerRebalanceFailed as e:  # Kafka's start gives up so too: a result, not the harness's error
+                result.starts_given_up.append((world.scheduler.now_ms, name, str(e)))
 
         return rt.spawn(run, name=f"{name}-main", process=process)
 
@@ -158,10 +190,13 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
         return True
 
     def settle(names: list[str]) -> int:
-        """Wait for convergence (its virtual ms), then for a quiet group."""
+        """Wait for convergence (its virtual ms), then for a quiet group; :class:`HerdCollapsed` past
+        :data:`SETTLE_LIMIT_MS` or once a member's start gave up."""
         t0 = world.scheduler.now_ms
         want = expected_owners(names, partitions)  # once per action, not per look
         while not converged(want):
+            if result.starts_given_up or world.scheduler.now_ms - t0 > SETTLE_LIMIT_MS:
+                raise HerdCollapsed(world.scheduler.now_ms - t0, len(names))
             tasks.sleep(POLL_MS / 1000.0)
         took = world.scheduler.now_ms - t0
         done_at = world.scheduler.now_ms
@@ -179,11 +214,18 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
         reg.create_topic_node(TOPIC, TopicAssignment({p: [0] for p in range(partitions)}))
         names = [f"c{i:03d}" for i in range(size)]
         wall = time.perf_counter()
-        for n in names:
-            start(n)
-        result.cold_ms = settle(names)
+        warm = None
+        for at in range(0, size, COLD_WAVE):
+            for n in names[at:at + COLD_WAVE]:
+                start(n, warm)
+            result.cold_ms += settle(names[:at + COLD_WAVE])
+            if profile == "default":  # the next wave knows the group as it settled (kafka-0.8 reads it all anyway)
+                version = model.tree.nodes[GroupPaths(GROUP).ids].stat().cversion
+                view = shared_view(GROUP, version)
+                warm = None if view is None else (view, version)
         wall = _lap(result, "cold", wall)
         counting[0] = True
+        stats_before = sum((c.rebalancer.stats for c in everyone), Counter())
         server = world.server
         wire = (server.notifications, server.bytes_in, server.bytes_out)
         for r in range(rounds):
@@ -198,6 +240,7 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
             result.converge_ms["crash"].append(settle(names))
             wall = _lap(result, "crash", wall)
         counting[0] = False
+        result.stats = sum((c.rebalancer.stats for c in everyone), Counter()) - stats_before
         result.notifications = server.notifications - wire[0]
         result.bytes_to_server = server.bytes_in - wire[1]
         result.bytes_from_server = server.bytes_out - wire[2]
@@ -205,7 +248,13 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
     collecting = gc.isenabled()
     gc.disable()  # a herd's objects live to the end: at thousands of members, collections walking them again and
     try:          # again took half the run (1,000 members: 94 s with the collector, 51 s without)
-        world.run(lambda: rt.spawn(lab, name="lab", process=Process("lab")).join())
+        def guarded() -> None:
+            try:
+                lab()
+            except HerdCollapsed as e:
+                result.collapsed = str(e)
+
+        world.run(lambda: rt.spawn(guarded, name="lab", process=Process("lab")).join())
     finally:
         world.close()
         if collecting:

@@ -93,7 +93,8 @@ SUPPORTED = frozenset({ActionKind.JOIN, ActionKind.STOP, ActionKind.KILL, Action
 
 
 #: why an action outside :data:`SUPPORTED` is refused
-NOT_SIMULATED = "no simulated counterpart yet (the coordinator and the migration are not simulated)"
+NOT_SIMULATED = ("no simulated counterpart yet (coordinator-mode members and the migration are not simulated; the "
+                 "coordinator itself is, in benchmarks/herd_scale.py's herd)")
 
 
 class SimRefused(ZkConsumerError, ValueError):

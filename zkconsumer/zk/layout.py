@@ -9,6 +9,7 @@ write by some other tool is reported instead of crashing a consumer somewhere de
 
 from __future__ import annotations
 
+import functools
 import json
 import re
 import socket
@@ -446,9 +447,11 @@ class TopicAssignment:
     version: int = 1
     extra: Mapping[str, object] = field(default_factory=dict)
 
-    @property
+    @functools.cached_property
     def partition_ids(self) -> list[int]:
-        """Numerically sorted, like ``ZkUtils.getPartitionsForTopics``."""
+        """Numerically sorted, like ``ZkUtils.getPartitionsForTopics``. One list per decoded node, shared by
+        every reader of the same bytes (:data:`_TOPIC_NODES`): read it, do not change it. A herd of N members
+        on N·k partitions would otherwise hold N copies of it."""
         return sorted(self.partitions)
 
     def encode(self) -> bytes:

@@ -1,0 +1,184 @@
+"""The broker's CPU per group request (:class:`~.coordinator_herd.CoordinatorCost`), measured on the real
+coordinator and fitted, as :mod:`.cpu_fit` does for ZooKeeper and the 0.8 members.
+
+What is measured: the process CPU (``time.process_time``) the project's broker spends on real frames handed to its
+:class:`~zkconsumer.wire.protocol.Dispatcher` (decoding, the coordinator's state machine under its lock, encoding),
+live, on real threads and the wall clock, phase by phase of one rebalance of ``n`` members:
+
+- the JoinGroups: ``n`` threads each send KIP-394's empty-id JoinGroup, then the one with its id; the joins park
+  until the last arrives, which completes them all (its answer to the leader carries every member's metadata);
+- the SyncGroups: the leader's (every member's assignment), then each follower's, answered at once;
+- the Heartbeats, one per member;
+- the LeaveGroups of half the members.
+
+Each phase is one sample: its CPU against its requests and its bytes each way. The fit is non-negative least
+squares over the samples of several sizes: ``CPU ≈ Σ request_us[api] × requests[api] + byte_ns × bytes``. The
+threads' own switching is in the JoinGroup phase's CPU; it is what a broker thread pool pays too.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+import numpy as np
+from kafka.protocol.consumer import (
+    HeartbeatRequest,
+    JoinGroupRequest,
+    JoinGroupResponse,
+    LeaveGroupRequest,
+    SyncGroupRequest,
+    SyncGroupResponse,
+)
+
+from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
+from zkconsumer.errors import KafkaCode, ZkConsumerError, code_name
+from zkconsumer.sim.coordinator_herd import (
+    GROUP,
+    HEARTBEAT_V,
+    JOIN_V,
+    LEAVE_V,
+    REBALANCE_TIMEOUT_MS,
+    SESSION_MS,
+    SYNC_V,
+    TOPIC,
+    CoordinatorCost,
+    NoBrokerHost,
+    OneBrokerApis,
+    encode_assignment,
+    encode_subscription,
+    range_assignment,
+)
+from zkconsumer.sim.cpu_fit import nonnegative_lstsq
+from zkconsumer.wire.protocol import ApiTable, Dispatcher
+
+APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup")
+
+
+class MeasurementFailed(ZkConsumerError, RuntimeError):
+    """The live rebalance being measured went another way than the one measured (a member out of its generation)."""
+
+
+@dataclass(frozen=True)
+class PhaseSample:
+    """One phase of a real rebalance: its requests by API, the bytes of its frames both ways, its CPU."""
+
+    size: int
+    api: str
+    requests: int
+    bytes: int
+    cpu_us: float
+
+
+def _frame(request, version: int, correlation: int, client: str) -> bytes:
+    request.API_VERSION = version
+    request.with_header(correlation_id=correlation, client_id=client)
+    return bytes(request.encode(header=True, framed=False))
+
+
+def measure_phases(size: int) -> list[PhaseSample]:
+    """One eager rebalance of ``size`` members on the live coordinator, phase by phase (see the module)."""
+    coordinator = GroupCoordinator(CoordinatorConfig()).start()  # the initial delay gathers every join into one
+    table = ApiTable()
+    OneBrokerApis(NoBrokerHost(), coordinator).install(table)
+    dispatcher = Dispatcher(table)
+    while not coordinator.loaded:
+        time.sleep(0.001)
+    names = [f"m{i:05d}" for i in range(size)]
+    meta = encode_subscription(TOPIC, [])
+    joined: dict[str, object] = {}
+    traffic = {"bytes": 0, "requests": 0}
+    lock = threading.Lock()
+
+    def call(frame: bytes) -> bytes:
+        answer = dispatcher.dispatch(frame, peer="sim:0")
+        with lock:
+            traffic["bytes"] += len(frame) + len(answer)
+            traffic["requests"] += 1
+        return answer
+
+    def join(name: str) -> None:
+        member_id = ""
+        for attempt in range(2):
+            req = JoinGroupRequest(group_id=GROUP, session_timeout_ms=SESSION_MS,
+                                   rebalance_timeout_ms=REBALANCE_TIMEOUT_MS, member_id=member_id,
+                                   group_instance_id=None, protocol_type="consumer",
+                                   protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=meta)])
+            answer = JoinGroupResponse.decode(call(_frame(req, JOIN_V, attempt, name))[4:], version=JOIN_V,
+                                              header=True)
+            member_id = answer.member_id
+            if answer.error_code != KafkaCode.MEMBER_ID_REQUIRED:
+                joined[name] = answer
+                return
+
+    samples = []
+
+    def phase(api: str, run) -> None:
+        traffic["bytes"] = traffic["requests"] = 0
+        cpu = time.process_time()
+        run()
+        samples.append(PhaseSample(size, api, traffic["requests"], traffic["bytes"],
+                                   (time.process_time() - cpu) * 1e6))
+
+    go = threading.Event()
+    threads = [threading.Thread(target=lambda n=n: go.wait() and join(n), daemon=True) for n in names]
+    for t in threads:  # started before the phase: a broker's connection threads exist before their requests
+        t.start()
+
+    def joins() -> None:
+        go.set()
+        for t in threads:
+            t.join(60)
+
+    try:
+        phase("JoinGroup", joins)
+        first = next(iter(joined.values()))
+        generation, leader = first.generation_id, first.leader
+        ids = {n: joined[n].member_id for n in names}
+        plan = range_assignment(list(ids.values()), 2 * size)
+
+        def syncs() -> None:
+            by_id = {v: k for k, v in ids.items()}
+            order = [leader] + [m for m in ids.values() if m != leader]
+            for member_id in order:
+                assignments = [] if member_id != leader else [
+                    SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=encode_assignment(TOPIC, ps))
+                    for m, ps in plan.items()]
+                req = SyncGroupRequest(group_id=GROUP, generation_id=generation, member_id=member_id,
+                                       group_instance_id=None, assignments=assignments)
+                answer = SyncGroupResponse.decode(call(_frame(req, SYNC_V, 9, by_id[member_id]))[4:],
+                                                  version=SYNC_V, header=True)
+                if answer.error_code != KafkaCode.NONE:
+                    raise MeasurementFailed(f"SyncGroup of {member_id} answered {code_name(answer.error_code)}:"
+                                            " the rebalance measured did not complete as one generation")
+
+        phase("SyncGroup", syncs)
+        phase("Heartbeat", lambda: [call(_frame(HeartbeatRequest(
+            group_id=GROUP, generation_id=generation, member_id=m, group_instance_id=None), HEARTBEAT_V, 11, "c"))
+            for m in ids.values()])
+        leaving = list(ids.values())[: max(1, size // 2)]
+        phase("LeaveGroup", lambda: [call(_frame(LeaveGroupRequest(group_id=GROUP, members=[
+            LeaveGroupRequest.MemberIdentity(member_id=m, group_instance_id=None)]), LEAVE_V, 12, "c"))
+            for m in leaving])
+    finally:
+        coordinator.stop()
+    return samples
+
+
+def fit_cost(samples: Sequence[PhaseSample]) -> CoordinatorCost:
+    """``request_us`` per API and ``byte_ns`` from phase samples (non-negative least squares, absolute errors)."""
+    x = np.array([[s.requests if s.api == api else 0 for api in APIS] + [s.bytes / 1000] for s in samples],
+                 dtype=float)
+    y = np.array([s.cpu_us for s in samples], dtype=float)
+    coef = nonnegative_lstsq(x, y)
+    return CoordinatorCost({api: round(float(c), 1) for api, c in zip(APIS, coef[:-1], strict=True)},
+                           round(float(coef[-1]), 1))
+
+
+def measure_cost(sizes: Sequence[int] = (10, 100, 1000), repeats: int = 2) -> tuple[CoordinatorCost,
+                                                                                       list[PhaseSample]]:
+    """Measure the phases at each size ``repeats`` times, and fit."""
+    samples = [s for _ in range(repeats) for n in sizes for s in measure_phases(n)]
+    return fit_cost(samples), samples
