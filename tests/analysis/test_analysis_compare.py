@@ -98,12 +98,13 @@ def test_kafkas_own_consumer_runs_as_a_variant_with_a_trace_rebuilt_from_its_log
     kill -9. Its trace comes from its log and its records; the last share each member's trace says it owned is the
     Range assignment of the members left, as Kafka computed it."""
     # the kill's rebalance comes one session (4 s) after it, plus Kafka's backoff: 6 s of room before the end; and
-    # 6 s between the stop and the kill, room for the stop's rebalance to meet two claim conflicts and Kafka's 2 s
-    # backoff after each (with 4 s, a loaded machine's second conflict ran past the kill: c2's last finished
-    # rebalance was the three members', and the stop's ran on into the kill's as one group rebalance)
-    plan = LabPlan(consumers=2, duration=15.0, rate=50.0, initial_records=50, session_timeout_ms=4000,
+    # 11 s between the stop and the kill. A stop that lands in the middle of c1's rebalance (c3's join, late on a
+    # loaded machine) waits for that rebalance to give up: Kafka's shutdown took 8,192 ms so in a CI run
+    # (rebalance.max.retries 4 × backoff 2 s), and only then did c1's registration go. With 6 s, c2 was killed
+    # first and never traced the two-member group.
+    plan = LabPlan(consumers=2, duration=20.0, rate=50.0, initial_records=50, session_timeout_ms=4000,
                    commit_interval_ms=300, topics={"orders": 6, "payments": 2},
-                   steps=[Step(1.0, "join", "c3"), Step(3.0, "stop", "c1"), Step(9.0, "kill", "c2")])
+                   steps=[Step(1.0, "join", "c3"), Step(3.0, "stop", "c1"), Step(14.0, "kill", "c2")])
     out = tmp_path / "cmp"
     results = run_compare(plan, out, ["kafka-0.8.2.2"], Console(file=io.StringIO(), width=200), spark=spark)
     [result] = results
