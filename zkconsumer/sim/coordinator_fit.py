@@ -45,14 +45,13 @@ from zkconsumer.sim.coordinator_herd import (
     SYNC_V,
     TOPIC,
     CoordinatorCost,
-    NoBrokerHost,
-    OneBrokerApis,
     encode_assignment,
+    encode_request,
     encode_subscription,
+    group_dispatcher,
     range_assignment,
 )
 from zkconsumer.sim.cpu_fit import nonnegative_lstsq
-from zkconsumer.wire.protocol import ApiTable, Dispatcher
 
 APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup")
 
@@ -72,18 +71,10 @@ class PhaseSample:
     cpu_us: float
 
 
-def _frame(request, version: int, correlation: int, client: str) -> bytes:
-    request.API_VERSION = version
-    request.with_header(correlation_id=correlation, client_id=client)
-    return bytes(request.encode(header=True, framed=False))
-
-
 def measure_phases(size: int) -> list[PhaseSample]:
     """One eager rebalance of ``size`` members on the live coordinator, phase by phase (see the module)."""
     coordinator = GroupCoordinator(CoordinatorConfig()).start()  # the initial delay gathers every join into one
-    table = ApiTable()
-    OneBrokerApis(NoBrokerHost(), coordinator).install(table)
-    dispatcher = Dispatcher(table)
+    dispatcher = group_dispatcher(coordinator)
     while not coordinator.loaded:
         time.sleep(0.001)
     names = [f"m{i:05d}" for i in range(size)]
@@ -106,7 +97,7 @@ def measure_phases(size: int) -> list[PhaseSample]:
                                    rebalance_timeout_ms=REBALANCE_TIMEOUT_MS, member_id=member_id,
                                    group_instance_id=None, protocol_type="consumer",
                                    protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=meta)])
-            answer = JoinGroupResponse.decode(call(_frame(req, JOIN_V, attempt, name))[4:], version=JOIN_V,
+            answer = JoinGroupResponse.decode(call(encode_request(req, JOIN_V, attempt, name))[4:], version=JOIN_V,
                                               header=True)
             member_id = answer.member_id
             if answer.error_code != KafkaCode.MEMBER_ID_REQUIRED:
@@ -148,18 +139,18 @@ def measure_phases(size: int) -> list[PhaseSample]:
                     for m, ps in plan.items()]
                 req = SyncGroupRequest(group_id=GROUP, generation_id=generation, member_id=member_id,
                                        group_instance_id=None, assignments=assignments)
-                answer = SyncGroupResponse.decode(call(_frame(req, SYNC_V, 9, by_id[member_id]))[4:],
+                answer = SyncGroupResponse.decode(call(encode_request(req, SYNC_V, 9, by_id[member_id]))[4:],
                                                   version=SYNC_V, header=True)
                 if answer.error_code != KafkaCode.NONE:
                     raise MeasurementFailed(f"SyncGroup of {member_id} answered {code_name(answer.error_code)}:"
                                             " the rebalance measured did not complete as one generation")
 
         phase("SyncGroup", syncs)
-        phase("Heartbeat", lambda: [call(_frame(HeartbeatRequest(
+        phase("Heartbeat", lambda: [call(encode_request(HeartbeatRequest(
             group_id=GROUP, generation_id=generation, member_id=m, group_instance_id=None), HEARTBEAT_V, 11, "c"))
             for m in ids.values()])
         leaving = list(ids.values())[: max(1, size // 2)]
-        phase("LeaveGroup", lambda: [call(_frame(LeaveGroupRequest(group_id=GROUP, members=[
+        phase("LeaveGroup", lambda: [call(encode_request(LeaveGroupRequest(group_id=GROUP, members=[
             LeaveGroupRequest.MemberIdentity(member_id=m, group_instance_id=None)]), LEAVE_V, 12, "c"))
             for m in leaving])
     finally:

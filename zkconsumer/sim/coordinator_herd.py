@@ -240,9 +240,7 @@ class _Broker:
     def __init__(self, rt: tasks.Runtime, cost: CoordinatorCost, delay_us: int) -> None:
         self.rt, self.cost, self.delay_us = rt, cost, delay_us
         self.coordinator = GroupCoordinator(CoordinatorConfig())
-        table = ApiTable()
-        OneBrokerApis(NoBrokerHost(), self.coordinator).install(table)
-        self.dispatcher = Dispatcher(table)
+        self.dispatcher = group_dispatcher(self.coordinator)
         self.line = tasks.Lock(rt)
         self.requests: Counter = Counter()
         self.bytes_in = self.bytes_out = 0
@@ -250,9 +248,7 @@ class _Broker:
 
     def call(self, api: str, request: Any, version: int, response_class: Any, client_id: str) -> Any:
         self._correlation += 1
-        request.API_VERSION = version
-        request.with_header(correlation_id=self._correlation, client_id=client_id)
-        frame = bytes(request.encode(header=True, framed=False))
+        frame = encode_request(request, version, self._correlation, client_id)
         self.requests[api] += 1
         self.bytes_in += len(frame) + 4
         self.rt.sleep(self.delay_us / 1e6)
@@ -268,6 +264,20 @@ class _Broker:
         if us > 0:
             with self.line:
                 self.rt.sleep(us / 1e6)
+
+
+def group_dispatcher(coordinator: GroupCoordinator) -> Dispatcher:
+    """The broker's request dispatch with only its group APIs, on a one-broker cluster, over ``coordinator``."""
+    table = ApiTable()
+    OneBrokerApis(NoBrokerHost(), coordinator).install(table)
+    return Dispatcher(table)
+
+
+def encode_request(request: Any, version: int, correlation: int, client_id: str) -> bytes:
+    """A request frame as a client sends it (header included, the size prefix not), as ``Dispatcher`` takes it."""
+    request.API_VERSION = version
+    request.with_header(correlation_id=correlation, client_id=client_id)
+    return bytes(request.encode(header=True, framed=False))
 
 
 class NoBrokerHost:
@@ -289,8 +299,7 @@ class _Member:
         self.generation = -1
         self.owned: list[int] = []
         self.rejoin = True
-        self.leaving = herd.rt_event()
-        self.gone = False
+        self.leaving = tasks.Event(herd.rt)
 
     def run(self) -> None:
         h = self.herd
@@ -309,7 +318,6 @@ class _Member:
             h.broker.call("LeaveGroup", LeaveGroupRequest(group_id=GROUP, members=[
                 LeaveGroupRequest.MemberIdentity(member_id=self.member_id, group_instance_id=None)]),
                 LEAVE_V, LeaveGroupResponse, self.name)
-        self.gone = True
 
     def _lost(self, code: int) -> None:
         self.rejoin = True
@@ -359,9 +367,6 @@ class _Herd:
         self.rt, self.protocol, self.partitions = rt, protocol, partitions
         self.broker = _Broker(rt, cost, BASE_DELAY_US)
         self.members: dict[str, _Member] = {}
-
-    def rt_event(self) -> tasks.Event:
-        return tasks.Event(self.rt)
 
     def assign(self, metadata: dict[str, bytes]) -> dict[str, list[int]]:
         if self.protocol is GroupProtocol.EAGER:
