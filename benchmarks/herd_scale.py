@@ -16,6 +16,9 @@ last one's wall, scaled by ``(size ratio)^SCALE_EXPONENT``, fits ``--budget-s``;
 have taken. Each row's ratios are to the default profile's row of the same size in the same run. ``--plot``
 draws the log-log figure: requests per action and convergence time against members.
 
+The same rows as ``zkconsumer sim --herd`` (sim/herd_scale.py), which runs each design and size as a Spark task and
+writes them as Parquet; this benchmark runs them one after the other, so that a size over the budget is skipped.
+
 Run: .venv/bin/python benchmarks/herd_scale.py [--sizes 10 50 200 1000 5000 10000]
      [--designs default kafka-0.8 eager cooperative] [--rounds 3] [--budget-s 600] [--json F] [--plot F.png]
      [--fit-coordinator] [--from F.json ... --plot F.png]
@@ -26,18 +29,17 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import statistics
 from pathlib import Path
 
 from rich.table import Table
 
+from zkconsumer.analysis.herd_report import loglog
 from zkconsumer.consoles import make_console
-from zkconsumer.sim import coordinator_herd, herd
+from zkconsumer.sim import herd_scale
 from zkconsumer.sim.coordinator_fit import measure_cost
 from zkconsumer.sim.zk_service import ServiceModel
 
-ZOOKEEPER = ("default", "kafka-0.8")
-COORDINATOR = ("eager", "cooperative")
+ZOOKEEPER, COORDINATOR = herd_scale.ZOOKEEPER, herd_scale.COORDINATOR
 #: how a design's wall grows with N, for skipping a size that would not fit the budget: a herd's rounds are
 #: N members × O(N) each (measured: 1,500 → 3,000 members took 2.1× per join and 1.2× per crash, the cold start 2×)
 SCALE_EXPONENT = 2.0
@@ -71,10 +73,10 @@ def main() -> None:
     if args.sources:
         rows = [r for f in args.sources for r in json.loads(f.read_text())]
         if args.plot:
-            plot(rows, args.plot)
+            loglog(rows, args.plot)
             console.print(f"plot: {args.plot} ({len(rows)} rows)")
         return
-    service = ServiceModel(args.zk_service).times
+    service = ServiceModel(args.zk_service)
     table = Table(title="The herd, simulated: requests per join or leave, by design and size")
     for col in ("design", "members", "server requests / action", "by kind", "notifications / action",
                 "KB from server / action", "attempts or generations / action", "join / leave (ms, sim)",
@@ -91,15 +93,14 @@ def main() -> None:
                               highlight=False)
                 out.append({"design": design, "size": size, "skipped_estimate_s": round(estimate)})
                 continue
-            rounds = args.rounds if size < 1000 else 1
             with console.status(f"simulating {design}, {size:,} members..."):
-                row = (_zookeeper(design, size, rounds, service) if design in ZOOKEEPER
-                       else _coordinator(design, size, rounds))
+                row = herd_scale.row(design, size, args.rounds, service, detail=True)
             last = (size, row["wall_s"])
             out.append(row)
-            if "collapsed" in row:
+            if row["collapsed"]:
+                given_up = row["detail"]["starts_given_up"]
                 console.print(f"{design}, {size:,} members: collapsed: {row['collapsed']}; starts given up "
-                              f"{row['starts_given_up']}, the first {row['first_given_up']}", highlight=False)
+                              f"{len(given_up)}, the first {given_up[:1]}", highlight=False)
                 last = (size, float("inf"))  # larger groups would not settle either
                 if args.json:
                     args.json.write_text(json.dumps(out, indent=2))
@@ -120,70 +121,8 @@ def main() -> None:
                 args.json.write_text(json.dumps(out, indent=2))
     console.print(table)
     if args.plot:
-        plot(out, args.plot)
+        loglog(out, args.plot)
         console.print(f"plot: {args.plot}")
-
-
-def _zookeeper(profile: str, size: int, rounds: int, service) -> dict:  # noqa: ANN001
-    r = herd.measure(profile, size, rounds, service=service)
-    d = r.as_dict()
-    walls = r.phase_wall_s
-    if r.collapsed:  # the group never settled: the answer at this size, with who gave up first
-        return {"design": profile, "size": size, "rounds": rounds, "collapsed": r.collapsed,
-                "starts_given_up": len(r.starts_given_up), "first_given_up": r.starts_given_up[:1],
-                "wall_s": r.wall_s, "wall_cold_s": sum(walls["cold"]), "detail": d}
-    return {"design": profile, "size": size, "rounds": rounds, "requests_per_action": r.per_action(),
-            "by_kind": {k: n / r.actions for k, n in sorted(r.requests.items())},
-            "notifications_per_action": r.notifications / r.actions,
-            "kb_from_server_per_action": r.bytes_from_server / r.actions / 1024,
-            "attempts_per_action": r.stats["attempts"] / r.actions,
-            "conflicts_per_action": r.stats["claim_conflicts"] / r.actions,
-            "given_up": r.stats["failed_rebalances"],
-            "join_ms": statistics.median(r.converge_ms["join"]), "leave_ms": statistics.median(r.converge_ms["crash"]),
-            "wall_s": r.wall_s, "wall_cold_s": sum(walls["cold"]), "wall_join_s": statistics.median(walls["join"]),
-            "wall_leave_s": statistics.median(walls["crash"]), "detail": d}
-
-
-def _coordinator(protocol: str, size: int, rounds: int) -> dict:
-    r = coordinator_herd.measure(protocol, size, rounds, cost=coordinator_herd.LAB_COORDINATOR)
-    return {"design": protocol, "size": size, "rounds": rounds, "requests_per_action": r.per_action(),
-            "by_kind": {k: n / r.actions for k, n in sorted(r.requests.items())},
-            "notifications_per_action": None,
-            "kb_from_server_per_action": r.bytes_from_server / r.actions / 1024,
-            "attempts_per_action": sum(r.generations) / r.actions, "conflicts_per_action": 0, "given_up": 0,
-            "join_ms": statistics.median(r.converge_ms["join"]), "leave_ms": statistics.median(r.converge_ms["crash"]),
-            "wall_s": r.wall_s, "wall_cold_s": sum(r.phase_wall_s["cold"]),
-            "wall_join_s": statistics.median(r.phase_wall_s["join"]),
-            "wall_leave_s": statistics.median(r.phase_wall_s["crash"]), "detail": r.as_dict()}
-
-
-def plot(rows: list[dict], path: Path) -> None:
-    """Two log-log panels: the server's requests per action, and the simulated join's convergence, by members."""
-    import matplotlib
-
-    matplotlib.use("Agg")
-    import matplotlib.pyplot as plt
-
-    labels = {"default": "0.8, zkconsumer default profile", "kafka-0.8": "0.8, kafka-0.8 profile",
-              "eager": "coordinator, eager (range)", "cooperative": "coordinator, cooperative-sticky"}
-    fig, (left, right) = plt.subplots(1, 2, figsize=(12, 4.8))
-    for design in labels:
-        done = [r for r in rows if r["design"] == design and "requests_per_action" in r]
-        if not done:
-            continue
-        sizes = [r["size"] for r in done]
-        style = "-o" if design in ZOOKEEPER else "--s"
-        left.plot(sizes, [r["requests_per_action"] for r in done], style, label=labels[design])
-        right.plot(sizes, [max(1, r["join_ms"]) for r in done], style, label=labels[design])
-    left.set(xscale="log", yscale="log", xlabel="members", ylabel="server requests per join or leave",
-             title="The herd: requests per membership change")
-    right.set(xscale="log", yscale="log", xlabel="members", ylabel="join converged after (ms, simulated)",
-              title="Time to a settled group after a join")
-    for ax in (left, right):
-        ax.grid(True, which="both", alpha=0.3)
-        ax.legend(fontsize=8)
-    fig.tight_layout()
-    fig.savefig(path, dpi=110)
 
 
 if __name__ == "__main__":

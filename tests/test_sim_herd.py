@@ -59,3 +59,21 @@ def test_a_group_that_does_not_settle_ends_the_run_with_a_verdict_not_an_error(m
     r = measure("default", 5, rounds=1)
     assert r.collapsed.startswith("5 members did not settle") and not r.converge_ms["join"]
     assert r.as_dict()["collapsed"] == r.collapsed
+
+
+def test_a_large_group_registers_first_and_settles_as_one_started_at_once(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Past COLD_WAVE members the cold start registers everyone, lets one member read the group, and starts the
+    rest from its view (issue 41: 10,000 members grown by joins are 5·10⁷ reads before the first action). The
+    group it leaves is the same: the same requests and convergence for the join and the crash that follow; only
+    the cold start's registration reads go: one multiRead of every registration, by the first member, then one of
+    the topic's node per member (the first rebalance's), where all at once each member reads as the others come."""
+    from zkconsumer.sim import herd
+
+    at_once = measure("default", 12, rounds=1)
+    monkeypatch.setattr(herd, "COLD_WAVE", 5)
+    first = measure("default", 12, rounds=1)
+    assert first.collapsed == "" and first.converge_ms == at_once.converge_ms
+    without_pings = [{k: n for k, n in r.requests.items() if k != RequestKind.PING.value} for r in (first, at_once)]
+    assert without_pings[0] == without_pings[1]
+    reads = RequestKind.MULTI_READ.value
+    assert first.cold_requests[reads] == 1 + 12 < at_once.cold_requests[reads]

@@ -56,6 +56,8 @@ Every error class of zkconsumer, by module (``*``: retriable)::
     zkconsumer.sim.coordinator_fit         MeasurementFailed
     zkconsumer.analysis.traces             TraceInputError
     zkconsumer.analysis.tables             NotPlain
+    zkconsumer.analysis.settings_grid      GridInputError
+    zkconsumer.analysis.herd_report        HerdInputError
     zkconsumer.web.serve                   AddressInUse
     zkconsumer.cli.output                  CliError
 """

@@ -5,6 +5,7 @@ from __future__ import annotations
 import argparse
 import importlib
 import threading
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 from zkconsumer.cli.output import CliError, console
@@ -19,7 +20,9 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Reads <consumer>.jsonl traces (docs/trace.md) with Spark and writes tables (Parquet + "
                     "CSV), PNG plots and report.md / report.html to --out. Local by default; "
                     "--master spark://host:7077 runs the same job on a cluster (docs/analysis.md).")
-    p.add_argument("trace_dir", metavar="TRACE_DIR", help="directory holding <consumer id>.jsonl files")
+    p.add_argument("trace_dir", metavar="TRACE_DIR",
+                   help="directory holding <consumer id>.jsonl files (or the --out of zkconsumer sim --grid or "
+                        "--herd: its Parquet rows are reported again)")
     p.add_argument("--out", required=True, metavar="REPORT_DIR", help="where tables, plots and the report go")
     add_spark_args(p)
     p.add_argument("--from-zero", action="store_true",
@@ -78,6 +81,11 @@ def one_shot_jvm(args: argparse.Namespace) -> JvmPlan | None:
 def cmd_analyze(args: argparse.Namespace) -> int:
     from zkconsumer.analysis.traces import TraceInputError, trace_files
 
+    tables = Path(args.trace_dir) / "tables"
+    if (tables / "grid_results.parquet").exists():
+        return _analyze_results(args, "grid")
+    if (tables / "herd_results.parquet").exists():
+        return _analyze_results(args, "herd")
     try:
         trace_files(args.trace_dir)  # fail fast, before a JVM starts
     except TraceInputError as e:
@@ -104,4 +112,26 @@ def cmd_analyze(args: argparse.Namespace) -> int:
     if res.bad_lines:
         console.print(f"[yellow]{res.bad_lines} malformed line(s) skipped — listed in the report[/]",
                       highlight=False)
+    return 0
+
+
+
+def _analyze_results(args: argparse.Namespace, kind: str) -> int:
+    """The directory of ``zkconsumer sim --grid`` or ``--herd``: its Parquet rows reported again."""
+    owns, spark = start_spark(args, f"zkconsumer-analyze-{kind}")
+    from zkconsumer.analysis import herd_report, settings_grid
+
+    try:
+        if kind == "grid":
+            grid = settings_grid.report_grid(spark, args.trace_dir, args.out, console, csv=not args.no_csv)
+            res, said = grid, f"settings grid: {grid.seeds:,} seeds at {grid.points} points"
+        else:
+            herd = herd_report.report_herd(spark, args.trace_dir, args.out, console, csv=not args.no_csv)
+            res, said = herd, f"herd: {herd.rows} rows"
+    except (settings_grid.GridInputError, herd_report.HerdInputError) as e:
+        raise CliError(str(e), code=2) from None
+    finally:
+        if owns:
+            spark.stop()
+    console.print(f"{said}; report: {res.report_md}  {res.report_html}  ({res.seconds:.1f} s)", highlight=False)
     return 0

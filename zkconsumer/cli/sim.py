@@ -3,6 +3,7 @@
     zkconsumer sim --scenario gc-pause --profile kafka-0.8 --seed 3 --trace-dir /tmp/t   # one seed, its trace
     zkconsumer sim --profile kafka-0.8 --seeds 1000                                      # nemesis seeds, on Spark
     zkconsumer sim --scenario stale-view --seeds 200 --json                              # one plan, 200 interleavings
+    zkconsumer sim --grid --seeds 100 --out /tmp/grid     # retries x backoff x session, both profiles, heatmaps
 """
 
 from __future__ import annotations
@@ -26,6 +27,20 @@ from zkconsumer.lab import nemesis
 
 if TYPE_CHECKING:
     from zkconsumer.sim.runs import SimJob
+
+
+#: The settings grid's axes by default (sim/grid.py keeps the same; the CLI does not import the simulator to say so)
+GRID_PROFILES = ("kafka-0.8", "default")
+GRID_RETRIES = (1, 4, 10)
+GRID_BACKOFF_MS = (250, 2000, 5000)
+GRID_SESSION_TIMEOUT_MS = (2000, 6000, 30000)
+#: The herd's by default (sim/herd_scale.py)
+HERD_SIZES = (10, 50, 200, 1000)
+HERD_DESIGNS = ("default", "eager", "cooperative")
+
+
+def _csv(values: tuple[int, ...]) -> str:
+    return ",".join(map(str, values))
 
 
 #: Fewer seeds than this run in this process unless ``--master`` asks for Spark: Spark's local JVM takes about 7 s to
@@ -64,10 +79,34 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--duration", type=float, default=30.0)
     g.add_argument("--consumers", type=int, default=3)
     g.add_argument("--session-timeout-ms", type=int, default=4000)
-    p.add_argument("--zk-service", choices=("none", "lab"), default="none",
+    g = p.add_argument_group(
+        "the settings grid (--grid): every point runs --seeds nemesis schedules scaled to its session timeout, "
+        "on Spark; --out gets the rows as Parquet, the rates per point, heatmaps and a report")
+    g.add_argument("--grid", action="store_true", help="run the settings grid instead of one job")
+    g.add_argument("--profiles", default=",".join(GRID_PROFILES), metavar="P,P",
+                   help=f"the grid's profiles (default {','.join(GRID_PROFILES)})")
+    g.add_argument("--retries", default=_csv(GRID_RETRIES), metavar="N,N",
+                   help=f"rebalance.max.retries values (default {_csv(GRID_RETRIES)})")
+    g.add_argument("--backoff-ms", default=_csv(GRID_BACKOFF_MS), metavar="MS,MS",
+                   help=f"rebalance.backoff.ms values (default {_csv(GRID_BACKOFF_MS)})")
+    g.add_argument("--session-timeouts-ms", default=_csv(GRID_SESSION_TIMEOUT_MS), metavar="MS,MS",
+                   help=f"zookeeper.session.timeout.ms values (default {_csv(GRID_SESSION_TIMEOUT_MS)})")
+    g = p.add_argument_group(
+        "the herd by size (--herd): each design at each size a Spark task, one member joining and the first "
+        "leaving; --out gets the rows as Parquet, the log-log figure and a report")
+    g.add_argument("--herd", action="store_true", help="run the herd by size instead of one job")
+    g.add_argument("--sizes", default=_csv(HERD_SIZES), metavar="N,N",
+                   help=f"members (default {_csv(HERD_SIZES)}; 10,000 is about 5 min of one core for the default "
+                        "profile)")
+    g.add_argument("--designs", default=",".join(HERD_DESIGNS), metavar="D,D",
+                   help=f"default, kafka-0.8 (0.8's ZooKeeper rebalance), eager, cooperative (the coordinator) "
+                        f"(default {','.join(HERD_DESIGNS)}; kafka-0.8 reads every registration on every attempt: "
+                        "about 30 min of wall at 1,000 members)")
+    g.add_argument("--rounds", type=int, default=3, help="joins and crashes per size (1 from 1,000 members on)")
+    p.add_argument("--zk-service", choices=("none", "lab"), default=None,
                    help="the simulated ZooKeeper's service time per request: none (served on arrival, as the "
-                        "recorded agreement was measured) or lab (measured on the lab's real server: "
-                        "benchmarks/zk_service_time.py)")
+                        "recorded agreement was measured; the default) or lab (measured on the lab's real server: "
+                        "benchmarks/zk_service_time.py; the default of --herd)")
     add_spark_args(p)
     p.set_defaults(func=cmd_sim)
 
@@ -78,7 +117,7 @@ def _job(args: argparse.Namespace) -> SimJob:
 
     if args.profile not in PROFILES:
         raise CliError(f"unknown profile {args.profile!r}; one of: {', '.join(PROFILES)}")
-    service = ServiceModel(args.zk_service)
+    service = ServiceModel(args.zk_service or "none")
     if args.scenario:
         path = Path(args.scenario)
         if path.suffix == ".toml" or path.exists():
@@ -94,6 +133,12 @@ def _job(args: argparse.Namespace) -> SimJob:
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
+    if args.grid and args.herd:
+        raise CliError("--grid or --herd, not both")
+    if args.grid:
+        return _grid(args)
+    if args.herd:
+        return _herd(args)
     if args.seed is not None and args.seeds is not None:
         raise CliError("give --seed (one run) or --seeds (many), not both")
     seeds_n = 20 if args.seeds is None else args.seeds
@@ -208,4 +253,109 @@ def _many(args: argparse.Namespace, job: SimJob, seeds: list[int]) -> int:
         where = entry.get("file", "(--out DIR to write it)")
         console.print(f"seed {entry['seed']} shrunk in {entry['tries']} runs ({'; '.join(entry['steps']) or 'as drawn'}"
                       f"): {where}", highlight=False)
+    return 0
+
+
+def _numbers(flag: str, text: str, low: int) -> list[int]:
+    try:
+        values = [int(v) for v in text.split(",") if v.strip()]
+    except ValueError:
+        raise CliError(f"{flag} takes whole numbers separated by commas, not {text!r}") from None
+    if not values or min(values) < low:
+        raise CliError(f"{flag} takes whole numbers of {low} or more, not {text!r}")
+    return sorted(set(values))
+
+
+def _grid(args: argparse.Namespace) -> int:
+    """The settings grid: points × profiles × seeds as Spark tasks, rows to Parquet, then the report from them."""
+    if args.seed is not None or args.scenario:
+        raise CliError("--grid draws nemesis schedules at every point: give --seeds N, not --seed or --scenario")
+    if not args.out:
+        raise CliError("--grid writes Parquet, heatmaps and a report: give --out DIR")
+    profiles = [p.strip() for p in args.profiles.split(",") if p.strip()]
+    unknown = [p for p in profiles if p not in PROFILES]
+    if unknown or not profiles:
+        raise CliError(f"unknown profile {', '.join(unknown) or '(none)'}; one of: {', '.join(PROFILES)}")
+    seeds_n = 100 if args.seeds is None else args.seeds
+    if seeds_n < 1:
+        raise CliError(f"--seeds takes a number of seeds, 1 or more, not {seeds_n}")
+    logging.disable(logging.ERROR)
+    from zkconsumer.analysis.progress import Stages
+    from zkconsumer.analysis.settings_grid import RESULTS, report_grid
+    from zkconsumer.analysis.tables import TableWriter
+    from zkconsumer.sim import grid
+
+    try:
+        points = grid.points(_numbers("--retries", args.retries, 1), _numbers("--backoff-ms", args.backoff_ms, 0),
+                             _numbers("--session-timeouts-ms", args.session_timeouts_ms, 1000))
+    except ZkConsumerError as e:
+        raise CliError(str(e)) from None
+    seeds = list(range(args.first_seed, args.first_seed + seeds_n))
+    work = grid.grid_tasks(profiles, points, seeds)
+    out = Path(args.out)
+    status = Console(stderr=True) if args.json else console
+    owns, spark = start_spark(args, "zkconsumer-sim-grid")
+    try:
+        st = Stages(status, spark)
+        total = len(profiles) * len(points) * len(seeds)
+        with st.stage(f"simulating {total:,} seeds") as detail:
+            rows = TableWriter(out).write(RESULTS, grid.run_spark(spark, work), "one row per seed at a point",
+                                          rows=total).rows
+            detail.append(f"{len(points)} points × {len(profiles)} profiles × {len(seeds)} seeds → {rows:,} rows")
+        res = report_grid(spark, out, out, status, stages=st,
+                          title_note=f"Seeds {seeds[0]}–{seeds[-1]} at every point; each session timeout's "
+                                     "schedules scaled to it (sim/grid.py).")
+    finally:
+        if owns:
+            spark.stop()
+    summary = {"seeds": res.seeds, "points": res.points, "report": str(res.report_md), "html": str(res.report_html),
+               "parquet": str(out / "tables" / f"{RESULTS}.parquet"), "seconds": round(res.seconds, 1)}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        console.print(f"{res.seeds:,} seeds at {res.points} points in {res.seconds:,.0f} s: {res.report_md}  "
+                      f"{res.report_html}", highlight=False)
+    return 0
+
+
+def _herd(args: argparse.Namespace) -> int:
+    """The herd by size: each (design, size) a Spark task, rows to Parquet, then the report from them."""
+    if args.seed is not None or args.seeds is not None or args.scenario:
+        raise CliError("--herd runs one group per design and size: --seed, --seeds and --scenario do not apply")
+    if not args.out:
+        raise CliError("--herd writes Parquet, a figure and a report: give --out DIR")
+    if args.rounds < 1:
+        raise CliError(f"--rounds takes 1 or more, not {args.rounds}")
+    sizes = _numbers("--sizes", args.sizes, 2)
+    logging.disable(logging.ERROR)
+    from zkconsumer.analysis.herd_report import RESULTS, report_herd
+    from zkconsumer.analysis.progress import Stages
+    from zkconsumer.analysis.tables import TableWriter
+    from zkconsumer.sim import herd_scale
+    from zkconsumer.sim.zk_service import ServiceModel
+
+    try:
+        work = herd_scale.tasks([d.strip() for d in args.designs.split(",") if d.strip()], sizes, args.rounds,
+                                ServiceModel(args.zk_service or "lab"))
+    except ZkConsumerError as e:
+        raise CliError(str(e)) from None
+    out = Path(args.out)
+    status = Console(stderr=True) if args.json else console
+    owns, spark = start_spark(args, "zkconsumer-sim-herd")
+    try:
+        st = Stages(status, spark)
+        with st.stage(f"simulating {len(work)} herds") as detail:
+            TableWriter(out).write(RESULTS, herd_scale.run_spark(spark, work), "one row per design and size")
+            detail.append(", ".join(sorted({t.design for t in work})) + f" at {', '.join(map(str, sizes))} members")
+        res = report_herd(spark, out, out, status, stages=st)
+    finally:
+        if owns:
+            spark.stop()
+    summary = {"rows": res.rows, "report": str(res.report_md), "html": str(res.report_html),
+               "parquet": str(out / "tables" / f"{RESULTS}.parquet"), "seconds": round(res.seconds, 1)}
+    if args.json:
+        print(json.dumps(summary, indent=2))
+    else:
+        console.print(f"{res.rows} herds in {res.seconds:,.0f} s: {res.report_md}  {res.report_html}",
+                      highlight=False)
     return 0

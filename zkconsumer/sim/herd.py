@@ -46,10 +46,8 @@ SETTINGS = {"auto.commit.enable": False, "rebalance.max.retries": 10, "zookeeper
 #: a settled group: this long without a request other than a ping (the real benchmark waits for idle CPUs, 400 ms
 #: at least)
 QUIET_MS = 400
-#: a larger group starts in waves of this many members, each settled before the next, the default profile's new
-#: members knowing the group as the last wave left it (GroupView.start_from): read by every new member, the cold
-#: start of 10,000 is 10⁸ getData requests and their memory, and it is not what is measured. Up to COLD_WAVE
-#: members start all at once, as in benchmarks/rebalance.py
+#: a larger group is registered first and rebalances after (:func:`measure`'s cold start). Up to COLD_WAVE members
+#: start all at once, each registering and rebalancing, as in benchmarks/rebalance.py
 COLD_WAVE = 1000
 #: a group that has not settled this long after an action has collapsed (the run stops and says so)
 SETTLE_LIMIT_MS = 600_000
@@ -75,6 +73,8 @@ class HerdResult:
     converge_ms: dict[str, list[int]] = field(default_factory=lambda: {"join": [], "crash": []})
     requests: Counter = field(default_factory=Counter)
     cold_ms: int = 0
+    #: requests by kind over the cold start (not counted in ``requests``)
+    cold_requests: Counter = field(default_factory=Counter)
     wall_s: float = 0.0
     #: over the counted actions, as the requests are: watch notifications the server sent, bytes each way
     notifications: int = 0
@@ -100,7 +100,8 @@ class HerdResult:
 
     def as_dict(self) -> dict[str, Any]:
         return {"profile": self.profile, "size": self.size, "partitions": self.partitions, "rounds": self.rounds,
-                "cold_ms": self.cold_ms, "join_ms": self.converge_ms["join"], "crash_ms": self.converge_ms["crash"],
+                "cold_ms": self.cold_ms, "cold_requests": sum(self.cold_requests.values()),
+                "join_ms": self.converge_ms["join"], "crash_ms": self.converge_ms["crash"],
                 "requests_per_action": round(self.per_action(), 1),
                 "requests_per_action_without_pings": round(self.per_action(False), 1),
                 "requests_by_kind": {k: round(n / max(1, self.actions), 1) for k, n in sorted(self.requests.items())},
@@ -119,8 +120,9 @@ def expected_owners(names: list[str], partitions: int) -> dict[int, str]:
 
 
 def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int = 2, seed: int = 0,
-            service: ServiceTimes = INSTANT, machine: Machine | None = None) -> HerdResult:
-    """Cold start ``size`` members, then ``rounds`` × (a join, a crash), counted as the real benchmark counts.
+            service: ServiceTimes = INSTANT, machine: Machine | None = None, joins: bool = True) -> HerdResult:
+    """Cold start ``size`` members, then ``rounds`` × (a join, a crash), counted as the real benchmark counts
+    (``joins=False``: the crashes alone, on a group of ``size``).
 
     ``machine``: the members and the server share its cores, each member host paying its profile's cost per frame
     it receives and the server its CPU per request (:mod:`.cpu`; ``service`` is then the machine's); without it the
@@ -139,10 +141,11 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
     processes: dict[str, Process] = {}
     last_request = [0]
     counting = [False]
+    registered, ready = [0], [0]  # members of a registered-first cold start registered, and started
+    warm: list[tuple[SharedView, int]] = []  # the view they start from
 
     def on_request(kind: RequestKind, _session: int) -> None:
-        if counting[0]:
-            result.requests[kind.value] += 1
+        (result.requests if counting[0] else result.cold_requests)[kind.value] += 1
         if kind is not RequestKind.PING:
             last_request[0] = world.scheduler.now_ms
 
@@ -151,7 +154,9 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
     def io(host: str) -> MemberIO:
         return MemberIO(zk_handler=lambda: SimHandler(rt, world.network, host))
 
-    def start(name: str, warm: tuple[SharedView, int] | None = None) -> tasks.Task:
+    def start(name: str, gate: tasks.Event | None = None) -> tasks.Task:
+        """Start member ``name``; with ``gate`` it registers, then waits for the gate to open
+        before its rebalancer starts (from the view in ``warm``, if any)."""
         world.network.set_delay_us(name, BASE_DELAY_US)
         world.network.link(name).cost = cost
         processes[name] = process = Process(name)
@@ -162,12 +167,18 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
                 "zkconsumer.fetch.enable": False, "zkconsumer.profile": profile}), io=io(name))
             members[name] = c
             everyone.append(c)
-            if warm is not None:
-                c.rebalancer.view.start_from(*warm)
             try:
-                c.create_message_streams({TOPIC: 1})
+                c.create_message_streams({TOPIC: 1}, rebalance=gate is None)
+                if gate is not None:
+                    registered[0] += 1
+                    gate.wait()
+                    if warm:  # what the first member read, as the version check finds it (GroupView.start_from)
+                        c.rebalancer.view.start_from(*warm[0])
+                    c.start_rebalancing()
             except ConsumerRebalanceFailed as e:  # Kafka's start gives up so too: a result, not the harness's error
                 result.starts_given_up.append((world.scheduler.now_ms, name, str(e)))
+            finally:
+                ready[0] += 1
 
         return rt.spawn(run, name=f"{name}-main", process=process)
 
@@ -213,27 +224,47 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
         reg.register_broker(BrokerInfo(0, "127.0.0.1", 9092, jmx_port=-1, version=1))
         reg.create_topic_node(TOPIC, TopicAssignment({p: [0] for p in range(partitions)}))
         names = [f"c{i:03d}" for i in range(size)]
-        wall = time.perf_counter()
-        warm = None
-        for at in range(0, size, COLD_WAVE):
-            for n in names[at:at + COLD_WAVE]:
-                start(n, warm)
-            result.cold_ms += settle(names[:at + COLD_WAVE])
-            if profile == "default":  # the next wave knows the group as it settled (kafka-0.8 reads it all anyway)
-                version = model.tree.nodes[GroupPaths(GROUP).ids].stat().cversion
-                view = shared_view(GROUP, version)
-                warm = None if view is None else (view, version)
+        wall, cold_from = time.perf_counter(), world.scheduler.now_ms
+        if size <= COLD_WAVE:
+            for n in names:
+                start(n)
+        else:
+            # Registered first: every member writes its registration, then one rebalances alone and the others
+            # start from what it read. Grown by joins, each member reads every registration that comes after its
+            # own: N²/2 getData requests (5·10⁷ at 10,000 members, about 1.5 h of this simulator's wall) before the
+            # first measured action. The settled group is the same either way: every registration in place, every
+            # owner node as Range gives it, every member's view at the ids child version that lists them all. Both
+            # steps go by waves of COLD_WAVE: thousands of sessions opened at once, or thousands of first
+            # rebalances, queue on the server's line past the clients' read timeout (2/3 of the session).
+            gates = [tasks.Event(rt) for _ in range(0, size, COLD_WAVE)]
+            first = tasks.Event(rt)
+            for w, at in enumerate(range(0, size, COLD_WAVE)):
+                for n in names[at:at + COLD_WAVE]:
+                    start(n, first if n == names[0] else gates[w])
+                _wait_count(registered, min(size, at + COLD_WAVE), result)
+            first.set()
+            _wait_count(ready, 1, result)  # its start (the first rebalance, every registration read) is done
+            version = model.tree.nodes[GroupPaths(GROUP).ids].stat().cversion
+            view = shared_view(GROUP, version) if profile == "default" else None
+            if view is not None:  # kafka-0.8 reads it all anyway
+                warm.append((view, version))
+            for w, gate in enumerate(gates):
+                gate.set()
+                _wait_count(ready, min(size, (w + 1) * COLD_WAVE), result)
+        settle(names)
+        result.cold_ms = world.scheduler.now_ms - cold_from
         wall = _lap(result, "cold", wall)
         counting[0] = True
         stats_before = sum((c.rebalancer.stats for c in everyone), Counter())
         server = world.server
         wire = (server.notifications, server.bytes_in, server.bytes_out)
         for r in range(rounds):
-            name = f"j{r:03d}"
-            start(name)
-            names.append(name)
-            result.converge_ms["join"].append(settle(names))
-            wall = _lap(result, "join", wall)
+            if joins:
+                name = f"j{r:03d}"
+                start(name)
+                names.append(name)
+                result.converge_ms["join"].append(settle(names))
+                wall = _lap(result, "join", wall)
             victim = sorted(names)[r % len(names)]
             names.remove(victim)
             crash(victim)
@@ -261,6 +292,12 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
             gc.enable()
     result.wall_s = time.perf_counter() - started
     return result
+
+
+def _wait_count(counter: list[int], n: int, result: HerdResult) -> None:
+    """Until ``counter`` reaches ``n``, or a member's start gave up (the settle that follows says so)."""
+    while counter[0] < n and not result.starts_given_up:
+        tasks.sleep(POLL_MS / 1000.0)
 
 
 def _lap(result: HerdResult, phase: str, since: float) -> float:

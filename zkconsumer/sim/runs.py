@@ -50,6 +50,9 @@ class SimJob:
     test_skip_fence: bool = False
     #: the simulated ZooKeeper's service times (``none``: requests served on arrival)
     service: ServiceModel = ServiceModel.NONE
+    #: consumer properties every member takes on top of the scenario's (Kafka's names; the settings grid's
+    #: ``rebalance.max.retries`` and ``rebalance.backoff.ms``: sim/grid.py)
+    properties: tuple[tuple[str, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -63,7 +66,7 @@ class SimJob:
         return scenarios.builtin(self.scenario)
 
     def plan(self, scenario: Scenario) -> LabPlan:
-        return LabPlan.from_scenario(scenario, profile=self.profile)
+        return LabPlan.from_scenario(scenario, profile=self.profile, properties=self.properties or None)
 
     @property
     def label(self) -> str:
@@ -90,6 +93,12 @@ class SeedResult:
     member_errors: dict[str, str] = field(default_factory=dict)
     #: the breach found after this step, with the virtual time at which it became visible
     first_breach_ms: int | None = None
+    #: the members' rebalances done, and given up (``rebalance_failed``: ``rebalance.max.retries`` spent)
+    rebalances: int = 0
+    rebalances_given_up: int = 0
+    #: from the schedule's last disturbance (an action, a fault's heal) to the last rebalance done after it: how
+    #: long the group took to settle (None: nothing happened after the start, or nothing rebalanced after it)
+    settle_ms: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -105,10 +114,12 @@ def run_seed(job: SimJob, seed: int, trace_dir: Path | None = None, scenario: Sc
     scenario = scenario if scenario is not None else job.scenario_for(seed)
     checker = Checker()
     first_breach: list[int] = []
+    tally = _Tally()
 
     def observe(line: dict[str, Any]) -> None:
         if checker.observe(line) and not first_breach:
             first_breach.append(int(line["ts"]))
+        tally.observe(line)
 
     started = time.perf_counter()
     world = SimWorld(job.plan(scenario), seed, observers=(observe,), test_skip_fence=job.test_skip_fence,
@@ -125,7 +136,36 @@ def run_seed(job: SimJob, seed: int, trace_dir: Path | None = None, scenario: Sc
         trace_sha256=outcome.trace_sha256, wall_s=round(time.perf_counter() - started, 4),
         virtual_ms=outcome.virtual_ms, zookeeper_requests=outcome.zookeeper_requests, trace_lines=len(outcome.lines),
         scenario=scenario.name, member_errors=outcome.member_errors,
-        first_breach_ms=(first_breach[0] - outcome.started_ms) if first_breach else None)
+        first_breach_ms=(first_breach[0] - outcome.started_ms) if first_breach else None,
+        rebalances=tally.done, rebalances_given_up=tally.given_up, settle_ms=tally.settle_ms)
+
+
+class _Tally:
+    """A run's rebalances, and when the group last settled after the last disturbance, from its trace lines."""
+
+    __slots__ = ("done", "given_up", "disturbed", "settled")
+
+    def __init__(self) -> None:
+        self.done = self.given_up = 0
+        self.disturbed: int | None = None
+        self.settled: int | None = None
+
+    def observe(self, line: dict[str, Any]) -> None:
+        event = line["event"]
+        if event == "rebalance_done":
+            self.done += 1
+            if self.disturbed is not None:
+                self.settled = int(line["ts"])
+        elif event == "rebalance_failed":
+            self.given_up += 1
+        elif event == "lab_step" or event == "fault_healed":
+            self.disturbed, self.settled = int(line["ts"]), None
+
+    @property
+    def settle_ms(self) -> int | None:
+        if self.disturbed is None or self.settled is None:
+            return None
+        return self.settled - self.disturbed
 
 
 @dataclass(frozen=True)

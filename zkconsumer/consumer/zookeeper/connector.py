@@ -31,7 +31,13 @@ from zkconsumer.consumer.zookeeper.kafka_offsets import offset_store
 from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
 from zkconsumer.consumer.zookeeper.rebalance import Rebalancer
 from zkconsumer.consumer.zookeeper.triggers import TriggerCause
-from zkconsumer.errors import ConsumerIdInUse, ConsumerRebalanceFailed, ConsumerTimeout, MessageStreamsExist
+from zkconsumer.errors import (
+    ConsumerIdInUse,
+    ConsumerRebalanceFailed,
+    ConsumerTimeout,
+    IllegalArgument,
+    MessageStreamsExist,
+)
 from zkconsumer.trace import TraceWriter
 from zkconsumer.types import GroupMode
 from zkconsumer.zk import layout
@@ -105,11 +111,16 @@ class ZookeeperConsumerConnector(ConsumerBase):
         self.zk.add_listener(self._on_zk_state)
 
     # ------------------------------------------------------------------------------------ stream creation
-    def create_message_streams(self, topic_count: Mapping[str, int]) -> dict[str, list[KafkaStream]]:
-        """Static subscription: topic → number of streams (threads); returns topic → streams."""
+    def create_message_streams(self, topic_count: Mapping[str, int], *, rebalance: bool = True
+                               ) -> dict[str, list[KafkaStream]]:
+        """Static subscription: topic → number of streams (threads); returns topic → streams.
+
+        ``rebalance=False`` registers and stops there: :meth:`start_rebalancing` does the rest of the start (the
+        watches and the first rebalance). The simulator's herd registers 10,000 members so before any of them
+        rebalances (sim/herd.py); a start in one piece is the same two steps back to back."""
         self._new_static_streams(topic_count)
         self.registration = ConsumerRegistration.static(dict(topic_count))
-        self._start()
+        self._start(rebalance)
         return self._static_streams
 
     def create_message_streams_by_filter(self, topic_filter: TopicFilter | str, num_streams: int = 1
@@ -120,11 +131,19 @@ class ZookeeperConsumerConnector(ConsumerBase):
         self._start()
         return self._wildcard_streams
 
-    def _start(self) -> None:
+    def _start(self, rebalance: bool = True) -> None:
         self.registry.setup_common_paths()  # the group's ids path: register() makes sure of it
         if self.config.fetch_enabled:
             self._start_fetcher()
         self.register()
+        if rebalance:
+            self.start_rebalancing()
+
+    def start_rebalancing(self) -> None:
+        """The start after the registration: the group's watches, the first rebalance (on this thread: its
+        :class:`ConsumerRebalanceFailed` is the start's), the auto-commit thread."""
+        if self.registration is None:
+            raise IllegalArgument("start_rebalancing() comes after create_message_streams(..., rebalance=False)")
         self.rebalancer.start()
         if self.config.auto_commit:
             self._commit_thread = runtime.spawn(self._auto_commit_loop, name=f"{self.consumer_id}-autocommit")
