@@ -55,6 +55,9 @@ def main() -> None:
     ap.add_argument("--zk-service", choices=[m.value for m in ServiceModel], default=ServiceModel.LAB.value)
     ap.add_argument("--fit-coordinator", action="store_true",
                     help="measure the broker's CPU per group request on the live coordinator, print it and stop")
+    ap.add_argument("--crashes-only", action="store_true",
+                    help="no joins: each round the first member in id order crashes (0.8 designs; the 10,000-member "
+                         "crash of issue 41's done-when)")
     ap.add_argument("--json", type=Path)
     ap.add_argument("--plot", type=Path)
     ap.add_argument("--from", dest="sources", type=Path, nargs="+",
@@ -94,7 +97,7 @@ def main() -> None:
                 out.append({"design": design, "size": size, "skipped_estimate_s": round(estimate)})
                 continue
             with console.status(f"simulating {design}, {size:,} members..."):
-                row = herd_scale.row(design, size, args.rounds, service, detail=True)
+                row = herd_scale.row(design, size, args.rounds, service, detail=True, joins=not args.crashes_only)
             last = (size, row["wall_s"])
             out.append(row)
             if row["collapsed"]:
@@ -108,21 +111,26 @@ def main() -> None:
             if design == "default":
                 baseline[size] = row
             base = baseline.get(size)
+            first = "join_ms" if row["join_ms"] is not None else "leave_ms"  # crashes only: no join
             ratio = "–" if base is None else (f"{row['requests_per_action'] / base['requests_per_action']:.2f} / "
-                                              f"{row['join_ms'] / max(1, base['join_ms']):.2f}")
+                                              f"{row[first] / max(1, base[first]):.2f}")
             row["vs_default"] = ratio
             table.add_row(design, f"{size:,}", f"{row['requests_per_action']:,.1f}",
                           ", ".join(f"{k} {v:,.1f}" for k, v in row["by_kind"].items()),
                           "–" if row["notifications_per_action"] is None else f"{row['notifications_per_action']:,.1f}",
                           f"{row['kb_from_server_per_action']:,.1f}", f"{row['attempts_per_action']:,.2f}",
-                          f"{row['join_ms']:,.0f} / {row['leave_ms']:,.0f}", str(row["given_up"]), ratio,
-                          f"{row['wall_cold_s']:.1f} / {row['wall_join_s']:.1f} / {row['wall_leave_s']:.1f}")
+                          f"{_n(row['join_ms'], ',.0f')} / {row['leave_ms']:,.0f}", str(row["given_up"]), ratio,
+                          f"{row['wall_cold_s']:.1f} / {_n(row['wall_join_s'], '.1f')} / {row['wall_leave_s']:.1f}")
             if args.json:
                 args.json.write_text(json.dumps(out, indent=2))
     console.print(table)
     if args.plot:
         loglog(out, args.plot)
         console.print(f"plot: {args.plot}")
+
+
+def _n(value: float | None, fmt: str) -> str:
+    return "–" if value is None else format(value, fmt)
 
 
 if __name__ == "__main__":

@@ -40,22 +40,26 @@ def rounds_for(size: int, rounds: int) -> int:
 
 
 def row(design: str, size: int, rounds: int = 3, service: ServiceModel = ServiceModel.LAB,
-        detail: bool = False) -> dict[str, Any]:
+        detail: bool = False, joins: bool = True) -> dict[str, Any]:
     """Simulate ``design`` at ``size`` members (``rounds`` joins and crashes; one from :data:`ONE_ROUND_FROM`) and
     return the row: per action (a join or a crash) the server's requests, by kind, notifications (0.8 only),
     KB from the server, rebalance attempts (0.8) or generations (coordinator), claim conflicts, and the medians of
     the simulated convergence and of the wall each phase took. A 0.8 group that never settled has ``collapsed``
-    set and no per-action figures. ``detail``: the simulator's own result under ``"detail"`` as well."""
+    set and no per-action figures. ``detail``: the simulator's own result under ``"detail"`` as well.
+    ``joins=False`` (0.8 designs): the crashes alone, each of the first member in id order (Range then moves two
+    members' partitions; after a join, whose member sorts last, the same crash moves every member's)."""
     if design not in DESIGNS:
         raise IllegalArgument(f"unknown design {design!r}; one of: {', '.join(DESIGNS)}")
     if size < 2:
         raise IllegalArgument(f"a herd has 2 members or more, not {size}")
+    if not joins and design not in ZOOKEEPER:
+        raise IllegalArgument("crashes alone (joins=False) are measured for the 0.8 designs only")
     logging.disable(logging.ERROR)  # a simulated member logs what a real one logs; the row says what matters
     n = rounds_for(size, rounds)
     out: dict[str, Any] = {name: None for name, _ in COLUMNS}
     out.update(design=design, size=size, rounds=n, collapsed="", starts_given_up=0, given_up=0)
     if design in ZOOKEEPER:
-        r = herd.measure(design, size, n, service=service.times)
+        r = herd.measure(design, size, n, service=service.times, joins=joins)
         walls = r.phase_wall_s
         out.update(starts_given_up=len(r.starts_given_up), cold_ms=r.cold_ms, wall_s=r.wall_s,
                    wall_cold_s=sum(walls["cold"]))

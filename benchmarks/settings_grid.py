@@ -1,0 +1,83 @@
+"""The settings map, regenerated (issue 41 item 4): ``zkconsumer sim --grid`` and its table against Kafka's defaults.
+
+Runs the grid (``rebalance.max.retries`` × ``rebalance.backoff.ms`` × ``zookeeper.session.timeout.ms``, both
+profiles, ``--seeds`` nemesis schedules per point, as Spark tasks) into ``--out`` (Parquet, heatmaps, report), then
+prints per profile and point the share of seeds breaking an invariant, its ratio to the same profile's share at
+Kafka 0.8's defaults (4 retries, 2,000 ms, 6,000 ms sessions: the baseline, measured in the same run), rebalances
+given up per seed, and the median settle time; and the run's speed (seeds a minute). ``--from DIR`` prints the
+table of a grid already run.
+
+Run: .venv/bin/python benchmarks/settings_grid.py --out grid/ [--seeds 150] [--master local[2]]
+     .venv/bin/python benchmarks/settings_grid.py --from grid/
+"""
+
+from __future__ import annotations
+
+import argparse
+import time
+from pathlib import Path
+
+import pandas as pd
+from rich.table import Table
+
+from zkconsumer.cli import main as cli
+from zkconsumer.consoles import make_console
+
+#: Kafka 0.8's defaults: the baseline point
+KAFKA_DEFAULTS = {"retries": 4, "backoff_ms": 2000, "session_timeout_ms": 6000}
+
+
+def table(points: pd.DataFrame) -> Table:
+    t = Table(title="The settings map: seeds breaking an invariant, by point (÷ the profile's at Kafka's defaults)")
+    for col in ("profile", "session ms", "retries", "backoff ms", "FAQ rule", "breaking", "÷ defaults",
+                "invariants broken (seeds)", "given up / seed", "settle p50 / p95 (s)"):
+        t.add_column(col)
+    inv = [c for c in points.columns if c.startswith("breaks_")]
+    for profile, rows in points.groupby("profile", sort=False):
+        at = [rows[k] == v for k, v in KAFKA_DEFAULTS.items()]
+        base = rows[at[0] & at[1] & at[2]]
+        base_rate = float(base["breach_rate"].iloc[0]) if len(base) else None
+        for r in rows.itertuples(index=False):
+            ratio = "–" if not base_rate else f"{r.breach_rate / base_rate:.2f}"
+            broken = ", ".join(f"{c.removeprefix('breaks_')} {getattr(r, c)}" for c in inv if getattr(r, c))
+            settle = "–" if pd.isna(r.settle_p50_ms) else f"{r.settle_p50_ms / 1000:.1f} / {r.settle_p95_ms / 1000:.1f}"
+            t.add_row(profile, f"{r.session_timeout_ms:,}", str(r.retries), f"{r.backoff_ms:,}",
+                      "yes" if r.faq_rule else "no", f"{r.breaking} of {r.seeds}", ratio, broken,
+                      f"{r.given_up / max(1, r.seeds):.2f}", settle)
+    return t
+
+
+def main() -> None:
+    ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    ap.add_argument("--out", type=Path, help="where the grid goes (Parquet, heatmaps, report)")
+    ap.add_argument("--from", dest="source", type=Path, help="print the table of a grid already run there")
+    ap.add_argument("--seeds", type=int, default=150)
+    ap.add_argument("--master", default="local[2]")
+    args = ap.parse_args()
+    console = make_console()
+    if args.source is None:
+        if args.out is None:
+            ap.error("give --out DIR (run the grid) or --from DIR (a grid already run)")
+        started = time.perf_counter()
+        code = cli(["sim", "--grid", "--seeds", str(args.seeds), "--out", str(args.out), "--master", args.master])
+        if code:
+            raise SystemExit(code)
+        took = time.perf_counter() - started
+        source = args.out
+    else:
+        source, took = args.source, None
+    points = pd.read_csv(source / "tables" / "grid_by_point.csv")
+    order = {"kafka-0.8": 0, "default": 1}
+    points = points.sort_values(["profile", "session_timeout_ms", "retries", "backoff_ms"],
+                                key=lambda s: s.map(order) if s.name == "profile" else s)
+    console.print(table(points))
+    seeds = int(points["seeds"].sum())
+    simulated = pd.read_parquet(source / "tables" / "grid_results.parquet", columns=["wall_s"])["wall_s"].sum()
+    speed = f"{seeds:,} seeds, {simulated / 60:,.1f} core-minutes of simulation"
+    if took is not None:
+        speed += f", {took / 60:,.1f} min of wall: {60 * seeds / took:,.0f} seeds a minute"
+    console.print(speed, highlight=False)
+
+
+if __name__ == "__main__":
+    main()
