@@ -17,7 +17,7 @@ from __future__ import annotations
 
 import dataclasses
 import logging
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -128,16 +128,6 @@ def grid_tasks(profiles: Sequence[str], grid: Sequence[GridPoint], seeds: Sequen
 def run_task(task: GridTask) -> list[dict[str, Any]]:
     logging.disable(logging.ERROR)  # a simulated member logs what a real one logs; the rows say what matters
     return [run_row(task.profile, task.point, seed) for seed in task.seeds]
-
-
-def run_local(tasks_: Sequence[GridTask], progress: Callable[[int], None] | None = None) -> list[dict[str, Any]]:
-    """Each task in this process, one after the other (``progress(seeds done)`` after each)."""
-    rows: list[dict[str, Any]] = []
-    for task in tasks_:
-        rows.extend(run_task(task))
-        if progress is not None:
-            progress(len(rows))
-    return rows
 
 
 def run_spark(spark: Any, tasks_: Sequence[GridTask]) -> Any:
