@@ -57,6 +57,7 @@ MEMBER = textwrap.dedent("""
     stat = KazooRetry(max_tries=-1, delay=0.05, backoff=1, ignore_expire=True)(client.exists, "/member")
     kept = client.client_id[0] == session and stat is not None and stat.ephemeralOwner == session
     print("kept" if kept else "lost", flush=True)
+    sys.stdin.readline()  # the test has looked at the node: only now may the session end and take it
     client.stop()
 """)
 
@@ -89,7 +90,7 @@ def test_a_pause_shorter_than_the_session(zk_connect: str, profile: str, outcome
     timing = PROFILE_SETTINGS[profile].zk_client_timing
     observer = connect(zk_connect)
     member = subprocess.Popen([sys.executable, "-c", MEMBER, zk_connect, timing.value, str(SESSION_MS)],
-                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                               env={**os.environ, "PYTHONUNBUFFERED": "1"})
     try:
         lines = _lines(member)
@@ -107,12 +108,15 @@ def test_a_pause_shorter_than_the_session(zk_connect: str, profile: str, outcome
             assert "state SUSPENDED" in seen and "state LOST" in seen, seen
             at = {line.split()[1]: float(line.split()[2]) for line in seen if line.startswith("at ")}
             assert at["CONNECTED"] - at["LOST"] < 0.5, seen  # the new session at once, not after 1-2 s
+            member.stdin.close()
             member.wait(20)
             # the client dropped the connection itself on waking, before sending anything
             assert "nothing heard from the server for" in member.stderr.read()
         else:
             assert not gone.is_set() and "state SUSPENDED" not in seen, seen
     finally:
+        if not member.stdin.closed:
+            member.stdin.close()
         if member.poll() is None:
             member.send_signal(signal.SIGCONT)
             member.kill()

@@ -174,7 +174,7 @@ def report_grid(spark: SparkSession, grid_dir: str | Path, out_dir: str | Path, 
         res.plots = [
             heatmaps(pts, "breach_rate", "share of seeds breaking an invariant", img / "grid_breaches.png", ".0%",
                      vmax=1.0, counts=("breaking", "seeds")),
-            heatmaps(pts, "given_up_per_seed", "rebalances given up per seed", img / "grid_given_up.png", ".1f"),
+            heatmaps(pts, "given_up_per_seed", "rebalances given up per seed", img / "grid_given_up.png", ".2f"),
             heatmaps(pts, "settle_p50_s", "settle time after the last disturbance, median (s)",
                      img / "grid_settle.png", ".1f")]
         note.append(f"{len(res.plots)} PNG → {img}")
