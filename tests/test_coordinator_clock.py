@@ -149,3 +149,63 @@ def test_the_last_member_leaving_empties_the_group_at_once() -> None:
     assert c.leave("g", [(member.member_id, None)])[0] == KafkaCode.NONE
     assert c.describe("g").state == "Empty"
     c.stop()
+
+
+def test_a_restarted_coordinator_keeps_its_groups_members_and_their_sessions(tmp_path) -> None:
+    """Issue 52, as Kafka's loadGroup/onGroupLoaded: after a restart over the same ``__consumer_offsets`` the group is
+    Stable in its generation with the same members, leader and assignments (DescribeGroups answers as before); a
+    member that heartbeats keeps its place, one that stays silent is removed one session timeout after the load,
+    and a static member coming back under a new member id is no rebalance."""
+    clock = ManualClock(T0)
+    logs = LogManager(tmp_path).open()
+    c = manual(clock, OffsetsLog(logs))
+    a = join(c)
+    b_joins = threading.Thread(target=c.join, args=("g", "", "inst-b", "client", "/h", 1000, 2000, "consumer",
+                                                   [("range", b"m")], False))
+    b_joins.start()
+    wait_until(lambda: c.describe("g").state == "PreparingRebalance", message="b's join to start a rebalance")
+    a = join_again(c, a.member_id)  # a rejoins: every member is in, the join completes for both
+    b_joins.join(5)
+    gen = c.groups["g"].generation
+    assert gen == 2 and len(c.groups["g"].members) == 2
+    assert c.sync("g", gen, a.member_id, None, None, None, {a.member_id: b"A", s_id(c, "inst-b"): b"B"}).error == 0
+    before = c.describe("g")
+    c.stop()
+    logs.close()
+
+    clock.advance(400)
+    logs = LogManager(tmp_path).open()
+    c = manual(clock, OffsetsLog(logs))
+    try:
+        after = c.describe("g")
+        assert (after.state, after.generation, after.leader, after.members) == \
+            ("Stable", before.generation, before.leader, before.members)
+        assert c.heartbeat("g", gen, a.member_id) == KafkaCode.NONE
+        answer = c.sync("g", gen, a.member_id, None, None, None, {})
+        assert (answer.error, answer.assignment) == (KafkaCode.NONE, b"A")
+        # the static member restarts meanwhile: a new member id, the same generation and assignment, no rebalance
+        back = c.join("g", "", "inst-b", "client", "/h", 1000, 2000, "consumer", [("range", b"m")], False)
+        assert (back.error, back.generation) == (KafkaCode.NONE, gen)
+        assert c.sync("g", gen, back.member_id, "inst-b", None, None, {}).assignment == b"B"
+        assert c.describe("g").state == "Stable"
+        # sessions run from the load: a heartbeats, the static member (heard from at its join, at the load) does not
+        clock.advance(900)
+        assert c.heartbeat("g", gen, a.member_id) == KafkaCode.NONE
+        c.tick()
+        assert c.describe("g").state == "Stable"
+        clock.advance(101)
+        c.tick()
+        assert c.describe("g").state == "PreparingRebalance"
+        assert c.groups["g"].has(a.member_id) and not c.groups["g"].has(back.member_id)
+    finally:
+        c.stop()
+        logs.close()
+
+
+def join_again(c: GroupCoordinator, member_id: str):
+    """The first member's rejoin after a second member joined (the rebalance it was told of)."""
+    return c.join("g", member_id, None, "client", "/h", 1000, 2000, "consumer", [("range", b"m")], False)
+
+
+def s_id(c: GroupCoordinator, instance: str) -> str:
+    return c.groups["g"].static_member(instance).member_id

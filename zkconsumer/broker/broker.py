@@ -28,7 +28,7 @@ from zkconsumer.errors import ZkConsumerError
 from zkconsumer.log.storage import LogConfig, LogManager
 from zkconsumer.wire.protocol import MAX_FRAME_BYTES, ApiTable, Dispatcher
 from zkconsumer.zk.cluster import ClusterView
-from zkconsumer.zk.layout import BrokerInfo
+from zkconsumer.zk.layout import OFFSETS_TOPIC, BrokerInfo
 from zkconsumer.zk.registry import connect
 
 log = logging.getLogger(__name__)
@@ -58,6 +58,8 @@ class Broker:
                  group_initial_rebalance_delay_ms: int = 3000, group_min_session_timeout_ms: int = 6000,
                  group_max_session_timeout_ms: int = 1800000, offsets_topic_num_partitions: int = 50,
                  offsets_retention_minutes: int = 10080, offset_store=None,
+                 offsets_topic_segment_bytes: int = 104857600, log_cleaner_backoff_ms: int = 15_000,
+                 offsets_delete_retention_ms: int = 86_400_000,
                  socket_request_max_bytes: int = MAX_FRAME_BYTES, connections_max_idle_ms: int = 600_000,
                  listeners: Mapping[str, tuple[int, str]] | None = None,
                  test_describe_groups_required_only: bool | None = None) -> None:
@@ -83,6 +85,12 @@ class Broker:
         config = log_config or LogConfig()
         if log_config is None or flush_interval_ms is not None:
             config = dataclasses.replace(config, flush_interval_ms=flush_interval_ms)
+        # __consumer_offsets is compacted (Kafka's offsetsTopicConfigs), in its own segment size
+        config = dataclasses.replace(
+            config, compacted_topics=config.compacted_topics | {OFFSETS_TOPIC},
+            topic_segment_bytes=(*config.topic_segment_bytes, (OFFSETS_TOPIC, offsets_topic_segment_bytes)),
+            cleaner=dataclasses.replace(config.cleaner, backoff_ms=log_cleaner_backoff_ms,
+                                        delete_retention_ms=offsets_delete_retention_ms))
         self.log_config = config
         self.options = BrokerOptions(auto_create_topics, num_partitions)
         self.session_timeout_ms = session_timeout_ms

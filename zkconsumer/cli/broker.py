@@ -95,6 +95,10 @@ GROUP_PROPERTIES = {
     "group.max.session.timeout.ms": "group_max_session_timeout_ms",
     "offsets.topic.num.partitions": "offsets_topic_num_partitions",
     "offsets.retention.minutes": "offsets_retention_minutes",
+    "offsets.topic.segment.bytes": "offsets_topic_segment_bytes",
+    "log.cleaner.backoff.ms": "log_cleaner_backoff_ms",
+    # the broker's default of the topics' delete.retention.ms; here it applies to __consumer_offsets
+    "log.cleaner.delete.retention.ms": "offsets_delete_retention_ms",
 }
 
 

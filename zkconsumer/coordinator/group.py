@@ -241,16 +241,32 @@ class Group:
 
     @classmethod
     def restore(cls, group_id: str, snapshot: GroupSnapshot | None, now_ms: int) -> Group:
-        """A group loaded from the store. Members are not restored: after a broker restart they rejoin (their
-        heartbeats get UNKNOWN_MEMBER_ID and they join again), which Kafka also ends up doing when the loaded
-        members' sessions expire; the generation carries on, so a late commit of the old one is refused."""
+        """A group loaded from the store, as Kafka's ``GroupMetadata.loadGroup``: Stable with its stored members,
+        generation, protocol, leader and assignments, or Empty when the record has no members (or there is only
+        offsets). A loaded member supports just the protocol it was chosen with, carrying its stored subscription;
+        the coordinator schedules every loaded member's session from the load (Kafka's ``onGroupLoaded``), so a
+        member that heartbeats after a broker restart finds its generation and keeps its partitions, and one that
+        died meanwhile is removed one session timeout after the load."""
         group = cls(group_id, state_timestamp_ms=now_ms, empty_since_ms=now_ms)
-        if snapshot is not None and not snapshot.members and snapshot.current_state_timestamp_ms >= 0:
-            # Written when the group became Empty: its offsets' retention counts from then, not from this restart.
-            group.state_timestamp_ms = group.empty_since_ms = snapshot.current_state_timestamp_ms
-        if snapshot is not None:
-            group.generation = snapshot.generation
-            group.protocol_type = snapshot.protocol_type or None
+        if snapshot is None:
+            return group
+        group.generation = snapshot.generation
+        group.protocol_type = snapshot.protocol_type or None
+        if snapshot.current_state_timestamp_ms >= 0:
+            # Written when the group became Empty (or Stable): an Empty group's offsets' retention counts from
+            # then, not from this restart.
+            group.state_timestamp_ms = snapshot.current_state_timestamp_ms
+        if not snapshot.members or snapshot.protocol is None:
+            group.empty_since_ms = group.state_timestamp_ms
+            return group
+        group.state, group.empty_since_ms = GroupState.STABLE, None
+        group.protocol_name = snapshot.protocol
+        for m in snapshot.members:
+            group.members[m.member_id] = Member(
+                m.member_id, m.client_id, m.client_host, m.rebalance_timeout_ms, m.session_timeout_ms,
+                group.protocol_type or "", [(snapshot.protocol, m.subscription)], m.group_instance_id,
+                assignment=m.assignment, last_heartbeat_ms=now_ms)
+        group.leader_id = snapshot.leader if snapshot.leader in group.members else next(iter(group.members))
         return group
 
 

@@ -134,7 +134,8 @@ class GroupCoordinator(GroupAdmin):
             with self._lock:
                 for gid, snapshot in self.store.groups().items():
                     if gid not in self.groups:
-                        self.groups[gid] = Group.restore(gid, snapshot, now)
+                        self.groups[gid] = group = Group.restore(gid, snapshot, now)
+                        self._on_group_loaded(group, now)
         except Exception:  # noqa: BLE001 - coordinator unusable: say why, answer COORDINATOR_NOT_AVAILABLE
             log.exception("loading the group coordinator's store failed")
             self._load_failed = True
@@ -142,6 +143,14 @@ class GroupCoordinator(GroupAdmin):
             # offsets expire once loaded: a check that fell due during the load runs at the next timer run
             self.retention.start(first_retention_check_ms)
             self._loaded.set()
+
+    def _on_group_loaded(self, group: Group, now: int) -> None:
+        """Kafka's ``onGroupLoaded``: every loaded member's session runs from the load."""
+        if group.members:
+            log.info("loaded group %s in generation %d (%s, %d members, leader %s)", group.group_id,
+                     group.generation, group.protocol_name, len(group.members), group.leader_id)
+        for member in group.members.values():
+            self.sessions.heard_from(group, member, now)
 
     @property
     def loaded(self) -> bool:

@@ -23,11 +23,13 @@ record ever written and kafka-python's generic reader costs several times more p
 from __future__ import annotations
 
 import struct
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
+from typing import NamedTuple
 
 from kafka.record.default_records import DefaultRecordBatch
 from kafka.record.memory_records import MemoryRecords
+from kafka.record.util import calc_crc32c
 
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemberSnapshot
@@ -229,6 +231,7 @@ def decode_group_value(data: bytes) -> GroupSnapshot:
 # ------------------------------------------------------------------------------------------- record batches
 _BATCH_HEADER = DefaultRecordBatch.HEADER_STRUCT  # baseOffset .. recordCount: 61 bytes, message format v2
 _COMPRESSION_MASK = 0x07
+_CRC_START = DefaultRecordBatch.ATTRIBUTES_OFFSET  # the CRC covers attributes .. end of batch
 
 
 def _varint(buf: bytes, pos: int) -> tuple[int, int]:
@@ -246,76 +249,103 @@ def _varint(buf: bytes, pos: int) -> tuple[int, int]:
         shift += 7
 
 
-def iter_records(data: bytes) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+class CorruptBatch(NamedTuple):
+    """A batch of a log read that fails its CRC or does not parse: what a load reports and skips."""
+
+    base_offset: int
+    last_offset: int
+    reason: str
+    data: bytes
+
+
+def iter_records(data: bytes, on_corrupt: Callable[[CorruptBatch], None] | None = None
+                 ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
     """(offset, key, value) of every record in ``data``, whole v2 batches back to back (a log read).
 
     Uncompressed batches are parsed here; a compressed one (which we never write, but a copied Kafka log could
     hold) goes through kafka-python. Headers are skipped. A truncated trailing batch is ignored, as a log read may
-    end inside one.
+    end inside one. With ``on_corrupt``, each batch's CRC is checked first, and a batch that fails it, or whose
+    records do not parse, is handed to ``on_corrupt`` and none of its records is yielded; without it such a batch
+    raises.
     """
     size = len(data)
     pos = 0
     while pos + _BATCH_HEADER.size <= size:
-        (base, length, _, magic, _, attributes, _, _, _, _, _, _, count) = _BATCH_HEADER.unpack_from(data, pos)
+        (base, length, _, magic, crc, attributes, last_delta, _, _, _, _, _,
+         count) = _BATCH_HEADER.unpack_from(data, pos)
         end = pos + 12 + length
         if end > size:
             return
         if magic != 2:
             raise CodecError(f"message format v{magic} in __consumer_offsets (only v2 is written)")
-        if attributes & _COMPRESSION_MASK:
-            for batch in MemoryRecords(bytes(data[pos:end])):
-                for rec in batch:
-                    yield rec.offset, rec.key, rec.value
-            pos = end
-            continue
-        p = pos + _BATCH_HEADER.size
-        for _ in range(count):
-            # Record: length, attributes:int8, timestampDelta, offsetDelta, key, value, headers (varints are
-            # zig-zag; one byte is the common case, inlined). Headers are skipped through the record length.
-            b = data[p]
-            if b < 0x80:
-                length, p = (b >> 1) ^ -(b & 1), p + 1
-            else:
-                length, p = _varint(data, p)
-            following = p + length
-            p += 1
-            if data[p] < 0x80:
-                p += 1
-            else:
-                _, p = _varint(data, p)
-            b = data[p]
-            if b < 0x80:
-                delta, p = (b >> 1) ^ -(b & 1), p + 1
-            else:
-                delta, p = _varint(data, p)
-            b = data[p]
-            if b < 0x80:
-                n, p = (b >> 1) ^ -(b & 1), p + 1
-            else:
-                n, p = _varint(data, p)
-            if n < 0:
-                key = None
-            else:
-                key, p = data[p:p + n], p + n
-            b = data[p]
-            if b < 0x80:
-                n, p = (b >> 1) ^ -(b & 1), p + 1
-            else:
-                n, p = _varint(data, p)
-            value = None if n < 0 else data[p:p + n]
-            yield base + delta, key, value
-            p = following
+        if on_corrupt is not None:
+            batch = bytes(data[pos:end])
+            if calc_crc32c(batch[_CRC_START:]) != crc:
+                on_corrupt(CorruptBatch(base, base + last_delta, "CRC mismatch", batch))
+                pos = end
+                continue
+            try:
+                records = list(_batch_records(data, pos, end, base, attributes, count))
+            except (IndexError, CodecError, ValueError) as e:
+                on_corrupt(CorruptBatch(base, base + last_delta, f"records do not parse ({e or type(e).__name__})",
+                                        batch))
+                pos = end
+                continue
+            yield from records
+        else:
+            yield from _batch_records(data, pos, end, base, attributes, count)
         pos = end
 
 
-def next_offset_after(data: bytes) -> int:
-    """The offset after the last whole batch in ``data`` (-1 when there is none): where the next read starts."""
-    pos, following = 0, -1
-    while pos + _BATCH_HEADER.size <= len(data):
-        header = _BATCH_HEADER.unpack_from(data, pos)
-        base, length, last_delta = header[0], header[1], header[6]
-        if pos + 12 + length > len(data):
-            break
-        following = base + last_delta + 1
-        pos += 12 + length
-    return following
+def _batch_records(data: bytes, pos: int, end: int, base: int, attributes: int, count: int
+                   ) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    """The records of the batch at ``data[pos:end]``."""
+    if attributes & _COMPRESSION_MASK:
+        for batch in MemoryRecords(bytes(data[pos:end])):
+            for rec in batch:
+                yield rec.offset, rec.key, rec.value
+        return
+    p = pos + _BATCH_HEADER.size
+    for _ in range(count):
+        # Record: length, attributes:int8, timestampDelta, offsetDelta, key, value, headers (varints are
+        # zig-zag; one byte is the common case, inlined). Headers are skipped through the record length.
+        b = data[p]
+        if b < 0x80:
+            length, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            length, p = _varint(data, p)
+        following = p + length
+        p += 1
+        if data[p] < 0x80:
+            p += 1
+        else:
+            _, p = _varint(data, p)
+        b = data[p]
+        if b < 0x80:
+            delta, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            delta, p = _varint(data, p)
+        b = data[p]
+        if b < 0x80:
+            n, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            n, p = _varint(data, p)
+        if n < 0:
+            key = None
+        else:
+            key, p = data[p:p + n], p + n
+        b = data[p]
+        if b < 0x80:
+            n, p = (b >> 1) ^ -(b & 1), p + 1
+        else:
+            n, p = _varint(data, p)
+        if n < 0:
+            value = None
+        else:
+            value, p = data[p:p + n], p + n
+        if p > following or following > end:
+            raise CodecError(f"a record at offset {base + delta} runs past its length")
+        yield base + delta, key, value
+        p = following
+    if p != end:
+        raise CodecError(f"{end - p} bytes after the batch's {count} records")

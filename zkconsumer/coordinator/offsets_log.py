@@ -16,7 +16,7 @@ import logging
 import os
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Iterator, Mapping
 
 from kafka.record.memory_records import MemoryRecordsBuilder
 
@@ -24,6 +24,7 @@ from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.coordinator.manager import partition_for
 from zkconsumer.coordinator.offsets_codec import (
     CodecError,
+    CorruptBatch,
     GroupKey,
     OffsetKey,
     decode_group_value,
@@ -34,7 +35,6 @@ from zkconsumer.coordinator.offsets_codec import (
     encode_offset_key,
     encode_offset_value,
     iter_records,
-    next_offset_after,
 )
 from zkconsumer.coordinator.store import CommittedOffset, GroupSnapshot, MemoryOffsetStore
 from zkconsumer.errors import ZkConsumerError
@@ -48,7 +48,8 @@ DEFAULT_NUM_PARTITIONS = 50  # offsets.topic.num.partitions
 DEFAULT_RETENTION_MS = 10080 * 60_000  # offsets.retention.minutes, Kafka 2.0+'s 7 days
 _READ_BYTES = 4 << 20
 #: The topic's configuration as Kafka creates it (GroupMetadataManager.offsetsTopicConfigs), written to
-#: ``/config/topics/__consumer_offsets`` for Kafka's tools; our log does not compact (docs/offsets-topic.md).
+#: ``/config/topics/__consumer_offsets`` for Kafka's tools; the broker compacts it (log/cleaner.py) in segments of
+#: its ``offsets.topic.segment.bytes``, whatever this says (docs/offsets-topic.md).
 OFFSETS_TOPIC_CONFIG = {"cleanup.policy": "compact", "compression.type": "producer", "segment.bytes": "104857600"}
 
 
@@ -77,7 +78,8 @@ class OffsetsLog(MemoryOffsetStore):
         self.retention_ms = retention_ms
         self._write_lock = threading.Lock()  # append + fsync + cache update, in log order
         self.loaded_records = 0
-        self.skipped_records = 0
+        self.skipped_records = 0  # records that do not decode (and keys without a value), at the last load
+        self.corrupt_batches = 0  # batches that failed their CRC or did not parse, at the last load
 
     # ----------------------------------------------------------------------------------------- writing
     def _append(self, group: str, records: list[tuple[bytes, bytes | None]]) -> None:
@@ -121,19 +123,24 @@ class OffsetsLog(MemoryOffsetStore):
     def load(self) -> None:
         """Replay the topic: latest value per key wins, tombstones delete.
 
-        Values are decoded only for the keys that survive. A record that does not decode is logged and skipped
-        (Kafka fails the partition's load instead; here only the coordinator writes the topic, so such a record
-        can only come from a foreign tool, and refusing to start would lose every group for it).
+        Values are decoded only for the keys that survive. Every batch's CRC is checked. Bad input costs what it
+        holds and nothing else, each named in a warning with its group, segment file and offset: a batch that fails
+        its CRC or does not parse is skipped whole (its groups named where its keys can be read); a group metadata
+        value that does not decode leaves that group without metadata (its members rejoin, its offsets stay); an
+        offset value that does not decode falls back to the key's previous value, if any (re-reading some records
+        is better than a reset). Kafka instead fails the partition's load; here one bad record would otherwise
+        cost every group of its partition.
         """
         # Latest value per raw key first (bytes hash in C); offset keys v0 and v1 have the same fields, so a v0
         # key is counted under its v1 spelling.
         latest: dict[bytes, bytes | None] = {}
         count = skipped = 0
+        corrupt: list[CorruptBatch] = []
         for p in range(self.num_partitions):
             plog = self.logs.get(OFFSETS_TOPIC, p)
             if plog is None:
                 continue
-            for _, raw_key, value in _records(plog):
+            for _, raw_key, value in _records(plog, corrupt):
                 count += 1
                 if raw_key is None:
                     skipped += 1
@@ -157,14 +164,47 @@ class OffsetsLog(MemoryOffsetStore):
                     groups[key.group] = decode_group_value(value)
             except (CodecError, UnicodeDecodeError) as e:
                 skipped += 1
-                log.warning("%s: skipping the value of %s that does not decode: %s", OFFSETS_TOPIC, key, e)
+                earlier = self._undecodable(key, raw_key, e)
+                if earlier is not None:
+                    offsets.setdefault(key.group, {})[key.tp] = earlier
         with self._lock:
             self._offsets = offsets
             self._groups = groups
             self.loaded_records = count
             self.skipped_records = skipped
+            self.corrupt_batches = len(corrupt)
         log.info("loaded %d records of %s: %d groups, %d committed offsets", count, OFFSETS_TOPIC,
                  len(set(offsets) | set(groups)), sum(len(o) for o in offsets.values()))
+
+    def _undecodable(self, key: OffsetKey | GroupKey, raw_key: bytes, error: Exception) -> CommittedOffset | None:
+        """Say where the latest value of ``key`` is and why it does not decode; for an offset, the key's previous
+        value that decodes (None when there is none, or for group metadata). The rare path: a second read of the
+        key's partition."""
+        plog = self.logs.get(OFFSETS_TOPIC, partition_for(key.group, self.num_partitions))
+        found: list[tuple[str, int, bytes | None]] = []
+        if plog is not None:
+            found = [(path, offset, value) for path, offset, k, value in _located_records(plog)
+                     if k is not None and (k == raw_key or k[:2] == b"\x00\x00" and b"\x00\x01" + k[2:] == raw_key)]
+        where = f"{found[-1][0]} at offset {found[-1][1]}" if found else "its partition"
+        if isinstance(key, GroupKey):
+            log.warning("%s: the metadata of group %s in %s does not decode (%s): skipped; the group is loaded "
+                        "without members and its members rejoin", OFFSETS_TOPIC, key.group, where, error)
+            return None
+        for path, offset, value in reversed(found[:-1]):
+            if value is None:
+                break
+            try:
+                earlier = decode_offset_value(value)
+            except (CodecError, UnicodeDecodeError):
+                continue
+            log.warning("%s: the offset of group %s for %s-%d in %s does not decode (%s): using the one committed "
+                        "before it (%s offset %d: %d)", OFFSETS_TOPIC, key.group, key.topic, key.partition, where,
+                        error, path, offset, earlier.offset)
+            return earlier
+        log.warning("%s: the offset of group %s for %s-%d in %s does not decode (%s), and none before it does: the "
+                    "partition has no committed offset", OFFSETS_TOPIC, key.group, key.topic, key.partition, where,
+                    error)
+        return None
 
     # ------------------------------------------------------------------------------------------ expiry
     def expire(self, now_ms: int, empty_since_ms: Mapping[str, int | None],
@@ -218,25 +258,85 @@ def _sync(plog: PartitionLog) -> None:
         os.fdatasync(fd)  # under the lock: a concurrent close must not recycle the descriptor meanwhile
 
 
-def _records(plog: PartitionLog):
-    position = plog.log_start_offset
-    end = plog.log_end_offset
-    while position < end:
-        data = plog.read(position, _READ_BYTES, min_one=True)
-        if not data:
-            return
-        for offset, key, value in iter_records(data):
-            if offset >= position:  # a read starts at the batch holding ``position``
-                yield offset, key, value
-        following = next_offset_after(data)
-        if following <= position:  # nothing whole in the read: never loop on it
-            return
-        position = following
+def _records(plog: PartitionLog, corrupt: list[CorruptBatch]) -> Iterator[tuple[int, bytes | None, bytes | None]]:
+    for _, offset, key, value in _located_records(plog, corrupt):
+        yield offset, key, value
 
 
-def _decode_key_or_none(raw: bytes) -> OffsetKey | GroupKey | None:
+def _located_records(plog: PartitionLog, corrupt_seen: list[CorruptBatch] | None = None
+                     ) -> Iterator[tuple[str, int, bytes | None, bytes | None]]:
+    """(segment file, offset, key, value) of every record in ``plog``, segment by segment, CRCs checked; a batch
+    that fails its CRC or does not parse is reported (segment, offsets, the groups its keys name) and skipped."""
+    for seg in list(plog.segments):
+        path = str(seg.log_path)
+
+        def corrupt(batch: CorruptBatch, path: str = path) -> None:
+            if corrupt_seen is not None:  # the load's pass reports; a second read for one key stays quiet
+                corrupt_seen.append(batch)
+                _report_corrupt(path, batch)
+
+        position, size = 0, seg.size
+        while position < size:
+            data = os.pread(seg.log_fd, min(_READ_BYTES, size - position), position)
+            whole = B.whole_batches(data)
+            if whole == 0:  # one batch larger than a read
+                data = os.pread(seg.log_fd, B.batch_size_at(data), position) if len(data) >= 12 else b""
+                whole = len(data)
+                if whole == 0:
+                    return
+            for offset, key, value in iter_records(data[:whole], corrupt):
+                yield path, offset, key, value
+            position += whole
+
+
+def _report_corrupt(path: str, batch: CorruptBatch) -> None:
+    groups = sorted(_groups_named(batch.data))
+    log.warning("%s: skipping the batch at offsets %d-%d of %s: %s; groups whose records it held: %s",
+                OFFSETS_TOPIC, batch.base_offset, batch.last_offset, path, batch.reason,
+                ", ".join(groups) if groups else "none readable")
+
+
+def _groups_named(batch: bytes) -> set[str]:
+    """The groups a damaged batch's keys still name: each record's key read where it can be (best effort)."""
+    found: set[str] = set()
+    pos = B.HEADER_SIZE
+    while pos < len(batch):
+        try:
+            length, p = _varint_at(batch, pos)
+            q = p + 1
+            _, q = _varint_at(batch, q)
+            _, q = _varint_at(batch, q)
+            n, q = _varint_at(batch, q)
+            if 0 < n <= len(batch) - q:
+                key = _decode_key_or_none(bytes(batch[q:q + n]), quiet=True)
+                if key is not None:
+                    found.add(key.group)
+            if length <= 0:
+                break
+            pos = p + length
+        except (IndexError, CodecError):
+            break
+    return found
+
+
+def _varint_at(buf: bytes, pos: int) -> tuple[int, int]:
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
+        if shift > 63:
+            raise CodecError("varint too long")
+
+
+def _decode_key_or_none(raw: bytes, quiet: bool = False) -> OffsetKey | GroupKey | None:
     try:
         return decode_key(raw)
     except (CodecError, UnicodeDecodeError) as e:
+        if quiet:
+            return None
         log.warning("%s: skipping records whose key %r does not decode: %s", OFFSETS_TOPIC, raw[:40], e)
         return None

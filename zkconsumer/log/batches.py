@@ -119,6 +119,8 @@ class StoredBatch:
     producer_id: int
     producer_epoch: int
     base_sequence: int
+    #: False for a batch kept in place though its CRC fails (see :func:`scan`'s ``gaps``).
+    crc_ok: bool = True
 
     @property
     def next_offset(self) -> int:
@@ -139,12 +141,16 @@ class ScanEnd:
 
 
 def scan(fd: int, start: int, end: int, expected_offset: int | None, verify_crc: bool, result: ScanEnd,
-         chunk_bytes: int = 1 << 20) -> Iterator[StoredBatch]:
+         chunk_bytes: int = 1 << 20, gaps: bool = False) -> Iterator[StoredBatch]:
     """Yield the batches stored in ``fd`` between byte ``start`` and ``end``, checking them as recovery must.
 
     A batch is accepted when it is whole, has format v2, a sane length, the base offset that follows the
     previous batch (offsets in our logs are contiguous, so garbage is caught even without a CRC) and, with
-    ``verify_crc``, a matching CRC. The first bad batch stops the scan; ``result`` then says where and why.
+    ``verify_crc``, a matching CRC. The first bad batch stops the scan; ``result`` then says where and why. With
+    ``gaps`` (a compacted log, whose cleaning drops whole batches) a base offset may also be past the expected one,
+    and a batch whose CRC fails but which a valid batch follows is yielded with ``crc_ok=False`` instead of stopping
+    the scan: damage in the middle of the log, not a torn tail, which costs that batch's keys and not every later
+    key (``__consumer_offsets``' loader skips it and names its groups).
     """
     pos = start
     buf = b""
@@ -166,7 +172,7 @@ def scan(fd: int, start: int, end: int, expected_offset: int | None, verify_crc:
         if pos + size > end:
             result.position, result.reason = pos, f"batch of {size} bytes extends past the end of the file"
             return
-        if expected_offset is not None and base != expected_offset:
+        if expected_offset is not None and base != expected_offset and not (gaps and base > expected_offset):
             result.position, result.reason = pos, f"base offset {base} where {expected_offset} was expected"
             return
         if verify_crc:
@@ -174,12 +180,27 @@ def scan(fd: int, start: int, end: int, expected_offset: int | None, verify_crc:
                 buf = os.pread(fd, max(chunk_bytes, size), pos)
                 buf_start, rel = pos, 0
             if calc_crc32c(memoryview(buf)[rel + CRC_START:rel + size]) != crc:
-                result.position, result.reason = pos, "CRC mismatch"
-                return
+                if not (gaps and _valid_header_at(fd, pos + size, end, base + last_delta + 1)):
+                    result.position, result.reason = pos, "CRC mismatch"
+                    return
+                yield StoredBatch(pos, size, base, base + last_delta, max_ts, pid, epoch, base_seq, crc_ok=False)
+                expected_offset = base + last_delta + 1
+                pos += size
+                continue
         yield StoredBatch(pos, size, base, base + last_delta, max_ts, pid, epoch, base_seq)
         expected_offset = base + last_delta + 1
         pos += size
     result.position = pos
+
+
+def _valid_header_at(fd: int, pos: int, end: int, min_offset: int) -> bool:
+    """Whether a whole batch with a plausible v2 header and a base offset of at least ``min_offset`` starts at
+    ``pos``."""
+    if pos + HEADER_SIZE > end:
+        return False
+    base, length, _, magic, _, _, last_delta, *_ = HEADER.unpack_from(os.pread(fd, HEADER_SIZE, pos))
+    return (magic == 2 and length >= HEADER_SIZE - LOG_OVERHEAD and last_delta >= 0 and base >= min_offset
+            and pos + LOG_OVERHEAD + length <= end)
 
 
 def whole_batches(data: bytes) -> int:

@@ -141,6 +141,14 @@ class Segment:
         self._bytes_since_entry = self.index_interval_bytes  # the scan re-adds the dropped entry first
         return pos, offset
 
+    def rebuild_index(self) -> None:
+        """Account for every batch of a freshly written file (a cleaned segment) and write its index."""
+        result = B.ScanEnd(0)
+        entries = [e for batch in B.scan(self.log_fd, 0, os.fstat(self.log_fd).st_size, None, False, result,
+                                         gaps=True)
+                   if (e := self.note_recovered(batch))]
+        self.write_index_entries(entries)
+
     @property
     def index_entries(self) -> list[tuple[int, int, int]]:
         """(offset, position, max timestamp before) for each index entry, for tests and tools."""

@@ -30,8 +30,11 @@ from pathlib import Path
 
 from zkconsumer.errors import IllegalArgument, KafkaCode, ZkConsumerError
 from zkconsumer.log import batches as B
+from zkconsumer.log import cleaner
+from zkconsumer.log.cleaner import CleanerConfig
 from zkconsumer.log.producer_state import ProducerStateTable
 from zkconsumer.log.segment import MAX_SEGMENT_BYTES, Segment
+from zkconsumer.zk.layout import OFFSETS_TOPIC
 
 log = logging.getLogger(__name__)
 
@@ -61,12 +64,24 @@ class LogConfig:
     #: Kafka's ``message.max.bytes`` (a batch, with its log overhead).
     max_batch_bytes: int = 1048588
     verify_crc: bool = True
+    #: Topics whose logs are compacted (``cleanup.policy=compact``): cleaned by log/cleaner.py, their offsets may
+    #: have gaps. ``__consumer_offsets`` always is, as Kafka creates it.
+    compacted_topics: frozenset[str] = frozenset({OFFSETS_TOPIC})
+    #: ``segment.bytes`` of single topics, overriding ``segment_bytes`` (``offsets.topic.segment.bytes``).
+    topic_segment_bytes: tuple[tuple[str, int], ...] = ()
+    cleaner: CleanerConfig = CleanerConfig()
+
+    def segment_bytes_for(self, topic: str) -> int:
+        return dict(self.topic_segment_bytes).get(topic, self.segment_bytes)
 
     def __post_init__(self) -> None:
         if self.flush_interval_ms is not None and self.flush_interval_ms < 0:
             raise IllegalArgument("flush_interval_ms must be None, 0 or a positive number of milliseconds")
         if not 0 < self.segment_bytes <= MAX_SEGMENT_BYTES:
             raise IllegalArgument(f"segment_bytes must be in 1..{MAX_SEGMENT_BYTES}")
+        for topic, size in self.topic_segment_bytes:
+            if not 0 < size <= MAX_SEGMENT_BYTES:
+                raise IllegalArgument(f"segment.bytes of {topic} must be in 1..{MAX_SEGMENT_BYTES}")
 
 
 @dataclass(frozen=True)
@@ -106,8 +121,14 @@ class PartitionLog:
         self.partition = partition
         self.config = config
         self.lock = threading.Lock()
+        #: Replaced whole by a cleaning (readers keep the list they took); a roll appends to it.
         self.segments: list[Segment] = []
-        self._bases: list[int] = []
+        #: Compacted (log/cleaner.py): batches keep their offsets, so offsets have gaps between batches.
+        self.compacted = topic in config.compacted_topics
+        self.segment_bytes = config.segment_bytes_for(topic)
+        #: The active segment's base at the last cleaning: closed segments from there on are dirty.
+        self.cleaned_up_to = 0
+        self._retired: list[Segment] = []  # replaced by a cleaning; closed at the next one (readers may hold them)
         self.producers = ProducerStateTable()
         self._on_append = on_append or (lambda: None)
         self._unflushed = False
@@ -146,6 +167,8 @@ class PartitionLog:
             return None
 
     def _recover(self) -> None:
+        if self.compacted:
+            cleaner.complete_swaps(self.dir)
         bases = sorted(int(p.stem) for p in self.dir.glob("*.log") if p.stem.isdigit() and len(p.stem) == 20)
         interval = self.config.index_interval_bytes
         if not bases:
@@ -197,7 +220,12 @@ class PartitionLog:
             return True
         result = B.ScanEnd(start)
         entries = []
-        for batch in B.scan(seg.log_fd, start, end, expected_offset, verify_crc, result):
+        # a cleaned segment of a compacted log has gaps between its batches
+        for batch in B.scan(seg.log_fd, start, end, expected_offset, verify_crc, result, gaps=self.compacted):
+            if not batch.crc_ok:
+                log.warning("%s: the batch at offsets %d-%d (byte %d of %s) fails its CRC; kept in place, as valid "
+                            "batches follow it (its reader skips it)", self, batch.base_offset, batch.last_offset,
+                            batch.position, seg.log_path)
             entry = seg.note_recovered(batch)
             if entry:
                 entries.append(entry)
@@ -226,7 +254,17 @@ class PartitionLog:
 
     def _add_segment(self, seg: Segment) -> None:
         self.segments.append(seg)
-        self._bases.append(seg.base_offset)
+
+    def replace_segments(self, old: list[Segment], fresh: Segment) -> None:
+        """A cleaning's swap (called with ``lock`` held): the consecutive segments ``old`` become ``fresh``."""
+        i = next(k for k, s in enumerate(self.segments) if s is old[0])
+        self.segments = self.segments[:i] + [fresh] + self.segments[i + len(old):]
+        for seg in self._retired:
+            seg.close()
+        self._retired = list(old)
+
+    def fsync_dir(self) -> None:
+        _fsync_dir(self.dir)
 
     # ------------------------------------------------------------------------------------------- writing
     def append(self, batches: list[B.ProducedBatch]) -> AppendResult:
@@ -245,7 +283,7 @@ class PartitionLog:
                 rows.append((rel, len(b.data), offset, offset + b.record_count, b.max_timestamp))
                 rel += len(b.data)
                 offset += b.record_count
-            if active.size > 0 and (active.size + rel > self.config.segment_bytes
+            if active.size > 0 and (active.size + rel > self.segment_bytes
                                     or offset - active.base_offset > 2**31 - 1):
                 active = self._roll(first)
             data = batches[0].data if len(batches) == 1 else b"".join(b.data for b in batches)
@@ -317,13 +355,14 @@ class PartitionLog:
             raise OffsetOutOfRange(f"offset {offset} is outside {self.log_start_offset}..{end}")
         if offset == end:
             return b""
-        i = bisect.bisect_right(self._bases, offset) - 1
-        seg = self.segments[i]
+        segments = self.segments  # one list for the whole read: a cleaning replaces it, never changes it
+        i = bisect.bisect_right(segments, offset, key=_base_offset) - 1
+        seg = segments[i]
         size = seg.size
         pos = seg.locate(offset, size)
         if pos is None:
-            if i + 1 < len(self.segments):  # offset sits between a segment's end and the next one's base
-                return self.read(self.segments[i + 1].base_offset, max_bytes, min_one)
+            if i + 1 < len(segments):  # offset sits between a segment's end (or a gap) and the next one's base
+                return self.read(segments[i + 1].base_offset, max_bytes, min_one)
             return b""
         return seg.read(pos, max_bytes, size, min_one)
 
@@ -343,13 +382,21 @@ class PartitionLog:
             return None
         return None
 
+    @property
+    def closed(self) -> bool:
+        return self._closed
+
     def close(self) -> None:
         """Flush and checkpoint (a clean stop), then close the files."""
         self.checkpoint()
         with self.lock:
             self._closed = True
-            for seg in self.segments:
+            for seg in self.segments + self._retired:
                 seg.close()
+
+
+def _base_offset(seg: Segment) -> int:
+    return seg.base_offset
 
 
 def partition_dir_name(topic: str, partition: int) -> str:
@@ -380,6 +427,7 @@ class LogManager:
         self._closing = threading.Event()
         self._thread: threading.Thread | None = None
         self._lock_fd: int | None = None
+        self._cleaning = threading.Lock()  # one cleaning at a time: the thread's, or a caller's
 
     def open(self) -> LogManager:
         """Lock the data directory, recover every log in it and start the background thread."""
@@ -443,14 +491,40 @@ class LogManager:
             self._appended.notify_all()
 
     # ------------------------------------------------------------------------------------- maintenance
+    def clean_compacted(self, force: bool = False, now_ms: int | None = None) -> dict[tuple[str, int],
+                                                                                   cleaner.CleanResult]:
+        """Clean the compacted logs whose dirty ratio reached ``min.cleanable.dirty.ratio`` (every one with a closed
+        segment when ``force``); the background thread calls it every ``log.cleaner.backoff.ms``."""
+        results = {}
+        with self._cleaning:
+            for plog in self.logs():
+                if not plog.compacted or plog.closed:
+                    continue
+                if not force and cleaner.dirty_ratio(plog) < self.config.cleaner.min_cleanable_dirty_ratio:
+                    continue
+                result = cleaner.clean(plog, int(time.time() * 1000) if now_ms is None else now_ms,
+                                       self.config.cleaner)
+                if result is not None:
+                    results[(plog.topic, plog.partition)] = result
+                    log.info("cleaned %s: %d -> %d segments, %d -> %d bytes, %d -> %d records (%d tombstones "
+                             "dropped) in %.3fs", plog, result.segments_before, result.segments_after,
+                             result.bytes_before, result.bytes_after, result.records_before, result.records_after,
+                             result.tombstones_dropped, result.seconds)
+        return results
+
     def _background(self) -> None:
         flush_s = (self.config.flush_interval_ms or 0) / 1000.0
         checkpoint_s = self.config.checkpoint_interval_ms / 1000.0
+        clean_s = self.config.cleaner.backoff_ms / 1000.0
         next_flush = time.monotonic() + flush_s if flush_s > 0 else float("inf")
         next_checkpoint = time.monotonic() + checkpoint_s
-        while not self._stop.wait(max(0.0, min(next_flush, next_checkpoint) - time.monotonic())):
+        next_clean = time.monotonic() + clean_s
+        while not self._stop.wait(max(0.0, min(next_flush, next_checkpoint, next_clean) - time.monotonic())):
             now = time.monotonic()
             try:
+                if now >= next_clean:
+                    self.clean_compacted()
+                    next_clean = time.monotonic() + clean_s
                 if now >= next_checkpoint:
                     for plog in self.logs():
                         plog.checkpoint()
