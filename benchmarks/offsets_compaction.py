@@ -1,7 +1,7 @@
 """A commit soak on ``__consumer_offsets``, compacted against not: the topic's size over time and a reload after it.
 
     .venv/bin/python benchmarks/offsets_compaction.py [--minutes 60] [--groups 50] [--partitions 10]
-        [--interval-ms 5000] [--segment-bytes 1048576] [--checkpoints 15,30,60]
+        [--interval-ms 5000] [--segment-bytes 65536] [--checkpoints 15,30,60]
 
 The workload is an hour of auto-commits, time-compressed: ``--groups`` groups each commit ``--partitions`` offsets
 every ``--interval-ms`` of simulated time, through ``OffsetsLog.commit`` (each commit fsynced, as the coordinator
@@ -63,8 +63,10 @@ def main() -> None:
     parser.add_argument("--groups", type=int, default=50)
     parser.add_argument("--partitions", type=int, default=10)
     parser.add_argument("--interval-ms", type=int, default=5000)
-    parser.add_argument("--segment-bytes", type=int, default=1 << 20)
+    parser.add_argument("--segment-bytes", type=int, default=64 << 10)
     parser.add_argument("--checkpoints", default="15,30,60", help="simulated minutes at which both logs reload")
+    parser.add_argument("--record", type=Path, help="also write the result as JSON (command, date, commit, machine, "
+                                                     "figures) to this file")
     args = parser.parse_args()
     checkpoints = sorted({int(m) for m in args.checkpoints.split(",") if int(m) <= args.minutes} | {args.minutes})
     rounds_per_minute = 60_000 // args.interval_ms
@@ -120,11 +122,41 @@ def main() -> None:
     print("| simulated minutes | compacted: MB (segments) | not compacted: MB (segments) | size ratio | "
           "reload compacted | reload not compacted | reload ratio |")
     print("|---|---|---|---|---|---|---|")
+    if args.record:
+        write_record(args.record, vars(args), rows, peak, cleaning_s)
     for r in rows:
         print(f"| {r['minute']} | {r['compacted_bytes'] / 1e6:.2f} ({r['compacted_segments']}) | "
               f"{r['plain_bytes'] / 1e6:.2f} ({r['plain_segments']}) | "
               f"{r['compacted_bytes'] / r['plain_bytes']:.3f} | {r['compacted_reload_s'] * 1000:.0f} ms | "
               f"{r['plain_reload_s'] * 1000:.0f} ms | {r['compacted_reload_s'] / r['plain_reload_s']:.3f} |")
+
+
+def write_record(path: Path, settings: dict, rows: list[dict], peak: dict, cleaning_s: float) -> None:
+    """The run as a result record: what ran, when, on which commit and machine, and its figures."""
+    import datetime
+    import json
+    import os
+    import platform
+    import subprocess
+    import sys
+
+    def git(*a: str) -> str:
+        return subprocess.run(["git", *a], capture_output=True, text=True).stdout.strip()
+
+    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "")
+    record = {
+        "command": " ".join([Path(sys.executable).name, *sys.argv]),
+        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
+        "commit": git("rev-parse", "--short", "HEAD") + ("-dirty" if git("status", "--porcelain", "zkconsumer")
+                                                         else ""),
+        "machine": {"cores": os.cpu_count(), "cpu": cpu, "memory_gib": round(os.sysconf("SC_PAGE_SIZE")
+                                                                             * os.sysconf("SC_PHYS_PAGES") / 2**30)},
+        "versions": {"python": platform.python_version()},
+        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in settings.items()},
+        "figures": {"rows": rows, "peak_bytes": peak, "cleaning_s": round(cleaning_s, 3)},
+    }
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":

@@ -23,9 +23,9 @@ PARTITIONS = 4
 pytestmark = pytest.mark.slow
 
 
-def start_broker(zk_connect: str, data_dir: Path, log_path: Path) -> tuple[subprocess.Popen, str]:
+def start_broker(zk_connect: str, data_dir: Path, log_path: Path, port: int = 0) -> tuple[subprocess.Popen, str]:
     cmd = [sys.executable, "-m", "zkconsumer", "broker", "start", "--zookeeper", zk_connect,
-           "--data-dir", str(data_dir), "--flush-interval-ms", "0"]
+           "--data-dir", str(data_dir), "--flush-interval-ms", "0", "--port", str(port)]
     with open(log_path, "ab") as log:
         proc = subprocess.Popen(cmd, stdout=log, stderr=subprocess.STDOUT)
     state_file = data_dir / "zkconsumer-broker.json"

@@ -318,17 +318,22 @@ def test_loading_a_large_topic_is_quick(tmp_path) -> None:
 
 
 # ------------------------------------------------------------------------------------ kill -9 and restart
-def start_broker(zk_connect: str, data_dir, log_path) -> tuple[subprocess.Popen, str]:
+def start_broker(zk_connect: str, data_dir, log_path, port: int = 0) -> tuple[subprocess.Popen, str]:
     from test_broker_crash import start_broker as start
 
-    return start(zk_connect, data_dir, log_path)
+    return start(zk_connect, data_dir, log_path, port)
 
 
 @pytest.mark.slow
-def test_committed_offsets_survive_kill_9_of_the_broker(zk_connect, registry: Registry, tmp_path) -> None:
+def test_committed_offsets_and_a_live_group_survive_kill_9_of_the_broker(zk_connect, registry: Registry,
+                                                                         tmp_path) -> None:
+    """kill -9 of the broker and a start on the same data: committed offsets are there, and so is a live group
+    (issue 52): DescribeGroups answers the same members and assignments as before, and the member's heartbeats find
+    its generation, so it keeps its partitions without a rebalance."""
     create_topic(registry, "t", 2)
     data = tmp_path / "broker"
     proc, bootstrap = start_broker(zk_connect, data, tmp_path / "broker.log")
+    live = None
     try:
         producer = KafkaProducer(bootstrap_servers=bootstrap)
         for i in range(20):
@@ -340,13 +345,32 @@ def test_committed_offsets_survive_kill_9_of_the_broker(zk_connect, registry: Re
         consumer.close()
         config, _ = registry.zk.get("/config/topics/__consumer_offsets")  # created by the first FindCoordinator
         assert json.loads(config)["config"]["cleanup.policy"] == "compact"
+        live = KafkaConsumer("t", bootstrap_servers=bootstrap, group_id="live", enable_auto_commit=False,
+                             session_timeout_ms=10_000, heartbeat_interval_ms=500)
+        wait_until(lambda: live.poll(timeout_ms=100) is not None and len(live.assignment()) == 2, timeout=30,
+                   message="the live group's member to get both partitions")
+        generation = live._coordinator.generation_if_stable()
+        before = describe(bootstrap, "live")
+        assert [m["member_id"] for m in before["members"]] == [generation.member_id]
         os.kill(proc.pid, signal.SIGKILL)  # no shutdown, no checkpoint: only what was fsynced
         proc.wait()
-        proc, bootstrap = start_broker(zk_connect, data, tmp_path / "broker.log")
+        # on its port, as the lab's broker-kill: the member's client knows the broker by its address
+        port = int(bootstrap.rpartition(":")[2])
+        proc, bootstrap = start_broker(zk_connect, data, tmp_path / "broker.log", port=port)
+        restarted = time.monotonic()
         again = KafkaConsumer(bootstrap_servers=bootstrap, group_id="g", enable_auto_commit=False)
         assert again.committed(KTP("t", 0)) == 7 and again.committed(KTP("t", 1)) == 9
         again.close()
+        after = describe(bootstrap, "live")
+        assert after == before  # members, client ids and hosts, subscriptions and assignments, state Stable
+        # the member's heartbeats reach the new broker process and find their generation: nothing rebalances
+        heartbeats = live._coordinator.heartbeat
+        wait_until(lambda: live.poll(timeout_ms=100) is not None and heartbeats.last_receive > restarted,
+                   timeout=20, message="a heartbeat answered by the restarted broker")
+        assert live._coordinator.generation_if_stable() == generation and len(live.assignment()) == 2
     finally:
+        if live is not None:
+            live.close(autocommit=False)
         proc.send_signal(signal.SIGTERM)
         try:
             proc.wait(30)
@@ -354,6 +378,14 @@ def test_committed_offsets_survive_kill_9_of_the_broker(zk_connect, registry: Re
             proc.kill()
 
 
+def describe(bootstrap: str, group: str) -> dict:
+    from kafka.admin import KafkaAdminClient
+
+    admin = KafkaAdminClient(bootstrap_servers=bootstrap)
+    try:
+        return admin.describe_groups([group])[group]
+    finally:
+        admin.close()
 
 
 def test_the_offsets_topic_is_internal_and_clients_cannot_produce_to_it(broker, registry: Registry) -> None:
