@@ -10,6 +10,7 @@ import os
 import shutil
 import struct
 
+import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
@@ -256,3 +257,38 @@ def _rewrite_value(partition, key: bytes, value: bytes) -> None:
     seg.write_bytes(bytes(out))
     seg.with_suffix(".index").unlink(missing_ok=True)
     (partition / "recovery-checkpoint.json").unlink(missing_ok=True)
+
+
+def test_the_broker_logs_background_thread_cleans_every_backoff(tmp_path) -> None:
+    """No caller cleans here: the LogManager's own thread does, every ``log.cleaner.backoff.ms``."""
+    from helpers import wait_until
+
+    store = open_store(tmp_path, compacted(backoff_ms=50))
+    for i in range(300):
+        store.commit("g", {TopicPartition("t", 0): CommittedOffset(i, "", NOW)})
+    plog = store.logs.get(OFFSETS_TOPIC, 0)
+    written = sum(s.size for s in plog.segments)
+    wait_until(lambda: sum(s.size for s in plog.segments) < written / 5, timeout=10,
+               message="the background cleaner to compact the log")
+    assert store.fetch("g")[TopicPartition("t", 0)].offset == 299
+    store.logs.close()
+
+
+def test_the_brokers_kafka_properties_reach_the_offsets_topics_log() -> None:
+    """``broker start --property`` takes Kafka's names for the offsets topic's segments and the cleaner, and the broker
+    hands them to its logs (``__consumer_offsets`` compacted whatever the log config it was given)."""
+    from zkconsumer.broker.broker import Broker
+    from zkconsumer.cli.broker import group_options
+    from zkconsumer.errors import ZkConsumerError
+
+    options = group_options(["offsets.topic.segment.bytes=65536", "log.cleaner.backoff.ms=100",
+                             "log.cleaner.delete.retention.ms=60000"])
+    assert options == {"offsets_topic_segment_bytes": 65536, "log_cleaner_backoff_ms": 100,
+                       "offsets_delete_retention_ms": 60000}
+    with pytest.raises(ZkConsumerError):
+        group_options(["log.cleaner.backoff.ms=soon"])
+    broker = Broker("127.0.0.1:1", log_config=LogConfig(compacted_topics=frozenset()), **options)
+    config = broker.log_config
+    assert OFFSETS_TOPIC in config.compacted_topics and config.segment_bytes_for(OFFSETS_TOPIC) == 65536
+    assert (config.cleaner.backoff_ms, config.cleaner.delete_retention_ms) == (100, 60000)
+    assert config.segment_bytes_for("orders") == config.segment_bytes
