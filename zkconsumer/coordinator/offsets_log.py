@@ -302,11 +302,11 @@ def _groups_named(batch: bytes) -> set[str]:
     pos = B.HEADER_SIZE
     while pos < len(batch):
         try:
-            length, p = _varint_at(batch, pos)
+            length, p = B.read_varint(batch, pos)
             q = p + 1
-            _, q = _varint_at(batch, q)
-            _, q = _varint_at(batch, q)
-            n, q = _varint_at(batch, q)
+            _, q = B.read_varint(batch, q)
+            _, q = B.read_varint(batch, q)
+            n, q = B.read_varint(batch, q)
             if 0 < n <= len(batch) - q:
                 key = _decode_key_or_none(bytes(batch[q:q + n]), quiet=True)
                 if key is not None:
@@ -314,22 +314,9 @@ def _groups_named(batch: bytes) -> set[str]:
             if length <= 0:
                 break
             pos = p + length
-        except (IndexError, CodecError):
+        except (IndexError, B.InvalidBatchError):
             break
     return found
-
-
-def _varint_at(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (value >> 1) ^ -(value & 1), pos
-        shift += 7
-        if shift > 63:
-            raise CodecError("varint too long")
 
 
 def _decode_key_or_none(raw: bytes, quiet: bool = False) -> OffsetKey | GroupKey | None:

@@ -203,6 +203,21 @@ def _valid_header_at(fd: int, pos: int, end: int, min_offset: int) -> bool:
             and pos + LOG_OVERHEAD + length <= end)
 
 
+def read_varint(buf: bytes, pos: int) -> tuple[int, int]:
+    """A zig-zag varint (a record's fields) at ``pos``: (value, next position). IndexError past the end of ``buf``;
+    InvalidBatchError for a varint longer than 64 bits (damaged bytes)."""
+    value = shift = 0
+    while True:
+        b = buf[pos]
+        pos += 1
+        value |= (b & 0x7F) << shift
+        if b < 0x80:
+            return (value >> 1) ^ -(value & 1), pos
+        shift += 7
+        if shift > 63:
+            raise InvalidBatchError("a varint longer than 64 bits", KafkaCode.CORRUPT_MESSAGE)
+
+
 def whole_batches(data: bytes) -> int:
     """How many leading bytes of ``data`` are whole batches (a read may end inside one)."""
     pos = 0

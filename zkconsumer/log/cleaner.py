@@ -92,17 +92,6 @@ class _Batch:
     records: tuple[_Record, ...]
 
 
-def _varint(buf: bytes, pos: int) -> tuple[int, int]:
-    value = shift = 0
-    while True:
-        b = buf[pos]
-        pos += 1
-        value |= (b & 0x7F) << shift
-        if b < 0x80:
-            return (value >> 1) ^ -(value & 1), pos
-        shift += 7
-
-
 def _batches(data: bytes) -> Iterator[_Batch]:
     """The batches of a segment's bytes with their records (offsets, keys, whether the value is null)."""
     pos = 0
@@ -120,15 +109,15 @@ def _batches(data: bytes) -> Iterator[_Batch]:
         records = []
         for _ in range(count):
             start = p
-            length, p = _varint(batch, p)
+            length, p = B.read_varint(batch, p)
             following = p + length
             p += 1  # attributes
-            ts_delta, p = _varint(batch, p)
-            off_delta, p = _varint(batch, p)
-            n, p = _varint(batch, p)
+            ts_delta, p = B.read_varint(batch, p)
+            off_delta, p = B.read_varint(batch, p)
+            n, p = B.read_varint(batch, p)
             key = None if n < 0 else batch[p:p + n]
             p += max(n, 0)
-            n, _ = _varint(batch, p)
+            n, _ = B.read_varint(batch, p)
             records.append(_Record(base + off_delta, first_ts + ts_delta, key, n < 0, batch[start:following]))
             p = following
         yield _Batch(batch, False, tuple(records))
