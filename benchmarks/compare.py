@@ -24,7 +24,7 @@ from rich.table import Table
 
 from zkconsumer.consoles import make_console
 from zkconsumer.lab.compare import MEASURES, run_compare
-from zkconsumer.lab.runner import WORKLOADS, LabPlan
+from zkconsumer.scenario.plan import WORKLOADS, RunPlan
 
 BASELINE = "zookeeper-default"
 
@@ -41,7 +41,7 @@ def main() -> None:
     args = ap.parse_args()
     console = make_console()
     out = args.out or Path(tempfile.mkdtemp(prefix="zkconsumer-compare-"))
-    plan = LabPlan(consumers=args.consumers, duration=args.duration, rate=args.rate, workload=args.workload)
+    plan = RunPlan(consumers=args.consumers, duration=args.duration, rate=args.rate, workload=args.workload)
     names = ["all"] if args.variants == "all" else [v.strip() for v in args.variants.split(",") if v.strip()]
     if BASELINE not in names and names != ["all"]:
         names.insert(0, BASELINE)  # the ratios need their baseline in the same run

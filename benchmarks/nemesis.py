@@ -1,6 +1,6 @@
 """Randomized fault schedules on every ZooKeeper variant: N seeds each, breaches and their minimal reproducers.
 
-Each seed draws a schedule (zkconsumer.lab.nemesis: joins, stops, kill -9, restarts, bounces, pauses on both sides
+Each seed draws a schedule (zkconsumer.scenario.nemesis: joins, stops, kill -9, restarts, bounces, pauses on both sides
 of the session timeout), runs it as a lab, judges it with the analysis' five invariants on Spark (one session for
 the whole benchmark), and shrinks a breach to a minimal scenario file (zkconsumer.lab.nemesis_run). The variants:
 zkconsumer's default profile, its kafka-0.8 profile, and Apache Kafka 0.8.2.2's own consumer (skipped with one line
@@ -30,9 +30,9 @@ from rich.table import Table
 
 from zkconsumer.consoles import make_console
 from zkconsumer.lab.breach_rate import BreachRate
-from zkconsumer.lab.nemesis import Invariant, NemesisSettings, parse_kinds
 from zkconsumer.lab.nemesis_run import LabJudge, SeedResult, run_nemesis
 from zkconsumer.lab.variants import unavailable
+from zkconsumer.scenario.nemesis import Invariant, NemesisSettings, parse_kinds
 
 ZOOKEEPER_VARIANTS = ("zookeeper-default", "zookeeper-kafka-0.8", "kafka-0.8.2.2")
 

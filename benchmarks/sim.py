@@ -19,8 +19,8 @@ from rich.table import Table
 
 from zkconsumer.analysis.spark import build_session
 from zkconsumer.consoles import make_console
-from zkconsumer.lab.nemesis import NemesisSettings
 from zkconsumer.lab.nemesis_run import LabJudge, run_nemesis
+from zkconsumer.scenario.nemesis import NemesisSettings
 from zkconsumer.sim.many import SimSummary, run_local, run_spark
 from zkconsumer.sim.runs import SimJob, SourceKind
 

@@ -23,9 +23,9 @@ from rich.table import Table
 
 from zkconsumer.analysis.spark import build_session
 from zkconsumer.consoles import make_console
-from zkconsumer.lab import scenario as scenarios
 from zkconsumer.lab.catalogue import MODES
-from zkconsumer.lab.runner import LabPlan
+from zkconsumer.scenario import reader as scenarios
+from zkconsumer.scenario.plan import RunPlan
 from zkconsumer.sim.many import SimSummary, run_spark
 from zkconsumer.sim.runs import SimJob, SourceKind
 from zkconsumer.sim.world import unsupported
@@ -51,7 +51,7 @@ def main() -> None:
         if mode.scenario is None or mode.scenario in seen or (wanted and mode.key not in wanted):
             continue
         seen.add(mode.scenario)
-        why = unsupported(LabPlan.from_scenario(scenarios.builtin(mode.scenario)))
+        why = unsupported(RunPlan.from_scenario(scenarios.builtin(mode.scenario)))
         if why:
             cells.append({"mode": mode.key, "scenario": mode.scenario, "refused": "; ".join(why)})
             continue

@@ -25,7 +25,7 @@ from rich.table import Table
 
 from zkconsumer.analysis.spark import build_session
 from zkconsumer.consoles import make_console
-from zkconsumer.lab import nemesis, scenario_toml
+from zkconsumer.scenario import nemesis, writer
 from zkconsumer.sim.many import SimSummary, run_spark
 from zkconsumer.sim.runs import SimJob, SourceKind
 
@@ -52,7 +52,7 @@ def main() -> None:
         task = bar.add_task("schedules", total=len(PROFILES) * len(seeds))
         for profile in PROFILES:
             for seed in seeds:
-                text = scenario_toml.dumps(nemesis.draw(seed, settings))
+                text = writer.dumps(nemesis.draw(seed, settings))
                 job = SimJob(profile, SourceKind.SCENARIO, scenario_text=text, scenario_source=f"nemesis-{seed}")
                 summary = SimSummary(job, run_spark(spark, job, list(range(args.interleavings))), 0.0)
                 rows[profile][seed] = {"breaking": len(summary.breaching),

@@ -28,11 +28,11 @@ from rich.table import Table
 
 from zkconsumer.analysis.spark import build_session
 from zkconsumer.consoles import make_console
-from zkconsumer.lab import scenario as scenarios
 from zkconsumer.lab.breach_rate import BreachRate
 from zkconsumer.lab.catalogue import RunFigures
 from zkconsumer.lab.compare import run_compare
-from zkconsumer.lab.runner import LabPlan
+from zkconsumer.scenario import reader as scenarios
+from zkconsumer.scenario.plan import RunPlan
 from zkconsumer.sim.many import run_local
 from zkconsumer.sim.runs import SimJob, SourceKind
 
@@ -91,7 +91,7 @@ def main() -> None:
     rows = []
     try:
         for f in chosen:
-            plan = LabPlan.from_scenario(scenarios.loads(f.read_text(), str(f)))
+            plan = RunPlan.from_scenario(scenarios.loads(f.read_text(), str(f)))
             runs = []
             for i in range(1, args.runs + 1):
                 console.rule(f"{f.name}: real run {i} of {args.runs}")

@@ -25,7 +25,7 @@ from zkconsumer.analysis.pipeline import run_analysis
 from zkconsumer.analysis.spark import build_session
 from zkconsumer.lab.faults import matrix
 from zkconsumer.lab.faults.lab import FaultLab
-from zkconsumer.lab.runner import LabPlan
+from zkconsumer.scenario.plan import RunPlan
 
 
 class Soak:
@@ -76,7 +76,7 @@ def main() -> int:
     ap.add_argument("--out", type=Path, default=Path("soak-runs") / time.strftime("%Y%m%d-%H%M%S"))
     args = ap.parse_args()
     console = Console()
-    plan = LabPlan(consumers=args.consumers, profile=args.profile, topics={"orders": 8, "payments": 4},
+    plan = RunPlan(consumers=args.consumers, profile=args.profile, topics={"orders": 8, "payments": 4},
                    rate=args.rate, initial_records=50, session_timeout_ms=4000, commit_interval_ms=500, steps=[])
     started = time.monotonic()
     faults: list[dict] = []

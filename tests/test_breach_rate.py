@@ -6,7 +6,7 @@ from __future__ import annotations
 import pytest
 
 from zkconsumer.lab.breach_rate import BreachRate, InvariantRate, RateOutcome, RunStatus, RunVerdict, spread
-from zkconsumer.lab.nemesis import COMMIT_INVARIANTS, Breach, Invariant
+from zkconsumer.scenario.nemesis import COMMIT_INVARIANTS, Breach, Invariant
 
 HOLDS = RunVerdict({i: 0 for i in Invariant})
 OWNERS = Invariant.ONE_LIVE_OWNER

@@ -23,9 +23,9 @@ from zkconsumer.lab.catalogue import (
     run_catalogue,
 )
 from zkconsumer.lab.compare import judged
-from zkconsumer.lab.nemesis import Invariant
-from zkconsumer.lab.scenario import builtin, builtin_names
 from zkconsumer.lab.variants import VARIANTS
+from zkconsumer.scenario.nemesis import Invariant
+from zkconsumer.scenario.reader import builtin, builtin_names
 
 
 def test_every_mode_of_the_issue_is_there_with_a_shipped_scenario_or_where_it_is_measured() -> None:

@@ -11,8 +11,10 @@ from helpers import consumer, drain, wait_until
 from kafka import KafkaProducer
 
 from zkconsumer.consumer.zookeeper.connector import ConsumerRebalanceFailed, ConsumerTimeout, RebalanceListener
-from zkconsumer.lab.runner import Lab, LabPlan, Step
+from zkconsumer.lab.runner import Lab
 from zkconsumer.records import decode_value, encode_value
+from zkconsumer.scenario.model import Step
+from zkconsumer.scenario.plan import RunPlan
 from zkconsumer.zk.layout import GroupPaths
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.topics import create_topic
@@ -220,7 +222,7 @@ def _uncommitted_window_check(trace_dir) -> tuple[int, int, list]:
 @pytest.mark.parametrize("profile", ["default"])
 def test_lab_churn_loses_nothing(tmp_path, profile: str) -> None:
     """Joins, a graceful stop and a kill -9 while records flow: nothing lost, duplicates only uncommitted."""
-    plan = LabPlan(consumers=2, duration=12, profile=profile, rate=150, initial_records=200,
+    plan = RunPlan(consumers=2, duration=12, profile=profile, rate=150, initial_records=200,
                    session_timeout_ms=3000, topics={"orders": 6, "payments": 2},
                    steps=[Step(2, "join", "c3"), Step(5, "stop", "c1"), Step(8, "kill", "c2"), Step(9, "join", "c4")])
     from rich.console import Console

@@ -33,7 +33,9 @@ from rich.console import Console
 from zkconsumer.lab.backends import RUN_LABEL, DockerBackend
 from zkconsumer.lab.containers.engine import DockerEngine, DockerUnavailable, install_engine, why_not_available
 from zkconsumer.lab.containers.images import IMAGE_REPO, SOURCE_ROOT, ensure_image
-from zkconsumer.lab.runner import Lab, LabPlan, Step
+from zkconsumer.lab.runner import Lab
+from zkconsumer.scenario.model import Step
+from zkconsumer.scenario.plan import RunPlan
 from zkconsumer.zk.registry import Registry
 
 pytestmark = pytest.mark.slow
@@ -63,7 +65,7 @@ def image(engine: DockerEngine) -> str:
 
 
 def test_docker_lab_survives_kill_9_and_restart(engine: DockerEngine, image: str, tmp_path) -> None:
-    plan = LabPlan(consumers=2, duration=22, session_timeout_ms=4000, commit_interval_ms=500, rate=100,
+    plan = RunPlan(consumers=2, duration=22, session_timeout_ms=4000, commit_interval_ms=500, rate=100,
                    initial_records=100, topics={"orders": 4, "payments": 2},
                    steps=[Step(2, "join", "c3"), Step(7, "kill", "c2"), Step(12, "kill", "c1"),
                           Step(15, "restart", "c1")])

@@ -13,9 +13,9 @@ import pytest
 
 from zkconsumer.cli import main
 from zkconsumer.lab.catalogue import MODES, not_applicable
-from zkconsumer.lab.nemesis import Invariant
 from zkconsumer.lab.nemesis_run import LabJudge
-from zkconsumer.lab.scenario import builtin
+from zkconsumer.scenario.nemesis import Invariant
+from zkconsumer.scenario.reader import builtin
 
 #: the modes with something to strike in the default profile (coordinator-kill has no counterpart there)
 SCENARIOS = [m.scenario for m in MODES if m.scenario and not not_applicable(builtin(m.scenario), "zookeeper-default")]

@@ -2,13 +2,14 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 
 import pytest
 from helpers import consumer, wait_until
 
 from zkconsumer.cli import main
-from zkconsumer.config import ConfigError, ConsumerConfig, read_properties
+from zkconsumer.config import PROFILE_SETTINGS, ConfigError, ConsumerConfig, read_properties
 from zkconsumer.zk.layout import GroupPaths
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.topics import create_topic
@@ -39,10 +40,21 @@ def test_defaults_are_kafka_08s() -> None:
     ({"group.id": "g", "rebalance.max.retries": -1}, "rebalance.max.retries must be >= 0"),
     ({"group.id": "g", "auto.commit.enable": "yes"}, "auto.commit.enable must be true or false"),
     ({"group.id": "g", "zkconsumer.profile": "fast"}, "zkconsumer.profile"),
+    ({"group.id": "g", "zkconsumer.profile.disable": "fence,watch_own_nodes"},
+     "zkconsumer.profile.disable: no switch fence; the profile's switches: pipelined_reads"),
 ])
 def test_invalid_configs_are_clear(props: dict, message: str) -> None:
     with pytest.raises(ConfigError, match=message):
         ConsumerConfig.from_properties(props)
+
+
+def test_a_profile_with_switches_turned_off_is_an_ablation_of_the_named_one() -> None:
+    config = ConsumerConfig.from_properties({"group.id": "g", "zkconsumer.profile.disable":
+                                             "fence_on_session_lease, watch_own_nodes"})
+    base = PROFILE_SETTINGS["default"]
+    assert config.profile == dataclasses.replace(base, fence_on_session_lease=False, watch_own_nodes=False)
+    assert base.fence_on_session_lease  # the named profile itself is unchanged
+    assert ConsumerConfig.from_properties({"group.id": "g"}).profile is base
 
 
 def test_faq_rule_warning() -> None:

@@ -25,8 +25,9 @@ from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.backends import ProcessBackend
 from zkconsumer.lab.faults.scenario_lab import CutAnyLab, lab_for
 from zkconsumer.lab.live import FINISH, JOIN, LabSource, LiveGroup, Reading, actions, member_of, plain
-from zkconsumer.lab.runner import Lab, LabPlan
-from zkconsumer.lab.scenario import ActionKind, LabMode, Step
+from zkconsumer.lab.runner import Lab
+from zkconsumer.scenario.model import ActionKind, LabMode, Step
+from zkconsumer.scenario.plan import RunPlan
 
 TOPICS = {"orders": 2, "payments": 1}
 PRODUCED = {("orders", 0): 10, ("orders", 1): 12, ("payments", 0): 5}
@@ -161,7 +162,7 @@ class _Tree:
 
 
 def test_a_button_is_a_lab_step_carried_out_on_the_labs_loop(tmp_path: Path) -> None:
-    plan = LabPlan(consumers=2, topics=TOPICS, steps=[Step(20.0, ActionKind.JOIN, "c3")])
+    plan = RunPlan(consumers=2, topics=TOPICS, steps=[Step(20.0, ActionKind.JOIN, "c3")])
     lab = Lab(plan, tmp_path, backend=_Names())
     source = LabSource(lab, open_ended=True)
     assert lab.ui is source
@@ -213,10 +214,10 @@ def test_a_button_is_a_lab_step_carried_out_on_the_labs_loop(tmp_path: Path) -> 
 
 def test_the_ui_lab_links_every_member_to_zookeeper_where_it_can(tmp_path: Path) -> None:
     """The page's cut button on any member: each reaches ZooKeeper through a proxy of its own, made as it starts."""
-    assert type(lab_for(LabPlan(), tmp_path, cut_any=True)) is CutAnyLab
-    assert type(lab_for(LabPlan(mode=LabMode.COORDINATOR), tmp_path, cut_any=True)) is Lab  # no ZooKeeper session
-    assert type(lab_for(LabPlan(), tmp_path, cut_any=True, backend=_Names())) is CutAnyLab
-    assert type(lab_for(LabPlan(), tmp_path)) is Lab
+    assert type(lab_for(RunPlan(), tmp_path, cut_any=True)) is CutAnyLab
+    assert type(lab_for(RunPlan(mode=LabMode.COORDINATOR), tmp_path, cut_any=True)) is Lab  # no ZooKeeper session
+    assert type(lab_for(RunPlan(), tmp_path, cut_any=True, backend=_Names())) is CutAnyLab
+    assert type(lab_for(RunPlan(), tmp_path)) is Lab
 
 
 def test_the_cli_refuses_ui_with_several_runs(capsys) -> None:
@@ -224,7 +225,7 @@ def test_the_cli_refuses_ui_with_several_runs(capsys) -> None:
     assert "--ui watches one lab run" in capsys.readouterr().err
 
 
-#: The lab's default session timeout (LabPlan.session_timeout_ms): the killed member's partitions move when it ends.
+#: The lab's default session timeout (RunPlan.session_timeout_ms): the killed member's partitions move when it ends.
 #: The kill test's run: two members on four partitions and 3 s sessions (the lab's default is 6 s; a shorter
 #: session is a shorter test, and the bound below is the session's), nothing scheduled (the page drives it).
 SESSION_TIMEOUT_S = 3.0

@@ -204,10 +204,11 @@ def test_a_migration_rolled_back_leaves_a_working_0_8_group(zk_connect: str, tmp
 
     from rich.console import Console
 
-    from zkconsumer.lab.runner import GROUP, Lab, LabPlan, Step
-    from zkconsumer.lab.scenario import LabMode
+    from zkconsumer.lab.runner import Lab
+    from zkconsumer.scenario.model import LabMode, Step
+    from zkconsumer.scenario.plan import GROUP, RunPlan
 
-    plan = LabPlan(consumers=2, duration=16.0, mode=LabMode.MIGRATE, rate=100.0, initial_records=100,
+    plan = RunPlan(consumers=2, duration=16.0, mode=LabMode.MIGRATE, rate=100.0, initial_records=100,
                    session_timeout_ms=4000, commit_interval_ms=300, initial_rebalance_delay_ms=0,
                    steps=[Step(2.0, "migrate", ""), Step(3.0, "rollback", "")])
     summary = Lab(plan, tmp_path / "run", zookeeper=zk_connect, console=Console(file=io.StringIO())).run()

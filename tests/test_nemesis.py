@@ -1,6 +1,6 @@
-"""Randomized fault schedules (lab/nemesis.py, issue 31 item 3), pure: the draw's determinism and rules, the shrink
+"""Randomized fault schedules (scenario/nemesis.py, issue 31 item 3), pure: the draw's determinism and rules, the shrink
 reaching a known minimum under a judge that is a plain function of the schedule, and scenario files written back
-(lab/scenario_toml.py) reading to the same scenario. Milliseconds each; the lab runs are in
+(scenario/writer.py) reading to the same scenario. Milliseconds each; the lab runs are in
 tests/test_nemesis_lab.py."""
 
 from __future__ import annotations
@@ -11,7 +11,19 @@ import pytest
 from hypothesis import example, given, settings
 from hypothesis import strategies as st
 
-from zkconsumer.lab.nemesis import (
+from zkconsumer.lab.nemesis_run import replay_command
+from zkconsumer.scenario.model import (
+    EACH,
+    FOLLOWER,
+    LEADER,
+    NEW,
+    TO_PARTITIONS,
+    Action,
+    ActionKind,
+    MemberKind,
+    Scenario,
+)
+from zkconsumer.scenario.nemesis import (
     DEFAULT_KINDS,
     QUORUM,
     RULES,
@@ -26,22 +38,8 @@ from zkconsumer.lab.nemesis import (
     schedule,
     violations,
 )
-from zkconsumer.lab.nemesis_run import replay_command
-from zkconsumer.lab.scenario import (
-    EACH,
-    FOLLOWER,
-    LEADER,
-    NEW,
-    TO_PARTITIONS,
-    Action,
-    ActionKind,
-    MemberKind,
-    Scenario,
-    builtin,
-    builtin_names,
-    loads,
-)
-from zkconsumer.lab.scenario_toml import dumps
+from zkconsumer.scenario.reader import builtin, builtin_names, loads
+from zkconsumer.scenario.writer import dumps
 
 SETTINGS = NemesisSettings()
 #: the fault kinds with a drawing rule, drawn only when --actions names them

@@ -10,9 +10,10 @@ from pathlib import Path
 import pytest
 
 from zkconsumer.cli import main
-from zkconsumer.lab.nemesis import Invariant
 from zkconsumer.lab.nemesis_run import LabJudge
-from zkconsumer.lab.scenario import ActionKind, load
+from zkconsumer.scenario.model import ActionKind
+from zkconsumer.scenario.nemesis import Invariant
+from zkconsumer.scenario.reader import load
 
 
 @pytest.mark.slow

@@ -14,8 +14,8 @@ import pytest
 from rich.console import Console
 
 from zkconsumer.lab.breach_rate import RunVerdict
-from zkconsumer.lab.nemesis import COMMIT_INVARIANTS, Breach, Invariant, NemesisSettings
 from zkconsumer.lab.nemesis_run import SeedResult, run_nemesis
+from zkconsumer.scenario.nemesis import COMMIT_INVARIANTS, Breach, Invariant, NemesisSettings
 
 ROOT = Path(__file__).resolve().parent.parent
 OWNERS = Breach(frozenset({Invariant.ONE_LIVE_OWNER}), "3 times two live owners")
@@ -101,7 +101,7 @@ def bench():  # noqa: ANN201 - the module
 
 
 def seed(n: int, *verdicts: RunVerdict, error: str | None = None) -> SeedResult:
-    from zkconsumer.lab.nemesis import draw
+    from zkconsumer.scenario.nemesis import draw
 
     result = SeedResult(n, draw(n, NemesisSettings()), Path(f"seed-{n}"), seconds=10.0 * len(verdicts),
                         error=error, verdicts=list(verdicts), run_seconds=[10.0] * len(verdicts))

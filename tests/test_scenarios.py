@@ -1,4 +1,4 @@
-"""Scenario files (lab/scenario.py, docs/scenarios.md): the format, its errors (file, line, key), the built-in
+"""Scenario files (scenario/model.py, docs/scenarios.md): the format, its errors (file, line, key), the built-in
 workloads as shipped files, and a lab run driven by one (a pause, a step with no counterpart said n/a)."""
 
 from __future__ import annotations
@@ -16,21 +16,13 @@ from zkconsumer.cli import main
 from zkconsumer.config import property_names
 from zkconsumer.lab.backends import BackendError, ProcessBackend
 from zkconsumer.lab.faults.scenario_lab import ScenarioLab, lab_for, session_password
-from zkconsumer.lab.member_properties import KINDS, member_kind, member_properties, merge_properties
-from zkconsumer.lab.runner import Lab, LabPlan, planned_assignments
-from zkconsumer.lab.scenario import _SET_BY_THE_LAB as SET_BY_THE_LAB
-from zkconsumer.lab.scenario import (
-    ActionKind,
-    LabMode,
-    MemberKind,
-    ScenarioError,
-    Step,
-    builtin,
-    builtin_names,
-    load,
-    loads,
-)
+from zkconsumer.lab.runner import Lab, planned_assignments
 from zkconsumer.lab.variants import VARIANTS
+from zkconsumer.scenario.model import ActionKind, LabMode, MemberKind, ScenarioError, Step
+from zkconsumer.scenario.plan import RunPlan
+from zkconsumer.scenario.properties import KINDS, member_kind, member_properties, merge_properties
+from zkconsumer.scenario.reader import _SET_BY_THE_LAB as SET_BY_THE_LAB
+from zkconsumer.scenario.reader import builtin, builtin_names, load, loads
 
 
 def scenario(text: str):
@@ -216,7 +208,7 @@ def test_the_plan_takes_the_files_settings_and_flags_given_on_top() -> None:
         [topics]
         orders = 6
     """)
-    plan = LabPlan.from_scenario(s, duration=None, consumers=4)
+    plan = RunPlan.from_scenario(s, duration=None, consumers=4)
     assert (plan.duration, plan.consumers, plan.rate, plan.topics, plan.strategy) == (20.0, 4, 50.0, {"orders": 6},
                                                                                      "range")
 
@@ -230,7 +222,7 @@ def test_the_built_in_workloads_are_the_schedules_the_lab_always_ran(n: int, dur
 
     def steps(workload: str, mode: LabMode = LabMode.ZOOKEEPER) -> list[tuple[float, str, str]]:
         return [(round(s.at, 6), str(s.action), s.consumer)
-                for s in LabPlan(consumers=n, duration=d, workload=workload, mode=mode, topics=topics).schedule()]
+                for s in RunPlan(consumers=n, duration=d, workload=workload, mode=mode, topics=topics).schedule()]
 
     added = max(0, 8 - n)
     assert steps("churn") == [(round(0.15 * d, 6), "join", f"c{n + 1}"), (round(0.35 * d, 6), "stop", "c2"),
@@ -270,7 +262,7 @@ def test_the_fault_matrix_faults_are_shipped_scenarios_with_the_matrix_settings(
                 "topic-created": (1, False, [], ActionKind.CREATE_TOPIC)}
     for name, (ensemble, broker_process, proxied, kind) in expected.items():
         s = builtin(name)
-        lab = lab_for(LabPlan.from_scenario(s), tmp_path)  # a pause needs no fault lab: the plain lab has none
+        lab = lab_for(RunPlan.from_scenario(s), tmp_path)  # a pause needs no fault lab: the plain lab has none
         handles = (lab.zk_servers, lab.broker_process, lab.proxied) if isinstance(lab, ScenarioLab) else (1, False, [])
         assert (*handles, [a.kind for a in s.actions]) == (ensemble, broker_process, proxied, [kind]), name
         assert isinstance(lab, ScenarioLab) == (kind is not ActionKind.PAUSE), name
@@ -379,7 +371,7 @@ def test_the_fault_matrix_faults_are_shipped_scenarios_with_the_matrix_settings(
      "not in a run whose members subscribe by the whitelist"),
     ("duration = [1\n", "s.toml:1", "not valid TOML"),
     ("duration = 10\nrate = = 3\n", "s.toml:2", "not valid TOML: Invalid value"),
-    # [properties]: Kafka's names (config.py's), of their type, accepted by ConsumerConfig, not the lab's own
+    # [properties]: Kafka's names (config/properties.py's), of their type, accepted by ConsumerConfig, not the lab's own
     ('[properties]\n"rebalance.max.retry" = 2\n', 's.toml:2: properties."rebalance.max.retry"',
      "not a consumer property; did you mean 'rebalance.max.retries'?"),
     ('[properties]\n"rebalance.max.retries" = "2"\n', 's.toml:2: properties."rebalance.max.retries"',
@@ -440,15 +432,15 @@ def test_the_cli_reports_the_error_and_runs_nothing(tmp_path: Path, capsys) -> N
 
 # ------------------------------------------------------------------------------------ n/a, per lab and variant
 def test_a_scenario_with_fault_or_topic_actions_gets_a_fault_lab(tmp_path: Path) -> None:
-    faulty = LabPlan.from_scenario(builtin("zk-cut"))
+    faulty = RunPlan.from_scenario(builtin("zk-cut"))
     assert type(lab_for(faulty, tmp_path)) is ScenarioLab
-    assert type(lab_for(LabPlan.from_scenario(builtin("gc-pause")), tmp_path)) is Lab
-    assert type(lab_for(LabPlan(), tmp_path, backend=ProcessBackend())) is Lab
+    assert type(lab_for(RunPlan.from_scenario(builtin("gc-pause")), tmp_path)) is Lab
+    assert type(lab_for(RunPlan(), tmp_path, backend=ProcessBackend())) is Lab
     # a plain lab given such a step reports it n/a instead of failing
     plain = Lab(faulty, tmp_path)
     assert "no handle" in plain.not_applicable(Step(1.0, ActionKind.CUT_ZK, "c1", 2.0))
     # a coordinator is killed only in a cluster of Apache Kafka's brokers that compare started for the run
-    killing = lab_for(LabPlan.from_scenario(builtin("coordinator-kill")), tmp_path)
+    killing = lab_for(RunPlan.from_scenario(builtin("coordinator-kill")), tmp_path)
     assert type(killing) is ScenarioLab and killing.replication_factor == 1
     assert "no cluster of Apache Kafka's brokers" in killing.not_applicable(Step(1.0, ActionKind.KILL_COORDINATOR,
                                                                                  seconds=3.0))
@@ -480,7 +472,7 @@ def test_each_variant_says_which_actions_have_no_counterpart() -> None:
 
 def test_a_step_without_counterpart_is_skipped_and_said(tmp_path: Path) -> None:
     """compare passes the variant's absent actions in the plan; a plain lab (no fault handles) skips fault steps."""
-    plan = LabPlan(absent=VARIANTS["coordinator"].absent(), steps=[])
+    plan = RunPlan(absent=VARIANTS["coordinator"].absent(), steps=[])
     lab = Lab(plan, tmp_path)
     lab.perform(Step(4.0, ActionKind.EXPIRE, "c1"))
     lab.perform(Step(5.0, ActionKind.KILL_ZK, node="leader"))
@@ -530,12 +522,12 @@ def test_properties_and_subscriptions_are_read_into_the_plan() -> None:
     assert s.properties == {"rebalance.max.retries": 2, "rebalance.backoff.ms": 1000, "auto.commit.enable": True,
                             "heartbeat.interval.ms": 500}
     assert s.subscriptions == {"c1": ("orders",), "c3": ("payments",)}
-    plan = LabPlan.from_scenario(s)
+    plan = RunPlan.from_scenario(s)
     assert plan.properties == (("rebalance.max.retries", "2"), ("rebalance.backoff.ms", "1000"),
                                ("auto.commit.enable", "true"), ("heartbeat.interval.ms", "500"))
     assert [plan.topics_of(m) for m in ("c1", "c2", "c3")] == [["orders"], ["orders", "payments"], ["payments"]]
     # a variant's properties (compare's, the nemesis') go on top: they are what makes the variant
-    kip848 = LabPlan.from_scenario(s, properties=(("heartbeat.interval.ms", "900"), ("group.protocol", "consumer")))
+    kip848 = RunPlan.from_scenario(s, properties=(("heartbeat.interval.ms", "900"), ("group.protocol", "consumer")))
     assert dict(kip848.properties)["heartbeat.interval.ms"] == "900" and dict(kip848.properties)["group.protocol"]
     assert merge_properties(plan.properties, (("rebalance.backoff.ms", "5"),))[1] == ("rebalance.backoff.ms", "5")
 
@@ -583,7 +575,7 @@ def test_the_failure_mode_scenarios_break_the_retry_rule_and_share_a_group() -> 
     assert pause.at < join.at < pause.at + held.session_timeout_ms / 1000 < pause.at + pause.seconds
     assert pause.at + pause.seconds + held.session_timeout_ms / 1000 + 1 < held.duration
     shared = dataclasses.replace(builtin("shared-group-id"), strict=True)
-    plan = LabPlan.from_scenario(shared)
+    plan = RunPlan.from_scenario(shared)
     assert [plan.topics_of(m) for m in ("c1", "c2", "c3")] == [["orders"], ["orders"], ["payments"]]
     assert [(s.action, s.consumer) for s in shared.steps(plan.duration, plan.consumers, plan.topics)] == [
         (ActionKind.JOIN, "c3"), (ActionKind.STOP, "c3"), (ActionKind.JOIN, "c3")]
@@ -598,7 +590,7 @@ def _arg_values(args: list[str], flag: str) -> list[str]:
                                               (LabMode.COORDINATOR, "librdkafka"), (LabMode.MIGRATE, "kafka-python")])
 def test_every_zkconsumer_member_gets_its_topics_and_the_properties_it_takes(mode: LabMode, client: str,
                                                                              tmp_path: Path) -> None:
-    plan = dataclasses.replace(LabPlan.from_scenario(scenario(SHARED)), mode=mode, client=client)
+    plan = dataclasses.replace(RunPlan.from_scenario(scenario(SHARED)), mode=mode, client=client)
     lab = Lab(plan, tmp_path)
     assert [_arg_values(lab._consumer_args(m), "--topic") for m in ("c1", "c2", "c3")] == [
         ["orders"], ["orders", "payments"], ["payments"]]
@@ -620,7 +612,7 @@ def test_kafkas_own_members_get_their_topics_and_the_properties_it_takes(tmp_pat
     monkeypatch.setattr(lab_members, "fetch", lambda version: object())
     monkeypatch.setattr(lab_members, "harness_command",
                         lambda dist, zk, group, topics, **kw: calls.append((list(topics), kw["properties"])) or [])
-    plan = dataclasses.replace(LabPlan.from_scenario(scenario(SHARED)), client=lab_members.CLIENT)
+    plan = dataclasses.replace(RunPlan.from_scenario(scenario(SHARED)), client=lab_members.CLIENT)
     lab = Lab(plan, tmp_path)
     for m in ("c1", "c2", "c3"):
         lab._consumer_args(m)
@@ -642,7 +634,7 @@ def test_members_of_other_kinds_make_one_mixed_0_8_group(tmp_path: Path, monkeyp
                         lambda dist, zk, group, topics, **kw: calls.append((list(topics), kw["properties"])) or [])
     mixed = builtin("mixed-gc-pause")
     assert mixed.kinds == {"c1": MemberKind.KAFKA_0822, "c2": MemberKind.KAFKA_08, "c3": MemberKind.DEFAULT}
-    plan = LabPlan.from_scenario(mixed, properties=(("heartbeat.interval.ms", "500"),))
+    plan = RunPlan.from_scenario(mixed, properties=(("heartbeat.interval.ms", "500"),))
     assert [plan.kind_of(m) for m in ("c1", "c2", "c3", "c4")] == ["kafka-0.8.2.2", "kafka-0.8", "default", "default"]
     assert plan.mixed_kinds
     lab = Lab(plan, tmp_path)
@@ -663,7 +655,7 @@ def test_the_lab_plans_and_verifies_by_the_subscriptions(tmp_path: Path) -> None
     """The expected assignment printed at the start (RoundRobin refuses members on different topics, as Kafka's
     does) and the ownership check of a coordinator-mode run: a topic no live member subscribes to is not checked."""
     out = io.StringIO()
-    plan = dataclasses.replace(LabPlan.from_scenario(scenario(SHARED)), consumers=3, mode=LabMode.COORDINATOR)
+    plan = dataclasses.replace(RunPlan.from_scenario(scenario(SHARED)), consumers=3, mode=LabMode.COORDINATOR)
     lab = Lab(plan, tmp_path, console=Console(file=out, width=200))
     lab.console.print(planned_assignments(plan))
     text = " ".join(out.getvalue().split())
@@ -713,7 +705,7 @@ GC_PAUSE = """
 def test_a_lab_runs_a_scenario_file_pausing_a_member_past_its_session(zk_connect: str, tmp_path: Path) -> None:
     path = tmp_path / "gc.toml"
     path.write_text(textwrap.dedent(GC_PAUSE))
-    plan = LabPlan.from_scenario(load(path))
+    plan = RunPlan.from_scenario(load(path))
     summary = Lab(plan, tmp_path / "run", zookeeper=zk_connect, console=Console(file=io.StringIO())).run()
     assert summary["scenario"] == "gc-pause" and summary["lost"] == 0 and summary["verify_ok"], summary
     # the migration has no counterpart in a ZooKeeper-mode lab: skipped, and said
@@ -758,7 +750,7 @@ def test_a_scenario_kills_a_zookeeper_node_cuts_a_member_off_and_adds_partitions
     as struck and healed, the new partitions owned and consumed, nothing lost."""
     path = tmp_path / "faults.toml"
     path.write_text(textwrap.dedent(FAULTS_ON_AN_ENSEMBLE))
-    lab = lab_for(LabPlan.from_scenario(load(path)), tmp_path / "run", console=Console(file=io.StringIO()))
+    lab = lab_for(RunPlan.from_scenario(load(path)), tmp_path / "run", console=Console(file=io.StringIO()))
     assert isinstance(lab, ScenarioLab)
     summary = lab.run()
     assert summary["zookeeper_servers"] == 3 and summary["fault_errors"] == [], summary
@@ -800,7 +792,7 @@ def test_each_shipped_fault_scenario_passes_the_invariants_in_the_default_profil
     from zkconsumer.lab.faults.verdict import judge
 
     started = time.monotonic()
-    summary = lab_for(LabPlan.from_scenario(builtin(name)), tmp_path, console=Console(file=io.StringIO())).run()
+    summary = lab_for(RunPlan.from_scenario(builtin(name)), tmp_path, console=Console(file=io.StringIO())).run()
     assert summary["lost"] == 0 and summary["verify_ok"] and not summary.get("fault_errors"), summary
     verdict = judge(spark, FaultRun(name, "default", str(tmp_path), time.monotonic() - started))
     if name in ("partitions-added", "topic-created"):  # topic actions are not faults: no heal to judge from
@@ -813,7 +805,7 @@ def test_each_shipped_fault_scenario_passes_the_invariants_in_the_default_profil
 ZIPPED = """
 import sys, zipfile
 sys.path.insert(0, sys.argv[1])
-import zkconsumer.lab.scenario as s
+import zkconsumer.scenario.reader as s
 assert s.__file__.startswith(sys.argv[1]), s.__file__  # imported from the zip, not from the checkout
 print(",".join(s.builtin_names()))
 from zkconsumer.cli import main

@@ -4,10 +4,13 @@ then reads virtual time, blocks on simulated primitives and draws from the seed.
 
 from __future__ import annotations
 
+import os
 import queue
 import random
+import socket
 import threading
 import time
+import uuid
 
 import pytest
 
@@ -19,6 +22,7 @@ from zkconsumer.sim.kazoo_world import KazooWorld
 from zkconsumer.sim.scheduler import Scheduler
 from zkconsumer.sim.tasks import Runtime
 from zkconsumer.zk.handler import LatchResult
+from zkconsumer.zk.layout import make_consumer_id
 from zkconsumer.zk.lease import SessionLease
 
 EPOCH_S = 1_600_000_000.0  # the simulated Clock's wall time at virtual zero
@@ -32,6 +36,8 @@ def test_live_the_seam_is_threading_time_queue_and_random_themselves() -> None:
     assert runtime.Condition is threading.Condition and runtime.Queue is queue.Queue
     assert runtime.random is random.random and runtime.Random is random.Random
     assert runtime.current_task is threading.current_thread and runtime.local is threading.local
+    assert runtime.uuid4 is uuid.uuid4 and runtime.hostname is socket.gethostname and runtime.getpid is os.getpid
+    assert runtime.process_alive(os.getpid()) and not runtime.process_alive(2**22 + 1)  # above Linux's pid_max
     done = runtime.Event()
     task = runtime.spawn(lambda value: done.set() if value == 1 else None, 1, name="seam-live")
     task.join(5)
@@ -88,6 +94,20 @@ def test_the_consumers_own_code_reads_virtual_time_inside_a_simulation() -> None
     assert out["holds"] and out["lapsed"] and out["renewed"]
     assert out["waited"] == pytest.approx(1.0) and out["now"] == pytest.approx(3.25 + 3600 + 1.0)
     assert runtime.monotonic is time.monotonic  # restored after the run
+
+
+def test_ids_host_names_and_pids_come_from_the_seed_in_a_simulation() -> None:
+    """A consumer id (host-millis-uuid8, zk/layout.py), a coordinator member id and a migration lease's holder read
+    the seam: in a simulation one seed gives the same ids, the simulated host's name and a process's own pid."""
+    def ids(seed: int) -> tuple:
+        world = KazooWorld(seed=seed)
+        return world.run(lambda: (make_consumer_id("g"), runtime.hostname(), runtime.getpid() == runtime.getpid(),
+                                  runtime.process_alive(runtime.getpid()), runtime.process_alive(1)))
+
+    first = ids(5)
+    assert first == ids(5) and first[0] != ids(6)[0]
+    assert first[0].startswith(f"g_{runtime_impl.SIM_HOST}-") and first[1:] == (runtime_impl.SIM_HOST, True, True,
+                                                                                    False)
 
 
 def test_the_simulated_primitives_behave_as_threadings_do() -> None:

@@ -15,11 +15,11 @@ import sys
 
 import pytest
 
-from zkconsumer.lab import nemesis
-from zkconsumer.lab import scenario as scenarios
-from zkconsumer.lab.runner import LabPlan
-from zkconsumer.lab.scenario import ActionKind
 from zkconsumer.records import encode_value
+from zkconsumer.scenario import nemesis
+from zkconsumer.scenario import reader as scenarios
+from zkconsumer.scenario.model import ActionKind
+from zkconsumer.scenario.plan import RunPlan
 from zkconsumer.sim.broker import value_encoder
 from zkconsumer.sim.runs import SimJob, SourceKind, run_seed, shrink
 from zkconsumer.sim.world import SimRefused, SimWorld, unsupported
@@ -66,10 +66,12 @@ def test_gc_pause_verdict_is_the_catalogues() -> None:
 
 
 def test_a_consumer_without_its_fence_is_caught_and_shrunk() -> None:
-    """A test-only switch drops the default profile's session-lease fence: the simulator must find the pause zombie
-    in some nemesis seed, and shrink the schedule to a pause alone, which still breaks."""
+    """The default profile with its session-lease fence turned off (``zkconsumer.profile.disable``, an ablation): the
+    simulator must find the pause zombie in some nemesis seed, and shrink the schedule to a pause alone, which still
+    breaks."""
     settings = nemesis.NemesisSettings(kinds=(ActionKind.PAUSE, ActionKind.JOIN, ActionKind.STOP), max_actions=3)
-    job = SimJob("default", SourceKind.NEMESIS, nemesis=settings, test_skip_fence=True)
+    job = SimJob("default", SourceKind.NEMESIS, nemesis=settings,
+                 properties=(("zkconsumer.profile.disable", "fence_on_session_lease"),))
     breaching = next(r for r in (run_seed(job, s) for s in range(40)) if not r.ok)
     assert {"overlaps", "zombie_deliveries"} & set(breaching.broken)
     small = shrink(job, breaching, budget=30)
@@ -83,7 +85,7 @@ def test_a_consumer_without_its_fence_is_caught_and_shrunk() -> None:
 
 
 def test_what_cannot_be_simulated_is_refused_by_name() -> None:
-    plan = LabPlan.from_scenario(scenarios.builtin("migration"))
+    plan = RunPlan.from_scenario(scenarios.builtin("migration"))
     with pytest.raises(SimRefused, match=r"migrate at [\d.]+ s: no simulated counterpart yet \(coordinator-mode"):
         SimWorld(plan, 1)
 
@@ -117,7 +119,7 @@ def test_every_shipped_scenario_it_can_express_runs_and_the_default_profile_hold
     quorum lost, the broker's process killed) appears in some shipped scenario: each runs to its end with every
     member started, and the default profile holds in it."""
     names = [n for n in scenarios.builtin_names()
-             if not unsupported(LabPlan.from_scenario(scenarios.builtin(n)))]
+             if not unsupported(RunPlan.from_scenario(scenarios.builtin(n)))]
     assert {"gc-pause", "stale-view", "session-expiry", "zk-cut", "broker-cut", "topic-created",
             "partitions-added", "churn", "rolling-restart", "quorum-loss", "zk-leader", "zk-follower",
             "broker-kill"} <= set(names)
@@ -132,7 +134,7 @@ def test_the_broker_killed_and_restarted_holds_and_only_the_default_profile_reba
     is that registration. The default profile watches ``/brokers/ids`` from the start and rebalances when a broker
     registers after none; Kafka 0.8 watches it only after an attempt found no broker, so it does not. What was
     produced while the broker was down is delivered after (nothing lost)."""
-    plan = LabPlan.from_scenario(scenarios.builtin("broker-kill"))
+    plan = RunPlan.from_scenario(scenarios.builtin("broker-kill"))
     for profile, rebalances_on_return in (("default", True), ("kafka-0.8", False)):
         plan.profile = profile
         world = SimWorld(plan, 3)

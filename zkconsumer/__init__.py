@@ -6,8 +6,8 @@ The public API is what ``__all__`` lists: the two connectors over one streams su
 property names, the pure 0.8 assignors, the ZooKeeper layout codecs, a real ZooKeeper server for tests and labs,
 and the one error root. The layers below it (docs/architecture.md)::
 
-    cli → lab, analysis, tools → consumer, broker, coordinator, migration, apache_kafka → zk, assignment, config
-        → errors, types, trace, records
+    cli → lab, sim, analysis → scenario → consumer, broker, coordinator, migration, apache_kafka
+        → zk, assignment, config → errors, types, trace, records
 
 Example::
 

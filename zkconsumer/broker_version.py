@@ -52,7 +52,7 @@ class BrokerTooOld(ZkConsumerError, RuntimeError):
 def parse_setting(value: Any) -> ApiVersion | None:
     """``zkconsumer.broker.api.version``: ``None`` for ``auto`` (or unset), else the version tuple.
 
-    Raises IllegalArgument with the reason for anything else (config.py turns it into a ConfigError)."""
+    Raises IllegalArgument with the reason for anything else (config/consumer.py turns it into a ConfigError)."""
     if value is None:
         return None
     if isinstance(value, tuple) and value and all(isinstance(v, int) for v in value):

@@ -19,7 +19,7 @@ Every error class of zkconsumer, by module (``*``: retriable)::
     zkconsumer.records                     RecordValueError
     zkconsumer.runtime                     RuntimeAlreadyInstalled
     zkconsumer.broker_version              BrokerTooOld
-    zkconsumer.config                      ConfigError, UnknownProperty
+    zkconsumer.config.properties           ConfigError, UnknownProperty
     zkconsumer.zk.layout                   LayoutError, MalformedNodeError, InvalidTopicError
     zkconsumer.zk.registry                 ZkConnectError*, ZkAuthFailed, BrokerAlreadyRegistered*,
                                            TopicExistsError, UnknownTopicError
@@ -44,7 +44,7 @@ Every error class of zkconsumer, by module (``*``: retriable)::
     zkconsumer.apache_kafka.processes      KafkaProcessError
     zkconsumer.apache_kafka.mixed          GroupDidNotSettle, InconsistentGroup
     zkconsumer.lab.backends                BackendError
-    zkconsumer.lab.scenario                ScenarioError
+    zkconsumer.scenario.model              ScenarioError
     zkconsumer.lab.faults.lab              FaultTimeout
     zkconsumer.lab.containers.engine       DockerUnavailable
     zkconsumer.lab.containers.images       ImageBuildError

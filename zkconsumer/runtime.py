@@ -1,5 +1,6 @@
-"""The consumer's one source of concurrency, time and chance: threads, locks, events, queues, clocks, sleeps and
-random draws, so that the simulator (issue 39, docs/simulation.md) can replace them all at once.
+"""The consumer's one source of concurrency, time and chance: threads, locks, events, queues, clocks, sleeps,
+random draws, random ids, the host's name and process ids, so that the simulator (issue 39, docs/simulation.md)
+can replace them all at once.
 
 Why: the simulator runs the consumer's own code (the connector, both profiles' rebalance attempts, claims,
 offsets, streams) on virtual time, one seed giving one interleaving. That needs every source of order the
@@ -9,7 +10,8 @@ threads and clocks from its handler (the simulator has one); this module is the 
 
 Live, nothing changes: the names below *are* ``time.monotonic``, ``time.time``, ``time.sleep``, ``threading``'s
 classes (``threading.local`` too), ``queue.Queue`` and ``random``'s functions, bound at import, so
-``runtime.monotonic()`` costs the one module attribute lookup ``time.monotonic()`` costs, with no wrapper in between.
+``uuid.uuid4``, ``socket.gethostname`` and ``os.getpid`` too; ``runtime.monotonic()`` costs the one module attribute
+lookup ``time.monotonic()`` costs, with no wrapper in between.
 :func:`spawn` is the only new function: ``threading.Thread(..., daemon=True).start()`` in one call.
 
 The simulator swaps them for the duration of a run (:func:`installed`) and restores them after, even on an
@@ -27,10 +29,13 @@ error; one simulation per process at a time, so installing refuses to nest. Henc
 from __future__ import annotations
 
 import contextlib
+import os
 import queue
 import random as _random
+import socket
 import threading
 import time as _time
+import uuid as _uuid
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, fields
 from typing import Any, Protocol
@@ -54,6 +59,17 @@ class Task(Protocol):
     def join(self, timeout: float | None = None) -> None: ...
 
     def is_alive(self) -> bool: ...
+
+
+def _process_alive(pid: int) -> bool:
+    """Live :func:`process_alive`: signal 0 reaches it (or it is someone else's, which is alive too)."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _spawn_thread(target: Callable[..., Any], *args: Any, name: str, daemon: bool = True, **kwargs: Any) -> Task:
@@ -90,6 +106,14 @@ local: Callable[[], Any] = threading.local
 #: A float in [0, 1), and a generator of one's own (``Random(seed)``) for a stream of draws.
 random: Callable[[], float] = _random.random
 Random = _random.Random
+#: A random UUID (version 4): a coordinator member id's suffix, a consumer id's (zk/layout.py); seeded in a simulation.
+uuid4: Callable[[], _uuid.UUID] = _uuid.uuid4
+#: This host's name, as Kafka writes it into consumer ids and a lease's holder (``InetAddress.getLocalHost``).
+hostname: Callable[[], str] = socket.gethostname
+#: This process's id: who holds a migration's lease (with :func:`hostname`), so a restarted driver knows its own.
+getpid: Callable[[], int] = os.getpid
+#: Whether a process of this host with this id runs (a lease holder's, to tell a dead driver from a live one).
+process_alive: Callable[[int], bool] = _process_alive
 
 
 @dataclass(frozen=True)
@@ -110,6 +134,10 @@ class Implementation:
     local: Callable[[], Any]
     random: Callable[[], float]
     Random: Callable[..., Any]
+    uuid4: Callable[[], _uuid.UUID]
+    hostname: Callable[[], str]
+    getpid: Callable[[], int]
+    process_alive: Callable[[int], bool]
 
 
 #: The names :func:`installed` swaps: every field of :class:`Implementation`.

@@ -24,14 +24,15 @@ from zkconsumer.lab.compare import (
     timeline_of,
 )
 from zkconsumer.lab.compare_page import LabMark, NoTimeline, Timeline, lab_marks, page, series, timeline_figure
-from zkconsumer.lab.nemesis import Invariant
-from zkconsumer.lab.runner import LabPlan, Step
 from zkconsumer.lab.variants import VARIANTS, Measure, NotApplicable
+from zkconsumer.scenario.model import Step
+from zkconsumer.scenario.nemesis import Invariant
+from zkconsumer.scenario.plan import RunPlan
 
 
 @pytest.mark.slow
 def test_compare_runs_both_modes_and_writes_one_table(spark, tmp_path) -> None:
-    plan = LabPlan(consumers=2, duration=8.0, rate=50.0, initial_records=50, session_timeout_ms=4000,
+    plan = RunPlan(consumers=2, duration=8.0, rate=50.0, initial_records=50, session_timeout_ms=4000,
                    commit_interval_ms=300, initial_rebalance_delay_ms=0,
                    steps=[Step(1.0, "join", "c3"), Step(4.0, "kill", "c1")])
     out = tmp_path / "cmp"
@@ -102,7 +103,7 @@ def test_kafkas_own_consumer_runs_as_a_variant_with_a_trace_rebuilt_from_its_log
     # loaded machine) waits for that rebalance to give up: Kafka's shutdown took 8,192 ms so in a CI run
     # (rebalance.max.retries 4 × backoff 2 s), and only then did c1's registration go. With 6 s, c2 was killed
     # first and never traced the two-member group.
-    plan = LabPlan(consumers=2, duration=20.0, rate=50.0, initial_records=50, session_timeout_ms=4000,
+    plan = RunPlan(consumers=2, duration=20.0, rate=50.0, initial_records=50, session_timeout_ms=4000,
                    commit_interval_ms=300, topics={"orders": 6, "payments": 2},
                    steps=[Step(1.0, "join", "c3"), Step(3.0, "stop", "c1"), Step(14.0, "kill", "c2")])
     out = tmp_path / "cmp"
@@ -137,16 +138,16 @@ def test_kafkas_own_consumer_runs_as_a_variant_with_a_trace_rebuilt_from_its_log
     assert dones["lab_c3"][-1][1] == range_share(["lab_c3"], "lab_c3")  # alone after c2's session expired
 
 def test_the_workloads_schedule_what_they_say() -> None:
-    from zkconsumer.lab.runner import WORKLOADS
+    from zkconsumer.scenario.plan import WORKLOADS
 
-    rolling = LabPlan(consumers=3, duration=30.0, workload="rolling-restart").schedule()
+    rolling = RunPlan(consumers=3, duration=30.0, workload="rolling-restart").schedule()
     assert [(s.action, s.consumer) for s in rolling] == [("bounce", "c1"), ("bounce", "c2"), ("bounce", "c3")]
     assert all(0 < s.at < 30.0 for s in rolling) and [s.at for s in rolling] == sorted(s.at for s in rolling)
-    scale = LabPlan(consumers=3, duration=30.0, workload="scale-out", topics={"a": 8, "b": 4}).schedule()
+    scale = RunPlan(consumers=3, duration=30.0, workload="scale-out", topics={"a": 8, "b": 4}).schedule()
     assert [(s.action, s.consumer) for s in scale] == [("join", f"c{i}") for i in range(4, 9)]  # up to 8 members
-    assert [s.action for s in LabPlan(workload="churn").schedule()] == ["join", "stop", "kill", "join"]
+    assert [s.action for s in RunPlan(workload="churn").schedule()] == ["join", "stop", "kill", "join"]
     with pytest.raises(ValueError, match="unknown workload"):
-        LabPlan(workload="chaos").schedule()
+        RunPlan(workload="chaos").schedule()
     assert WORKLOADS == ("churn", "rolling-restart", "scale-out")
 
 
@@ -170,11 +171,11 @@ def test_a_variant_this_machine_cannot_run_is_skipped_with_its_reason(monkeypatc
     assert reason is not None and "Kafka 3.9.1" in reason and "Maven" in reason
     assert variants.unavailable("coordinator") is None
     buf = io.StringIO()
-    results = run_compare(LabPlan(), tmp_path, ["coordinator-kafka-3.9"], Console(file=buf, width=200),
+    results = run_compare(RunPlan(), tmp_path, ["coordinator-kafka-3.9"], Console(file=buf, width=200),
                           analyze=False)
     assert results == [] and "skipped coordinator-kafka-3.9: Kafka 3.9.1's jars" in " ".join(buf.getvalue().split())
     with pytest.raises(ValueError, match="unknown variants"):
-        run_compare(LabPlan(), tmp_path, ["eager-ish"], Console(file=io.StringIO()), analyze=False)
+        run_compare(RunPlan(), tmp_path, ["eager-ish"], Console(file=io.StringIO()), analyze=False)
 
 
 # --------------------------------------------------------------------------- the outputs, built from results

@@ -13,13 +13,15 @@ from rich.console import Console
 
 from zkconsumer.analysis.pipeline import AnalysisResult, run_analysis
 from zkconsumer.analysis.report import Report
-from zkconsumer.lab.runner import Lab, LabPlan, Step
+from zkconsumer.lab.runner import Lab
+from zkconsumer.scenario.model import Step
+from zkconsumer.scenario.plan import RunPlan
 
 
 @pytest.fixture(scope="module")
 def lab_report(spark, tmp_path_factory) -> tuple[dict, AnalysisResult]:
     root = tmp_path_factory.mktemp("lab")
-    plan = LabPlan(consumers=2, duration=8, rate=100, initial_records=100, session_timeout_ms=3000,
+    plan = RunPlan(consumers=2, duration=8, rate=100, initial_records=100, session_timeout_ms=3000,
                    topics={"orders": 4}, steps=[Step(2, "join", "c3"), Step(4, "kill", "c1")])
     quiet = Console(file=io.StringIO())
     summary = Lab(plan, root / "run", console=quiet).run()

@@ -13,9 +13,11 @@ from helpers import send_authorized_operations
 from rich.console import Console
 
 from zkconsumer.analysis.pipeline import run_analysis
-from zkconsumer.lab.backends import GroupSettings, ProcessBackend
-from zkconsumer.lab.runner import GROUP, Lab, LabPlan, Step
+from zkconsumer.lab.backends import ProcessBackend
+from zkconsumer.lab.runner import Lab
 from zkconsumer.migration.plan import MigrationPlan, plan_path
+from zkconsumer.scenario.model import Step
+from zkconsumer.scenario.plan import GROUP, GroupSettings, RunPlan
 from zkconsumer.zk.registry import Registry
 
 pytestmark = pytest.mark.skipif(importlib.util.find_spec("zkconsumer.coordinator.manager") is None,
@@ -46,7 +48,7 @@ class ForeignCoordinatorBackend(ProcessBackend):
 
 @pytest.mark.slow
 def test_a_live_migration_loses_nothing_and_never_has_two_owners(spark, zk_connect, tmp_path) -> None:
-    plan = LabPlan(consumers=3, duration=20.0, mode="migrate", rate=100.0, initial_records=100,
+    plan = RunPlan(consumers=3, duration=20.0, mode="migrate", rate=100.0, initial_records=100,
                    session_timeout_ms=4000, commit_interval_ms=300, initial_rebalance_delay_ms=0,
                    steps=[Step(2.0, "join", "c4"), Step(4.0, "migrate", "")])
     lab = Lab(plan, tmp_path / "run", zookeeper=zk_connect, console=Console(file=io.StringIO(), width=200),

@@ -91,11 +91,11 @@ def build_session(master: str | None = DEFAULT_MASTER, app_name: str = "zkconsum
 
 def package_zip(dest_dir: str | os.PathLike | None = None) -> Path:
     """Zip the zkconsumer package for ``addPyFile`` / ``spark-submit --py-files``: its .py files and the package data
-    its code reads (the shipped scenario files, lab/scenarios/*.toml), as the installed package has them."""
+    its code reads (the shipped scenario files, scenario/shipped/*.toml), as the installed package has them."""
     root = Path(__file__).resolve().parents[1]
     dest = Path(dest_dir or tempfile.mkdtemp(prefix="zkconsumer-pyfiles-")) / "zkconsumer.zip"
     with zipfile.ZipFile(dest, "w", zipfile.ZIP_DEFLATED) as zf:
-        for path in sorted([*root.rglob("*.py"), *root.rglob("scenarios/*.toml")]):
+        for path in sorted([*root.rglob("*.py"), *root.rglob("shipped/*.toml")]):
             zf.write(path, path.relative_to(root.parent).as_posix())
     return dest
 

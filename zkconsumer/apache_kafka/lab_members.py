@@ -15,7 +15,7 @@ from zkconsumer.apache_kafka.consumer_trace import KafkaMemberTrace
 from zkconsumer.apache_kafka.jars import DEFAULT_VERSION, KafkaDist, fetch
 from zkconsumer.apache_kafka.processes import harness_command, write_log4j
 
-#: What ``zkconsumer lab``/``compare`` call this client (``LabPlan.client``).
+#: What ``zkconsumer lab``/``compare`` call this client (``RunPlan.client``).
 CLIENT = "kafka-0.8.2.2"
 
 

@@ -8,7 +8,6 @@ down to. Each handler reads one :class:`ClusterSnapshot`, so one answer never mi
 from __future__ import annotations
 
 import logging
-import time
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -16,6 +15,7 @@ from kafka.protocol.consumer import FetchRequest, FetchResponse, ListOffsetsRequ
 from kafka.protocol.metadata import ApiVersionsRequest, MetadataRequest, MetadataResponse
 from kafka.protocol.producer import InitProducerIdRequest, InitProducerIdResponse, ProduceRequest, ProduceResponse
 
+from zkconsumer import runtime
 from zkconsumer.broker import legacy
 from zkconsumer.errors import KafkaCode
 from zkconsumer.log import batches as B
@@ -206,11 +206,11 @@ class CoreApis:
     def fetch(self, ctx: RequestContext, req: FetchRequest) -> FetchResponse:
         """Long poll: answer once ``min_bytes`` are available, an error occurs, or ``max_wait_ms`` passes."""
         logs = self.broker.logs
-        deadline = time.monotonic() + max(0, req.max_wait_ms) / 1000.0
+        deadline = runtime.monotonic() + max(0, req.max_wait_ms) / 1000.0
         while True:
             seen = logs.append_count
             responses, total, errors = self._read(req, self.broker.cluster.snapshot(), ctx.api_version)
-            remaining = deadline - time.monotonic()
+            remaining = deadline - runtime.monotonic()
             if total >= req.min_bytes or errors or remaining <= 0 or logs.closed:
                 break
             logs.wait_for_append(seen, remaining)

@@ -14,9 +14,9 @@ import logging
 import selectors
 import socket
 import struct
-import threading
 from collections.abc import Callable
 
+from zkconsumer import runtime
 from zkconsumer.wire.protocol import MAX_FRAME_BYTES, MalformedRequest
 
 log = logging.getLogger(__name__)
@@ -47,14 +47,13 @@ class Server:
         self._listener = socket.create_server((host, port), backlog=128, reuse_port=False)
         self.port: int = self._listener.getsockname()[1]
         self._wake_r, self._wake_w = socket.socketpair()
-        self._conns: dict[socket.socket, threading.Thread] = {}
-        self._lock = threading.Lock()
-        self._stopping = threading.Event()
-        self._acceptor: threading.Thread | None = None
+        self._conns: dict[socket.socket, runtime.Task] = {}
+        self._lock = runtime.Lock()
+        self._stopping = runtime.Event()
+        self._acceptor: runtime.Task | None = None
 
     def start(self) -> None:
-        self._acceptor = threading.Thread(target=self._accept_loop, name=f"acceptor-{self.port}", daemon=True)
-        self._acceptor.start()
+        self._acceptor = runtime.spawn(self._accept_loop, name=f"acceptor-{self.port}")
 
     @property
     def connection_count(self) -> int:
@@ -81,18 +80,16 @@ class Server:
         except OSError as e:  # e.g. EMFILE: keep serving the connections we have
             log.warning("accept failed: %s", e)
             return
-        with self._lock:
+        sock.setblocking(True)
+        sock.settimeout(self.idle_timeout_s)
+        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
+        with self._lock:  # held while the thread starts: it removes itself under this lock, after this adds it
             if len(self._conns) >= self.max_connections or self._stopping.is_set():
                 log.warning("refusing connection from %s: %d connections open", addr, len(self._conns))
                 sock.close()
                 return
             peer = f"{addr[0]}:{addr[1]}"
-            thread = threading.Thread(target=self._serve, args=(sock, peer), name=f"conn-{peer}", daemon=True)
-            self._conns[sock] = thread
-        sock.setblocking(True)
-        sock.settimeout(self.idle_timeout_s)
-        sock.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
-        thread.start()
+            self._conns[sock] = runtime.spawn(self._serve, sock, peer, name=f"conn-{peer}")
 
     # ------------------------------------------------------------------------------------------ serving
     def _serve(self, sock: socket.socket, peer: str) -> None:

@@ -22,13 +22,15 @@ from zkconsumer.lab.faults.cli import run_matrix
 from zkconsumer.lab.faults.matrix import faults_of
 from zkconsumer.lab.faults.scenario_lab import lab_for
 from zkconsumer.lab.live import LabSource
-from zkconsumer.lab.nemesis import DEFAULT_KINDS, NemesisSettings, drawable, parse_kinds
 from zkconsumer.lab.nemesis_run import NEMESIS_VARIANTS, PROFILE_VARIANTS, run_nemesis
-from zkconsumer.lab.runner import WORKLOADS, Lab, LabPlan
-from zkconsumer.lab.scenario import LabMode, ScenarioError, builtin_names
-from zkconsumer.lab.scenario import builtin as builtin_scenario
-from zkconsumer.lab.scenario import load as load_scenario
+from zkconsumer.lab.runner import Lab
 from zkconsumer.lab.variants import DEFAULT_VARIANTS, VARIANTS
+from zkconsumer.scenario.model import LabMode, ScenarioError
+from zkconsumer.scenario.nemesis import DEFAULT_KINDS, NemesisSettings, drawable, parse_kinds
+from zkconsumer.scenario.plan import WORKLOADS, RunPlan
+from zkconsumer.scenario.reader import builtin as builtin_scenario
+from zkconsumer.scenario.reader import builtin_names
+from zkconsumer.scenario.reader import load as load_scenario
 
 if TYPE_CHECKING:
     from zkconsumer.lab.backends import LabBackend
@@ -145,7 +147,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     f.set_defaults(func=cmd_catalogue)
 
 
-def lab_plan(args: argparse.Namespace, **settings) -> LabPlan:
+def lab_plan(args: argparse.Namespace, **settings) -> RunPlan:
     """The plan the flags describe: a scenario file's settings where it sets them, flags given on top, else the
     defaults. A scenario file that cannot be run is one error naming its file, line and key."""
     if args.consumers is not None and args.consumers < 1 or args.duration is not None and args.duration <= 0:
@@ -153,13 +155,13 @@ def lab_plan(args: argparse.Namespace, **settings) -> LabPlan:
     flags = {"consumers": args.consumers, "duration": args.duration, "strategy": args.strategy, "rate": args.rate,
              **settings}
     if args.scenario is None:
-        return LabPlan(**{k: v for k, v in {**flags, "workload": args.workload}.items() if v is not None})
+        return RunPlan(**{k: v for k, v in {**flags, "workload": args.workload}.items() if v is not None})
     if args.workload is not None:
         raise CliError("--workload and --scenario both say what happens during the run: give one")
     try:
         named = not args.scenario.exists() and str(args.scenario) in builtin_names()
         scenario = builtin_scenario(str(args.scenario)) if named else load_scenario(args.scenario)
-        plan = LabPlan.from_scenario(scenario, **flags)
+        plan = RunPlan.from_scenario(scenario, **flags)
         plan.schedule()  # a member action on a member never started is the file's mistake: said now, not mid-run
     except ScenarioError as e:
         raise CliError(str(e)) from None

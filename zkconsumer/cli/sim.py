@@ -23,7 +23,7 @@ from zkconsumer.cli.analyze import add_spark_args, start_spark
 from zkconsumer.cli.output import CliError, console
 from zkconsumer.config import PROFILES
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.lab import nemesis
+from zkconsumer.scenario import nemesis
 
 if TYPE_CHECKING:
     from zkconsumer.sim.runs import SimJob
@@ -151,13 +151,14 @@ def cmd_sim(args: argparse.Namespace) -> int:
     # A simulated member logs what a real one logs (refused commits while its session is gone, rebalances given
     # up): over many seeds that drowns the verdicts, which say what matters; the trace keeps every event.
     logging.disable(logging.ERROR)
-    from zkconsumer.sim.world import NOT_SIMULATED, SUPPORTED, unsupported
+    from zkconsumer.sim.world import NOT_SIMULATED, STEP_HANDLERS, unsupported
 
     try:
         job = _job(args)
-        refused = [str(k) for k in job.nemesis.kinds if k not in SUPPORTED] if not args.scenario else []
+        refused = [k for k in job.nemesis.kinds if k not in STEP_HANDLERS] if not args.scenario else []
         if refused:  # every seed draws from these kinds: refuse them by name, not only where the first seed drew one
-            raise CliError(f"cannot simulate --actions {','.join(refused)}: {NOT_SIMULATED}")
+            raise CliError("cannot simulate " + "; ".join(f"--actions {k}: {NOT_SIMULATED.get(k, 'no handler')}"
+                                                          for k in refused))
         reasons = unsupported(job.plan(job.scenario_for(args.seed if args.seed is not None else args.first_seed)))
         if reasons:
             raise CliError("cannot simulate this run: " + "; ".join(reasons))

@@ -14,6 +14,7 @@ from dataclasses import dataclass, field
 from enum import Enum
 from typing import Protocol
 
+from zkconsumer import runtime
 from zkconsumer.coordinator.store import GroupSnapshot, MemberSnapshot
 from zkconsumer.errors import IllegalArgument, ZkConsumerError
 
@@ -90,7 +91,7 @@ def new_member_id(client_id: str, rng: RandomBits | None = None) -> str:
     """Kafka's ``clientId + "-" + UUID``: a random (version 4) UUID, drawn from ``rng`` when given (the
     coordinator's, from the runtime seam: seeded in a simulation, so a seed names the same members)."""
     if rng is None:
-        return f"{client_id}-{uuid.uuid4()}"
+        return f"{client_id}-{runtime.uuid4()}"
     return f"{client_id}-{uuid.UUID(int=rng.getrandbits(128), version=4)}"
 
 

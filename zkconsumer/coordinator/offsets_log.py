@@ -14,12 +14,11 @@ from __future__ import annotations
 
 import logging
 import os
-import threading
-import time
 from collections.abc import Iterable, Iterator, Mapping
 
 from kafka.record.memory_records import MemoryRecordsBuilder
 
+from zkconsumer import runtime
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.coordinator.manager import partition_for
 from zkconsumer.coordinator.offsets_codec import (
@@ -54,7 +53,7 @@ OFFSETS_TOPIC_CONFIG = {"cleanup.policy": "compact", "compression.type": "produc
 
 
 def _now_ms() -> int:
-    return int(time.time() * 1000)
+    return int(runtime.time() * 1000)
 
 
 class OffsetsAppendFailed(ZkConsumerError, OSError):
@@ -76,7 +75,7 @@ class OffsetsLog(MemoryOffsetStore):
         self.logs = logs
         self.num_partitions = num_partitions
         self.retention_ms = retention_ms
-        self._write_lock = threading.Lock()  # append + fsync + cache update, in log order
+        self._write_lock = runtime.Lock()  # append + fsync + cache update, in log order
         self.loaded_records = 0
         self.skipped_records = 0  # records that do not decode (and keys without a value), at the last load
         self.corrupt_batches = 0  # batches that failed their CRC or did not parse, at the last load

@@ -22,21 +22,13 @@ import sys
 import time
 import uuid
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
 from pathlib import Path
 
 from zkconsumer.broker import Broker
 from zkconsumer.broker.state import read_state
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.scenario.plan import GroupSettings
 from zkconsumer.zk.server import ZooKeeperServer, four_letter_word, free_port
-
-
-@dataclass(frozen=True)
-class GroupSettings:
-    """What the lab's broker sets for its group coordinator (Kafka's property names in comments)."""
-
-    initial_rebalance_delay_ms: int = 3000  # group.initial.rebalance.delay.ms
-    min_session_timeout_ms: int = 6000  # group.min.session.timeout.ms
 
 
 class BackendError(ZkConsumerError, RuntimeError):

@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 
 from zkconsumer.errors import IllegalArgument
-from zkconsumer.lab.nemesis import Breach, Invariant
+from zkconsumer.scenario.nemesis import Breach, Invariant
 
 
 class RunStatus(StrEnum):

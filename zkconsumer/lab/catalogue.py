@@ -28,10 +28,11 @@ from rich.table import Table
 
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.breach_rate import BreachRate, RunVerdict, spread
-from zkconsumer.lab.nemesis import Invariant
-from zkconsumer.lab.runner import LabPlan
-from zkconsumer.lab.scenario import LabMode, Scenario, builtin
 from zkconsumer.lab.variants import VARIANTS
+from zkconsumer.scenario.model import LabMode, Scenario
+from zkconsumer.scenario.nemesis import Invariant
+from zkconsumer.scenario.plan import RunPlan
+from zkconsumer.scenario.reader import builtin
 
 if TYPE_CHECKING:
     from zkconsumer.lab.compare import VariantResult
@@ -285,7 +286,7 @@ def run_catalogue(chosen: list[FailureMode], variants: list[str], out: Path, con
                 console.rule(f"[bold]failure mode {mode.key}[/]: {mode.title} (scenario {mode.scenario}), "
                              f"run {i} of {runs}")
                 where = out / mode.scenario if runs == 1 else out / mode.scenario / f"run-{i}"
-                results = run_compare(LabPlan.from_scenario(scenario), where, list(runnable), console,
+                results = run_compare(RunPlan.from_scenario(scenario), where, list(runnable), console,
                                       spark=session)
                 for r in results:
                     runnable[r.name].runs.append(RunFigures.of(r))

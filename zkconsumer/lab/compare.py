@@ -36,10 +36,10 @@ from zkconsumer.apache_kafka.processes import KafkaBroker
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.compare_page import NoTimeline, Timeline, lab_marks, page
 from zkconsumer.lab.faults.scenario_lab import lab_for
-from zkconsumer.lab.member_properties import merge_properties
-from zkconsumer.lab.nemesis import COMMIT_INVARIANTS, Invariant, invariant_counts
-from zkconsumer.lab.runner import LabPlan
 from zkconsumer.lab.variants import VARIANTS, Measure, NotApplicable, Variant, unavailable
+from zkconsumer.scenario.nemesis import COMMIT_INVARIANTS, Invariant, invariant_counts
+from zkconsumer.scenario.plan import RunPlan
+from zkconsumer.scenario.properties import merge_properties
 from zkconsumer.zk.server import ZooKeeperServer
 
 if TYPE_CHECKING:
@@ -73,7 +73,7 @@ CLUSTER_SIZE = 3
 
 
 @contextlib.contextmanager
-def _servers(variant: Variant, plan: LabPlan, out: Path) -> Iterator[Servers]:
+def _servers(variant: Variant, plan: RunPlan, out: Path) -> Iterator[Servers]:
     """The servers a variant's lab uses: none (the lab starts its own, with zkconsumer's broker), or Apache Kafka's
     broker started here (in a ZooKeeper of its own for 3.x, in KRaft mode for 4.x), three of them replicating
     every internal topic when the scenario kills the group's coordinator."""
@@ -363,7 +363,7 @@ def plot(results: list[VariantResult], path: Path) -> Path:
     return plots._save(figure(results), path)
 
 
-def run_compare(plan: LabPlan, out: Path, variants: list[str], console: Console, analyze: bool = True,
+def run_compare(plan: RunPlan, out: Path, variants: list[str], console: Console, analyze: bool = True,
                 master: str | None = None, spark=None) -> list[VariantResult]:
     """Run each variant's lab, analyse each run (on ``spark`` if given, else a session of its own), print and
     write the comparison. ``variants`` may be ``["all"]``; a variant this machine cannot run (Kafka's jars and no

@@ -27,8 +27,9 @@ from rich.errors import MarkupError
 from rich.text import Text
 
 from zkconsumer.errors import IllegalArgument
-from zkconsumer.lab.runner import GROUP, Lab
-from zkconsumer.lab.scenario import ActionKind, LabMode, Step
+from zkconsumer.lab.runner import Lab
+from zkconsumer.scenario.model import ActionKind, LabMode, Step
+from zkconsumer.scenario.plan import GROUP
 from zkconsumer.types import tp_str
 from zkconsumer.web.history import MAX_CHANGES, MAX_EVENTS, Settling, partition_key
 from zkconsumer.web.snapshot import Action, Change, Event, GroupInfo, Member, PartitionRow, Snapshot, SourceKind, Status

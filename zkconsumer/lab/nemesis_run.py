@@ -1,4 +1,4 @@
-"""``zkconsumer lab --nemesis``: the I/O around lab/nemesis.py. Each seed's drawn schedule runs as a lab, is judged
+"""``zkconsumer lab --nemesis``: the I/O around scenario/nemesis.py. Each seed's drawn schedule runs as a lab, is judged
 by the analysis' invariants on Spark, and a breach is shrunk, rerunning each candidate, to a minimal scenario file
 written beside the run with the command that replays it.
 
@@ -35,7 +35,9 @@ from rich.table import Table
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.lab.breach_rate import BreachRate, RunVerdict
 from zkconsumer.lab.faults.scenario_lab import lab_for
-from zkconsumer.lab.nemesis import (
+from zkconsumer.lab.variants import VARIANTS, unavailable
+from zkconsumer.scenario.model import Scenario
+from zkconsumer.scenario.nemesis import (
     COMMIT_INVARIANTS,
     Breach,
     Candidate,
@@ -47,10 +49,8 @@ from zkconsumer.lab.nemesis import (
     minimal_name,
     minimise,
 )
-from zkconsumer.lab.runner import LabPlan
-from zkconsumer.lab.scenario import Scenario
-from zkconsumer.lab.scenario_toml import dumps
-from zkconsumer.lab.variants import VARIANTS, unavailable
+from zkconsumer.scenario.plan import RunPlan
+from zkconsumer.scenario.writer import dumps
 
 #: The variants a nemesis runs: those the lab runs alone, with its own servers (the others need Apache Kafka's
 #: broker, which compare starts around the lab).
@@ -91,13 +91,13 @@ class LabJudge:
         self._spark = None
         self._own_spark = False
 
-    def plan(self, scenario: Scenario) -> LabPlan:
+    def plan(self, scenario: Scenario) -> RunPlan:
         v = VARIANTS[self.variant]
         settings = {"profile": v.profile, "mode": v.mode, "client": v.client, "static_members": v.static_members,
                     "properties": v.properties, **self.flags}
         if v.strategy:
             settings["strategy"] = v.strategy
-        return LabPlan.from_scenario(scenario, **settings)
+        return RunPlan.from_scenario(scenario, **settings)
 
     def spark(self):  # noqa: ANN201 - pyspark is imported only when a run is judged
         if self._spark is None:

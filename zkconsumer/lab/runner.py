@@ -22,7 +22,6 @@ import threading
 import time
 from collections import Counter, defaultdict
 from collections.abc import Mapping
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Protocol
 
@@ -42,135 +41,20 @@ from zkconsumer.consumer.zookeeper.kafka_offsets import KafkaOffsetStore
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.lab import report
-from zkconsumer.lab.backends import GroupSettings, LabBackend, ProcessBackend
-from zkconsumer.lab.member_properties import member_kind, member_properties, merge_properties, property_text
+from zkconsumer.lab.backends import LabBackend, ProcessBackend
 from zkconsumer.lab.processes import MemberProcesses
-from zkconsumer.lab.scenario import ActionKind, LabMode, Scenario, Step
-from zkconsumer.lab.scenario import builtin as builtin_scenario
+from zkconsumer.lab.steps import STEP_HANDLERS
 from zkconsumer.migration.driver import MigrationDriver, Ownership
 from zkconsumer.records import encode_value
+from zkconsumer.scenario.model import ActionKind, LabMode, Step
+from zkconsumer.scenario.plan import GROUP, RunPlan
+from zkconsumer.scenario.properties import member_kind, member_properties
 from zkconsumer.tools.groups import verify
 from zkconsumer.trace import TraceWriter, now_ms
 from zkconsumer.types import GroupMode, tp_str
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import packets_received
 from zkconsumer.zk.topics import create_topic
-
-GROUP = "lab"
-
-
-#: The workloads a lab (and ``zkconsumer compare``) can run: built-in scenario files (lab/scenarios/).
-WORKLOADS = ("churn", "rolling-restart", "scale-out")
-
-
-@dataclass
-class LabPlan:
-    consumers: int = 3
-    duration: float = 30.0
-    profile: str = "default"
-    strategy: str = "range"
-    mode: LabMode = LabMode.ZOOKEEPER
-    topics: dict[str, int] = field(default_factory=lambda: {"orders": 8, "payments": 4})
-    rate: float = 200.0  # records per second, all partitions together
-    initial_records: int = 400  # per topic, before consumers start
-    session_timeout_ms: int = 6000
-    commit_interval_ms: int = 1000
-    #: The local broker's group.initial.rebalance.delay.ms (Kafka's default; coordinator mode and migrations).
-    initial_rebalance_delay_ms: int = 3000
-    #: Coordinator-mode members' max.poll.interval.ms, the rebalance timeout they send in JoinGroup: how long a
-    #: coordinator may hold a rebalance for a member that does not rejoin or sync, and after how long a member whose
-    #: join has not completed says so (``join_stalled``). Kafka's 5-minute default is longer than a lab run.
-    rebalance_timeout_ms: int = 20000
-    #: What happens to the group (:data:`WORKLOADS`): ``churn`` (a join, a graceful stop, a ``kill -9``, a join),
-    #: ``rolling-restart`` (every member stopped and started again in turn, as a deploy does) or ``scale-out``
-    #: (members added one by one until there are as many as the largest topic has partitions).
-    workload: str = "churn"
-    #: Coordinator mode: each member joins with ``group.instance.id`` = its name (static membership, KIP-345).
-    static_members: bool = False
-    #: The members' client: in coordinator mode ``kafka-python`` (the streams connector) or ``librdkafka``
-    #: (consumer/librdkafka.py); in ZooKeeper mode zkconsumer's connector or ``kafka-0.8.2.2``, Apache Kafka
-    #: 0.8.2.2's own high-level consumer (one JVM per member; its trace is rebuilt from its log, see
-    #: apache_kafka/consumer_trace.py).
-    client: str = "kafka-python"
-    #: Extra consumer properties, e.g. ``(("group.protocol", "consumer"),)`` for KIP-848 on librdkafka, and a
-    #: scenario's ``[properties]``; each member takes those its client has a counterpart for (member_properties.py)
-    properties: tuple[tuple[str, str], ...] = ()
-    #: Members that consume only some of :attr:`topics` (a scenario's ``[subscriptions]``); the others consume all
-    subscriptions: dict[str, tuple[str, ...]] = field(default_factory=dict)
-    #: Members of another kind than the run's (a scenario's ``[kinds]``: ``default``, ``kafka-0.8``,
-    #: ``kafka-0.8.2.2``), in ZooKeeper mode: one 0.8 group of mixed members (see :meth:`kind_of`)
-    kinds: dict[str, str] = field(default_factory=dict)
-    steps: list[Step] | None = None
-    #: A scenario file's actions (lab/scenario.py), instead of the workload's; see :meth:`from_scenario`.
-    scenario: Scenario | None = None
-    #: Members subscribe by this regex (Kafka's whitelist) instead of naming :attr:`topics`, where their client can
-    #: (zkconsumer's, in either mode); a scenario's ``whitelist``.
-    whitelist: str | None = None
-    #: Actions with no counterpart in this run, and why (``compare`` fills it from Variant.no_counterpart): their
-    #: steps are skipped and reported n/a.
-    absent: tuple[tuple[ActionKind, str], ...] = ()
-
-    def __post_init__(self) -> None:
-        self.mode = LabMode(self.mode)  # given as a string by a flag or a caller: checked here
-
-    @classmethod
-    def from_scenario(cls, scenario: Scenario, **settings) -> LabPlan:
-        """A plan running ``scenario``: its settings where it sets them, else ``settings``, else the defaults."""
-        own = {"duration": scenario.duration, "consumers": scenario.members, "rate": scenario.rate,
-               "initial_records": scenario.initial_records, "session_timeout_ms": scenario.session_timeout_ms,
-               "commit_interval_ms": scenario.commit_interval_ms, "strategy": scenario.strategy,
-               "topics": dict(scenario.topics) or None, "whitelist": scenario.whitelist}
-        merged = {**{k: v for k, v in own.items() if v is not None}, **{k: v for k, v in settings.items()
-                                                                         if v is not None}}
-        # the scenario's properties, then the given ones (a variant's: they make the variant, so they win)
-        merged["properties"] = merge_properties(((k, property_text(v)) for k, v in scenario.properties.items()),
-                                                merged.get("properties", ()))
-        return cls(**merged, scenario=scenario, subscriptions=dict(scenario.subscriptions),
-                   kinds={name: str(kind) for name, kind in scenario.kinds.items()})
-
-    def kind_of(self, member: str) -> str:
-        """What ``member`` runs: a zkconsumer profile's name, or ``kafka-0.8.2.2`` (Kafka's own consumer). Its
-        ``[kinds]`` entry in ZooKeeper mode, else the run's own kind (a coordinator group takes no 0.8 member)."""
-        if self.mode is LabMode.ZOOKEEPER and member in self.kinds:
-            return self.kinds[member]
-        return lab_members.CLIENT if self.client == lab_members.CLIENT else self.profile
-
-    @property
-    def mixed_kinds(self) -> dict[str, str]:
-        """The members of another kind than the run's ([kinds], in ZooKeeper mode), with their kinds; else empty."""
-        kinds = {m: self.kind_of(m) for m in self.kinds}
-        return kinds if any(k != self.kind_of("") for k in kinds.values()) else {}
-
-    @property
-    def commits_untraced(self) -> bool:
-        """Some member's commits are not in its trace: Kafka 0.8.2.2's own consumer, rebuilt from its log."""
-        return lab_members.CLIENT in {self.kind_of(""), *map(self.kind_of, self.kinds)}
-
-    def topics_of(self, member: str) -> list[str]:
-        """The topics ``member`` subscribes to by name: its subscription, else every topic of the run."""
-        return list(self.subscriptions.get(member) or self.topics)
-
-    @property
-    def subscribes_by_regex(self) -> bool:
-        """The members subscribe by :attr:`whitelist`: zkconsumer's members can (librdkafka's and Kafka 0.8.2.2's,
-        as the lab runs them, name their topics)."""
-        return self.whitelist is not None and self.client == "kafka-python"
-
-    def group_settings(self) -> GroupSettings:
-        """The broker's coordinator settings this plan needs (its sessions may be under Kafka's 6 s minimum)."""
-        return GroupSettings(self.initial_rebalance_delay_ms, min(6000, self.session_timeout_ms))
-
-    def schedule(self) -> list[Step]:
-        """The timed steps: given ones, the scenario's, or the built-in scenario of the workload (``migration`` in
-        migrate mode: churn before, the migration, churn in coordinator mode after)."""
-        if self.steps is not None:
-            return self.steps
-        scenario = self.scenario
-        if scenario is None:
-            if self.mode is not LabMode.MIGRATE and self.workload not in WORKLOADS:
-                raise IllegalArgument(f"unknown workload {self.workload!r}; choose from {', '.join(WORKLOADS)}")
-            scenario = builtin_scenario("migration" if self.mode is LabMode.MIGRATE else self.workload)
-        return scenario.steps(self.duration, self.consumers, self.topics)
 
 
 class LiveHook(Protocol):
@@ -279,7 +163,7 @@ class TraceTail:
         return total
 
 
-def planned_assignments(plan: LabPlan) -> Table:
+def planned_assignments(plan: RunPlan) -> Table:
     """What the first consumers will own under Range and RoundRobin (the assignors, as each member runs them)."""
     subs = {f"{GROUP}_c{i}": {t: 1 for t in plan.topics_of(f"c{i}")} for i in range(1, plan.consumers + 1)}
     ctx = AssignmentContext(subs, {t: range(n) for t, n in plan.topics.items()})
@@ -298,7 +182,7 @@ def planned_assignments(plan: LabPlan) -> Table:
     return table
 
 
-def _mixed_members(plan: LabPlan, backend: str, given: tuple[tuple[str, str], ...],
+def _mixed_members(plan: RunPlan, backend: str, given: tuple[tuple[str, str], ...],
                    notes: list[str]) -> tuple[tuple[str, str], ...]:
     """The properties Kafka 0.8.2.2's members of a mixed group ([kinds]) take; added to ``notes``, what is n/a
     about the kinds: all of them in a coordinator run (its group takes no 0.8 member), a property Kafka's consumer
@@ -318,7 +202,7 @@ def _mixed_members(plan: LabPlan, backend: str, given: tuple[tuple[str, str], ..
     return taken
 
 
-def _commits_not_judged(plan: LabPlan) -> str:
+def _commits_not_judged(plan: RunPlan) -> str:
     """What ``lab --analyze`` adds when members' commits are not in their traces (Kafka 0.8.2.2's own)."""
     kafka = "every member" if plan.client == lab_members.CLIENT else ", ".join(
         m for m in plan.kinds if plan.kind_of(m) == lab_members.CLIENT)
@@ -332,7 +216,7 @@ class Lab:
     #: ``lab_for`` there picks the lab a plan needs). A lab without them reports such a step n/a.
     fault_handles = False
 
-    def __init__(self, plan: LabPlan, out_dir: Path, zookeeper: str | None = None,
+    def __init__(self, plan: RunPlan, out_dir: Path, zookeeper: str | None = None,
                  bootstrap: str | None = None, console: Console | None = None,
                  backend: LabBackend | None = None) -> None:
         self.plan = plan
@@ -493,19 +377,7 @@ class Lab:
             return
         if not step.action.fault:
             self.stepped(step)
-        match step.action:
-            case ActionKind.JOIN:
-                self.members.start(step.consumer)
-            case ActionKind.STOP | ActionKind.KILL:
-                self.members.stop(step.consumer, kill=step.action is ActionKind.KILL)
-            case ActionKind.RESTART:
-                self.members.restart(step.consumer)
-            case ActionKind.BOUNCE:
-                self.members.bounce(step.consumer)
-            case ActionKind.PAUSE:
-                self.pause(step.consumer, step.seconds)
-            case ActionKind.MIGRATE | ActionKind.ROLLBACK:
-                self.migrate(rollback=step.action is ActionKind.ROLLBACK)
+        STEP_HANDLERS[step.action](self, step)
 
     def not_applicable(self, step: Step) -> str | None:
         """Why ``step`` has no counterpart in this run (None: it applies)."""
@@ -672,44 +544,12 @@ class Lab:
                 zk_requests_at_start = self._zk_requests()
                 for i in range(1, self.plan.consumers + 1):
                     self.members.start(f"c{i}")
-                steps = sorted(self.plan.schedule(), key=lambda s: s.at)
-                started = time.monotonic()
                 summary["started_ms"] = now_ms()  # the schedule's 0 on the traces' clock (compare.html's t = 0)
-                with Live(self._view(reg, 0), console=self.console, refresh_per_second=2) as live:
-                    while self._churning(elapsed := time.monotonic() - started):
-                        while steps and steps[0].at <= elapsed:
-                            self.perform(steps.pop(0))
-                        live.update(self._view(reg, elapsed))
-                        self._idle(reg, elapsed)
-                    self._stop_producing.set()
-                    producer.join(30)
-                    self._event("producer stopped; waiting for the group to catch up")
-                    deadline = time.monotonic() + max(20.0, self.plan.session_timeout_ms / 1000 * 3)
-                    while time.monotonic() < deadline:
-                        live.update(self._view(reg, time.monotonic() - started))
-                        offsets = self.committed(reg)
-                        if all(offsets.get(tp, -1) >= end for tp, end in self.produced.items()):
-                            break
-                        self._idle(reg, time.monotonic() - started)
-                    live.update(self._view(reg, time.monotonic() - started))
+                self._churn_and_catch_up(reg, producer)
                 if self._migration is not None:
                     self._migration.join(90)
                     summary["migration"] = self.migration_result or "unfinished"
-                if self.plan.mode is LabMode.MIGRATE:  # the migration's own verdict: the two cannot disagree
-                    ownership = self._verify_migration(reg)
-                    summary["ownership"] = ownership.summary()
-                    # a migration that failed (rolled back or not) still fails the run: it is said in "migration"
-                    summary["verify_ok"] = ownership.ok and (self._migration is None
-                                                             or self.migration_result in ("done", "rolled back"))
-                elif self.plan.mode is LabMode.ZOOKEEPER:
-                    result = verify(reg, GROUP)
-                    self.console.print()
-                    self.console.print("Rebalance operation successful !" if result.ok else
-                                       "Rebalance operation failed !\n" + "\n".join(
-                                           result.problems or [str(result.error)]), highlight=False)
-                    summary["verify_ok"] = result.ok
-                else:  # no owner nodes to verify: every partition must be owned by exactly one live member
-                    summary["verify_ok"] = self._verify_by_traces()
+                summary.update(self._verify(reg))
                 summary["zookeeper_requests"] = self._zk_requests() - zk_requests_at_start
                 counts = self.backend.broker_request_counts()
                 if counts is not None:
@@ -739,6 +579,49 @@ class Lab:
             if summary["commits_untraced"]:  # the analysis reads traces only: say what it could not see
                 self.console.print(_commits_not_judged(self.plan), highlight=False)
         return summary
+
+    def _churn_and_catch_up(self, reg: Registry, producer: threading.Thread) -> None:
+        """The schedule's steps as their times come, the live view meanwhile; then the producer stopped and the
+        group given until every partition's committed offset reaches its log end (at most ``max(20 s, 3 ×
+        session timeout)``)."""
+        steps = sorted(self.plan.schedule(), key=lambda s: s.at)
+        started = time.monotonic()
+        with Live(self._view(reg, 0), console=self.console, refresh_per_second=2) as live:
+            while self._churning(elapsed := time.monotonic() - started):
+                while steps and steps[0].at <= elapsed:
+                    self.perform(steps.pop(0))
+                live.update(self._view(reg, elapsed))
+                self._idle(reg, elapsed)
+            self._stop_producing.set()
+            producer.join(30)
+            self._event("producer stopped; waiting for the group to catch up")
+            deadline = time.monotonic() + max(20.0, self.plan.session_timeout_ms / 1000 * 3)
+            while time.monotonic() < deadline:
+                live.update(self._view(reg, time.monotonic() - started))
+                offsets = self.committed(reg)
+                if all(offsets.get(tp, -1) >= end for tp, end in self.produced.items()):
+                    break
+                self._idle(reg, time.monotonic() - started)
+            live.update(self._view(reg, time.monotonic() - started))
+
+    def _verify(self, reg: Registry) -> dict:
+        """The group's end state judged by its mode: the migration's own ownership check, Kafka's
+        VerifyConsumerRebalance on the owner nodes, or (no owner nodes) the traces."""
+        if self.plan.mode is LabMode.MIGRATE:  # the migration's own verdict: the two cannot disagree
+            ownership = self._verify_migration(reg)
+            # a migration that failed (rolled back or not) still fails the run: it is said in "migration"
+            return {"ownership": ownership.summary(),
+                    "verify_ok": ownership.ok and (self._migration is None
+                                                   or self.migration_result in ("done", "rolled back"))}
+        if self.plan.mode is LabMode.ZOOKEEPER:
+            result = verify(reg, GROUP)
+            self.console.print()
+            self.console.print("Rebalance operation successful !" if result.ok else
+                               "Rebalance operation failed !\n" + "\n".join(
+                                   result.problems or [str(result.error)]), highlight=False)
+            return {"verify_ok": result.ok}
+        # no owner nodes to verify: every partition must be owned by exactly one live member
+        return {"verify_ok": self._verify_by_traces()}
 
     def _churning(self, elapsed: float) -> bool:
         return self.ui.churning(elapsed) if self.ui is not None else elapsed < self.plan.duration

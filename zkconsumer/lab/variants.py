@@ -13,7 +13,7 @@ from enum import Enum
 from zkconsumer.apache_kafka.jars import cached, find_javac
 from zkconsumer.apache_kafka.lab_members import CLIENT as KAFKA_08_CLIENT
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.lab.scenario import ActionKind, LabMode
+from zkconsumer.scenario.model import ActionKind, LabMode
 from zkconsumer.types import LabelledStrEnum
 
 
@@ -110,7 +110,7 @@ class Variant:
         return None
 
     def absent(self) -> tuple[tuple[ActionKind, str], ...]:
-        """Every action without a counterpart here, with why (what LabPlan.absent takes)."""
+        """Every action without a counterpart here, with why (what RunPlan.absent takes)."""
         return tuple((kind, why) for kind in ActionKind if (why := self.no_counterpart(kind)))
 
 

@@ -26,7 +26,6 @@ from __future__ import annotations
 import logging
 import os
 import struct
-import time
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -34,6 +33,7 @@ from pathlib import Path
 from kafka.record.memory_records import MemoryRecords
 from kafka.record.util import calc_crc32c
 
+from zkconsumer import runtime
 from zkconsumer.log import batches as B
 from zkconsumer.log.segment import Segment
 
@@ -171,7 +171,7 @@ def dirty_ratio(plog) -> float:
 def clean(plog, now_ms: int, config: CleanerConfig) -> CleanResult | None:
     """Compact the closed segments of ``plog`` (a storage.PartitionLog); None when it has none. Appends go on
     meanwhile: they only touch the active segment, which is never cleaned. Calls are serialised by the caller."""
-    started = time.monotonic()
+    started = runtime.monotonic()
     with plog.lock:
         closed = list(plog.segments[:-1])
         end = plog.active.base_offset
@@ -210,7 +210,7 @@ def clean(plog, now_ms: int, config: CleanerConfig) -> CleanResult | None:
     plog.cleaned_up_to = end
     plog.checkpoint()
     return CleanResult(len(closed), len(new_segments), bytes_before, sum(len(d) for _, d in new_segments),
-                       records_before, records_after, dropped_tombstones, time.monotonic() - started)
+                       records_before, records_after, dropped_tombstones, runtime.monotonic() - started)
 
 
 def _write_synced(path: Path, data: bytes) -> None:

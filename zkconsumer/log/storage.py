@@ -22,12 +22,11 @@ import fcntl
 import json
 import logging
 import os
-import threading
-import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from zkconsumer import runtime
 from zkconsumer.errors import IllegalArgument, KafkaCode, ZkConsumerError
 from zkconsumer.log import batches as B
 from zkconsumer.log import cleaner
@@ -120,7 +119,7 @@ class PartitionLog:
         self.topic = topic
         self.partition = partition
         self.config = config
-        self.lock = threading.Lock()
+        self.lock = runtime.Lock()
         #: Replaced whole by a cleaning (readers keep the list they took); a roll appends to it.
         self.segments: list[Segment] = []
         #: Compacted (log/cleaner.py): batches keep their offsets, so offsets have gaps between batches.
@@ -420,14 +419,14 @@ class LogManager:
         self.data_dir = Path(data_dir)
         self.config = config or LogConfig()
         self._logs: dict[tuple[str, int], PartitionLog] = {}
-        self._logs_lock = threading.Lock()
-        self._appended = threading.Condition()
+        self._logs_lock = runtime.Lock()
+        self._appended = runtime.Condition()
         self._append_count = 0
-        self._stop = threading.Event()
-        self._closing = threading.Event()
-        self._thread: threading.Thread | None = None
+        self._stop = runtime.Event()
+        self._closing = runtime.Event()
+        self._thread: runtime.Task | None = None
         self._lock_fd: int | None = None
-        self._cleaning = threading.Lock()  # one cleaning at a time: the thread's, or a caller's
+        self._cleaning = runtime.Lock()  # one cleaning at a time: the thread's, or a caller's
 
     def open(self) -> LogManager:
         """Lock the data directory, recover every log in it and start the background thread."""
@@ -439,16 +438,15 @@ class LogManager:
             os.close(self._lock_fd)
             self._lock_fd = None
             raise DataDirInUse(f"data directory {self.data_dir} is in use by another broker") from None
-        started = time.monotonic()
+        started = runtime.monotonic()
         for child in sorted(self.data_dir.iterdir()):
             tp = parse_partition_dir(child.name) if child.is_dir() else None
             if tp is not None:
                 self._logs[tp] = PartitionLog(child, tp[0], tp[1], self.config, self._notify)
         if self._logs:
             log.info("loaded %d partition logs from %s in %.2fs", len(self._logs), self.data_dir,
-                     time.monotonic() - started)
-        self._thread = threading.Thread(target=self._background, name="log-flusher", daemon=True)
-        self._thread.start()
+                     runtime.monotonic() - started)
+        self._thread = runtime.spawn(self._background, name="log-flusher")
         return self
 
     def get(self, topic: str, partition: int) -> PartitionLog | None:
@@ -502,7 +500,7 @@ class LogManager:
                     continue
                 if not force and cleaner.dirty_ratio(plog) < self.config.cleaner.min_cleanable_dirty_ratio:
                     continue
-                result = cleaner.clean(plog, int(time.time() * 1000) if now_ms is None else now_ms,
+                result = cleaner.clean(plog, int(runtime.time() * 1000) if now_ms is None else now_ms,
                                        self.config.cleaner)
                 if result is not None:
                     results[(plog.topic, plog.partition)] = result
@@ -516,15 +514,15 @@ class LogManager:
         flush_s = (self.config.flush_interval_ms or 0) / 1000.0
         checkpoint_s = self.config.checkpoint_interval_ms / 1000.0
         clean_s = self.config.cleaner.backoff_ms / 1000.0
-        next_flush = time.monotonic() + flush_s if flush_s > 0 else float("inf")
-        next_checkpoint = time.monotonic() + checkpoint_s
-        next_clean = time.monotonic() + clean_s
-        while not self._stop.wait(max(0.0, min(next_flush, next_checkpoint, next_clean) - time.monotonic())):
-            now = time.monotonic()
+        next_flush = runtime.monotonic() + flush_s if flush_s > 0 else float("inf")
+        next_checkpoint = runtime.monotonic() + checkpoint_s
+        next_clean = runtime.monotonic() + clean_s
+        while not self._stop.wait(max(0.0, min(next_flush, next_checkpoint, next_clean) - runtime.monotonic())):
+            now = runtime.monotonic()
             try:
                 if now >= next_clean:
                     self.clean_compacted()
-                    next_clean = time.monotonic() + clean_s
+                    next_clean = runtime.monotonic() + clean_s
                 if now >= next_checkpoint:
                     for plog in self.logs():
                         plog.checkpoint()

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable, Iterable, Mapping
 from typing import Protocol
 
@@ -29,6 +28,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import ChildrenWatch
 
+from zkconsumer import runtime
 from zkconsumer.assignment.assignors import AssignmentContext, TopicPartition, assign
 from zkconsumer.consumer.zookeeper.offsets import ZkOffsetStore
 from zkconsumer.migration.plan import MigrationPlan, plan_path
@@ -155,7 +155,7 @@ class ZkBridge:
         self.paths = GroupPaths(group)
         self.offsets = ZkOffsetStore(registry, group, trace)
         self.stale_wait_s = stale_wait_s
-        self._lock = threading.Lock()
+        self._lock = runtime.Lock()
         self._owner_nodes: dict[TopicPartition, str] = {}
         self._stopped = False
         self._on_change: Callable[[int], None] | None = None

@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field, replace
 from enum import StrEnum
@@ -26,7 +25,7 @@ from typing import NoReturn
 
 from kazoo.exceptions import NoNodeError
 
-from zkconsumer import broker_version
+from zkconsumer import broker_version, runtime
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.migration import verify
@@ -146,8 +145,8 @@ class MigrationDriver:
 
     def _still_ours(self) -> None:
         """While waiting: stop at once if a rollback took the group over (at most one ZooKeeper read a second)."""
-        if self.lease is not None and time.monotonic() - self._lease_checked >= 1.0:
-            self._lease_checked = time.monotonic()
+        if self.lease is not None and runtime.monotonic() - self._lease_checked >= 1.0:
+            self._lease_checked = runtime.monotonic()
             self.lease.check()
 
     def members(self) -> list[MemberState]:
@@ -198,13 +197,13 @@ class MigrationDriver:
 
     # ---------------------------------------------------------------------------------------- stepping
     def _await(self, what: str, done: Callable[[], bool]) -> None:
-        deadline = time.monotonic() + self.step_timeout_s
+        deadline = runtime.monotonic() + self.step_timeout_s
         while not done():
             self._still_ours()
-            if time.monotonic() > deadline:
+            if runtime.monotonic() > deadline:
                 raise MigrationError(f"timed out after {self.step_timeout_s:.0f}s waiting for {what}; the plan in "
                                      f"{plan_path(self.group)} keeps the progress: run the command again")
-            time.sleep(0.1)  # polling ZooKeeper state several nodes deep; a watch per node would not be simpler
+            runtime.sleep(0.1)  # polling ZooKeeper state several nodes deep; a watch per node would not be simpler
 
     def _acked(self, cid: str, mode: GroupMode, bridged: bool) -> bool:
         """``cid`` runs in ``mode`` and says so for the plan this driver last wrote (or a later one)."""
@@ -275,13 +274,13 @@ class MigrationDriver:
         until every partition with records waiting has its committed offset move (within the progress bound)."""
         if not self.verify_steps:
             return
-        deadline = time.monotonic() + self.step_timeout_s
+        deadline = runtime.monotonic() + self.step_timeout_s
         while not (check := self.check(self._present(expected), partitions)).ok:
             self._still_ours()
-            if time.monotonic() > deadline:
+            if runtime.monotonic() > deadline:
                 raise StepDidNotHold(f"{what} did not hold within {self.step_timeout_s:.0f}s: {check.summary()}",
                                      check)
-            time.sleep(0.5)
+            runtime.sleep(0.5)
         self.last_check = check
         self.progress(f"{what}: {check.summary()}")
         if not offsets_must_move or not partitions:
@@ -290,39 +289,39 @@ class MigrationDriver:
         assert bootstrap is not None
         tps = [TopicPartition(t, p) for t, ps in partitions.items() for p in ps]
         before = verify.committed(bootstrap, self.group)
-        deadline = time.monotonic() + self.progress_bound_s
+        deadline = runtime.monotonic() + self.progress_bound_s
         while True:
             try:
                 ends = {(tp.topic, tp.partition): off for tp, off in read_log_ends(bootstrap, tps).offsets.items()}
                 break
             except Exception as e:  # noqa: BLE001 - a broker restarting: tried again within the bound
-                if time.monotonic() > deadline:
+                if runtime.monotonic() > deadline:
                     raise StepDidNotHold(f"{what}: cannot read the log end offsets from {bootstrap}: {e}",
                                          self.last_check) from e
-                time.sleep(0.5)
+                runtime.sleep(0.5)
         while True:
             stalled = verify.stalled_partitions(before, verify.committed(bootstrap, self.group), ends)
             if not stalled:
                 break
             self._still_ours()
-            if time.monotonic() > deadline:
+            if runtime.monotonic() > deadline:
                 names = ", ".join(f"{t}-{p}" for t, p in stalled[:8])
                 raise StepDidNotHold(f"{what}: committed offsets did not move within {self.progress_bound_s:.0f}s "
                                      f"for {len(stalled)} partitions with records waiting ({names}); members "
                                      f"{self.last_check.members if self.last_check else {}}", self.last_check)
-            time.sleep(0.5)
+            runtime.sleep(0.5)
         self.progress(f"{what}: committed offsets move")
 
     def _strangers(self) -> list[str]:
         """Registered members that do not acknowledge the plan (started without ``--migratable``), after giving
         members that registered a moment ago the step timeout to acknowledge."""
-        deadline = time.monotonic() + self.step_timeout_s
+        deadline = runtime.monotonic() + self.step_timeout_s
         while True:
             strangers = [m.consumer_id for m in self.members() if m.mode is None and m.consumer_id not in self.gone]
-            if not strangers or time.monotonic() > deadline:
+            if not strangers or runtime.monotonic() > deadline:
                 return strangers
             self._still_ours()
-            time.sleep(0.1)
+            runtime.sleep(0.1)
 
     def to_coordinator(self, only: list[str] | None = None) -> MigrationPlan:
         """Move every member, then drop the bridge (``done``). ``only``: move just these consumer ids (a canary,

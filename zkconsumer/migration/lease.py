@@ -11,12 +11,10 @@ host a dead holder's lease is taken over at once, so running the command again r
 from __future__ import annotations
 
 import json
-import os
-import socket
-import time
 
 from kazoo.exceptions import BadVersionError, NodeExistsError, NoNodeError
 
+from zkconsumer import runtime
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.types import GroupMode
 from zkconsumer.zk.layout import GroupPaths
@@ -37,15 +35,9 @@ def lease_path(group: str) -> str:
 
 def _alive_here(holder: dict) -> bool | None:
     """Whether the holder's process is alive, if it ran on this host (None: another host, cannot tell)."""
-    if holder.get("host") != socket.gethostname() or not isinstance(holder.get("pid"), int):
+    if holder.get("host") != runtime.hostname() or not isinstance(holder.get("pid"), int):
         return None
-    try:
-        os.kill(holder["pid"], 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
+    return runtime.process_alive(holder["pid"])
 
 
 class DriverLease:
@@ -72,10 +64,10 @@ class DriverLease:
             return {}
 
     def acquire(self) -> None:
-        data = json.dumps({"direction": self.direction, "host": socket.gethostname(), "pid": os.getpid(),
-                           "started": int(time.time() * 1000)}).encode()
+        data = json.dumps({"direction": self.direction, "host": runtime.hostname(), "pid": runtime.getpid(),
+                           "started": int(runtime.time() * 1000)}).encode()
         self.registry.ensure_paths([GroupPaths(self.group).root])
-        deadline = time.monotonic() + self.wait_s
+        deadline = runtime.monotonic() + self.wait_s
         while True:
             try:
                 self.registry.zk.create(self.path, data, ephemeral=True)
@@ -96,11 +88,11 @@ class DriverLease:
                     pass
                 continue
             who = f"{holder.get('direction', '?')} driver pid {holder.get('pid', '?')} on {holder.get('host', '?')}"
-            if time.monotonic() > deadline:
+            if runtime.monotonic() > deadline:
                 raise LeaseError(f"another `zkconsumer migrate` holds group {self.group} ({who}, {self.path}); "
                                  "wait for it to finish, or stop it; a rollback (--rollback) takes over a forward "
                                  "migration")
-            time.sleep(0.5)  # a holder on another host whose session may be expiring
+            runtime.sleep(0.5)  # a holder on another host whose session may be expiring
 
     def check(self) -> None:
         """Raise :class:`Superseded` when the lease is no longer this driver's."""

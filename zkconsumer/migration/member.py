@@ -14,7 +14,6 @@ from __future__ import annotations
 
 import json
 import logging
-import threading
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
@@ -23,6 +22,7 @@ from kazoo.exceptions import NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import DataWatch
 
+from zkconsumer import runtime
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
 from zkconsumer.consumer.streams import KafkaStream
@@ -78,8 +78,8 @@ class MigratableConsumer:
         self.registry = Registry(self.zk)
         self._plan = MigrationPlan()
         self._plan_version = -1  # the plan node's data version this member last read
-        self._changed = threading.Event()
-        self._lock = threading.Lock()
+        self._changed = runtime.Event()
+        self._lock = runtime.Lock()
         self.connector = None
         self.mode: GroupMode | None = None
         self.bridged = False
@@ -125,7 +125,7 @@ class MigratableConsumer:
         return mode, mode is GroupMode.COORDINATOR and plan.bridged
 
     # ------------------------------------------------------------------------------------------- running
-    def run(self, consume: Callable[[KafkaStream], None], stop: threading.Event,
+    def run(self, consume: Callable[[KafkaStream], None], stop: runtime.Event,
             on_start: Callable[[object], None] | None = None) -> None:
         """Consume until ``stop`` is set: each stream in its own thread running ``consume(stream)``, which
         returns when the stream ends (its connector shut down)."""
@@ -139,10 +139,8 @@ class MigratableConsumer:
                 self._ack(mode, bridged)
                 if on_start is not None:
                     on_start(connector)
-                threads = [threading.Thread(target=consume, args=(s,), daemon=True,
-                                            name=f"{self.consumer_id}-stream-{i}") for i, s in enumerate(streams)]
-                for t in threads:
-                    t.start()
+                threads = [runtime.spawn(consume, s, name=f"{self.consumer_id}-stream-{i}")
+                           for i, s in enumerate(streams)]
                 while not stop.is_set():
                     if self._changed.wait(0.2):
                         self._changed.clear()

@@ -22,7 +22,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkconsumer.errors import IllegalArgument
-from zkconsumer.lab import nemesis
+from zkconsumer.scenario import nemesis
 from zkconsumer.sim.checkers import JUDGED, Invariant
 from zkconsumer.sim.runs import SimJob, SourceKind, run_seed
 

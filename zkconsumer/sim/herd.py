@@ -128,180 +128,216 @@ def measure(profile: str, size: int, rounds: int = 3, partitions_per_member: int
     it receives and the server its CPU per request (:mod:`.cpu`; ``service`` is then the machine's); without it the
     members' CPU is free and only the server's line (``service``) takes time."""
     started = time.perf_counter()
-    partitions = partitions_per_member * size
-    result = HerdResult(profile, size, partitions, rounds)
-    # one children order per version, as the real server's HashSet: a herd shares one answer to getChildren
-    world = KazooWorld(seed, replace(LAB_ZOOKEEPER, child_order=ChildOrder.PER_VERSION),
-                       service=service if machine is None else machine.server, machine=machine)
-    cost = None if machine is None else machine.cost_for(profile)
-    rt, model = world.runtime, world.model
-    owners_path = GroupPaths(GROUP).owners_topic(TOPIC)
-    members: dict[str, ZookeeperConsumerConnector] = {}
-    everyone: list[ZookeeperConsumerConnector] = []  # crashed ones too: their counters count
-    processes: dict[str, Process] = {}
-    last_request = [0]
-    counting = [False]
-    registered, ready = [0], [0]  # members of a registered-first cold start registered, and started
-    warm: list[tuple[SharedView, int]] = []  # the view they start from
+    herd = Herd(profile, size, rounds, partitions_per_member, seed, service, machine)
+    collecting = gc.isenabled()
+    gc.disable()  # the cold start builds what lives to the end: at thousands of members, collections walking it again
+    try:          # and again took half the run (1,000 members: 94 s with the collector, 51 s without)
+        herd.run(joins, collecting)
+    finally:
+        herd.world.close()
+        if collecting:
+            gc.unfreeze()
+            gc.enable()
+    herd.result.wall_s = time.perf_counter() - started
+    return herd.result
 
-    def on_request(kind: RequestKind, _session: int) -> None:
-        (result.requests if counting[0] else result.cold_requests)[kind.value] += 1
+
+class Herd:
+    """One measured herd: the simulated world, its members and what the lab counts. The lab's loop (:meth:`run`)
+    runs as a task of the world; the members' starts are tasks of their own processes."""
+
+    def __init__(self, profile: str, size: int, rounds: int, partitions_per_member: int, seed: int,
+                 service: ServiceTimes, machine: Machine | None) -> None:
+        self.profile, self.size, self.rounds = profile, size, rounds
+        self.partitions = partitions_per_member * size
+        self.result = HerdResult(profile, size, self.partitions, rounds)
+        # one children order per version, as the real server's HashSet: a herd shares one answer to getChildren
+        self.world = KazooWorld(seed, replace(LAB_ZOOKEEPER, child_order=ChildOrder.PER_VERSION),
+                                service=service if machine is None else machine.server, machine=machine)
+        self.cost = None if machine is None else machine.cost_for(profile)
+        self.owners_path = GroupPaths(GROUP).owners_topic(TOPIC)
+        self.members: dict[str, ZookeeperConsumerConnector] = {}
+        self.everyone: list[ZookeeperConsumerConnector] = []  # crashed ones too: their counters count
+        self.processes: dict[str, Process] = {}
+        #: when ZooKeeper last received a request other than a ping (virtual ms): a quiet group has none for a while
+        self.last_request_ms = 0
+        #: requests count towards the actions (else towards the cold start)
+        self.counting = False
+        #: members of a registered-first cold start registered, and started
+        self.registered = self.ready = 0
+        #: the view a registered-first cold start's members start from
+        self.warm: tuple[SharedView, int] | None = None
+        self.world.model.add_request_listener(self._on_request)
+
+    @property
+    def now_ms(self) -> int:
+        return self.world.scheduler.now_ms
+
+    def _on_request(self, kind: RequestKind, _session: int) -> None:
+        (self.result.requests if self.counting else self.result.cold_requests)[kind.value] += 1
         if kind is not RequestKind.PING:
-            last_request[0] = world.scheduler.now_ms
+            self.last_request_ms = self.now_ms
 
-    model.add_request_listener(on_request)
-
-    def io(host: str) -> MemberIO:
-        return MemberIO(zk_handler=lambda: SimHandler(rt, world.network, host))
-
-    def start(name: str, gate: tasks.Event | None = None) -> tasks.Task:
-        """Start member ``name``; with ``gate`` it registers, then waits for the gate to open
-        before its rebalancer starts (from the view in ``warm``, if any)."""
+    # ------------------------------------------------------------------------------------------- members
+    def start(self, name: str, gate: tasks.Event | None = None) -> tasks.Task:
+        """Start member ``name``; with ``gate`` it registers, then waits for the gate to open before its rebalancer
+        starts (from the view in :attr:`warm`, if any)."""
+        world = self.world
         world.network.set_delay_us(name, BASE_DELAY_US)
-        world.network.link(name).cost = cost
-        processes[name] = process = Process(name)
+        world.network.link(name).cost = self.cost
+        self.processes[name] = process = Process(name)
+        return world.runtime.spawn(self._member, name, gate, name=f"{name}-main", process=process)
 
-        def run() -> None:
-            c = ZookeeperConsumerConnector(ConsumerConfig.from_properties({
-                **SETTINGS, "group.id": GROUP, "consumer.id": name, "zookeeper.connect": "127.0.0.1:2181",
-                "zkconsumer.fetch.enable": False, "zkconsumer.profile": profile}), io=io(name))
-            members[name] = c
-            everyone.append(c)
-            try:
-                c.create_message_streams({TOPIC: 1}, rebalance=gate is None)
-                if gate is not None:
-                    registered[0] += 1
-                    gate.wait()
-                    if warm:  # what the first member read, as the version check finds it (GroupView.start_from)
-                        c.rebalancer.view.start_from(*warm[0])
-                    c.start_rebalancing()
-            except ConsumerRebalanceFailed as e:  # Kafka's start gives up so too: a result, not the harness's error
-                result.starts_given_up.append((world.scheduler.now_ms, name, str(e)))
-            finally:
-                ready[0] += 1
+    def _member(self, name: str, gate: tasks.Event | None) -> None:
+        io = MemberIO(zk_handler=lambda: SimHandler(self.world.runtime, self.world.network, name))
+        c = ZookeeperConsumerConnector(ConsumerConfig.from_properties({
+            **SETTINGS, "group.id": GROUP, "consumer.id": name, "zookeeper.connect": "127.0.0.1:2181",
+            "zkconsumer.fetch.enable": False, "zkconsumer.profile": self.profile}), io=io)
+        self.members[name] = c
+        self.everyone.append(c)
+        try:
+            c.create_message_streams({TOPIC: 1}, rebalance=gate is None)
+            if gate is not None:
+                self.registered += 1
+                gate.wait()
+                if self.warm:  # what the first member read, as the version check finds it (GroupView.start_from)
+                    c.rebalancer.view.start_from(*self.warm)
+                c.start_rebalancing()
+        except ConsumerRebalanceFailed as e:  # Kafka's start gives up so too: a result, not the harness's error
+            self.result.starts_given_up.append((self.now_ms, name, str(e)))
+        finally:
+            self.ready += 1
 
-        return rt.spawn(run, name=f"{name}-main", process=process)
-
-    def crash(name: str) -> None:
-        c = members.pop(name)
+    def crash(self, name: str) -> None:
+        c = self.members.pop(name)
 
         def run() -> None:
             c.rebalancer.stop()
             c.zk.stop()  # the session ends: its registration and owner nodes vanish at once
 
-        rt.spawn(run, name=f"{name}-crash", process=processes[name]).join()
-        rt.kill_process(processes[name])
+        self.world.runtime.spawn(run, name=f"{name}-crash", process=self.processes[name]).join()
+        self.world.runtime.kill_process(self.processes[name])
 
-    def converged(want: dict[int, str]) -> bool:
-        nodes = model.tree.nodes
+    # ------------------------------------------------------------------------------------------- settling
+    def converged(self, want: dict[int, str]) -> bool:
+        nodes = self.world.model.tree.nodes
         for p, tid in want.items():
-            node = nodes.get(f"{owners_path}/{p}")
+            node = nodes.get(f"{self.owners_path}/{p}")
             if node is None or node.data.decode() != tid:
                 return False
         return True
 
-    def settle(names: list[str]) -> int:
+    def settle(self, names: list[str]) -> int:
         """Wait for convergence (its virtual ms), then for a quiet group; :class:`HerdCollapsed` past
         :data:`SETTLE_LIMIT_MS` or once a member's start gave up."""
-        t0 = world.scheduler.now_ms
-        want = expected_owners(names, partitions)  # once per action, not per look
-        while not converged(want):
-            if result.starts_given_up or world.scheduler.now_ms - t0 > SETTLE_LIMIT_MS:
-                raise HerdCollapsed(world.scheduler.now_ms - t0, len(names))
+        t0 = self.now_ms
+        want = expected_owners(names, self.partitions)  # once per action, not per look
+        while not self.converged(want):
+            if self.result.starts_given_up or self.now_ms - t0 > SETTLE_LIMIT_MS:
+                raise HerdCollapsed(self.now_ms - t0, len(names))
             tasks.sleep(POLL_MS / 1000.0)
-        took = world.scheduler.now_ms - t0
-        done_at = world.scheduler.now_ms
-        while world.scheduler.now_ms - max(last_request[0], done_at) < QUIET_MS:
+        took = self.now_ms - t0
+        done_at = self.now_ms
+        while self.now_ms - max(self.last_request_ms, done_at) < QUIET_MS:
             tasks.sleep(POLL_MS / 1000.0)
         return took
 
-    def lab() -> None:
-        world.network.set_delay_us("lab", BASE_DELAY_US)
-        admin = world.client("lab", timeout=30.0)
+    def _wait(self, counter: str, n: int) -> None:
+        """Until ``counter`` (:attr:`registered` or :attr:`ready`) reaches ``n``, or a member's start gave up (the
+        settle that follows says so)."""
+        while getattr(self, counter) < n and not self.result.starts_given_up:
+            tasks.sleep(POLL_MS / 1000.0)
+
+    # ------------------------------------------------------------------------------------------- the lab
+    def run(self, joins: bool, collecting: bool) -> None:
+        """The lab's loop as a task of the world; a collapse is a result, not an error."""
+        def guarded() -> None:
+            try:
+                self._lab(joins, collecting)
+            except HerdCollapsed as e:
+                self.result.collapsed = str(e)
+
+        rt = self.world.runtime
+        self.world.run(lambda: rt.spawn(guarded, name="lab", process=Process("lab")).join())
+
+    def _setup(self) -> None:
+        """The lab's admin: the group's paths, a broker registration (Kafka's rebalance claims nothing without
+        one) and the topic."""
+        self.world.network.set_delay_us("lab", BASE_DELAY_US)
+        admin = self.world.client("lab", timeout=30.0)
         admin.start()
         reg = Registry(admin)
         reg.setup_common_paths()
         reg.register_broker(BrokerInfo(0, "127.0.0.1", 9092, jmx_port=-1, version=1))
-        reg.create_topic_node(TOPIC, TopicAssignment({p: [0] for p in range(partitions)}))
-        names = [f"c{i:03d}" for i in range(size)]
-        wall, cold_from = time.perf_counter(), world.scheduler.now_ms
-        if size <= COLD_WAVE:
+        reg.create_topic_node(TOPIC, TopicAssignment({p: [0] for p in range(self.partitions)}))
+
+    def _lab(self, joins: bool, collecting: bool) -> None:
+        self._setup()
+        names = [f"c{i:03d}" for i in range(self.size)]
+        wall, cold_from = time.perf_counter(), self.now_ms
+        if self.size <= COLD_WAVE:
             for n in names:
-                start(n)
+                self.start(n)
         else:
-            # Registered first: every member writes its registration, then one rebalances alone and the others
-            # start from what it read. Grown by joins, each member reads every registration that comes after its
-            # own: N²/2 getData requests (5·10⁷ at 10,000 members, about 1.5 h of this simulator's wall) before the
-            # first measured action. The settled group is the same either way: every registration in place, every
-            # owner node as Range gives it, every member's view at the ids child version that lists them all. Both
-            # steps go by waves of COLD_WAVE: thousands of sessions opened at once, or thousands of first
-            # rebalances, queue on the server's line past the clients' read timeout (2/3 of the session).
-            gates = [tasks.Event(rt) for _ in range(0, size, COLD_WAVE)]
-            first = tasks.Event(rt)
-            for w, at in enumerate(range(0, size, COLD_WAVE)):
-                for n in names[at:at + COLD_WAVE]:
-                    start(n, first if n == names[0] else gates[w])
-                _wait_count(registered, min(size, at + COLD_WAVE), result)
-            first.set()
-            _wait_count(ready, 1, result)  # its start (the first rebalance, every registration read) is done
-            version = model.tree.nodes[GroupPaths(GROUP).ids].stat().cversion
-            view = shared_view(GROUP, version) if profile == "default" else None
-            if view is not None:  # kafka-0.8 reads it all anyway
-                warm.append((view, version))
-            for w, gate in enumerate(gates):
-                gate.set()
-                _wait_count(ready, min(size, (w + 1) * COLD_WAVE), result)
-        settle(names)
-        result.cold_ms = world.scheduler.now_ms - cold_from
-        wall = _lap(result, "cold", wall)
+            self._registered_first(names)
+        self.settle(names)
+        self.result.cold_ms = self.now_ms - cold_from
+        wall = _lap(self.result, "cold", wall)
         if collecting:  # the settled group's objects live to the end: frozen, no collection walks them again; what
             gc.freeze()  # the actions leave behind (failed attempts' cycles: 16 GB at 10,000 members) is collected
             gc.enable()
-        counting[0] = True
-        stats_before = sum((c.rebalancer.stats for c in everyone), Counter())
-        server = world.server
+        self._rounds(names, joins, wall)
+
+    def _registered_first(self, names: list[str]) -> None:
+        """Registered first: every member writes its registration, then one rebalances alone and the others start
+        from what it read. Grown by joins, each member reads every registration that comes after its own: N²/2
+        getData requests (5·10⁷ at 10,000 members, about 1.5 h of this simulator's wall) before the first measured
+        action. The settled group is the same either way: every registration in place, every owner node as Range
+        gives it, every member's view at the ids child version that lists them all. Both steps go by waves of
+        COLD_WAVE: thousands of sessions opened at once, or thousands of first rebalances, queue on the server's
+        line past the clients' read timeout (2/3 of the session)."""
+        rt, size = self.world.runtime, self.size
+        gates = [tasks.Event(rt) for _ in range(0, size, COLD_WAVE)]
+        first = tasks.Event(rt)
+        for w, at in enumerate(range(0, size, COLD_WAVE)):
+            for n in names[at:at + COLD_WAVE]:
+                self.start(n, first if n == names[0] else gates[w])
+            self._wait("registered", min(size, at + COLD_WAVE))
+        first.set()
+        self._wait("ready", 1)  # its start (the first rebalance, every registration read) is done
+        version = self.world.model.tree.nodes[GroupPaths(GROUP).ids].stat().cversion
+        view = shared_view(GROUP, version) if self.profile == "default" else None
+        if view is not None:  # kafka-0.8 reads it all anyway
+            self.warm = (view, version)
+        for w, gate in enumerate(gates):
+            gate.set()
+            self._wait("ready", min(size, (w + 1) * COLD_WAVE))
+
+    def _rounds(self, names: list[str], joins: bool, wall: float) -> None:
+        """The measured actions: per round a join (unless ``joins`` is off), then the crash of the first member in
+        id order, each followed by a settle; what ZooKeeper received meanwhile is counted."""
+        result = self.result
+        self.counting = True
+        stats_before = sum((c.rebalancer.stats for c in self.everyone), Counter())
+        server = self.world.server
         wire = (server.notifications, server.bytes_in, server.bytes_out)
-        for r in range(rounds):
+        for r in range(self.rounds):
             if joins:
                 name = f"j{r:03d}"
-                start(name)
+                self.start(name)
                 names.append(name)
-                result.converge_ms["join"].append(settle(names))
+                result.converge_ms["join"].append(self.settle(names))
                 wall = _lap(result, "join", wall)
             victim = sorted(names)[r % len(names)]
             names.remove(victim)
-            crash(victim)
-            result.converge_ms["crash"].append(settle(names))
+            self.crash(victim)
+            result.converge_ms["crash"].append(self.settle(names))
             wall = _lap(result, "crash", wall)
-        counting[0] = False
-        result.stats = sum((c.rebalancer.stats for c in everyone), Counter()) - stats_before
+        self.counting = False
+        result.stats = sum((c.rebalancer.stats for c in self.everyone), Counter()) - stats_before
         result.notifications = server.notifications - wire[0]
         result.bytes_to_server = server.bytes_in - wire[1]
         result.bytes_from_server = server.bytes_out - wire[2]
-
-    collecting = gc.isenabled()
-    gc.disable()  # the cold start builds what lives to the end: at thousands of members, collections walking it again
-    try:          # and again took half the run (1,000 members: 94 s with the collector, 51 s without)
-        def guarded() -> None:
-            try:
-                lab()
-            except HerdCollapsed as e:
-                result.collapsed = str(e)
-
-        world.run(lambda: rt.spawn(guarded, name="lab", process=Process("lab")).join())
-    finally:
-        world.close()
-        if collecting:
-            gc.unfreeze()
-            gc.enable()
-    result.wall_s = time.perf_counter() - started
-    return result
-
-
-def _wait_count(counter: list[int], n: int, result: HerdResult) -> None:
-    """Until ``counter`` reaches ``n``, or a member's start gave up (the settle that follows says so)."""
-    while counter[0] < n and not result.starts_given_up:
-        tasks.sleep(POLL_MS / 1000.0)
 
 
 def _lap(result: HerdResult, phase: str, since: float) -> float:

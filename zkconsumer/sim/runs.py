@@ -3,8 +3,8 @@
 
 A job is a profile and a source of plans: a scenario (a shipped name or a file's text: the same plan for every
 seed, each seed its own interleaving), or the nemesis (each seed draws its own fault schedule with
-``lab/nemesis.py``'s rules, as ``benchmarks/nemesis.py`` draws them for the real lab). :func:`run_seed` runs one seed
-in :class:`~zkconsumer.sim.world.SimWorld` with a :class:`~zkconsumer.sim.checkers.Checker` watching every trace
+``scenario/nemesis.py``'s rules, as ``benchmarks/nemesis.py`` draws them for the real lab). :func:`run_seed` runs one
+seed in :class:`~zkconsumer.sim.world.SimWorld` with a :class:`~zkconsumer.sim.checkers.Checker` watching every trace
 line as it is written, and returns a :class:`SeedResult`: plain data, so that a Spark task can return it.
 """
 
@@ -20,10 +20,10 @@ from typing import Any
 
 from zkconsumer.config import PROFILES
 from zkconsumer.errors import IllegalArgument
-from zkconsumer.lab import nemesis, scenario_toml
-from zkconsumer.lab import scenario as scenarios
-from zkconsumer.lab.runner import LabPlan
-from zkconsumer.lab.scenario import Scenario
+from zkconsumer.scenario import nemesis, writer
+from zkconsumer.scenario import reader as scenarios
+from zkconsumer.scenario.model import Scenario
+from zkconsumer.scenario.plan import RunPlan
 from zkconsumer.sim.checkers import Checker, SimVerdict
 from zkconsumer.sim.world import SimWorld
 from zkconsumer.sim.zk_service import ServiceModel
@@ -45,9 +45,6 @@ class SimJob:
     scenario_text: str | None = None
     scenario_source: str = ""
     nemesis: nemesis.NemesisSettings = field(default_factory=nemesis.NemesisSettings)
-    #: test-only: the default profile without its session-lease fence (the pause zombie's cure), so that a test can
-    #: show the simulator catches and shrinks the breach the fence prevents
-    test_skip_fence: bool = False
     #: the simulated ZooKeeper's service times (``none``: requests served on arrival)
     service: ServiceModel = ServiceModel.NONE
     #: consumer properties every member takes on top of the scenario's (Kafka's names; the settings grid's
@@ -65,8 +62,8 @@ class SimJob:
             return scenarios.loads(self.scenario_text, self.scenario_source or "<scenario>")
         return scenarios.builtin(self.scenario)
 
-    def plan(self, scenario: Scenario) -> LabPlan:
-        return LabPlan.from_scenario(scenario, profile=self.profile, properties=self.properties or None)
+    def plan(self, scenario: Scenario) -> RunPlan:
+        return RunPlan.from_scenario(scenario, profile=self.profile, properties=self.properties or None)
 
     @property
     def label(self) -> str:
@@ -122,13 +119,13 @@ def run_seed(job: SimJob, seed: int, trace_dir: Path | None = None, scenario: Sc
         tally.observe(line)
 
     started = time.perf_counter()
-    world = SimWorld(job.plan(scenario), seed, observers=(observe,), test_skip_fence=job.test_skip_fence,
+    world = SimWorld(job.plan(scenario), seed, observers=(observe,),
                      service=job.service.times)
     outcome = world.run()
     verdict: SimVerdict = checker.finish(outcome.log_end, outcome.ended_ms)
     if trace_dir is not None:
         outcome.write(trace_dir)
-        (trace_dir / "scenario.toml").write_text(scenario_toml.dumps(scenario))
+        (trace_dir / "scenario.toml").write_text(writer.dumps(scenario))
     return SeedResult(
         seed=seed, ok=verdict.ok, broken=[i.value for i in verdict.broken()],
         counts={i.value: n for i, n in verdict.counts.items()},
@@ -181,7 +178,7 @@ class Shrunk:
 
     @property
     def toml(self) -> str:
-        return scenario_toml.dumps(self.scenario)
+        return writer.dumps(self.scenario)
 
 
 def shrink(job: SimJob, result: SeedResult, budget: int = 60,

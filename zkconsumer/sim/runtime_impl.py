@@ -13,11 +13,15 @@ from __future__ import annotations
 
 import contextlib
 import random
+import uuid
 from collections.abc import Callable, Iterator
 from typing import Any
 
 from zkconsumer import runtime as seam
 from zkconsumer.sim import tasks
+
+#: Every simulated process runs on this host (the lab's processes share one machine too).
+SIM_HOST = "sim-host"
 
 
 def implementation(rt: tasks.Runtime, rng: random.Random) -> seam.Implementation:
@@ -30,6 +34,24 @@ def implementation(rt: tasks.Runtime, rng: random.Random) -> seam.Implementation
     def generator(seed: Any = None) -> random.Random:
         """``random.Random(seed)``; unseeded (from the OS, live), seeded from ``rng`` instead."""
         return random.Random(rng.getrandbits(64) if seed is None else seed)
+
+    pids: dict[int, tasks.Process | None] = {}
+
+    def getpid() -> int:
+        """A simulated process's id: stable for the run, numbered in the order processes first ask."""
+        task = rt.current()
+        process = task.process if task is not None else None
+        for pid, known in pids.items():
+            if known is process:
+                return pid
+        pid = 1000 + len(pids)
+        pids[pid] = process
+        return pid
+
+    def process_alive(pid: int) -> bool:
+        """A process that asked for its id and was not killed since (an unknown id: none ran here)."""
+        process = pids.get(pid, False)
+        return process is not False and (process is None or not process.killed)
 
     return seam.Implementation(
         monotonic=rt.clock.monotonic,
@@ -45,6 +67,10 @@ def implementation(rt: tasks.Runtime, rng: random.Random) -> seam.Implementation
         local=lambda: tasks.Local(rt),
         random=rng.random,
         Random=generator,
+        uuid4=lambda: uuid.UUID(int=rng.getrandbits(128), version=4),
+        hostname=lambda: SIM_HOST,
+        getpid=getpid,
+        process_alive=process_alive,
     )
 
 

@@ -1,6 +1,6 @@
 """A lab run in simulation: the project's own consumer members, a simulated ZooKeeper and broker, the lab's steps.
 
-One :class:`SimWorld` is one seed of one :class:`~zkconsumer.lab.runner.LabPlan`: the same plan the real lab runs
+One :class:`SimWorld` is one seed of one :class:`~zkconsumer.scenario.plan.RunPlan`: the same plan the real lab runs
 (a scenario file, a workload, a nemesis schedule), carried out the way the real lab carries it out, on virtual time:
 
 - **ZooKeeper**: the ZooKeeper 3.4 model behind its wire protocol (``KazooWorld``), with the lab's server settings
@@ -46,8 +46,8 @@ from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.member_io import MemberIO
 from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.lab.runner import LabPlan
-from zkconsumer.lab.scenario import ActionKind, LabMode, Step
+from zkconsumer.scenario.model import ActionKind, LabMode, Step
+from zkconsumer.scenario.plan import GROUP, RunPlan
 from zkconsumer.sim import tasks
 from zkconsumer.sim.broker import SimBroker
 from zkconsumer.sim.kazoo_handler import SimHandler
@@ -61,7 +61,6 @@ from zkconsumer.zk import layout
 from zkconsumer.zk.layout import BrokerInfo, TopicAssignment
 from zkconsumer.zk.registry import BrokerAlreadyRegistered, Registry
 
-GROUP = "lab"  # the lab's group (lab/runner.py)
 #: the lab's ZooKeeper (zk/server.py): tickTime 500 ms, sessions between 1 s and 60 s, 3.9.5 (so it serves
 #: ``multiRead``, the one request of 3.6+ the members use)
 LAB_ZOOKEEPER = ServerConfig(tick_ms=500, min_session_timeout_ms=1000, max_session_timeout_ms=60000, version="3.9.5")
@@ -84,24 +83,20 @@ START_SKEW_MS = 1000
 #: the producer's clock: records due by then are written each tick
 PRODUCER_TICK_MS = 20
 
-#: What a simulation can carry out (the rest has no simulated counterpart yet).
-SUPPORTED = frozenset({ActionKind.JOIN, ActionKind.STOP, ActionKind.KILL, ActionKind.RESTART, ActionKind.BOUNCE,
-                       ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE,
-                       ActionKind.CUT_BROKER, ActionKind.SLOW_BROKER, ActionKind.CREATE_TOPIC,
-                       ActionKind.ADD_PARTITIONS, ActionKind.QUORUM_LOSS, ActionKind.KILL_ZK,
-                       ActionKind.RESTART_ZK, ActionKind.KILL_BROKER, ActionKind.RESTART_BROKER})
-
-
-#: why an action outside :data:`SUPPORTED` is refused
-NOT_SIMULATED = ("no simulated counterpart yet (coordinator-mode members and the migration are not simulated; the "
-                 "coordinator itself is, in benchmarks/herd_scale.py's herd)")
+_NO_MODE = ("coordinator-mode members and the migration are not simulated yet; the coordinator itself is, in "
+            "benchmarks/herd_scale.py's herd")
+#: Why each action kind the simulated world has no handler for is refused (the others: :data:`STEP_HANDLERS`).
+NOT_SIMULATED: dict[ActionKind, str] = {
+    ActionKind.MIGRATE: _NO_MODE, ActionKind.ROLLBACK: _NO_MODE,
+    ActionKind.KILL_COORDINATOR: "a cluster of Apache Kafka's brokers does not run in simulation",
+}
 
 
 class SimRefused(ZkConsumerError, ValueError):
     """A plan the simulator cannot carry out as written (it says which action or setting, and why)."""
 
 
-def unsupported(plan: LabPlan) -> list[str]:
+def unsupported(plan: RunPlan) -> list[str]:
     """Why ``plan`` cannot run in simulation, one line per reason (empty: it can)."""
     reasons = []
     if plan.mode is not LabMode.ZOOKEEPER:
@@ -111,8 +106,9 @@ def unsupported(plan: LabPlan) -> list[str]:
     if plan.kinds:
         reasons.append("[kinds]: a mixed group needs Kafka 0.8.2.2's own consumer, which does not run in simulation")
     for step in plan.schedule():
-        if step.action not in SUPPORTED:
-            reasons.append(f"{step.action} at {step.at:g} s: {NOT_SIMULATED}")
+        if step.action not in STEP_HANDLERS:
+            reasons.append(f"{step.action} at {step.at:g} s: no simulated counterpart yet "
+                           f"({NOT_SIMULATED.get(step.action, 'no handler')})")
     props = dict(plan.properties)
     if props.get("offsets.storage", "zookeeper") != "zookeeper":
         reasons.append("offsets.storage=kafka: the simulated broker keeps no offsets")
@@ -181,8 +177,8 @@ class SimOutcome:
 class SimWorld:
     """One seed of one lab plan, run on the simulator. ``observers`` see every trace line as it is written."""
 
-    def __init__(self, plan: LabPlan, seed: int, observers: tuple[Callable[[dict], None], ...] = (),
-                 settle_s: float | None = None, test_skip_fence: bool = False,
+    def __init__(self, plan: RunPlan, seed: int, observers: tuple[Callable[[dict], None], ...] = (),
+                 settle_s: float | None = None,
                  service: ServiceTimes = INSTANT) -> None:
         reasons = unsupported(plan)
         if reasons:
@@ -206,7 +202,6 @@ class SimWorld:
         self.lab_trace = TraceWriter(None, GROUP, "lab")
         self.registry: Registry | None = None
         self.settle_s = settle_s if settle_s is not None else max(20.0, plan.session_timeout_ms / 1000 * 3)
-        self.test_skip_fence = test_skip_fence
         self._producing = True
         self._finished = False
         self._started_ms = 0
@@ -276,7 +271,7 @@ class SimWorld:
             if member.process.paused:
                 self._resume(member)
         for member in list(self.members.values()):
-            self._stop(member)
+            self._stop_member(member)
         for member in list(self.members.values()):
             member.exited.wait(30.0)
         admin.stop()
@@ -354,8 +349,6 @@ class SimWorld:
             member.exited.set()
             return
         member.connector = connector
-        if self.test_skip_fence:  # test-only: the default profile without the fence that cures the pause zombie
-            connector._lease = None
         try:
             if plan.subscribes_by_regex:  # one stream per topic, as `zkconsumer consume` starts by default
                 streams = connector.create_message_streams_by_filter(plan.whitelist, 1)
@@ -383,40 +376,43 @@ class SimWorld:
     # ------------------------------------------------------------------------------------------ the steps
     def perform(self, step: Step) -> None:
         """Carry out one step as the real lab does, with its trace lines; a member step on a member that is not
-        running is skipped, as the lab skips it."""
+        running is skipped, as the lab skips it. The handler is :data:`STEP_HANDLERS`'s for the step's kind: a
+        member step runs here, a fault (which lasts) on a task of its own."""
         member = self.members.get(step.consumer)
         running = member is not None and member.state is MemberState.RUNNING
         if step.action.on_member and step.action not in (ActionKind.JOIN, ActionKind.RESTART) and not running:
             return
         if step.action in (ActionKind.JOIN, ActionKind.RESTART) and running:
             return
+        handler = STEP_HANDLERS[step.action]
         if not step.action.fault:
             self._lab_line("lab_step", step=str(step.action),
                            target=f"{GROUP}_{step.consumer}" if step.consumer else "")
-        match step.action:
-            case ActionKind.JOIN | ActionKind.RESTART:
-                self.start_member(step.consumer)
-            case ActionKind.STOP:
-                self._stop(member)
-            case ActionKind.KILL:
-                self._kill(member)
-            case ActionKind.BOUNCE:
-                self.rt.spawn(self._bounce, member, name=f"lab-bounce-{step.consumer}")
-            case _:
-                self.rt.spawn(self._fault, step, member, name=f"lab-{step.action}-{step.at:g}")
+        if step.action.on_member and not step.action.fault:
+            handler(self, step, member)
+        else:
+            self.rt.spawn(handler, self, step, member, name=f"lab-{step.action}-{step.at:g}")
 
-    def _stop(self, member: SimMember) -> None:
+    def _join(self, step: Step, member: SimMember | None) -> None:
+        self.start_member(step.consumer)
+
+    def _stop(self, step: Step, member: SimMember) -> None:
+        self._stop_member(member)
+
+    @staticmethod
+    def _stop_member(member: SimMember) -> None:
+        """A graceful stop: the application loop ends, the connector shuts down."""
         if member.state is MemberState.RUNNING:
             member.stop.set()
 
-    def _kill(self, member: SimMember) -> None:
+    def _kill(self, step: Step, member: SimMember) -> None:
         self.rt.kill_process(member.process)
         member.state = MemberState.KILLED
         self.network.close_host(member.name)
         member.exited.set()
 
-    def _bounce(self, member: SimMember) -> None:
-        self._stop(member)
+    def _bounce(self, step: Step, member: SimMember) -> None:
+        self._stop_member(member)
         member.exited.wait(30.0)
         if member.state is MemberState.EXITED:
             self.start_member(member.name)
@@ -426,80 +422,90 @@ class SimWorld:
             self.rt.resume_process(member.process)
             self._healed(ActionKind.PAUSE, member.name)
 
-    def _fault(self, step: Step, member: SimMember | None) -> None:
-        name, kind = step.consumer, step.action
-        target = f"{GROUP}_{name}" if name else ""
-        if kind is ActionKind.PAUSE:
-            assert member is not None
-            self.rt.pause_process(member.process)
-            self._lab_line("fault_injected", fault=str(kind), target=target)
+    def _injected(self, step: Step, target: str | None = None) -> None:
+        """The lab's ``fault_injected`` line: its target is the member's consumer id unless given."""
+        if target is None:
+            target = f"{GROUP}_{step.consumer}" if step.consumer else ""
+        self._lab_line("fault_injected", fault=str(step.action), target=target)
+
+    def _pause(self, step: Step, member: SimMember) -> None:
+        self.rt.pause_process(member.process)
+        self._injected(step)
+        tasks.sleep(step.seconds)
+        self._resume(member)
+
+    def _held(self, step: Step, apply: Callable[[], None], undo: Callable[[], None]) -> None:
+        """A fault that holds for ``step.seconds``: injected, held, healed (the lab's fault lines around it)."""
+        self._injected(step)
+        apply()
+        tasks.sleep(step.seconds)
+        undo()
+        self._healed(step.action, step.consumer)
+
+    def _cut_zk(self, step: Step, member: SimMember | None) -> None:
+        self._held(step, lambda: self.network.partition(step.consumer), lambda: self.network.heal(step.consumer))
+
+    def _slow_zk(self, step: Step, member: SimMember | None) -> None:
+        latency_us = round(step.latency_ms * 1000)  # the lab's proxy: added each way
+        self._held(step, lambda: self.network.set_proxy_latency_us(step.consumer, latency_us),
+                   lambda: self.network.set_proxy_latency_us(step.consumer, 0))
+
+    def _expire(self, step: Step, member: SimMember) -> None:
+        assert member.connector is not None
+        client_id = member.connector.zk.client_id
+        if client_id is None:
+            return
+        self._injected(step)
+        self.kw.server.expire(client_id[0])
+        self._healed(step.action, step.consumer)
+
+    def _cut_broker(self, step: Step, member: SimMember | None) -> None:
+        self._held(step, lambda: self.broker.cut.add(step.consumer), lambda: self.broker.cut.discard(step.consumer))
+
+    def _slow_broker(self, step: Step, member: SimMember | None) -> None:
+        def apply() -> None:
+            self.broker.latency_ms[step.consumer] = round(step.latency_ms)
+        self._held(step, apply, lambda: self.broker.latency_ms.pop(step.consumer, None))
+
+    def _quorum_loss(self, step: Step, member: None) -> None:
+        ens = self.ensemble
+        victims = list(range(1, ens.size + 1))[-(ens.size // 2 + 1):]  # the lab's: all but the first ones
+        self._injected(step, ",".join(f"zk{n}" for n in victims))
+        for node in victims:
+            ens.kill(node)
+        tasks.sleep(step.seconds)
+        ens.start(victims)
+        self._healed(step.action)
+
+    def _kill_zk(self, step: Step, member: None) -> None:
+        node = self.ensemble.resolve(step.node)
+        self._injected(step, f"zk{node}")
+        self.ensemble.kill(node)
+        if step.seconds:
             tasks.sleep(step.seconds)
-            self._resume(member)
-        elif kind is ActionKind.CUT_ZK:
-            self._lab_line("fault_injected", fault=str(kind), target=target)
-            self.network.partition(name)
+            self._restart_zk([node])
+
+    def _restart_zk_step(self, step: Step, member: None) -> None:
+        self._restart_zk([self.ensemble.resolve(step.node)] if step.node is not None else self.ensemble.down())
+
+    def _kill_broker_step(self, step: Step, member: None) -> None:
+        self._injected(step, "broker-0")
+        self._kill_broker()
+        if step.seconds:
             tasks.sleep(step.seconds)
-            self.network.heal(name)
-            self._healed(kind, name)
-        elif kind is ActionKind.SLOW_ZK:
-            self._lab_line("fault_injected", fault=str(kind), target=target)
-            self.network.set_proxy_latency_us(name, round(step.latency_ms * 1000))  # the lab's proxy
-            tasks.sleep(step.seconds)
-            self.network.set_proxy_latency_us(name, 0)
-            self._healed(kind, name)
-        elif kind is ActionKind.EXPIRE:
-            assert member is not None and member.connector is not None
-            client_id = member.connector.zk.client_id
-            if client_id is None:
-                return
-            self._lab_line("fault_injected", fault=str(kind), target=target)
-            self.kw.server.expire(client_id[0])
-            self._healed(kind, name)
-        elif kind is ActionKind.CUT_BROKER:
-            self._lab_line("fault_injected", fault=str(kind), target=target)
-            self.broker.cut.add(name)
-            tasks.sleep(step.seconds)
-            self.broker.cut.discard(name)
-            self._healed(kind, name)
-        elif kind is ActionKind.SLOW_BROKER:
-            self._lab_line("fault_injected", fault=str(kind), target=target)
-            self.broker.latency_ms[name] = round(step.latency_ms)
-            tasks.sleep(step.seconds)
-            self.broker.latency_ms.pop(name, None)
-            self._healed(kind, name)
-        elif kind is ActionKind.QUORUM_LOSS:
-            ens = self.ensemble
-            victims = list(range(1, ens.size + 1))[-(ens.size // 2 + 1):]  # the lab's: all but the first ones
-            self._lab_line("fault_injected", fault=str(kind), target=",".join(f"zk{n}" for n in victims))
-            for node in victims:
-                ens.kill(node)
-            tasks.sleep(step.seconds)
-            ens.start(victims)
-            self._healed(kind)
-        elif kind is ActionKind.KILL_ZK:
-            node = self.ensemble.resolve(step.node)
-            self._lab_line("fault_injected", fault=str(kind), target=f"zk{node}")
-            self.ensemble.kill(node)
-            if step.seconds:
-                tasks.sleep(step.seconds)
-                self._restart_zk([node])
-        elif kind is ActionKind.RESTART_ZK:
-            self._restart_zk([self.ensemble.resolve(step.node)] if step.node is not None else self.ensemble.down())
-        elif kind is ActionKind.KILL_BROKER:
-            self._lab_line("fault_injected", fault=str(kind), target="broker-0")
-            self._kill_broker()
-            if step.seconds:
-                tasks.sleep(step.seconds)
-                self._restart_broker()
-        elif kind is ActionKind.RESTART_BROKER:
-            if self.broker.down:
-                self._restart_broker()
-        elif kind is ActionKind.CREATE_TOPIC:
-            self._create_topic(step.topic, step.partitions)
-        elif kind is ActionKind.ADD_PARTITIONS:
-            assert self.registry is not None
-            self.broker.add_partitions(step.topic, step.partitions)
-            self.registry.update_topic_node(step.topic, TopicAssignment({p: [0] for p in range(step.partitions)}))
+            self._restart_broker()
+
+    def _restart_broker_step(self, step: Step, member: None) -> None:
+        if self.broker.down:
+            self._restart_broker()
+
+    def _create_topic_step(self, step: Step, member: None) -> None:
+        self._create_topic(step.topic, step.partitions)
+
+    def _add_partitions(self, step: Step, member: None) -> None:
+        assert self.registry is not None
+        self.broker.add_partitions(step.topic, step.partitions)
+        self.registry.update_topic_node(step.topic, TopicAssignment({p: [0] for p in range(step.partitions)}))
 
     # ------------------------------------------------------------------------------------------ the broker
     def _start_broker(self, skew: bool = True) -> None:
@@ -563,3 +569,18 @@ class SimWorld:
 
     def _lab_line(self, event: str, **fields: Any) -> None:
         self.lab_trace.emit(event, **fields)
+
+
+#: The simulated world's handler of each action kind it carries out: one table, keyed by the scenario model's enum
+#: (the lab's is in lab/steps.py). A kind missing here is refused with its reason in :data:`NOT_SIMULATED`;
+#: tests/test_fault_vocabulary.py fails when a kind of the model is in neither.
+STEP_HANDLERS: dict[ActionKind, Callable[[SimWorld, Step, SimMember | None], None]] = {
+    ActionKind.JOIN: SimWorld._join, ActionKind.RESTART: SimWorld._join, ActionKind.STOP: SimWorld._stop,
+    ActionKind.KILL: SimWorld._kill, ActionKind.BOUNCE: SimWorld._bounce, ActionKind.PAUSE: SimWorld._pause,
+    ActionKind.CUT_ZK: SimWorld._cut_zk, ActionKind.SLOW_ZK: SimWorld._slow_zk, ActionKind.EXPIRE: SimWorld._expire,
+    ActionKind.CUT_BROKER: SimWorld._cut_broker, ActionKind.SLOW_BROKER: SimWorld._slow_broker,
+    ActionKind.QUORUM_LOSS: SimWorld._quorum_loss, ActionKind.KILL_ZK: SimWorld._kill_zk,
+    ActionKind.RESTART_ZK: SimWorld._restart_zk_step, ActionKind.KILL_BROKER: SimWorld._kill_broker_step,
+    ActionKind.RESTART_BROKER: SimWorld._restart_broker_step, ActionKind.CREATE_TOPIC: SimWorld._create_topic_step,
+    ActionKind.ADD_PARTITIONS: SimWorld._add_partitions,
+}

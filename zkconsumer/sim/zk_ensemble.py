@@ -19,7 +19,7 @@ election takes :data:`ELECTION_MS`. The servers' ids are 1..N, as the lab number
 from __future__ import annotations
 
 from zkconsumer.errors import IllegalArgument
-from zkconsumer.lab.scenario import FOLLOWER, LEADER
+from zkconsumer.scenario.model import FOLLOWER, LEADER
 from zkconsumer.sim import tasks
 from zkconsumer.sim.zk_wire import WireServer
 

@@ -19,7 +19,6 @@ from __future__ import annotations
 
 import logging
 import struct
-import threading
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -27,6 +26,7 @@ from dataclasses import dataclass
 from kafka.protocol.api_message import ApiMessage
 from kafka.protocol.metadata import ApiVersionsRequest, ApiVersionsResponse
 
+from zkconsumer import runtime
 from zkconsumer.errors import IllegalArgument, KafkaCode, ZkConsumerError
 
 log = logging.getLogger(__name__)
@@ -137,7 +137,7 @@ class Dispatcher:
         self.table = table
         #: Requests served, by API name: what ``zkconsumer compare`` counts per rebalance.
         self.requests: Counter[str] = Counter()
-        self._count_lock = threading.Lock()
+        self._count_lock = runtime.Lock()
 
     def dispatch(self, frame: bytes, peer: str = "", listener: str | None = None) -> bytes | None:
         if len(frame) < _HEADER_START.size:

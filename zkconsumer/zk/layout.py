@@ -12,13 +12,12 @@ from __future__ import annotations
 import functools
 import json
 import re
-import socket
-import time
 import uuid as uuidlib
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TypeVar
 
+from zkconsumer import runtime
 from zkconsumer.errors import NotEncodable, ZkConsumerError
 from zkconsumer.javacompat import java_sorted, long_to_hex_string
 
@@ -244,9 +243,9 @@ def consumer_uuid(hostname: str | None = None, now_ms: int | None = None,
     The 8 hex digits are the first eight of ``Long.toHexString(uuid.getMostSignificantBits)``, which has no
     leading zeros, so they are exactly what Java prints even when the top nibble is zero.
     """
-    hostname = socket.gethostname() if hostname is None else hostname
-    now_ms = int(time.time() * 1000) if now_ms is None else now_ms
-    uuid = uuidlib.uuid4() if uuid is None else uuid
+    hostname = runtime.hostname() if hostname is None else hostname
+    now_ms = int(runtime.time() * 1000) if now_ms is None else now_ms
+    uuid = runtime.uuid4() if uuid is None else uuid
     msb = uuid.int >> 64
     return f"{hostname}-{now_ms}-{long_to_hex_string(msb)[:8]}"
 
@@ -353,13 +352,13 @@ class ConsumerRegistration:
 
     @classmethod
     def static(cls, topic_streams: Mapping[str, int], timestamp_ms: int | None = None) -> ConsumerRegistration:
-        ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        ts = int(runtime.time() * 1000) if timestamp_ms is None else timestamp_ms
         return cls(dict(topic_streams), STATIC, str(ts))
 
     @classmethod
     def wildcard(cls, topic_filter: TopicFilter, streams: int,
                  timestamp_ms: int | None = None) -> ConsumerRegistration:
-        ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        ts = int(runtime.time() * 1000) if timestamp_ms is None else timestamp_ms
         return cls({topic_filter.regex: streams}, topic_filter.pattern, str(ts))
 
     @property
@@ -502,7 +501,7 @@ class BrokerInfo:
     @classmethod
     def plaintext(cls, broker_id: int, host: str, port: int, timestamp_ms: int | None = None,
                   rack: str | None = None) -> BrokerInfo:
-        ts = int(time.time() * 1000) if timestamp_ms is None else timestamp_ms
+        ts = int(runtime.time() * 1000) if timestamp_ms is None else timestamp_ms
         return cls(broker_id, host, port, (f"PLAINTEXT://{host}:{port}",), -1, str(ts), rack,
                    {"PLAINTEXT": "PLAINTEXT"}, 4)
 

@@ -7,10 +7,10 @@ from a random start, further replicas shifted so a broker's partitions spread th
 
 from __future__ import annotations
 
-import random
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from zkconsumer import runtime
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.zk.layout import TopicAssignment, validate_topic
 from zkconsumer.zk.registry import Registry, UnknownTopicError
@@ -26,7 +26,7 @@ def _replica_index(first: int, shift: int, j: int, n: int) -> int:
 
 def assign_replicas_to_brokers(brokers: Sequence[int], partitions: int, replication_factor: int,
                                fixed_start_index: int = -1, start_partition_id: int = -1,
-                               rng: random.Random | None = None) -> dict[int, list[int]]:
+                               rng: runtime.Random | None = None) -> dict[int, list[int]]:
     """``AdminUtils.assignReplicasToBrokers`` (0.8.2): partition id → replica broker ids."""
     if partitions <= 0:
         raise AdminOperationError("number of partitions must be larger than 0")
@@ -35,7 +35,7 @@ def assign_replicas_to_brokers(brokers: Sequence[int], partitions: int, replicat
     if replication_factor > len(brokers):
         raise AdminOperationError(f"replication factor: {replication_factor} larger than available brokers: "
                                   f"{len(brokers)}")
-    rng = rng or random.Random()
+    rng = rng or runtime.Random()
     n = len(brokers)
     start = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
     shift = fixed_start_index if fixed_start_index >= 0 else rng.randrange(n)
@@ -64,7 +64,7 @@ class TopicDescription:
 
 
 def create_topic(reg: Registry, topic: str, partitions: int, replication_factor: int = 1,
-                 rng: random.Random | None = None, config: dict[str, str] | None = None) -> dict[int, list[int]]:
+                 rng: runtime.Random | None = None, config: dict[str, str] | None = None) -> dict[int, list[int]]:
     """Write a new topic's assignment over the registered brokers (broker 0 when none is registered)."""
     validate_topic(topic)
     brokers = reg.broker_ids() or [0]

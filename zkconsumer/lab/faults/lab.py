@@ -26,11 +26,12 @@ from zkconsumer.broker.state import STATE_FILE, read_state
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.lab.backends import ProcessBackend
 from zkconsumer.lab.faults.proxy import TcpProxy
-from zkconsumer.lab.runner import GROUP, Lab, LabPlan
-from zkconsumer.lab.scenario import LabMode
+from zkconsumer.lab.runner import Lab
 from zkconsumer.migration.driver import MigrationDriver
 from zkconsumer.migration.plan import MigrationPhase
 from zkconsumer.records import encode_value
+from zkconsumer.scenario.model import LabMode
+from zkconsumer.scenario.plan import GROUP, RunPlan
 from zkconsumer.tools.groups import verify
 from zkconsumer.trace import TraceWriter
 from zkconsumer.zk.registry import Registry
@@ -55,7 +56,7 @@ def quiet_logger(name: str) -> logging.Logger:
 class FaultLab(Lab):
     """One group under one fault. ``with FaultLab(plan, out, zk_servers=3) as lab: ...``"""
 
-    def __init__(self, plan: LabPlan, out_dir: Path, zk_servers: int = 1, broker_process: bool = False,
+    def __init__(self, plan: RunPlan, out_dir: Path, zk_servers: int = 1, broker_process: bool = False,
                  console: Console | None = None, backend: ProcessBackend | None = None) -> None:
         super().__init__(plan, Path(out_dir), console=console, backend=backend)  # processes: kill -9 is real
         self._broker = None  # the in-process broker, when the broker does not run as its own process

@@ -29,8 +29,8 @@ from rich.console import Console
 from zkconsumer.lab.faults import migration
 from zkconsumer.lab.faults.lab import FaultLab
 from zkconsumer.lab.faults.proxy import LinkMode
-from zkconsumer.lab.runner import GROUP, LabPlan
-from zkconsumer.lab.scenario import LabMode
+from zkconsumer.scenario.model import LabMode
+from zkconsumer.scenario.plan import GROUP, RunPlan
 from zkconsumer.types import tp_str
 
 
@@ -188,11 +188,11 @@ class FaultRun:
     log_ends: dict = field(default_factory=dict)
 
 
-def fault_plan(fault: Fault, profile: str, session_timeout_ms: int = 4000, herd: int | None = None) -> LabPlan:
+def fault_plan(fault: Fault, profile: str, session_timeout_ms: int = 4000, herd: int | None = None) -> RunPlan:
     consumers = herd if (herd and fault.name == "herd-30") else fault.consumers
     # migrations: Kafka's initial rebalance delay scaled down with the sessions (3 s against 10 s sessions)
     delay_ms = 1000 if fault.mode is LabMode.MIGRATE else 3000
-    return LabPlan(consumers=consumers, profile=profile, topics={"orders": 12 if fault.name == "herd-30" else 6},
+    return RunPlan(consumers=consumers, profile=profile, topics={"orders": 12 if fault.name == "herd-30" else 6},
                    rate=40.0, initial_records=20, session_timeout_ms=session_timeout_ms, commit_interval_ms=500,
                    steps=[], mode=fault.mode, initial_rebalance_delay_ms=delay_ms)
 

@@ -27,7 +27,7 @@ import time
 
 from zkconsumer.lab.faults.lab import FaultLab, FaultTimeout
 from zkconsumer.lab.faults.proxy import LinkMode
-from zkconsumer.lab.runner import GROUP
+from zkconsumer.scenario.plan import GROUP
 from zkconsumer.types import GroupMode
 
 #: Generous: a step is a member's switch plus two rebalances, and the lab's machine is busy with the whole group.

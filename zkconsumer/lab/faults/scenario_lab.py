@@ -43,9 +43,11 @@ from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.lab.backends import BackendError, LabBackend, ProcessBackend
 from zkconsumer.lab.faults.lab import FaultLab, FaultTimeout, quiet_logger
 from zkconsumer.lab.faults.proxy import LinkMode, TcpProxy
-from zkconsumer.lab.runner import GROUP, Lab, LabPlan
-from zkconsumer.lab.scenario import FOLLOWER, LEADER, ActionKind, LabMode, Step
+from zkconsumer.lab.runner import Lab
+from zkconsumer.lab.steps import STEP_HANDLERS
 from zkconsumer.records import encode_value
+from zkconsumer.scenario.model import FOLLOWER, LEADER, ActionKind, LabMode, Step
+from zkconsumer.scenario.plan import GROUP, RunPlan
 from zkconsumer.trace import TraceWriter
 from zkconsumer.zk.registry import Registry, split_connect
 from zkconsumer.zk.server import ZooKeeperServer, free_port, packets_received
@@ -71,7 +73,7 @@ def session_password(session_id: int) -> bytes:
     return bytes(out)
 
 
-def lab_for(plan: LabPlan, out_dir: Path, zookeeper: str | None = None, bootstrap: str | None = None,
+def lab_for(plan: RunPlan, out_dir: Path, zookeeper: str | None = None, bootstrap: str | None = None,
             console: Console | None = None, backend: LabBackend | None = None,
             cluster: KafkaCluster | None = None, cut_any: bool = False) -> Lab:
     """The lab ``plan`` needs: a :class:`ScenarioLab` when its scenario (or its steps) strikes servers, links,
@@ -106,7 +108,7 @@ class ScenarioLab(FaultLab):
 
     fault_handles = True
 
-    def __init__(self, plan: LabPlan, out_dir: Path, zookeeper: str | None = None, bootstrap: str | None = None,
+    def __init__(self, plan: RunPlan, out_dir: Path, zookeeper: str | None = None, bootstrap: str | None = None,
                  console: Console | None = None, backend: LabBackend | None = None,
                  cluster: KafkaCluster | None = None) -> None:
         if backend is not None and backend.name != "process":
@@ -295,7 +297,7 @@ class ScenarioLab(FaultLab):
 
     # ------------------------------------------------------------------------------------------- steps
     def not_applicable(self, step: Step) -> str | None:
-        """The variant's reason first (compare's ``LabPlan.absent``), then what this run lacks for the step."""
+        """The variant's reason first (compare's ``RunPlan.absent``), then what this run lacks for the step."""
         kind = step.action
         if dict(self.plan.absent).get(kind):
             return super().not_applicable(step)
@@ -338,33 +340,7 @@ class ScenarioLab(FaultLab):
 
     def _carry_out(self, step: Step) -> None:
         try:
-            match step.action:
-                case ActionKind.CUT_ZK:
-                    self._cut(step.consumer, step.seconds)
-                case ActionKind.SLOW_ZK:
-                    self._slow(step.consumer, step.seconds, step.latency_ms)
-                case ActionKind.EXPIRE:
-                    self._expire(step.consumer)
-                case ActionKind.CUT_BROKER:
-                    self._cut_broker(step.consumer, step.seconds)
-                case ActionKind.SLOW_BROKER:
-                    self._slow_broker(step.consumer, step.seconds, step.latency_ms)
-                case ActionKind.KILL_ZK:
-                    self._kill_zk(step.node, step.seconds)
-                case ActionKind.RESTART_ZK:
-                    self._restart_zk([step.node] if isinstance(step.node, int) else list(self.down))
-                case ActionKind.QUORUM_LOSS:
-                    self._quorum_loss(step.seconds)
-                case ActionKind.KILL_BROKER:
-                    self._kill_broker(step.seconds)
-                case ActionKind.RESTART_BROKER:
-                    self._restart_broker()
-                case ActionKind.KILL_COORDINATOR:
-                    self._kill_coordinator(step.seconds)
-                case ActionKind.CREATE_TOPIC:
-                    self._create_topic(step.topic, step.partitions)
-                case ActionKind.ADD_PARTITIONS:
-                    self._add_partitions(step.topic, step.partitions)
+            STEP_HANDLERS[step.action](self, step)
         except Exception as e:  # noqa: BLE001 - reported in the summary, the run goes on
             text = f"{step.action} {step.consumer}".strip() + f" at {step.at:.1f} s: {type(e).__name__}: {e}"
             self.fault_errors.append(text)

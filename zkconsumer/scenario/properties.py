@@ -15,7 +15,7 @@ from collections.abc import Iterable, Mapping
 
 from zkconsumer import broker_version
 from zkconsumer.apache_kafka.lab_members import CLIENT as KAFKA_08_CLIENT
-from zkconsumer.lab.scenario import LabMode
+from zkconsumer.scenario.model import LabMode
 from zkconsumer.zk import security as zksecurity
 
 #: Kafka 0.8's consumer settings every kind has a counterpart for (kafka-python's and librdkafka's under their
@@ -30,7 +30,7 @@ _ZOOKEEPER = frozenset({"rebalance.max.retries", "rebalance.backoff.ms", "zookee
                         "num.consumer.fetchers", "refresh.leader.backoff.ms", "socket.receive.buffer.bytes"})
 #: zkconsumer's own, not Kafka 0.8.2.2's (ZooKeeper ACLs came with 0.9).
 _ZOOKEEPER_ZKCONSUMER = frozenset({zksecurity.SET_ACL, zksecurity.DIGEST, zksecurity.SASL,
-                                   "zkconsumer.fetch.enable", broker_version.PROPERTY})
+                                   "zkconsumer.fetch.enable", "zkconsumer.profile.disable", broker_version.PROPERTY})
 #: The group coordinator's (Kafka 0.9+), as a coordinator-mode member takes them.
 _COORDINATOR = frozenset({"heartbeat.interval.ms", "max.poll.interval.ms", "metadata.max.age.ms"})
 #: A librdkafka member: what consumer/librdkafka.py's client_settings passes on (the group settings under the

@@ -1,4 +1,4 @@
-"""A :class:`~zkconsumer.lab.scenario.Scenario` written back as a scenario file: the inverse of ``scenario.loads``.
+"""A :class:`~zkconsumer.scenario.model.Scenario` written back as a scenario file: the inverse of ``reader.loads``.
 
 Why: a schedule nobody wrote down (``zkconsumer lab --nemesis`` draws one from a seed, then shrinks it) must end up
 as a file a person can read, edit and replay with ``zkconsumer lab --scenario FILE``. ``loads(dumps(s))`` equals
@@ -19,7 +19,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from zkconsumer.errors import NotEncodable
-from zkconsumer.lab.scenario import Action, Scenario
+from zkconsumer.scenario.model import Action, Scenario
 
 #: Scenario fields not written as top-level keys: where it came from, its tables, and a flag of the built-ins.
 _NOT_TOP = {"source", "topics", "actions", "strict", "properties", "subscriptions", "kinds", "lines"}
@@ -31,7 +31,7 @@ _BARE_KEY = re.compile(r"[A-Za-z0-9_-]+")
 
 
 def dumps(scenario: Scenario) -> str:
-    """The scenario as TOML that ``scenario.loads`` reads back to an equal scenario (a setting left unset, ``None``,
+    """The scenario as TOML that ``reader.loads`` reads back to an equal scenario (a setting left unset, ``None``,
     is left out: the lab's default applies, as it did)."""
     lines: list[str] = []
     for f in dataclasses.fields(Scenario):

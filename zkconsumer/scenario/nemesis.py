@@ -7,7 +7,7 @@ schedule acting on a member that is not running, a shrink that loops or misses t
 plain function over the schedule tests them in milliseconds; the judge that runs a lab and Spark is
 zkconsumer/lab/nemesis_run.py.
 
-A schedule is a :class:`~zkconsumer.lab.scenario.Scenario` with absolute times and named members (never ``new`` or
+A schedule is a :class:`~zkconsumer.scenario.model.Scenario` with absolute times and named members (never ``new`` or
 ``each``): dropping one action then leaves the others' meaning unchanged, and the file written at the end reads as
 what happened.
 
@@ -34,8 +34,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zkconsumer.errors import IllegalArgument
-from zkconsumer.lab.scenario import FOLLOWER, LEADER, Action, ActionKind, Scenario
-from zkconsumer.lab.scenario_toml import dumps
+from zkconsumer.scenario.model import FOLLOWER, LEADER, Action, ActionKind, Scenario
+from zkconsumer.scenario.writer import dumps
 from zkconsumer.types import LabelledStrEnum
 
 
