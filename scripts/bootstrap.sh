@@ -46,19 +46,26 @@ if [ ! -x "$VENV/bin/python" ]; then
     "$PY" -m venv "$VENV"
   fi
 fi
+# pykafka 2.8 (a 0.8-era client with a ZooKeeper-balanced consumer) for tests/test_pykafka.py, in an environment
+# of its own: it pins kazoo==2.5.0, which cannot sit beside zkconsumer's kazoo>=2.9 in .venv. Installed beside the
+# main environment's packages (two downloads at once), waited for below.
+PYKAFKA_VENV="$VENV/pykafka"
+PYKAFKA_PID=""
+if [ ! -f "$PYKAFKA_VENV/.installed-2.8.0" ]; then
+  ( "$PY" -m venv "$PYKAFKA_VENV" && "$PYKAFKA_VENV/bin/python" -m pip install -q --no-compile 'pykafka==2.8.0' \
+      && touch "$PYKAFKA_VENV/.installed-2.8.0" ) &
+  PYKAFKA_PID=$!
+fi
+# --no-compile: pip would byte-compile every file of every package (plotly's thousands of validators, pyspark's
+# whole Python side); Python compiles the modules a run imports, once, on first import.
 STAMP="$VENV/.zkconsumer-installed"
 if [ ! -f "$STAMP" ] || [ pyproject.toml -nt "$STAMP" ]; then
-  "$VENV/bin/python" -m pip install -q --upgrade pip
-  "$VENV/bin/python" -m pip install -q -e '.[dev]'
+  "$VENV/bin/python" -m pip install -q --no-compile --upgrade pip
+  "$VENV/bin/python" -m pip install -q --no-compile -e '.[dev]'
   touch "$STAMP"
 fi
-# pykafka 2.8 (a 0.8-era client with a ZooKeeper-balanced consumer) for tests/test_pykafka.py, in an environment
-# of its own: it pins kazoo==2.5.0, which cannot sit beside zkconsumer's kazoo>=2.9 in .venv.
-PYKAFKA_VENV="$VENV/pykafka"
-if [ ! -f "$PYKAFKA_VENV/.installed-2.8.0" ]; then
-  "$PY" -m venv "$PYKAFKA_VENV"
-  "$PYKAFKA_VENV/bin/python" -m pip install -q 'pykafka==2.8.0'
-  touch "$PYKAFKA_VENV/.installed-2.8.0"
+if [ -n "$PYKAFKA_PID" ] && ! wait "$PYKAFKA_PID"; then
+  echo "bootstrap: installing pykafka 2.8.0 into $PYKAFKA_VENV failed" >&2; exit 1
 fi
 # Kafka 0.8.2.2's jars into ~/.cache/zkconsumer/kafka (kept between runs) and the consumer harness compiled
 # against them; a no-op once both are there.

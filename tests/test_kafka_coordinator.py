@@ -108,9 +108,11 @@ def test_the_lab_migration_passes_with_kafkas_coordinator(kafka: KafkaBroker, tm
 
     from rich.console import Console
 
-    from zkconsumer.lab.runner import Lab, LabPlan, Step
+    from zkconsumer.lab.runner import Lab
+    from zkconsumer.scenario.model import Step
+    from zkconsumer.scenario.plan import RunPlan
 
-    plan = LabPlan(consumers=3, duration=30.0, mode="migrate", rate=100.0, initial_records=100,
+    plan = RunPlan(consumers=3, duration=20.0, mode="migrate", rate=100.0, initial_records=100,
                    steps=[Step(2.0, "join", "c4"), Step(4.0, "migrate", "")])
     out = io.StringIO()
     lab = Lab(plan, tmp_path / "run", zookeeper=kafka.zk_connect, bootstrap=kafka.bootstrap,
