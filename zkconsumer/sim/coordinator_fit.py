@@ -74,88 +74,94 @@ class PhaseSample:
 def measure_phases(size: int) -> list[PhaseSample]:
     """One eager rebalance of ``size`` members on the live coordinator, phase by phase (see the module)."""
     coordinator = GroupCoordinator(CoordinatorConfig()).start()  # the initial delay gathers every join into one
-    dispatcher = group_dispatcher(coordinator)
     while not coordinator.loaded:
         time.sleep(0.001)
-    names = [f"m{i:05d}" for i in range(size)]
-    meta = encode_subscription(TOPIC, [])
-    joined: dict[str, object] = {}
-    traffic = {"bytes": 0, "requests": 0}
-    lock = threading.Lock()
+    run = _PhaseRun(size, group_dispatcher(coordinator))
+    try:
+        run.phase("JoinGroup", run.joins)
+        first = next(iter(run.joined.values()))
+        generation, leader = first.generation_id, first.leader
+        ids = {n: run.joined[n].member_id for n in run.names}
+        run.phase("SyncGroup", lambda: run.syncs(ids, generation, leader))
+        run.phase("Heartbeat", lambda: [run.call(encode_request(HeartbeatRequest(
+            group_id=GROUP, generation_id=generation, member_id=m, group_instance_id=None), HEARTBEAT_V, 11, "c"))
+            for m in ids.values()])
+        leaving = list(ids.values())[: max(1, size // 2)]
+        run.phase("LeaveGroup", lambda: [run.call(encode_request(LeaveGroupRequest(group_id=GROUP, members=[
+            LeaveGroupRequest.MemberIdentity(member_id=m, group_instance_id=None)]), LEAVE_V, 12, "c"))
+            for m in leaving])
+    finally:
+        coordinator.stop()
+    return run.samples
 
-    def call(frame: bytes) -> bytes:
-        answer = dispatcher.dispatch(frame, peer="sim:0")
-        with lock:
-            traffic["bytes"] += len(frame) + len(answer)
-            traffic["requests"] += 1
+
+class _PhaseRun:
+    """The members of :func:`measure_phases` and what each phase cost: requests and bytes through the dispatcher
+    (counted under a lock: the joins come from a thread per member), CPU of this process."""
+
+    def __init__(self, size: int, dispatcher) -> None:
+        self.size, self.dispatcher = size, dispatcher
+        self.names = [f"m{i:05d}" for i in range(size)]
+        self.meta = encode_subscription(TOPIC, [])
+        self.joined: dict[str, object] = {}
+        self.traffic = {"bytes": 0, "requests": 0}
+        self.lock = threading.Lock()
+        self.samples: list[PhaseSample] = []
+        self.go = threading.Event()
+        self.threads = [threading.Thread(target=lambda n=n: self.go.wait() and self.join(n), daemon=True)
+                        for n in self.names]
+        for t in self.threads:  # started before the phase: a broker's connection threads exist before their requests
+            t.start()
+
+    def call(self, frame: bytes) -> bytes:
+        answer = self.dispatcher.dispatch(frame, peer="sim:0")
+        with self.lock:
+            self.traffic["bytes"] += len(frame) + len(answer)
+            self.traffic["requests"] += 1
         return answer
 
-    def join(name: str) -> None:
+    def phase(self, api: str, run) -> None:
+        self.traffic["bytes"] = self.traffic["requests"] = 0
+        cpu = time.process_time()
+        run()
+        self.samples.append(PhaseSample(self.size, api, self.traffic["requests"], self.traffic["bytes"],
+                                        (time.process_time() - cpu) * 1e6))
+
+    def join(self, name: str) -> None:
         member_id = ""
         for attempt in range(2):
             req = JoinGroupRequest(group_id=GROUP, session_timeout_ms=SESSION_MS,
                                    rebalance_timeout_ms=REBALANCE_TIMEOUT_MS, member_id=member_id,
                                    group_instance_id=None, protocol_type="consumer",
-                                   protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range", metadata=meta)])
-            answer = JoinGroupResponse.decode(call(encode_request(req, JOIN_V, attempt, name))[4:], version=JOIN_V,
-                                              header=True)
+                                   protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name="range",
+                                                                                         metadata=self.meta)])
+            answer = JoinGroupResponse.decode(self.call(encode_request(req, JOIN_V, attempt, name))[4:],
+                                              version=JOIN_V, header=True)
             member_id = answer.member_id
             if answer.error_code != KafkaCode.MEMBER_ID_REQUIRED:
-                joined[name] = answer
+                self.joined[name] = answer
                 return
 
-    samples = []
-
-    def phase(api: str, run) -> None:
-        traffic["bytes"] = traffic["requests"] = 0
-        cpu = time.process_time()
-        run()
-        samples.append(PhaseSample(size, api, traffic["requests"], traffic["bytes"],
-                                   (time.process_time() - cpu) * 1e6))
-
-    go = threading.Event()
-    threads = [threading.Thread(target=lambda n=n: go.wait() and join(n), daemon=True) for n in names]
-    for t in threads:  # started before the phase: a broker's connection threads exist before their requests
-        t.start()
-
-    def joins() -> None:
-        go.set()
-        for t in threads:
+    def joins(self) -> None:
+        self.go.set()
+        for t in self.threads:
             t.join(60)
 
-    try:
-        phase("JoinGroup", joins)
-        first = next(iter(joined.values()))
-        generation, leader = first.generation_id, first.leader
-        ids = {n: joined[n].member_id for n in names}
-        plan = range_assignment(list(ids.values()), 2 * size)
-
-        def syncs() -> None:
-            by_id = {v: k for k, v in ids.items()}
-            order = [leader] + [m for m in ids.values() if m != leader]
-            for member_id in order:
-                assignments = [] if member_id != leader else [
-                    SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=encode_assignment(TOPIC, ps))
-                    for m, ps in plan.items()]
-                req = SyncGroupRequest(group_id=GROUP, generation_id=generation, member_id=member_id,
-                                       group_instance_id=None, assignments=assignments)
-                answer = SyncGroupResponse.decode(call(encode_request(req, SYNC_V, 9, by_id[member_id]))[4:],
-                                                  version=SYNC_V, header=True)
-                if answer.error_code != KafkaCode.NONE:
-                    raise MeasurementFailed(f"SyncGroup of {member_id} answered {code_name(answer.error_code)}:"
-                                            " the rebalance measured did not complete as one generation")
-
-        phase("SyncGroup", syncs)
-        phase("Heartbeat", lambda: [call(encode_request(HeartbeatRequest(
-            group_id=GROUP, generation_id=generation, member_id=m, group_instance_id=None), HEARTBEAT_V, 11, "c"))
-            for m in ids.values()])
-        leaving = list(ids.values())[: max(1, size // 2)]
-        phase("LeaveGroup", lambda: [call(encode_request(LeaveGroupRequest(group_id=GROUP, members=[
-            LeaveGroupRequest.MemberIdentity(member_id=m, group_instance_id=None)]), LEAVE_V, 12, "c"))
-            for m in leaving])
-    finally:
-        coordinator.stop()
-    return samples
+    def syncs(self, ids: dict[str, str], generation: int, leader: str) -> None:
+        plan = range_assignment(list(ids.values()), 2 * self.size)
+        by_id = {v: k for k, v in ids.items()}
+        order = [leader] + [m for m in ids.values() if m != leader]
+        for member_id in order:
+            assignments = [] if member_id != leader else [
+                SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=encode_assignment(TOPIC, ps))
+                for m, ps in plan.items()]
+            req = SyncGroupRequest(group_id=GROUP, generation_id=generation, member_id=member_id,
+                                   group_instance_id=None, assignments=assignments)
+            answer = SyncGroupResponse.decode(self.call(encode_request(req, SYNC_V, 9, by_id[member_id]))[4:],
+                                              version=SYNC_V, header=True)
+            if answer.error_code != KafkaCode.NONE:
+                raise MeasurementFailed(f"SyncGroup of {member_id} answered {code_name(answer.error_code)}:"
+                                        " the rebalance measured did not complete as one generation")
 
 
 def fit_cost(samples: Sequence[PhaseSample]) -> CoordinatorCost:
