@@ -641,9 +641,9 @@ def test_members_of_other_kinds_make_one_mixed_0_8_group(tmp_path: Path, monkeyp
     assert lab._consumer_args("c1") == [] and calls[0][0] == ["orders"]  # Kafka's harness (stubbed here)
     assert "heartbeat.interval.ms" not in calls[0][1]
     c2 = lab._consumer_args("c2")
-    assert c2[c2.index("--profile") + 1] == "kafka-0.8" and "consume" in c2
+    assert "zkconsumer.profile=kafka-0.8" in _arg_values(c2, "--property") and "consume" in c2
     c3 = lab._consumer_args("c3")
-    assert c3[c3.index("--profile") + 1] == "default"
+    assert "zkconsumer.profile=default" in _arg_values(c3, "--property")
     assert any("Kafka 0.8.2.2's own consumer has no counterpart" in note and "(c1)" in note for note in lab.skipped)
     # a coordinator run: every member runs as the variant's, and the kinds are reported n/a
     coordinator = dataclasses.replace(plan, mode=LabMode.COORDINATOR)

@@ -7,6 +7,7 @@ catalogue's, a consumer broken on purpose is caught and its breach shrunk, and w
 
 from __future__ import annotations
 
+import argparse
 import json
 import logging
 import os
@@ -15,6 +16,8 @@ import sys
 
 import pytest
 
+from zkconsumer.cli import consume
+from zkconsumer.lab.runner import Lab
 from zkconsumer.records import encode_value
 from zkconsumer.scenario import nemesis
 from zkconsumer.scenario import reader as scenarios
@@ -84,6 +87,30 @@ def test_a_consumer_without_its_fence_is_caught_and_shrunk() -> None:
     assert fenced.ok, fenced.broken  # with the fence, the same schedule and interleaving hold
 
 
+#: Where each world puts its own servers and files: the rest of a member's configuration must be the same.
+ADDRESSES = ("zookeeper.connect", "bootstrap.servers", "zkconsumer.trace.dir")
+
+
+@pytest.mark.parametrize(("name", "profile", "properties"), [
+    ("churn", "default", ()), ("gc-pause", "kafka-0.8", ()),
+    ("session-expiry", "default", (("rebalance.max.retries", "7"), ("heartbeat.interval.ms", "900")))])
+def test_a_simulated_member_is_configured_as_the_labs(tmp_path, name: str, profile: str, properties: tuple) -> None:
+    """The lab's command line for a member, read by ``zkconsumer consume``'s own parser, and the simulated member's
+    ConsumerConfig hold the same properties but the addresses (both built from RunPlan.member_settings): before
+    issue 54 the simulated members had no bootstrap.servers and took properties their kind has no counterpart for."""
+    plan = RunPlan.from_scenario(scenarios.builtin(name), profile=profile, properties=properties or None)
+    real = Lab(plan, tmp_path)
+    real.zk_connect, real.bootstrap = "127.0.0.1:2181/lab", "127.0.0.1:9092"  # what its servers' start sets
+    argv = real._consumer_args("c2")
+    parser = argparse.ArgumentParser()
+    consume.register(parser.add_subparsers())
+    lab = consume.build_config(parser.parse_args(argv[argv.index("consume"):])).props
+    sim = SimWorld(plan, 1).member_config("c2").props
+    assert sim["bootstrap.servers"] and lab["bootstrap.servers"]
+    assert {k: v for k, v in sim.items() if k not in ADDRESSES} == {k: v for k, v in lab.items() if k not in ADDRESSES}
+    assert ("heartbeat.interval.ms" in sim) is False  # a coordinator property: a 0.8 member is not given it
+
+
 def test_what_cannot_be_simulated_is_refused_by_name() -> None:
     plan = RunPlan.from_scenario(scenarios.builtin("migration"))
     with pytest.raises(SimRefused, match=r"migrate at [\d.]+ s: no simulated counterpart yet \(coordinator-mode"):
@@ -128,14 +155,16 @@ def test_every_shipped_scenario_it_can_express_runs_and_the_default_profile_hold
         assert (name, result.broken, result.member_errors) == (name, [], {})
 
 
-def test_the_broker_killed_and_restarted_holds_and_only_the_default_profile_rebalances_on_its_return() -> None:
+def test_the_broker_killed_and_restarted_holds_and_no_profile_rebalances_on_its_return() -> None:
     """Catalogue mode k's broker-kill (docs/failure-modes.md: every ZooKeeper variant holds): the killed broker's
     registration outlives it by its session (6 s), the restarted one registers once it is gone, and the lab's heal
-    is that registration. The default profile watches ``/brokers/ids`` from the start and rebalances when a broker
-    registers after none; Kafka 0.8 watches it only after an attempt found no broker, so it does not. What was
-    produced while the broker was down is delivered after (nothing lost)."""
+    is that registration. The members have the broker's address (``bootstrap.servers``, as the lab gives it), so
+    neither profile watches ``/brokers/ids`` for it and neither rebalances when it registers again: the fetcher
+    reconnects to the same address. (Before the simulated members were configured as the lab's, they found the
+    broker through ZooKeeper, and the default profile rebalanced on its return.) What was produced while the broker
+    was down is delivered after (nothing lost)."""
     plan = RunPlan.from_scenario(scenarios.builtin("broker-kill"))
-    for profile, rebalances_on_return in (("default", True), ("kafka-0.8", False)):
+    for profile, rebalances_on_return in (("default", False), ("kafka-0.8", False)):
         plan.profile = profile
         world = SimWorld(plan, 3)
         out = world.run()

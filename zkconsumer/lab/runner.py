@@ -323,26 +323,19 @@ class Lab:
     # ------------------------------------------------------------------------------------- consumers
     def _consumer_args(self, name: str) -> list[str]:
         """The consumer's command line, the same for every backend (each runs the zkconsumer CLI its own way)."""
-        if (kind := self.plan.kind_of(name)) == lab_members.CLIENT:
+        if self.plan.kind_of(name) == lab_members.CLIENT:
             return self._kafka_member_args(name)
-        args = [*self.backend.zkconsumer_command, "consume", "--zookeeper", self.zk_connect, "--group", GROUP,
-                "--consumer-id", name, "--from-beginning", "--output", "none", "--trace-dir", str(self.traces),
-                "--profile", kind, "--strategy", self.plan.strategy,
-                "--bootstrap-server", self.bootstrap,
-                "--property", f"auto.commit.interval.ms={self.plan.commit_interval_ms}",
-                "--property", f"zookeeper.session.timeout.ms={self.plan.session_timeout_ms}"]
-        group_session = ["--property", f"session.timeout.ms={self.plan.session_timeout_ms}",
-                         "--property", f"heartbeat.interval.ms={max(100, self.plan.session_timeout_ms // 6)}",
-                         "--property", f"max.poll.interval.ms={self.plan.rebalance_timeout_ms}"]
+        # the addresses and the trace directory as flags (a fault lab points them at its proxies); every other
+        # setting is the plan's, the same the simulator gives its members (RunPlan.member_settings)
+        args = [*self.backend.zkconsumer_command, "consume", "--zookeeper", self.zk_connect,
+                "--bootstrap-server", self.bootstrap, "--trace-dir", str(self.traces), "--output", "none"]
         if self.plan.mode is LabMode.COORDINATOR:
-            args += ["--mode", GroupMode.COORDINATOR, *group_session]
-            if self.plan.static_members:
-                args += ["--property", f"group.instance.id={name}"]
+            args += ["--mode", GroupMode.COORDINATOR]
             if self.plan.client != "kafka-python":
                 args += ["--client", self.plan.client]
         elif self.plan.mode is LabMode.MIGRATE:
-            args += ["--migratable", *group_session]
-        for key, value in self.member_properties:
+            args += ["--migratable"]
+        for key, value in self.plan.member_settings(name):
             args += ["--property", f"{key}={value}"]
         if self.plan.strategy.startswith("roundrobin"):
             args += ["--streams", "1"]

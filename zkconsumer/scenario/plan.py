@@ -12,7 +12,7 @@ from dataclasses import dataclass, field
 from zkconsumer.apache_kafka import lab_members
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.scenario.model import ActionKind, LabMode, Scenario, Step
-from zkconsumer.scenario.properties import merge_properties, property_text
+from zkconsumer.scenario.properties import member_kind, member_properties, merge_properties, property_text
 from zkconsumer.scenario.reader import builtin as builtin_scenario
 
 
@@ -128,6 +128,28 @@ class RunPlan:
         """The members subscribe by :attr:`whitelist`: zkconsumer's members can (librdkafka's and Kafka 0.8.2.2's,
         as the lab runs them, name their topics)."""
         return self.whitelist is not None and self.client == "kafka-python"
+
+    def member_settings(self, name: str) -> list[tuple[str, str]]:
+        """The consumer properties zkconsumer's member ``name`` runs with, in either world: the group, its id, its
+        profile and strategy, where it starts, its commit interval and sessions (the group's too in coordinator and
+        migrate modes), then the run's properties its kind takes (:func:`member_properties`). In order, a later one
+        winning, as ``--property`` flags do. Not the run's addresses and directories (``zookeeper.connect``,
+        ``bootstrap.servers``, ``zkconsumer.trace.dir``): each world gives its own, the lab's sometimes a proxy's.
+        The lab passes these on ``zkconsumer consume``'s command line, the simulator builds its members'
+        ConsumerConfig from them: the two cannot drift apart (tests/test_sim_world.py checks it)."""
+        own = [("group.id", GROUP), ("consumer.id", name), ("auto.offset.reset", "smallest"),
+               ("zkconsumer.profile", self.kind_of(name)), ("partition.assignment.strategy", self.strategy),
+               ("auto.commit.interval.ms", str(self.commit_interval_ms)),
+               ("zookeeper.session.timeout.ms", str(self.session_timeout_ms))]
+        if self.mode is not LabMode.ZOOKEEPER:
+            own += [("session.timeout.ms", str(self.session_timeout_ms)),
+                    ("heartbeat.interval.ms", str(max(100, self.session_timeout_ms // 6))),
+                    ("max.poll.interval.ms", str(self.rebalance_timeout_ms))]
+        if self.mode is LabMode.COORDINATOR and self.static_members:
+            own.append(("group.instance.id", name))
+        taken, _ = member_properties(member_kind(self.mode, self.client), self.properties,
+                                     self.scenario.properties if self.scenario is not None else None)
+        return own + list(taken)
 
     def group_settings(self) -> GroupSettings:
         """The broker's coordinator settings this plan needs (its sessions may be under Kafka's 6 s minimum)."""

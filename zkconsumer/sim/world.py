@@ -78,6 +78,8 @@ BROKER_DELAY_MS = 1
 BROKER_SESSION_TIMEOUT_MS = 6000
 #: the broker's registration (the lab's one broker, as zk/registry.py writes it)
 BROKER_INFO = BrokerInfo(0, "127.0.0.1", 9092, endpoints=("PLAINTEXT://127.0.0.1:9092",))
+#: what members are given as ``bootstrap.servers``, as the lab gives them its broker's (``--bootstrap-server``)
+BOOTSTRAP = f"{BROKER_INFO.host}:{BROKER_INFO.port}"
 #: a process takes up to this long from its start to its first request (an interpreter starting up, its imports)
 START_SKEW_MS = 1000
 #: the producer's clock: records due by then are written each tick
@@ -317,16 +319,11 @@ class SimWorld:
                         kafka_client=lambda _bootstrap, settings: self.broker.client(host, settings))
 
     def member_config(self, name: str) -> ConsumerConfig:
-        """What ``zkconsumer consume`` is given by the lab (lab/runner.py ``_consumer_args``)."""
-        plan = self.plan
-        props: dict[str, Any] = {
-            "group.id": GROUP, "zookeeper.connect": self.kw.hosts, "consumer.id": name,
-            "auto.offset.reset": "smallest", "zkconsumer.profile": plan.kind_of(name) if plan.kinds else plan.profile,
-            "partition.assignment.strategy": plan.strategy,
-            "auto.commit.interval.ms": plan.commit_interval_ms,
-            "zookeeper.session.timeout.ms": plan.session_timeout_ms,
-        }
-        props.update(dict(plan.properties))
+        """What ``zkconsumer consume`` is given by the lab: the plan's settings for the member
+        (``RunPlan.member_settings``, the lab's ``--property`` flags), this world's ZooKeeper and the broker's
+        address (the lab's ``--bootstrap-server``)."""
+        props: dict[str, Any] = dict(self.plan.member_settings(name))
+        props.update({"zookeeper.connect": self.kw.hosts, "bootstrap.servers": BOOTSTRAP})
         return ConsumerConfig.from_properties(props)
 
     def start_member(self, name: str) -> SimMember:
