@@ -56,6 +56,9 @@ from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import packets_received
 from zkconsumer.zk.topics import create_topic
 
+#: Seconds between two refreshes of the live view (and of the churn loop when no step is due sooner).
+VIEW_PERIOD_S = 0.5
+
 
 class LiveHook(Protocol):
     """What ``lab --ui`` hooks into the lab's loop (lab/live.py's LabSource): the page's actions are carried out on
@@ -584,7 +587,10 @@ class Lab:
                 while steps and steps[0].at <= elapsed:
                     self.perform(steps.pop(0))
                 live.update(self._view(reg, elapsed))
-                self._idle(reg, elapsed)
+                # woken for the next step on time, not at the view's next refresh: a step's time decides races
+                # (a pause's start against the last answer a member had, docs/simulation.md)
+                due = steps[0].at - (time.monotonic() - started) if steps else VIEW_PERIOD_S
+                self._idle(reg, elapsed, min(VIEW_PERIOD_S, max(0.0, due)))
             self._stop_producing.set()
             producer.join(30)
             self._event("producer stopped; waiting for the group to catch up")
@@ -619,12 +625,13 @@ class Lab:
     def _churning(self, elapsed: float) -> bool:
         return self.ui.churning(elapsed) if self.ui is not None else elapsed < self.plan.duration
 
-    def _idle(self, reg: Registry, elapsed: float) -> None:
-        """Half a second between two views; the live page's turn when one watches (woken by a click)."""
+    def _idle(self, reg: Registry, elapsed: float, wait: float = 0.5) -> None:
+        """``wait`` seconds (half a second between two views, less when a step is due sooner); the live page's turn
+        when one watches (woken by a click)."""
         if self.ui is None:
-            time.sleep(0.5)
+            time.sleep(wait)
         else:
-            self.ui.turn(reg, elapsed, 0.5)
+            self.ui.turn(reg, elapsed, wait)
 
     def _zk_requests(self) -> int:
         """Packets the embedded ZooKeeper received so far (``mntr``); 0 with an external ZooKeeper."""
