@@ -466,7 +466,7 @@ def test_a_written_scenario_reads_as_a_person_would_write_it() -> None:
 @pytest.mark.parametrize("name", builtin_names())
 def test_every_shipped_scenario_reads_back_the_same(name: str) -> None:
     """Every kind and field the format has today, the fault and topic actions included (written under their own
-    keys: nothing in scenario_toml.py names them)."""
+    keys: nothing in scenario/writer.py names them)."""
     s = dataclasses.replace(builtin(name), strict=True)  # strict is the reader's, not the file's
     assert without_positions(loads(dumps(s), f"{name}.toml")) == without_positions(s)
 
