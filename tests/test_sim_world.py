@@ -75,7 +75,9 @@ def test_a_consumer_without_its_fence_is_caught_and_shrunk() -> None:
     settings = nemesis.NemesisSettings(kinds=(ActionKind.PAUSE, ActionKind.JOIN, ActionKind.STOP), max_actions=3)
     job = SimJob("default", SourceKind.NEMESIS, nemesis=settings,
                  properties=(("zkconsumer.profile.disable", "fence_on_session_lease"),))
-    breaching = next(r for r in (run_seed(job, s) for s in range(40)) if not r.ok)
+    # seeds 19, 30 and 38 of 0-39 breach on 2026-12-06's simulator: the search starts at the first, not to spend 19
+    # runs finding it (a simulator that changes the interleavings still finds one within 40 seeds from there)
+    breaching = next(r for r in (run_seed(job, s) for s in range(19, 59)) if not r.ok)
     assert {"overlaps", "zombie_deliveries"} & set(breaching.broken)
     small = shrink(job, breaching, budget=30)
     assert small is not None

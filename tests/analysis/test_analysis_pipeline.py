@@ -229,22 +229,24 @@ def test_offset_resets_are_counted_and_listed(spark, tmp_path, trace_builder_cla
 
 def test_small_trace_settings_change_no_table_and_are_restored(analyzed, spark, tmp_path) -> None:
     """A lab-sized trace runs narrowed (one shuffle partition, no adaptive execution, interpreted expressions):
-    the same tables as at the session's own settings, which are back when the analysis returns."""
+    the same tables as at the session's own settings, which are back when the analysis returns. The narrowed run
+    is the module's (``zkconsumer analyze`` on this session); this one runs wide and compares."""
     from zkconsumer.analysis.pipeline import ADAPTIVE, CODEGEN_FACTORY, SHUFFLE_PARTITIONS, run_analysis
 
     traces = analyzed[0].parent / "traces"
     quiet = Console(file=io.StringIO())
     before = {key: spark.conf.get(key) for key in (SHUFFLE_PARTITIONS, ADAPTIVE, CODEGEN_FACTORY)}
+    # after the module's narrowed run: the session's own settings are back
     assert before[ADAPTIVE] == "true" and before[SHUFFLE_PARTITIONS] != "1" and before[CODEGEN_FACTORY] != "NO_CODEGEN"
-    narrow = run_analysis(spark, str(traces), tmp_path / "narrow", quiet, plots_and_report=False)
-    assert {key: spark.conf.get(key) for key in before} == before
     wide = run_analysis(spark, str(traces), tmp_path / "wide", quiet, plots_and_report=False, narrow_small=False)
+    assert {key: spark.conf.get(key) for key in before} == before
     names = sorted(p.name for p in (tmp_path / "wide" / "tables").glob("*.csv"))
-    assert len(names) >= 10 and names == sorted(p.name for p in (tmp_path / "narrow" / "tables").glob("*.csv"))
+    # the module's run also wrote the report's own tables (activity, unowned): every table of this one is among them
+    assert len(names) >= 10 and set(names) <= {p.name for p in (analyzed[0] / "tables").glob("*.csv")}
     for name in names:
-        narrow_csv, wide_csv = (tmp_path / side / "tables" / name for side in ("narrow", "wide"))
+        narrow_csv, wide_csv = analyzed[0] / "tables" / name, tmp_path / "wide" / "tables" / name
         assert narrow_csv.read_bytes() == wide_csv.read_bytes(), name
-    assert narrow.lines == wide.lines
+    assert wide.lines > 0
 
 
 def test_activity_over_time(analyzed):
