@@ -19,6 +19,7 @@ from __future__ import annotations
 import gc
 import time
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -242,10 +243,10 @@ class Herd:
             tasks.sleep(POLL_MS / 1000.0)
         return took
 
-    def _wait(self, counter: str, n: int) -> None:
-        """Until ``counter`` (:attr:`registered` or :attr:`ready`) reaches ``n``, or a member's start gave up (the
-        settle that follows says so)."""
-        while getattr(self, counter) < n and not self.result.starts_given_up:
+    def _wait(self, count: Callable[[], int], n: int) -> None:
+        """Until ``count()`` (of :attr:`registered` or :attr:`ready` members) reaches ``n``, or a member's start gave
+        up (the settle that follows says so)."""
+        while count() < n and not self.result.starts_given_up:
             tasks.sleep(POLL_MS / 1000.0)
 
     # ------------------------------------------------------------------------------------------- the lab
@@ -302,16 +303,16 @@ class Herd:
         for w, at in enumerate(range(0, size, COLD_WAVE)):
             for n in names[at:at + COLD_WAVE]:
                 self.start(n, first if n == names[0] else gates[w])
-            self._wait("registered", min(size, at + COLD_WAVE))
+            self._wait(lambda: self.registered, min(size, at + COLD_WAVE))
         first.set()
-        self._wait("ready", 1)  # its start (the first rebalance, every registration read) is done
+        self._wait(lambda: self.ready, 1)  # its start (the first rebalance, every registration read) is done
         version = self.world.model.tree.nodes[GroupPaths(GROUP).ids].stat().cversion
         view = shared_view(GROUP, version) if self.profile == "default" else None
         if view is not None:  # kafka-0.8 reads it all anyway
             self.warm = (view, version)
         for w, gate in enumerate(gates):
             gate.set()
-            self._wait("ready", min(size, (w + 1) * COLD_WAVE))
+            self._wait(lambda: self.ready, min(size, (w + 1) * COLD_WAVE))
 
     def _rounds(self, names: list[str], joins: bool, wall: float) -> None:
         """The measured actions: per round a join (unless ``joins`` is off), then the crash of the first member in

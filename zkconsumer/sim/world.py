@@ -380,8 +380,8 @@ class SimWorld:
     # ------------------------------------------------------------------------------------------ the steps
     def perform(self, step: Step) -> None:
         """Carry out one step as the real lab does, with its trace lines; a member step on a member that is not
-        running is skipped, as the lab skips it. The handler is :data:`STEP_HANDLERS`'s for the step's kind: a
-        member step runs here, a fault (which lasts) on a task of its own."""
+        running is skipped, as the lab skips it. The handler is :data:`STEP_HANDLERS`'s for the step's kind: one
+        that lasts (:data:`LASTING`) runs on a task of its own, so the schedule goes on meanwhile."""
         member = self.members.get(step.consumer)
         running = member is not None and member.state is MemberState.RUNNING
         if step.action.on_member and step.action not in (ActionKind.JOIN, ActionKind.RESTART) and not running:
@@ -392,10 +392,10 @@ class SimWorld:
         if not step.action.fault:
             self._lab_line("lab_step", step=str(step.action),
                            target=f"{GROUP}_{step.consumer}" if step.consumer else "")
-        if step.action.on_member and not step.action.fault:
-            handler(self, step, member)
-        else:
+        if step.action in LASTING:
             self.rt.spawn(handler, self, step, member, name=f"lab-{step.action}-{step.at:g}")
+        else:
+            handler(self, step, member)
 
     def _join(self, step: Step, member: SimMember | None) -> None:
         self.start_member(step.consumer)
@@ -588,3 +588,6 @@ STEP_HANDLERS: dict[ActionKind, Callable[[SimWorld, Step, SimMember | None], Non
     ActionKind.RESTART_BROKER: SimWorld._restart_broker_step, ActionKind.CREATE_TOPIC: SimWorld._create_topic_step,
     ActionKind.ADD_PARTITIONS: SimWorld._add_partitions,
 }
+#: The kinds whose handler lasts (a fault held for seconds, a bounce waiting for its member to exit, a topic change's
+#: writes): carried out on a task of their own, as the lab runs them on a thread. The others run in the schedule.
+LASTING = frozenset(k for k in STEP_HANDLERS if not k.on_member or k.fault or k is ActionKind.BOUNCE)
