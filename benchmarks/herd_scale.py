@@ -4,8 +4,8 @@ coordinator (eager and cooperative), one member joining and one leaving, 10 to 1
 Each design runs the same group as benchmarks/rebalance.py's: N members, one topic of 2N partitions, a cold start,
 then ``--rounds`` × (a join, the first member in id order gone). 0.8: zkconsumer's own connector on the simulated
 ZooKeeper (zkconsumer/sim/herd.py), the server charging its measured service times (``--zk-service lab``). The
-coordinator: zkconsumer's own broker request path and coordinator on virtual time, the members' classic group loop
-(zkconsumer/sim/coordinator_herd.py), the broker charging the CPU per request measured on this machine
+coordinator: zkconsumer's coordinator-mode members (kafka-python's group client) against zkconsumer's broker, both
+on virtual time (zkconsumer/sim/coordinator_herd.py), the broker charging the CPU per request measured on this machine
 (``LAB_COORDINATOR``; ``--fit-coordinator`` measures it again). The members' own CPU is free on both sides: each is
 on a host of its own.
 

@@ -526,7 +526,6 @@ ON_THE_SEAM = ("zkconsumer/consumer/", "zkconsumer/zk/", "zkconsumer/coordinator
 #: Modules under those paths that are not on a member's, a driver's or the broker's path, and why.
 OFF_THE_SEAM = {
     "zkconsumer/zk/server.py": "starts and watches a real ZooKeeper JVM (the simulator has its own ZooKeeper)",
-    "zkconsumer/zk/cluster.py": "starts a real 3-node ensemble for the fault tests (idem)",
 }
 #: Modules on the path not converted yet, and why. The test below fails once one of them no longer needs its place
 #: here, so the list cannot go stale.

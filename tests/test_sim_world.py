@@ -115,7 +115,7 @@ def test_a_simulated_member_is_configured_as_the_labs(tmp_path, name: str, profi
 
 def test_what_cannot_be_simulated_is_refused_by_name() -> None:
     plan = RunPlan.from_scenario(scenarios.builtin("migration"))
-    with pytest.raises(SimRefused, match=r"migrate at [\d.]+ s: no simulated counterpart yet \(coordinator-mode"):
+    with pytest.raises(SimRefused, match=r"migrate at [\d.]+ s: no simulated counterpart yet \(the migration"):
         SimWorld(plan, 1)
 
 

@@ -50,6 +50,7 @@ Every error class of zkconsumer, by module (``*``: retriable)::
     zkconsumer.lab.containers.images       ImageBuildError
     zkconsumer.sim.tasks                   SimulationError
     zkconsumer.sim.network                 ConnectFailed, WouldBlock
+    zkconsumer.sim.kafka_io                SocketError, SocketTimeout, AlreadyRegistered
     zkconsumer.sim.zk_jute                 MalformedFrame
     zkconsumer.sim.world                   SimRefused
     zkconsumer.sim.herd                    HerdCollapsed

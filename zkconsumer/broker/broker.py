@@ -14,8 +14,9 @@ import logging
 import os
 import shutil
 import tempfile
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from pathlib import Path
+from typing import Any
 
 from kazoo.client import KazooClient
 
@@ -62,15 +63,20 @@ class Broker:
                  offsets_delete_retention_ms: int = 86_400_000,
                  socket_request_max_bytes: int = MAX_FRAME_BYTES, connections_max_idle_ms: int = 600_000,
                  listeners: Mapping[str, tuple[int, str]] | None = None,
-                 test_describe_groups_required_only: bool | None = None) -> None:
+                 test_describe_groups_required_only: bool | None = None,
+                 zk_handler: Callable[[], Any] | None = None) -> None:
         """``test_describe_groups_required_only`` (TEST-ONLY; None: the environment variable
         :data:`~zkconsumer.coordinator.apis.DESCRIBE_REQUIRED_ONLY_ENV`): DescribeGroups answers carry only the fields
         Kafka's protocol requires a coordinator to fill, as an independent Kafka-compatible coordinator's did (issue
-        38); ``self.group_apis.describe_required_only`` switches it on a running broker."""
+        38); ``self.group_apis.describe_required_only`` switches it on a running broker.
+
+        ``zk_handler`` makes the broker's kazoo handler (None: kazoo's threads): the simulator's, so that the
+        broker's own code serves a simulated world (sim/kafka_io.py routes its server's sockets)."""
         if socket_request_max_bytes < 1 or connections_max_idle_ms < 1:
             raise BrokerConfigError("socket.request.max.bytes and connections.max.idle.ms must be >= 1")
 
         self.zk_connect = zk_connect
+        self._zk_handler = zk_handler
         #: further listeners, by name: (port to bind, "host:port" advertised to the clients that come through it),
         #: Kafka's ``listeners`` / ``advertised.listeners`` for one more name. The lab puts a proxy at the
         #: advertised address, so that one member's every connection to this broker passes through it.
@@ -123,15 +129,15 @@ class Broker:
             self.data_dir = Path(tempfile.mkdtemp(prefix=f"zkconsumer-broker-{self.broker_id}-"))
         try:
             self.logs = LogManager(self.data_dir, self.log_config).open()
-            self.dispatcher = dispatcher = Dispatcher(self.apis)
-            self._server = Server(dispatcher.dispatch, self.host, self._requested_port,
+            self.dispatcher = Dispatcher(self.apis)
+            self._server = Server(self.handle_frame, self.host, self._requested_port,
                                   max_frame_bytes=self.socket_request_max_bytes,
                                   idle_timeout_s=self.connections_max_idle_ms / 1000.0)
             for name, (port, _) in self.listeners.items():
-                self._extra[name] = Server(functools.partial(dispatcher.dispatch, listener=name), self.host, port,
+                self._extra[name] = Server(functools.partial(self.handle_frame, listener=name), self.host, port,
                                            max_frame_bytes=self.socket_request_max_bytes,
                                            idle_timeout_s=self.connections_max_idle_ms / 1000.0)
-            self.zk = connect(self.zk_connect, session_timeout_ms=self.session_timeout_ms)
+            self.zk = connect(self.zk_connect, session_timeout_ms=self.session_timeout_ms, handler=self._zk_handler)
             info = BrokerInfo.plaintext(self.broker_id, self.host, self._server.port)
             self.cluster = ClusterView(self.zk, info, self.registration_timeout_s)
             self.cluster.start()
@@ -151,6 +157,12 @@ class Broker:
         self._started = True
         log.info("broker %d serving %s from %s", self.broker_id, self.bootstrap, self.data_dir)
         return self
+
+    def handle_frame(self, frame: bytes, peer: str, listener: str | None = None) -> bytes | None:
+        """One request frame in, its answer out: what every connection's thread calls. A subclass may wrap it: the
+        simulator's herd charges the broker's CPU per request around it (sim/coordinator_herd.py)."""
+        assert self.dispatcher is not None
+        return self.dispatcher.dispatch(frame, peer, listener=listener)
 
     def request_counts(self) -> dict[str, int]:
         """Requests served since start, by API name (ApiVersions, Fetch, JoinGroup, ...)."""

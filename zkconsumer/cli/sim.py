@@ -23,6 +23,7 @@ from zkconsumer.cli.analyze import add_spark_args, start_spark
 from zkconsumer.cli.output import CliError, console
 from zkconsumer.config import PROFILES
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.lab.variants import VARIANTS
 from zkconsumer.scenario import nemesis
 
 if TYPE_CHECKING:
@@ -48,6 +49,10 @@ def _csv(values: tuple[int, ...]) -> str:
 LOCAL_SEEDS = 16
 
 
+#: compare's variants the simulator runs: those whose members and broker are the project's own code
+SIM_VARIANTS = ("zookeeper-default", "zookeeper-kafka-0.8", "coordinator", "cooperative-sticky", "static")
+
+
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "sim", help="run lab scenarios or nemesis schedules on the deterministic simulator, many seeds on Spark",
@@ -57,6 +62,10 @@ def register(sub: argparse._SubParsersAction) -> None:
                     "poll-skip and nonmonotonic-poll). A breaching nemesis seed is shrunk to a scenario TOML that "
                     "`zkconsumer lab --scenario FILE` replays on real processes.")
     p.add_argument("--profile", default="default", help="default | kafka-0.8 (default: default)")
+    p.add_argument("--variant", default=None, metavar="NAME",
+                   help=f"a variant of `zkconsumer compare` instead of a profile: {', '.join(SIM_VARIANTS)} "
+                        "(coordinator mode: the project's coordinator-mode members, kafka-python's group client, "
+                        "against the project's broker)")
     p.add_argument("--scenario", metavar="NAME|FILE",
                    help="a shipped scenario (zkconsumer lab --list-scenarios) or a scenario file; without it each "
                         "seed draws a nemesis schedule")
@@ -118,18 +127,33 @@ def _job(args: argparse.Namespace) -> SimJob:
     if args.profile not in PROFILES:
         raise CliError(f"unknown profile {args.profile!r}; one of: {', '.join(PROFILES)}")
     service = ServiceModel(args.zk_service or "none")
+    variant = _variant_settings(args.variant) if args.variant else {}
+    profile = variant.pop("profile", args.profile)
     if args.scenario:
         path = Path(args.scenario)
         if path.suffix == ".toml" or path.exists():
             if not path.is_file():
                 raise CliError(f"no scenario file {path}")
-            return SimJob(args.profile, SourceKind.SCENARIO, scenario_text=path.read_text(), scenario_source=str(path),
-                          service=service)
-        return SimJob(args.profile, SourceKind.SCENARIO, scenario=args.scenario, service=service)
+            return SimJob(profile, SourceKind.SCENARIO, scenario_text=path.read_text(), scenario_source=str(path),
+                          service=service, **variant)
+        return SimJob(profile, SourceKind.SCENARIO, scenario=args.scenario, service=service, **variant)
     kinds = nemesis.parse_kinds(args.actions) if args.actions else nemesis.DEFAULT_KINDS
     settings = nemesis.NemesisSettings(duration=args.duration, members=args.consumers, max_actions=args.max_actions,
                                        session_timeout_ms=args.session_timeout_ms, kinds=kinds)
-    return SimJob(args.profile, SourceKind.NEMESIS, nemesis=settings, service=service)
+    return SimJob(profile, SourceKind.NEMESIS, nemesis=settings, service=service, **variant)
+
+
+def _variant_settings(name: str) -> dict:
+    """What a SimJob takes of compare's variant ``name`` (lab/variants.py): its mode, profile, strategy, static
+    members and the actions it has no counterpart for. Only the variants whose members and broker are the
+    project's own run in simulation."""
+    if name not in SIM_VARIANTS:
+        others = f"; not simulated: {', '.join(v for v in VARIANTS if v not in SIM_VARIANTS)} (Apache Kafka's " \
+                 "brokers or consumers, librdkafka: not the project's code)" if name in VARIANTS else ""
+        raise CliError(f"unknown variant {name!r} for sim; one of: {', '.join(SIM_VARIANTS)}{others}")
+    v = VARIANTS[name]
+    return {"variant": name, "mode": v.mode, "strategy": v.strategy or "", "static_members": v.static_members,
+            "absent": v.absent(), "profile": v.profile}
 
 
 def cmd_sim(args: argparse.Namespace) -> int:
@@ -178,7 +202,7 @@ def _one(args: argparse.Namespace, job: SimJob) -> int:
         print(json.dumps(result.as_dict(), indent=2))
         return 0
     verdict = "holds" if result.ok else "BREAKS: " + ", ".join(result.broken)
-    console.print(f"seed {result.seed} ({result.scenario}, profile {job.profile}): {verdict}", highlight=False)
+    console.print(f"seed {result.seed} ({result.scenario}, {job.who}): {verdict}", highlight=False)
     for name, breach in result.first.items():
         if name in result.broken:
             console.print(f"  first {name}: {breach['detail'] or ''} at {breach['ts']} by {breach['consumer']} "
@@ -240,7 +264,7 @@ def _many(args: argparse.Namespace, job: SimJob, seeds: list[int]) -> int:
     if args.json:
         print(json.dumps(summary.as_dict(), indent=2))
         return 0
-    table = Table(title=f"zkconsumer sim: {job.label}, profile {job.profile}: {summary.rate_text()}")
+    table = Table(title=f"zkconsumer sim: {job.label}, {job.who}: {summary.rate_text()}")
     table.add_column("invariant")
     table.add_column("seeds breaking it", justify="right")
     table.add_column("first seeds")

@@ -549,6 +549,14 @@ class LogManager:
             os.close(self._lock_fd)
             self._lock_fd = None
 
+    def release_lock(self) -> None:
+        """Give up the directory's lock and nothing else: what the kernel does for a process killed with SIGKILL
+        (its descriptors close; nothing is flushed or checkpointed). The simulator kills a broker so, in one OS
+        process, so that the next broker on the directory can lock it (sim/kafka_side.py)."""
+        if self._lock_fd is not None:
+            os.close(self._lock_fd)
+            self._lock_fd = None
+
     @property
     def closed(self) -> bool:
         return self._closing.is_set()

@@ -36,21 +36,11 @@ MAX_POLL_RECORDS = 500
 LOST_FETCH_US = 1_000_000
 
 
-class SimBroker:
-    """Every partition's log end offset, and each member host's link to the broker (cut or slowed)."""
+class LogEnds:
+    """What a world's producer has written: each partition's log end (records ``0..end-1``), by topic."""
 
-    def __init__(self, runtime: tasks.Runtime, delay_ms: int = 1) -> None:
-        self.runtime = runtime
-        self.delay_ms = delay_ms
+    def __init__(self) -> None:
         self.log_end: dict[tuple[str, int], int] = {}
-        self.cut: set[str] = set()
-        self.latency_ms: dict[str, int] = {}
-        #: the broker's process is not running: nothing is answered (its log is kept for the restart)
-        self.down = False
-
-    def unreachable(self, host: str) -> bool:
-        """No answer reaches ``host``: its link is cut, or the broker is down."""
-        return self.down or host in self.cut
 
     def create_topic(self, topic: str, partitions: int) -> None:
         for p in range(partitions):
@@ -61,6 +51,23 @@ class SimBroker:
 
     def partitions(self, topic: str) -> int:
         return sum(1 for t, _ in self.log_end if t == topic)
+
+
+class SimBroker(LogEnds):
+    """Every partition's log end offset, and each member host's link to the broker (cut or slowed)."""
+
+    def __init__(self, runtime: tasks.Runtime, delay_ms: int = 1) -> None:
+        super().__init__()
+        self.runtime = runtime
+        self.delay_ms = delay_ms
+        self.cut: set[str] = set()
+        self.latency_ms: dict[str, int] = {}
+        #: the broker's process is not running: nothing is answered (its log is kept for the restart)
+        self.down = False
+
+    def unreachable(self, host: str) -> bool:
+        """No answer reaches ``host``: its link is cut, or the broker is down."""
+        return self.down or host in self.cut
 
     def produce(self, topic: str, partition: int, count: int = 1) -> None:
         self.log_end[(topic, partition)] += count

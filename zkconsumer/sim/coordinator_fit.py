@@ -22,8 +22,11 @@ import threading
 import time
 from collections.abc import Sequence
 from dataclasses import dataclass
+from types import SimpleNamespace
+from typing import Any
 
 import numpy as np
+from kafka.coordinator.assignors.range import RangePartitionAssignor
 from kafka.protocol.consumer import (
     HeartbeatRequest,
     JoinGroupRequest,
@@ -32,26 +35,19 @@ from kafka.protocol.consumer import (
     SyncGroupRequest,
     SyncGroupResponse,
 )
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment, ConsumerProtocolSubscription
 
+from zkconsumer.coordinator.apis import GroupApis
 from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
 from zkconsumer.errors import KafkaCode, ZkConsumerError, code_name
-from zkconsumer.sim.coordinator_herd import (
-    GROUP,
-    HEARTBEAT_V,
-    JOIN_V,
-    LEAVE_V,
-    REBALANCE_TIMEOUT_MS,
-    SESSION_MS,
-    SYNC_V,
-    TOPIC,
-    CoordinatorCost,
-    encode_assignment,
-    encode_request,
-    encode_subscription,
-    group_dispatcher,
-    range_assignment,
-)
+from zkconsumer.sim.coordinator_herd import GROUP, TOPIC, CoordinatorCost
 from zkconsumer.sim.cpu_fit import nonnegative_lstsq
+from zkconsumer.wire.protocol import ApiTable, Dispatcher
+
+#: the versions the measured requests speak (JoinGroup v4+: KIP-394's member id first)
+JOIN_V, SYNC_V, HEARTBEAT_V, LEAVE_V = 5, 3, 3, 3
+#: kafka-python's defaults, as the measured members send them
+SESSION_MS, REBALANCE_TIMEOUT_MS = 10000, 300000
 
 APIS = ("JoinGroup", "SyncGroup", "Heartbeat", "LeaveGroup")
 
@@ -102,7 +98,7 @@ class _PhaseRun:
     def __init__(self, size: int, dispatcher) -> None:
         self.size, self.dispatcher = size, dispatcher
         self.names = [f"m{i:05d}" for i in range(size)]
-        self.meta = encode_subscription(TOPIC, [])
+        self.meta = bytes(ConsumerProtocolSubscription(version=1, topics=[TOPIC], user_data=None).encode())
         self.joined: dict[str, object] = {}
         self.traffic = {"bytes": 0, "requests": 0}
         self.lock = threading.Lock()
@@ -148,13 +144,13 @@ class _PhaseRun:
             t.join(60)
 
     def syncs(self, ids: dict[str, str], generation: int, leader: str) -> None:
-        plan = range_assignment(list(ids.values()), 2 * self.size)
+        plan = range_plan(list(ids.values()), 2 * self.size)
         by_id = {v: k for k, v in ids.items()}
         order = [leader] + [m for m in ids.values() if m != leader]
         for member_id in order:
             assignments = [] if member_id != leader else [
-                SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=encode_assignment(TOPIC, ps))
-                for m, ps in plan.items()]
+                SyncGroupRequest.SyncGroupRequestAssignment(member_id=m, assignment=payload)
+                for m, payload in plan.items()]
             req = SyncGroupRequest(group_id=GROUP, generation_id=generation, member_id=member_id,
                                    group_instance_id=None, assignments=assignments)
             answer = SyncGroupResponse.decode(self.call(encode_request(req, SYNC_V, 9, by_id[member_id]))[4:],
@@ -179,3 +175,47 @@ def measure_cost(sizes: Sequence[int] = (10, 100, 1000), repeats: int = 2) -> tu
     """Measure the phases at each size ``repeats`` times, and fit."""
     samples = [s for _ in range(repeats) for n in sizes for s in measure_phases(n)]
     return fit_cost(samples), samples
+
+
+# ------------------------------------------------------------------------------------- the frames measured
+
+def encode_request(request: Any, version: int, correlation: int, client_id: str) -> bytes:
+    """A request frame as a client sends it (header included, the size prefix not), as ``Dispatcher`` takes it."""
+    request.API_VERSION = version
+    request.with_header(correlation_id=correlation, client_id=client_id)
+    return bytes(request.encode(header=True, framed=False))
+
+
+def range_plan(member_ids: list[str], partitions: int) -> dict[str, bytes]:
+    """The leader's SyncGroup payloads: kafka-python's own RangeAssignor over ``member_ids`` for one topic."""
+    members = [SimpleNamespace(member_id=m, group_instance_id=None,
+                               metadata=ConsumerProtocolSubscription(version=1, topics=[TOPIC], user_data=None))
+               for m in member_ids]
+    cluster = SimpleNamespace(partitions_for_topic=lambda _topic: set(range(partitions)))
+    plan = RangePartitionAssignor.assign(cluster, members)
+    return {m: bytes(a.encode()) if isinstance(a, ConsumerProtocolAssignment) else bytes(a) for m, a in plan.items()}
+
+
+class OneBrokerApis(GroupApis):
+    """The broker's group APIs on a one-broker cluster: this broker coordinates every group (the real one finds
+    that from ``__consumer_offsets``' leader in its cluster view, which this measurement has no ZooKeeper for)."""
+
+    def _not_mine(self, group_id: str) -> int | None:
+        return None
+
+
+class NoBrokerHost:
+    """The broker the group APIs ask for its id (0); it has no cluster view and no further listeners."""
+
+    broker_id = 0
+    cluster = None
+
+    def advertised(self, listener: str | None) -> tuple[str, int] | None:
+        return None
+
+
+def group_dispatcher(coordinator: GroupCoordinator) -> Dispatcher:
+    """The broker's request dispatch with only its group APIs, on a one-broker cluster, over ``coordinator``."""
+    table = ApiTable()
+    OneBrokerApis(NoBrokerHost(), coordinator).install(table)
+    return Dispatcher(table)

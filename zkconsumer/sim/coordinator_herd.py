@@ -2,69 +2,64 @@
 
 The same group and the same actions as :mod:`.herd`: N members on one topic of ``2 × N`` partitions, a cold start,
 then rounds of one member joining and the first member in id order leaving (the 0.8 herd's "crash" closes its
-ZooKeeper session, so its nodes vanish at once; here the member sends LeaveGroup, the same clean exit). What runs
-is the project's own coordinator, whole: every request is a real Kafka frame (JoinGroup v5, SyncGroup v3,
-Heartbeat v3, LeaveGroup v3, encoded by kafka-python's protocol classes) handed to the broker's own
-:class:`~zkconsumer.wire.protocol.Dispatcher` and :class:`~zkconsumer.coordinator.apis.GroupApis`, which drive
-:class:`~zkconsumer.coordinator.manager.GroupCoordinator` on virtual time through the runtime seam (its timers,
-its parked JoinGroups and SyncGroups are the simulator's tasks and conditions).
+ZooKeeper session, so its nodes vanish at once; here the member shuts down, and its client sends LeaveGroup, the
+same clean exit).
 
-The members are a model of the classic client's group loop (kafka-python's and the Java client's ``AbstractCoordinator``
-with kafka-python's defaults: ``heartbeat.interval.ms`` 3,000, ``session.timeout.ms`` 10,000,
-``max.poll.interval.ms`` 300,000 as the rebalance timeout), in two protocols:
+Everything that runs is the project's own code, unchanged (issue 54): each member is the coordinator-mode consumer
+(:class:`~zkconsumer.consumer.coordinated.connector.CoordinatorConsumerConnector` on kafka-python's group client:
+its JoinGroup, SyncGroup, Heartbeat and LeaveGroup, its assignors, its cooperative protocol), the broker is
+:class:`~zkconsumer.broker.broker.Broker` (its server, dispatcher and group coordinator), registered in the
+simulated ZooKeeper; kafka-python's sockets, selectors, threads, clocks and random draws are routed to the
+simulation (:mod:`.kafka_io`). The members take the project's defaults for coordinator mode
+(``heartbeat.interval.ms`` 3,000, ``session.timeout.ms`` 30,000, ``max.poll.interval.ms`` 30,000) and do not
+fetch (``zkconsumer.fetch.enable=false``: the herd measures membership, as the 0.8 herd does).
 
-* **eager** (``range``): a member told REBALANCE_IN_PROGRESS by its heartbeat gives up every partition, rejoins,
-  and the leader assigns Range over the member ids;
-* **cooperative** (``cooperative-sticky``): members keep what they own across the rejoin; the leader keeps each
-  member's partitions up to its fair share, hands out the rest, and withholds a partition that another member
-  still owns; that owner revokes it when its assignment arrives without it and rejoins at once, so a moved
-  partition takes a second rebalance (KIP-429).
+Two protocols: **eager** (``range``): every member gives up its partitions and rejoins; **cooperative**
+(``cooperative-sticky``, KIP-429): a partition that moves is revoked first, and a second rebalance hands it over.
 
-A member learns of a rebalance only from its next heartbeat's answer: the design's wait is up to one heartbeat
-interval, where 0.8's herd is told by a watch. What is simulated: the network (one delay each way) and the
-broker's CPU per request (:class:`CoordinatorCost`, one request at a time: the coordinator's one lock); the
-members' own CPU is free.
+What is simulated: the network (one delay each way), and the broker's CPU per request (:class:`CoordinatorCost`,
+one request at a time: the coordinator's one lock), charged around the broker's own request handling
+(:meth:`Broker.handle_frame`); the members' own CPU is free but for the turn of kafka-python's event loop
+(:data:`~.kafka_io.SELECT_COST_S`).
 """
 
 from __future__ import annotations
 
+import logging
 import random
-import struct
+import shutil
+import tempfile
 import time
 from collections import Counter
 from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
-from kafka.protocol.consumer import (
-    HeartbeatRequest,
-    HeartbeatResponse,
-    JoinGroupRequest,
-    JoinGroupResponse,
-    LeaveGroupRequest,
-    LeaveGroupResponse,
-    SyncGroupRequest,
-    SyncGroupResponse,
-)
-
-from zkconsumer.coordinator.apis import GroupApis
+from zkconsumer import broker_version
+from zkconsumer.broker.broker import Broker
+from zkconsumer.config import ConsumerConfig
+from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
 from zkconsumer.coordinator.group import GroupState
-from zkconsumer.coordinator.manager import CoordinatorConfig, GroupCoordinator
-from zkconsumer.errors import KafkaCode
-from zkconsumer.sim import runtime_impl, tasks
-from zkconsumer.sim.scheduler import Scheduler
+from zkconsumer.sim import tasks
+from zkconsumer.sim.kafka_io import KafkaIO, kafka_routed
+from zkconsumer.sim.kazoo_handler import SimHandler
+from zkconsumer.sim.kazoo_world import KazooWorld
 from zkconsumer.sim.world import BASE_DELAY_US
-from zkconsumer.wire.protocol import ApiTable, Dispatcher
+from zkconsumer.zk.registry import Registry, connect
+from zkconsumer.zk.topics import create_topic
 
 GROUP, TOPIC = "g", "bench"
-#: kafka-python's defaults (the coordinator-mode consumer's client)
-HEARTBEAT_MS, SESSION_MS, REBALANCE_TIMEOUT_MS = 3000, 10000, 300000
-#: the versions the members speak (JoinGroup v4+: KIP-394's member id first)
-JOIN_V, SYNC_V, HEARTBEAT_V, LEAVE_V = 5, 3, 3, 3
+#: the members' heartbeat interval (the project's default for coordinator mode): how long a member may take to
+#: learn of a rebalance
+HEARTBEAT_MS = 3000
 #: a settled group: this long after convergence, as the 0.8 herd waits for a quiet group (heartbeats never stop,
 #: so the window is fixed rather than "no request but a ping")
 QUIET_MS = 400
-POLL_MS = 1
+#: how often the herd looks whether the group has converged (virtual time)
+POLL_MS = 5
+#: the group APIs, as the broker's dispatcher counts them
+GROUP_APIS = {"JoinGroupRequest": "JoinGroup", "SyncGroupRequest": "SyncGroup", "HeartbeatRequest": "Heartbeat",
+              "LeaveGroupRequest": "LeaveGroup"}
 
 
 class GroupProtocol(StrEnum):
@@ -75,6 +70,7 @@ class GroupProtocol(StrEnum):
 
     @property
     def assignor(self) -> str:
+        """The member's ``partition.assignment.strategy``."""
         return "range" if self is GroupProtocol.EAGER else "cooperative-sticky"
 
 
@@ -98,105 +94,6 @@ FREE = CoordinatorCost()
 #: completion: 400 µs a JoinGroup at 100 members, 750 µs at 1,000)
 LAB_COORDINATOR = CoordinatorCost({"JoinGroup": 716.0, "SyncGroup": 162.0, "Heartbeat": 103.0, "LeaveGroup": 113.0},
                                   220.0)
-
-
-# ------------------------------------------------------------------------------ ConsumerProtocol payloads
-# Kafka's ConsumerProtocolSubscription v1 and ConsumerProtocolAssignment v1 (the bytes a JoinGroup's metadata and
-# a SyncGroup's assignment carry), for one topic: their size is what the coordinator moves per member.
-
-def encode_subscription(topic: str, owned: list[int]) -> bytes:
-    t = topic.encode()
-    out = struct.pack(">hih", 1, 1, len(t)) + t + struct.pack(">i", -1)  # version, [topic], user data null
-    if not owned:
-        return out + struct.pack(">i", 0)
-    return out + struct.pack(">ih", 1, len(t)) + t + struct.pack(f">i{len(owned)}i", len(owned), *owned)
-
-
-def decode_owned(data: bytes) -> list[int]:
-    """The owned partitions of :func:`encode_subscription`'s bytes (one topic)."""
-    _, _, tlen = struct.unpack_from(">hih", data)
-    at = 8 + tlen + 4
-    (topics,) = struct.unpack_from(">i", data, at)
-    if topics == 0:
-        return []
-    at += 4
-    (tlen,) = struct.unpack_from(">h", data, at)
-    at += 2 + tlen
-    (n,) = struct.unpack_from(">i", data, at)
-    return list(struct.unpack_from(f">{n}i", data, at + 4))
-
-
-def encode_assignment(topic: str, partitions: list[int]) -> bytes:
-    t = topic.encode()
-    return (struct.pack(">hih", 1, 1, len(t)) + t + struct.pack(f">i{len(partitions)}i", len(partitions), *partitions)
-            + struct.pack(">i", -1))
-
-
-def decode_assignment(data: bytes) -> list[int]:
-    if not data:
-        return []
-    _, _, tlen = struct.unpack_from(">hih", data)
-    at = 8 + tlen
-    (n,) = struct.unpack_from(">i", data, at)
-    return list(struct.unpack_from(f">{n}i", data, at + 4))
-
-
-# ------------------------------------------------------------------------------------------ the assignors
-
-def range_assignment(members: list[str], partitions: int) -> dict[str, list[int]]:
-    """Kafka's RangeAssignor for one topic: members sorted by id, the first ``partitions % n`` one extra."""
-    ordered = sorted(members)
-    n = len(ordered)
-    each, extra = divmod(partitions, n)
-    out, at = {}, 0
-    for i, m in enumerate(ordered):
-        take = each + (1 if i < extra else 0)
-        out[m] = list(range(at, at + take))
-        at += take
-    return out
-
-
-def cooperative_assignment(owned: dict[str, list[int]], partitions: int) -> dict[str, list[int]]:
-    """A balanced, sticky assignment for one topic, then KIP-429's cooperative rule.
-
-    Each member keeps what it owns up to its fair share (``partitions // n``, the first ``partitions % n`` members
-    by id one more), the rest go to members below theirs; a partition that changes hands is left out of its new
-    owner's assignment in this generation, so its old owner revokes it first and rejoins (the second rebalance
-    gives it to the new one). With one topic and equal subscriptions this is what Kafka's CooperativeStickyAssignor
-    decides: sticky to the last owner, balanced to within one."""
-    ordered = sorted(owned)
-    n = len(ordered)
-    each, extra = divmod(partitions, n)
-    quota = {m: each + (1 if i < extra else 0) for i, m in enumerate(ordered)}
-    claimed: dict[int, str] = {}
-    for m in ordered:
-        for p in owned[m]:
-            if p < partitions and p not in claimed:
-                claimed[p] = m
-    target: dict[str, list[int]] = {m: [] for m in ordered}
-    free = []
-    for p in range(partitions):
-        m = claimed.get(p)
-        if m is not None and len(target[m]) < quota[m]:
-            target[m].append(p)
-        else:
-            free.append(p)
-    free.reverse()
-    for m in ordered:
-        while len(target[m]) < quota[m] and free:
-            target[m].append(free.pop())
-    # KIP-429: a partition another member still owns is not handed over in this generation
-    return {m: sorted(p for p in ps if claimed.get(p, m) == m) for m, ps in target.items()}
-
-
-# -------------------------------------------------------------------------------------------- the herd
-
-class OneBrokerApis(GroupApis):
-    """The broker's group APIs on a one-broker cluster: this broker coordinates every group (the real one finds
-    that from ``__consumer_offsets``' leader in its cluster view, which the simulation has no ZooKeeper for)."""
-
-    def _not_mine(self, group_id: str) -> int | None:
-        return None
 
 
 @dataclass
@@ -233,163 +130,171 @@ class CoordinatorHerdResult:
                 "wall_s": round(self.wall_s, 2)}
 
 
-class _Broker:
-    """The coordinator behind one request line: each request takes the line for its CPU, then is dispatched (a
-    JoinGroup or a follower's SyncGroup may then wait, off the line, for the rest of the group)."""
+class CostedBroker(Broker):
+    """The project's broker, each request first taking the broker's one request line for its CPU
+    (:class:`CoordinatorCost`); the request is then handled as ever (a JoinGroup or a follower's SyncGroup may then
+    wait, off the line, for the rest of the group). Counts the group requests' bytes both ways."""
 
-    def __init__(self, rt: tasks.Runtime, cost: CoordinatorCost, delay_us: int) -> None:
-        self.rt, self.cost, self.delay_us = rt, cost, delay_us
-        self.coordinator = GroupCoordinator(CoordinatorConfig())
-        self.dispatcher = group_dispatcher(self.coordinator)
-        self.line = tasks.Lock(rt)
-        self.requests: Counter = Counter()
+    def __init__(self, *args: Any, cost: CoordinatorCost, **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.cost = cost
+        self.line = tasks.Lock(tasks.active())
         self.bytes_in = self.bytes_out = 0
-        self._correlation = 0
 
-    def call(self, api: str, request: Any, version: int, response_class: Any, client_id: str) -> Any:
-        self._correlation += 1
-        frame = encode_request(request, version, self._correlation, client_id)
-        self.requests[api] += 1
-        self.bytes_in += len(frame) + 4
-        self.rt.sleep(self.delay_us / 1e6)
+    def handle_frame(self, frame: bytes, peer: str, listener: str | None = None) -> bytes | None:
+        api = _api_name(frame)
         self._cpu(api, len(frame))
-        answer = self.dispatcher.dispatch(frame, peer=f"{client_id}:0")
-        self._cpu("", len(answer))
-        self.bytes_out += len(answer)
-        self.rt.sleep(self.delay_us / 1e6)
-        return response_class.decode(answer[4:], version=version, header=True)
+        answer = super().handle_frame(frame, peer, listener)
+        if api is not None:
+            self.bytes_in += len(frame) + 4
+            self.bytes_out += len(answer or b"")
+            self._cpu("", len(answer or b""))
+        return answer
 
-    def _cpu(self, api: str, size: int) -> None:
-        us = self.cost.us(api, size)
+    def _cpu(self, api: str | None, size: int) -> None:
+        us = self.cost.us(api or "", size) if api is not None else 0.0
         if us > 0:
             with self.line:
-                self.rt.sleep(us / 1e6)
+                tasks.sleep(us / 1e6)
+
+    def group_requests(self) -> Counter:
+        return Counter({GROUP_APIS[k]: v for k, v in self.request_counts().items() if k in GROUP_APIS})
 
 
-def group_dispatcher(coordinator: GroupCoordinator) -> Dispatcher:
-    """The broker's request dispatch with only its group APIs, on a one-broker cluster, over ``coordinator``."""
-    table = ApiTable()
-    OneBrokerApis(NoBrokerHost(), coordinator).install(table)
-    return Dispatcher(table)
+#: the api keys of the group APIs (Kafka's: JoinGroup 11, Heartbeat 12, LeaveGroup 13, SyncGroup 14)
+_GROUP_KEYS = {11: "JoinGroup", 12: "Heartbeat", 13: "LeaveGroup", 14: "SyncGroup"}
 
 
-def encode_request(request: Any, version: int, correlation: int, client_id: str) -> bytes:
-    """A request frame as a client sends it (header included, the size prefix not), as ``Dispatcher`` takes it."""
-    request.API_VERSION = version
-    request.with_header(correlation_id=correlation, client_id=client_id)
-    return bytes(request.encode(header=True, framed=False))
-
-
-class NoBrokerHost:
-    """The broker the group APIs ask for its id (0); it has no cluster view and no further listeners."""
-
-    broker_id = 0
-    cluster = None
-
-    def advertised(self, listener: str | None) -> tuple[str, int] | None:
-        return None
+def _api_name(frame: bytes) -> str | None:
+    return _GROUP_KEYS.get(int.from_bytes(frame[:2], "big", signed=True)) if len(frame) >= 2 else None
 
 
 class _Member:
-    """One consumer's group loop (see the module's docstring): join, sync, heartbeat until told to rejoin."""
+    """One member: the project's coordinator-mode consumer, in a process of its own."""
 
     def __init__(self, herd: _Herd, name: str) -> None:
         self.herd, self.name = herd, name
-        self.member_id = ""
-        self.generation = -1
-        self.owned: list[int] = []
-        self.rejoin = True
-        self.leaving = tasks.Event(herd.rt)
+        self.leaving = tasks.Event(herd.world.runtime)
+        self.connector: CoordinatorConsumerConnector | None = None
+        self.process = tasks.Process(name)
 
     def run(self) -> None:
         h = self.herd
-        while not self.leaving.is_set():
-            if self.rejoin:
-                self._join_and_sync()
-                continue
-            if self.leaving.wait(HEARTBEAT_MS / 1000):
-                break
-            r = h.broker.call("Heartbeat", HeartbeatRequest(group_id=GROUP, generation_id=self.generation,
-                                                              member_id=self.member_id, group_instance_id=None),
-                              HEARTBEAT_V, HeartbeatResponse, self.name)
-            if r.error_code != KafkaCode.NONE:
-                self._lost(r.error_code)
-        if self.member_id:
-            h.broker.call("LeaveGroup", LeaveGroupRequest(group_id=GROUP, members=[
-                LeaveGroupRequest.MemberIdentity(member_id=self.member_id, group_instance_id=None)]),
-                LEAVE_V, LeaveGroupResponse, self.name)
+        config = ConsumerConfig.from_properties({
+            "group.id": GROUP, "bootstrap.servers": h.bootstrap, "client.id": self.name, "consumer.id": self.name,
+            "partition.assignment.strategy": h.protocol.assignor, "zkconsumer.fetch.enable": "false",
+            "auto.commit.enable": "false"})
+        self.connector = CoordinatorConsumerConnector(config)
+        self.connector.create_message_streams({TOPIC: 1})
+        self.leaving.wait()
+        self.connector.shutdown()
 
-    def _lost(self, code: int) -> None:
-        self.rejoin = True
-        if code in (KafkaCode.UNKNOWN_MEMBER_ID, KafkaCode.ILLEGAL_GENERATION):
-            if code == KafkaCode.UNKNOWN_MEMBER_ID:
-                self.member_id = ""
-            self.owned = []  # onPartitionsLost
+    def joined(self) -> tuple[int, str | None]:
+        """The generation and member id this member's client holds. Its client's, not the connector's
+        ``group_generation``: under cooperative-sticky, kafka-python 3.0 calls ``on_partitions_assigned`` only when
+        partitions are added (Java's consumer calls it after every rebalance, KIP-429), so a member whose share did not
+        grow keeps the connector's generation of its last growth."""
+        consumer = None if self.connector is None else self.connector.poller.consumer
+        meta = None if consumer is None else consumer.group_metadata()
+        return (-1, None) if meta is None else (meta.generation_id, meta.member_id)
 
-    def _join_and_sync(self) -> None:
-        h = self.herd
-        eager = h.protocol is GroupProtocol.EAGER
-        if eager:
-            self.owned = []  # onPartitionsRevoked before the JoinGroup
-        meta = encode_subscription(TOPIC, [] if eager else self.owned)
-        join = h.broker.call("JoinGroup", JoinGroupRequest(
-            group_id=GROUP, session_timeout_ms=SESSION_MS, rebalance_timeout_ms=REBALANCE_TIMEOUT_MS,
-            member_id=self.member_id, group_instance_id=None, protocol_type="consumer",
-            protocols=[JoinGroupRequest.JoinGroupRequestProtocol(name=h.protocol.assignor, metadata=meta)]),
-            JOIN_V, JoinGroupResponse, self.name)
-        if join.error_code == KafkaCode.MEMBER_ID_REQUIRED:
-            self.member_id = join.member_id
-            return
-        if join.error_code != KafkaCode.NONE:
-            self._lost(join.error_code)
-            return
-        self.member_id, self.generation = join.member_id, join.generation_id
-        assignments = []
-        if join.leader == self.member_id:
-            plan = h.assign({m.member_id: bytes(m.metadata) for m in join.members})
-            assignments = [SyncGroupRequest.SyncGroupRequestAssignment(
-                member_id=m, assignment=encode_assignment(TOPIC, ps)) for m, ps in plan.items()]
-        sync = h.broker.call("SyncGroup", SyncGroupRequest(
-            group_id=GROUP, generation_id=self.generation, member_id=self.member_id, group_instance_id=None,
-            assignments=assignments), SYNC_V, SyncGroupResponse, self.name)
-        if sync.error_code != KafkaCode.NONE:
-            self._lost(sync.error_code)
-            return
-        new = decode_assignment(bytes(sync.assignment))
-        revoked = set(self.owned) - set(new)
-        self.owned = new
-        # cooperative: having revoked what moved, rejoin at once so that its new owner gets it
-        self.rejoin = bool(revoked) and not eager
+    def owned(self) -> set[int]:
+        c = self.connector
+        return set() if c is None else {tp.partition for tp, p in list(c.owned.items()) if p.generation >= 0}
 
 
 class _Herd:
-    def __init__(self, rt: tasks.Runtime, protocol: GroupProtocol, partitions: int, cost: CoordinatorCost) -> None:
-        self.rt, self.protocol, self.partitions = rt, protocol, partitions
-        self.broker = _Broker(rt, cost, BASE_DELAY_US)
-        self.members: dict[str, _Member] = {}
+    """The broker, the members, and the run: a cold start, then the rounds of a join and a leave."""
 
-    def assign(self, metadata: dict[str, bytes]) -> dict[str, list[int]]:
-        if self.protocol is GroupProtocol.EAGER:
-            return range_assignment(list(metadata), self.partitions)
-        return cooperative_assignment({m: decode_owned(d) for m, d in metadata.items()}, self.partitions)
+    def __init__(self, world: KazooWorld, protocol: GroupProtocol, result: CoordinatorHerdResult,
+                 cost: CoordinatorCost, data_dir: str) -> None:
+        self.world, self.protocol, self.result, self.cost = world, protocol, result, cost
+        self.partitions = result.partitions
+        self.data_dir = data_dir
+        self.broker: CostedBroker | None = None
+        self.bootstrap = ""
+        self.members: dict[str, _Member] = {}
+        self._wall = 0.0
+
+    def start(self, name: str) -> None:
+        self.world.network.set_delay_us(name, BASE_DELAY_US)
+        member = self.members[name] = _Member(self, name)
+        self.world.runtime.spawn(member.run, name=f"{name}-main", process=member.process)
+
+    def live(self) -> list[_Member]:
+        return [m for m in self.members.values() if not m.leaving.is_set()]
+
+    def generation(self) -> int:
+        group = self.broker.coordinator.groups.get(GROUP)
+        return -1 if group is None else group.generation
 
     def converged(self) -> bool:
-        """Stable, every live member in the group's generation with nothing left to rejoin for, and every
-        partition owned by exactly one of them."""
+        """Stable, every live member in the group's generation as its own client sees it, and every partition
+        owned by exactly one of them."""
         group = self.broker.coordinator.groups.get(GROUP)
         if group is None or group.state is not GroupState.STABLE:
             return False
-        live = [m for m in self.members.values() if not m.leaving.is_set()]
+        live = self.live()
         if len(group.members) != len(live):
             return False
         seen = 0
         for m in live:
-            if m.rejoin or m.generation != group.generation or m.member_id not in group.members:
+            generation, member_id = m.joined()
+            if generation != group.generation or member_id not in group.members:
                 return False
-            seen += len(m.owned)
-        if seen != self.partitions:
-            return False
-        return len({p for m in live for p in m.owned}) == self.partitions
+            seen += len(m.owned())
+        return seen == self.partitions and len(set().union(*(m.owned() for m in live))) == self.partitions
+
+    # ------------------------------------------------------------------------------------------------ the run
+    def _start_broker(self) -> None:
+        rt, network = self.world.runtime, self.world.network
+        self.broker = CostedBroker(self.world.hosts, cost=self.cost, data_dir=self.data_dir,
+                                   zk_handler=lambda: SimHandler(rt, network, "broker")).start()
+        self.bootstrap = self.broker.bootstrap
+        zk = connect(self.world.hosts, handler=lambda: SimHandler(rt, network, "lab"))
+        create_topic(Registry(zk), TOPIC, self.partitions)
+        zk.stop()
+
+    def settle(self) -> int:
+        t0 = self.world.scheduler.now_ms
+        while not self.converged():
+            tasks.sleep(POLL_MS / 1000)
+        took = self.world.scheduler.now_ms - t0
+        tasks.sleep(QUIET_MS / 1000)
+        return took
+
+    def lap(self, phase: str) -> None:
+        now = time.perf_counter()
+        self.result.phase_wall_s[phase].append(now - self._wall)
+        self._wall = now
+
+    def lab(self) -> None:
+        for host in ("lab", "broker"):
+            self.world.network.set_delay_us(host, BASE_DELAY_US)
+        self.world.runtime.spawn(self._start_broker, name="broker-main", process=tasks.Process("broker")).join()
+        broker, result = self.broker, self.result
+        self._wall = time.perf_counter()
+        t0 = self.world.scheduler.now_ms
+        for i in range(result.size):
+            self.start(f"c{i:05d}")
+        self.settle()
+        result.cold_ms = self.world.scheduler.now_ms - t0 - QUIET_MS
+        self.lap("cold")
+        counted = broker.group_requests(), broker.bytes_in, broker.bytes_out
+        for r in range(result.rounds):
+            generation = self.generation()
+            self.start(f"j{r:05d}")
+            result.converge_ms["join"].append(self.settle())
+            self.lap("join")
+            after_join = self.generation()
+            result.generations.append(after_join - generation)
+            sorted(self.live(), key=lambda m: m.name)[0].leaving.set()
+            result.converge_ms["crash"].append(self.settle())
+            self.lap("crash")
+            result.generations.append(self.generation() - after_join)
+        result.requests = broker.group_requests() - counted[0]
+        result.bytes_to_server = broker.bytes_in - counted[1]
+        result.bytes_from_server = broker.bytes_out - counted[2]
 
 
 def measure(protocol: GroupProtocol | str, size: int, rounds: int = 3, partitions_per_member: int = 2,
@@ -397,61 +302,23 @@ def measure(protocol: GroupProtocol | str, size: int, rounds: int = 3, partition
     """Cold start ``size`` members, then ``rounds`` × (a join, a leave), as :func:`.herd.measure` does for 0.8."""
     protocol = GroupProtocol(protocol)
     started = time.perf_counter()
-    partitions = partitions_per_member * size
-    result = CoordinatorHerdResult(protocol.value, size, partitions, rounds)
-    scheduler = Scheduler(seed)
-    rt = tasks.Runtime(scheduler)
-    rng = random.Random(f"consumer-{seed}")
-    with runtime_impl.installed(rt, rng):  # the coordinator takes its locks and conditions from the seam
-        herd = _Herd(rt, protocol, partitions, cost)
-    broker = herd.broker
-
-    def start(name: str) -> None:
-        member = herd.members[name] = _Member(herd, name)
-        rt.spawn(member.run, name=name)
-
-    def settle() -> int:
-        t0 = scheduler.now_ms
-        while not herd.converged():
-            tasks.sleep(POLL_MS / 1000)
-        took = scheduler.now_ms - t0
-        tasks.sleep(QUIET_MS / 1000)
-        return took
-
-    def lap(phase: str, since: float) -> float:
-        now = time.perf_counter()
-        result.phase_wall_s[phase].append(now - since)
-        return now
-
-    def lab() -> None:
-        wall = time.perf_counter()
-        broker.coordinator.start()
-        for i in range(size):
-            start(f"c{i:05d}")
-        result.cold_ms = settle()
-        wall = lap("cold", wall)
-        counted = broker.requests.copy(), broker.bytes_in, broker.bytes_out
-        for r in range(rounds):
-            generation = broker.coordinator.groups[GROUP].generation
-            start(f"j{r:05d}")
-            result.converge_ms["join"].append(settle())
-            wall = lap("join", wall)
-            after_join = broker.coordinator.groups[GROUP].generation
-            result.generations.append(after_join - generation)
-            live = sorted(n for n, m in herd.members.items() if not m.leaving.is_set())
-            herd.members[live[0]].leaving.set()
-            result.converge_ms["crash"].append(settle())
-            wall = lap("crash", wall)
-            result.generations.append(broker.coordinator.groups[GROUP].generation - after_join)
-        result.requests = broker.requests - counted[0]
-        result.bytes_to_server = broker.bytes_in - counted[1]
-        result.bytes_from_server = broker.bytes_out - counted[2]
-        broker.coordinator.stop()
-
-    with runtime_impl.installed(rt, rng):
-        try:
-            rt.run(lambda: rt.spawn(lab, name="lab").join())
-        finally:
-            rt.close()
+    result = CoordinatorHerdResult(protocol.value, size, partitions_per_member * size, rounds)
+    world = KazooWorld(seed=seed)
+    io = KafkaIO(world.runtime, world.network, random.Random(f"kafka-{seed}"))
+    data_dir = tempfile.mkdtemp(prefix="zkconsumer-sim-broker-")  # the broker's log: real files, removed after
+    herd = _Herd(world, protocol, result, cost, data_dir)
+    quiet = logging.root.manager.disable  # a simulated member logs what a real one logs; the result says what matters
+    logging.disable(max(quiet, logging.WARNING))
+    broker_version.clear_cache()  # each run probes the broker's version once, as a fresh process does
+    try:
+        with kafka_routed(io):
+            try:
+                world.run(herd.lab)
+            finally:
+                world.close()
+    finally:
+        logging.disable(quiet)
+        broker_version.clear_cache()
+        shutil.rmtree(data_dir, ignore_errors=True)
     result.wall_s = time.perf_counter() - started
     return result

@@ -31,7 +31,7 @@ from kazoo.handlers import utils
 from kazoo.handlers.threading import KazooTimeoutError
 
 from zkconsumer.sim import kazoo_codecs, tasks
-from zkconsumer.sim.network import Endpoint, Network
+from zkconsumer.sim.network import Endpoint, Network, local_pair
 from zkconsumer.sim.scheduler import Clock
 from zkconsumer.sim.tasks import Condition, Event, Queue, RLock, Runtime, Task
 
@@ -232,11 +232,7 @@ class SimHandler:
 
     def create_socket_pair(self) -> tuple[Endpoint, Endpoint]:
         """kazoo's wake-up pipe: the client writes a byte to it per request queued; no network in between."""
-        a = Endpoint(self.runtime, ("wakeup", 0))
-        b = Endpoint(self.runtime, ("wakeup", 1))
-        a._out = _LocalPipe(b)  # type: ignore[assignment]
-        b._out = _LocalPipe(a)  # type: ignore[assignment]
-        return a, b
+        return local_pair(self.runtime)
 
     def select(self, rlist: list, wlist: list, xlist: list, timeout: float | None = None) -> tuple[list, list, list]:
         """Which endpoints are readable (every open one is writable: buffers are unbounded); parks the task until
@@ -247,16 +243,3 @@ class SimHandler:
             return readable, writable, []
         self.runtime.block([s.readers for s in rlist], timeout)
         return [s for s in rlist if s.readable()], [s for s in wlist if not s.closed], []
-
-
-class _LocalPipe:
-    """The wake-up pipe's direction: in-process, instantaneous, no faults."""
-
-    def __init__(self, target: Endpoint) -> None:
-        self._target = target
-
-    def push(self, payload: object) -> None:
-        if isinstance(payload, bytes):
-            self._target._receive(payload)
-        else:
-            self._target._peer_closed()

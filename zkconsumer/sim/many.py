@@ -84,7 +84,8 @@ class SimSummary:
 
     def as_dict(self) -> dict[str, Any]:
         return {
-            "profile": self.job.profile, "source": self.job.label, "runs": self.runs,
+            "profile": self.job.profile, "variant": self.job.variant or None, "source": self.job.label,
+            "runs": self.runs,
             "breaking_runs": len(self.breaching), "verdict": self.rate_text(),
             "breaches": {i.value: n for i, n in self.breaches().items()},
             "wall_seconds": round(self.wall_s, 3), "schedules_per_minute": round(self.schedules_per_minute, 1),

@@ -307,3 +307,25 @@ class Network:
         link.endpoints = [e for e in link.endpoints if not e.closed] + [client]
         accept(server)
         return client
+
+
+class LocalPipe:
+    """One direction of an in-process socket pair (a wake-up pipe): instantaneous, no network, no faults."""
+
+    def __init__(self, target: Endpoint) -> None:
+        self._target = target
+
+    def push(self, payload: object) -> None:
+        if isinstance(payload, bytes):
+            self._target._receive(payload)
+        else:
+            self._target._peer_closed()
+
+
+def local_pair(runtime: Runtime) -> tuple[Endpoint, Endpoint]:
+    """``socket.socketpair()``'s two ends: what one writes the other reads at once (a client's wake-up pipe)."""
+    a = Endpoint(runtime, ("wakeup", 0))
+    b = Endpoint(runtime, ("wakeup", 1))
+    a._out = LocalPipe(b)  # type: ignore[assignment]
+    b._out = LocalPipe(a)  # type: ignore[assignment]
+    return a, b

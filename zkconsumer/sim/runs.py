@@ -22,7 +22,7 @@ from zkconsumer.config import PROFILES
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.scenario import nemesis, writer
 from zkconsumer.scenario import reader as scenarios
-from zkconsumer.scenario.model import Scenario
+from zkconsumer.scenario.model import ActionKind, LabMode, Scenario
 from zkconsumer.scenario.plan import RunPlan
 from zkconsumer.sim.checkers import Checker, SimVerdict
 from zkconsumer.sim.world import SimWorld
@@ -50,6 +50,14 @@ class SimJob:
     #: consumer properties every member takes on top of the scenario's (Kafka's names; the settings grid's
     #: ``rebalance.max.retries`` and ``rebalance.backoff.ms``: sim/grid.py)
     properties: tuple[tuple[str, str], ...] = ()
+    #: the variant's name (``zkconsumer compare``'s: lab/variants.py), and what of it the plan takes: the group's
+    #: mode, the assignment strategy (empty: the plan's), static members, and the actions it has no counterpart for
+    #: (skipped, with why, as the lab skips them). The CLI fills them from the variant (sim cannot import lab/).
+    variant: str = ""
+    mode: LabMode = LabMode.ZOOKEEPER
+    strategy: str = ""
+    static_members: bool = False
+    absent: tuple[tuple[ActionKind, str], ...] = ()
 
     def __post_init__(self) -> None:
         if self.profile not in PROFILES:
@@ -63,7 +71,16 @@ class SimJob:
         return scenarios.builtin(self.scenario)
 
     def plan(self, scenario: Scenario) -> RunPlan:
-        return RunPlan.from_scenario(scenario, profile=self.profile, properties=self.properties or None)
+        plan = RunPlan.from_scenario(scenario, profile=self.profile, properties=self.properties or None)
+        if not self.variant:
+            return plan
+        return dataclasses.replace(plan, mode=self.mode, strategy=self.strategy or plan.strategy,
+                                   static_members=self.static_members, absent=self.absent)
+
+    @property
+    def who(self) -> str:
+        """What runs, as a breach's note and the tables name it: the variant, else the profile."""
+        return f"variant {self.variant}" if self.variant else f"profile {self.profile}"
 
     @property
     def label(self) -> str:
@@ -209,8 +226,9 @@ def shrink(job: SimJob, result: SeedResult, budget: int = 60,
                 break
             if tries >= budget:
                 break
-    name = f"sim-{job.profile}-{result.seed}"
+    name = f"sim-{job.variant or job.profile}-{result.seed}"
+    flag = f"--variant {job.variant}" if job.variant else f"--profile {job.profile}"
     shrunk = dataclasses.replace(current, name=name, description=(
-        f"shrunk by zkconsumer sim --profile {job.profile} from nemesis seed {result.seed}: breaks "
+        f"shrunk by zkconsumer sim {flag} from nemesis seed {result.seed}: breaks "
         f"{', '.join(sorted(wanted))} in simulation ({len(steps)} steps: {'; '.join(steps) or 'as drawn'})"))
     return Shrunk(result.seed, tuple(sorted(wanted)), shrunk, tuple(steps), tries)

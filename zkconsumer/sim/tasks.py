@@ -462,6 +462,18 @@ class Condition:
         finally:
             self._lock._acquire_restore(saved)
 
+    def wait_for(self, predicate: Callable[[], Any], timeout: float | None = None) -> Any:
+        """``threading.Condition.wait_for``: wait until ``predicate()`` is true or ``timeout`` seconds pass."""
+        deadline = None if timeout is None else self._runtime.clock.monotonic() + timeout
+        result = predicate()
+        while not result:
+            remaining = None if deadline is None else deadline - self._runtime.clock.monotonic()
+            if remaining is not None and remaining <= 0:
+                break
+            self.wait(remaining)
+            result = predicate()
+        return result
+
     def notify(self, n: int = 1) -> None:
         for _ in range(n):
             if not self._runtime.wake_one(self._waiters):

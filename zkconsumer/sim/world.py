@@ -21,8 +21,15 @@ One :class:`SimWorld` is one seed of one :class:`~zkconsumer.scenario.plan.RunPl
   ``sim/zk_ensemble.py``: a plan whose scenario needs an ensemble gets three servers' addresses in every connect
   string), and the broker's process (kill-broker, restart-broker: it registers under ``/brokers/ids/0`` through a
   session of its own, which outlives a kill -9 as the real broker's does); with the lab's
-  ``lab_step``/``fault_injected``/``fault_healed`` lines. The coordinator modes and the migration have no
-  counterpart yet: :func:`unsupported` names them and a plan using them is refused;
+  ``lab_step``/``fault_injected``/``fault_healed`` lines. The migration has no counterpart yet: :func:`unsupported`
+  names it and a plan using it is refused;
+- **coordinator mode** (issue 54; ``zkconsumer sim --variant coordinator|cooperative-sticky|static``): the members
+  are :class:`~zkconsumer.consumer.coordinated.connector.CoordinatorConsumerConnector` (kafka-python's group client),
+  the broker is the project's own :class:`~zkconsumer.broker.broker.Broker` and the producer the lab's
+  (``KafkaSide``, sim/kafka_side.py), kafka-python and the broker's server routed to this world for the run
+  (sim/kafka_io.py). A member's link is its broker link (``cut-broker`` and ``slow-broker`` hold or slow the whole
+  host); the actions a variant has no counterpart for (``expire``, ``cut-zk``: ``RunPlan.absent``) are skipped, as
+  the lab skips them; the run is caught up when the members' traced commits reach what was produced;
 - **the end**: the lab's: at ``duration`` the producer stops, the group is given until every partition's committed
   offset reaches its log end (at most ``max(20, 3 × session timeout)`` seconds), then every member is stopped.
 
@@ -32,8 +39,10 @@ after every step, and the trace is kept in memory (hashed: one seed, one trace) 
 
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
+import logging
 import random
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -41,8 +50,9 @@ from enum import StrEnum
 from pathlib import Path
 from typing import Any
 
-from zkconsumer import trace
+from zkconsumer import broker_version, trace
 from zkconsumer.config import ConsumerConfig
+from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
 from zkconsumer.consumer.member_io import MemberIO
 from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
 from zkconsumer.errors import ZkConsumerError
@@ -50,6 +60,8 @@ from zkconsumer.scenario.model import ActionKind, LabMode, Step
 from zkconsumer.scenario.plan import GROUP, RunPlan
 from zkconsumer.sim import tasks
 from zkconsumer.sim.broker import SimBroker
+from zkconsumer.sim.kafka_io import KafkaIO, kafka_routed
+from zkconsumer.sim.kafka_side import KafkaSide
 from zkconsumer.sim.kazoo_handler import SimHandler
 from zkconsumer.sim.kazoo_world import KazooWorld
 from zkconsumer.sim.tasks import Process
@@ -92,8 +104,7 @@ MEMBER_START_MS = (550, 1150)
 #: the producer's clock: records due by then are written each tick
 PRODUCER_TICK_MS = 20
 
-_NO_MODE = ("coordinator-mode members and the migration are not simulated yet; the coordinator itself is, in "
-            "benchmarks/herd_scale.py's herd")
+_NO_MODE = "the migration is not simulated yet (ZooKeeper-mode and coordinator-mode groups are: --variant)"
 #: Why each action kind the simulated world has no handler for is refused (the others: :data:`STEP_HANDLERS`).
 NOT_SIMULATED: dict[ActionKind, str] = {
     ActionKind.MIGRATE: _NO_MODE, ActionKind.ROLLBACK: _NO_MODE,
@@ -108,18 +119,19 @@ class SimRefused(ZkConsumerError, ValueError):
 def unsupported(plan: RunPlan) -> list[str]:
     """Why ``plan`` cannot run in simulation, one line per reason (empty: it can)."""
     reasons = []
-    if plan.mode is not LabMode.ZOOKEEPER:
-        reasons.append(f"mode {plan.mode}: only ZooKeeper mode (0.8 members) is simulated")
+    if plan.mode is LabMode.MIGRATE:
+        reasons.append(f"mode {plan.mode}: the migration is not simulated yet (ZooKeeper and coordinator modes are)")
     if plan.client not in ("kafka-python", "zkconsumer"):
         reasons.append(f"client {plan.client}: only zkconsumer's own connector runs in simulation")
     if plan.kinds:
         reasons.append("[kinds]: a mixed group needs Kafka 0.8.2.2's own consumer, which does not run in simulation")
+    absent = {kind for kind, _ in plan.absent}
     for step in plan.schedule():
-        if step.action not in STEP_HANDLERS:
+        if step.action not in STEP_HANDLERS and step.action not in absent:
             reasons.append(f"{step.action} at {step.at:g} s: no simulated counterpart yet "
                            f"({NOT_SIMULATED.get(step.action, 'no handler')})")
     props = dict(plan.properties)
-    if props.get("offsets.storage", "zookeeper") != "zookeeper":
+    if plan.mode is LabMode.ZOOKEEPER and props.get("offsets.storage", "zookeeper") != "zookeeper":
         reasons.append("offsets.storage=kafka: the simulated broker keeps no offsets")
     return list(dict.fromkeys(reasons))
 
@@ -140,7 +152,7 @@ class SimMember:
     stop: tasks.Event
     exited: tasks.Event
     state: MemberState = MemberState.RUNNING
-    connector: ZookeeperConsumerConnector | None = None
+    connector: ZookeeperConsumerConnector | CoordinatorConsumerConnector | None = None
     error: str | None = None
 
 
@@ -200,7 +212,15 @@ class SimWorld:
         self.ensemble = SimEnsemble(self.kw.server)
         self.rt = self.kw.runtime
         self.network = self.kw.network
-        self.broker = SimBroker(self.rt, BROKER_DELAY_MS)
+        #: coordinator mode: kafka-python and the broker's server on this world (kafka_io), the project's broker
+        self.coordinated = plan.mode is LabMode.COORDINATOR
+        self.kafka_io = KafkaIO(self.rt, self.network, random.Random(f"kafka-{seed}")) if self.coordinated else None
+        self.broker: SimBroker | KafkaSide = (
+            KafkaSide(self.kw, self.kafka_io, plan.group_settings(), plan.session_timeout_ms) if self.kafka_io
+            else SimBroker(self.rt, BROKER_DELAY_MS))
+        self._absent = {kind for kind, _ in plan.absent}
+        #: coordinator mode: each partition's highest commit as the members' trace lines report it (the lab's count)
+        self.committed: dict[tuple[str, int], int] = {}
         #: the world's own chance (its stream of the seed): packet jitter, when each process gets going
         self.rng = random.Random(f"world-{seed}")
         self.network.rng, self.network.jitter_us = self.rng, JITTER_US
@@ -219,12 +239,22 @@ class SimWorld:
 
     # ------------------------------------------------------------------------------------------ running
     def run(self) -> SimOutcome:
-        with trace.observed(self._observe):
+        routed = kafka_routed(self.kafka_io) if self.kafka_io is not None else contextlib.nullcontext()
+        broker_version.clear_cache()  # each run probes its broker once, as a fresh process does
+        with trace.observed(self._observe), routed:
             try:
                 ended_ms = self.kw.run(self._main)
             finally:
                 self._finished = True
-                self.kw.close()
+                quiet = logging.root.manager.disable  # the tasks unwound now log their end (kafka-python's IO loops)
+                logging.disable(logging.CRITICAL)
+                try:
+                    self.kw.close()
+                finally:
+                    logging.disable(quiet)
+                broker_version.clear_cache()
+                if isinstance(self.broker, KafkaSide):
+                    self.broker.close()
         return SimOutcome(self.seed, self.lines, dict(self.broker.log_end), self._started_ms, ended_ms,
                           self.kw.scheduler.now_ms,
                           {m.name: m.error for m in self.members.values() if m.error},
@@ -237,6 +267,9 @@ class SimWorld:
         if task is not None and task.process is not None and task.process.killed:
             return  # a killed process writes nothing (its file ends at its last complete line)
         self.lines.append(line)
+        if line.get("event") == "offset_committed":
+            tp = (line["topic"], int(line["partition"]))
+            self.committed[tp] = max(self.committed.get(tp, 0), int(line["offset"]))
         for observer in self.observers:
             observer(line)
 
@@ -273,6 +306,9 @@ class SimWorld:
         if left > 0:
             tasks.sleep(left / 1000.0)
         self._producing = False
+        if isinstance(self.broker, KafkaSide):
+            self.broker.flush()
+            self.broker.stop_producing()
         deadline = self.kw.scheduler.now_ms + round(self.settle_s * 1000)
         while self.kw.scheduler.now_ms < deadline and not self._caught_up():
             tasks.sleep(0.25)
@@ -294,6 +330,8 @@ class SimWorld:
     def _caught_up(self) -> bool:
         """Every partition's committed offset at its log end (read from the server's tree, not through a client:
         the lab's own check, without its traffic)."""
+        if self.coordinated:  # committed to the broker: the members' trace lines say how far (the lab reads them)
+            return all(self.committed.get(tp, 0) >= end for tp, end in self.broker.log_end.items())
         nodes = self.kw.model.tree.nodes
         for (topic, partition), end in self.broker.log_end.items():
             node = nodes.get(layout.GroupPaths(GROUP).offset(topic, partition))
@@ -346,7 +384,9 @@ class SimWorld:
         plan = self.plan
         tasks.sleep(self.rng.randint(*MEMBER_START_MS) / 1000.0)
         try:
-            connector = ZookeeperConsumerConnector(self.member_config(member.name), io=self.member_io(member.name))
+            config = self.member_config(member.name)
+            connector = (CoordinatorConsumerConnector(config) if self.coordinated
+                         else ZookeeperConsumerConnector(config, io=self.member_io(member.name)))
         except ZkConsumerError as e:
             member.error = f"{type(e).__name__}: {e}"
             member.state = MemberState.EXITED
@@ -382,6 +422,8 @@ class SimWorld:
         """Carry out one step as the real lab does, with its trace lines; a member step on a member that is not
         running is skipped, as the lab skips it. The handler is :data:`STEP_HANDLERS`'s for the step's kind: one
         that lasts (:data:`LASTING`) runs on a task of its own, so the schedule goes on meanwhile."""
+        if step.action in self._absent:  # no counterpart in this run (the plan says why): skipped, as the lab skips it
+            return
         member = self.members.get(step.consumer)
         running = member is not None and member.state is MemberState.RUNNING
         if step.action.on_member and step.action not in (ActionKind.JOIN, ActionKind.RESTART) and not running:
@@ -464,9 +506,16 @@ class SimWorld:
         self._healed(step.action, step.consumer)
 
     def _cut_broker(self, step: Step, member: SimMember | None) -> None:
+        if self.coordinated:  # a coordinator-mode member talks to the broker only: its whole link is the broker's
+            self._cut_zk(step, member)
+            return
         self._held(step, lambda: self.broker.cut.add(step.consumer), lambda: self.broker.cut.discard(step.consumer))
 
     def _slow_broker(self, step: Step, member: SimMember | None) -> None:
+        if self.coordinated:
+            self._slow_zk(step, member)
+            return
+
         def apply() -> None:
             self.broker.latency_ms[step.consumer] = round(step.latency_ms)
         self._held(step, apply, lambda: self.broker.latency_ms.pop(step.consumer, None))
@@ -518,8 +567,12 @@ class SimWorld:
         restart after a kill -9 waits for the killed process's session to expire, as the real broker waits
         (Kafka's "a broker is already registered" at startup, retried)."""
         self._broker_registered = registered = tasks.Event(self.rt)
-        self._broker_process = process = Process("broker")
         self.network.set_delay_us("broker", BASE_DELAY_US)
+        if isinstance(self.broker, KafkaSide):  # the project's broker: it registers itself
+            delay_s = self.rng.randint(0, START_SKEW_MS) / 1000.0 if skew else 0.0
+            self._broker_process = self.broker.start(registered, delay_s)
+            return
+        self._broker_process = process = Process("broker")
 
         def main() -> None:
             if skew:  # an interpreter starting up, its imports (the first start is awaited by the lab)
@@ -543,6 +596,9 @@ class SimWorld:
         """SIGKILL of the broker: no fetch is answered (those under way are lost with their connections), nothing
         is produced (the lab's producer buffers, as kafka-python's does while no broker answers), and its
         registration stays until its session expires."""
+        if isinstance(self.broker, KafkaSide):
+            self.broker.kill()
+            return
         if self._broker_process is not None:
             self.rt.kill_process(self._broker_process)
         self.network.close_host("broker")

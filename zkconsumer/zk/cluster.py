@@ -24,15 +24,13 @@ import base64
 import contextlib
 import json
 import logging
-import threading
-import time
-import uuid
 from dataclasses import dataclass, field
 
 from kazoo.client import KazooClient, KazooState
 from kazoo.exceptions import BadVersionError, KazooException, NodeExistsError, NoNodeError
 from kazoo.recipe.watchers import ChildrenWatch, DataWatch
 
+from zkconsumer import runtime
 from zkconsumer.zk import layout
 from zkconsumer.zk import partition_state as PS
 from zkconsumer.zk.layout import BrokerInfo, LayoutError, TopicAssignment
@@ -99,16 +97,16 @@ class ClusterView:
         self.broker_id = info.broker_id
         self.registration_timeout_s = registration_timeout_s
         self._state = _State()
-        self._lock = threading.Lock()
+        self._lock = runtime.Lock()
         self._watched_topics: set[str] = set()
         self._session_lost = False
-        self._stopped = threading.Event()
-        self._changed = threading.Condition()
-        self._pid_lock = threading.Lock()
+        self._stopped = runtime.Event()
+        self._changed = runtime.Condition()
+        self._pid_lock = runtime.Lock()
         self._pid_next = 0
         self._pid_end = -1
         self._controller_epoch = 0  # > 0 while this broker is the controller
-        self._states_dirty = threading.Event()
+        self._states_dirty = runtime.Event()
 
     # ------------------------------------------------------------------------------------------ lifecycle
     def start(self) -> None:
@@ -120,7 +118,7 @@ class ClusterView:
         ChildrenWatch(self.zk, layout.BROKER_IDS_PATH, self._on_brokers)
         ChildrenWatch(self.zk, layout.BROKER_TOPICS_PATH, self._on_topics)
         DataWatch(self.zk, CONTROLLER_PATH, self._on_controller)
-        threading.Thread(target=self._state_writer, name="partition-states", daemon=True).start()
+        runtime.spawn(self._state_writer, name="partition-states")
 
     def stop(self) -> None:
         """Stop reacting to ZooKeeper; closing the client (the caller's job) removes the ephemeral nodes."""
@@ -132,7 +130,7 @@ class ClusterView:
     # --------------------------------------------------------------------------------------- registration
     def register(self) -> None:
         path = layout.broker_path(self.broker_id)
-        deadline = time.monotonic() + self.registration_timeout_s
+        deadline = runtime.monotonic() + self.registration_timeout_s
         warned = False
         while True:
             try:
@@ -140,13 +138,13 @@ class ClusterView:
                 log.info("registered broker %d at %s as %s", self.broker_id, path, self.info.encode().decode())
                 return
             except BrokerAlreadyRegistered:
-                gone = threading.Event()
+                gone = runtime.Event()
                 stat = self.zk.exists(path, watch=lambda _event, gone=gone: gone.set())
                 if stat is None:
                     continue
                 if stat.ephemeralOwner == self.zk.client_id[0]:
                     return  # ours already: an earlier attempt succeeded before a connection loss
-                remaining = deadline - time.monotonic()
+                remaining = deadline - runtime.monotonic()
                 if remaining <= 0 or self._stopped.is_set():
                     raise
                 if not warned:
@@ -163,7 +161,7 @@ class ClusterView:
                         self.broker_id)
         elif state == KazooState.CONNECTED and self._session_lost:
             self._session_lost = False
-            threading.Thread(target=self._reregister, name="zk-reregister", daemon=True).start()
+            runtime.spawn(self._reregister, name="zk-reregister")
 
     def _reregister(self) -> None:
         try:
@@ -227,7 +225,7 @@ class ClusterView:
         if self._stopped.is_set():
             return False
         if data is None:
-            threading.Thread(target=self._elect_controller, name="controller-election", daemon=True).start()
+            runtime.spawn(self._elect_controller, name="controller-election")
             return True
         controller = decode_controller(data)
         with self._lock:
@@ -330,10 +328,10 @@ class ClusterView:
 
     def wait_for(self, predicate, timeout: float) -> bool:
         """Wait until ``predicate(snapshot)`` holds (for tests and tools that must not race the watches)."""
-        deadline = time.monotonic() + timeout
+        deadline = runtime.monotonic() + timeout
         with self._changed:
             while not predicate(self.snapshot()):
-                remaining = deadline - time.monotonic()
+                remaining = deadline - runtime.monotonic()
                 if remaining <= 0:
                     return False
                 self._changed.wait(min(remaining, 0.5))
@@ -375,7 +373,7 @@ class ClusterView:
 
 def encode_controller(broker_id: int) -> bytes:
     return layout.kafka_json({"version": 1, "brokerid": broker_id,
-                              "timestamp": str(int(time.time() * 1000))}).encode()
+                              "timestamp": str(int(runtime.time() * 1000))}).encode()
 
 
 def decode_controller(data: bytes) -> int:
@@ -393,4 +391,4 @@ def decode_controller(data: bytes) -> int:
 
 def new_cluster_id() -> str:
     """Kafka's cluster id: a random UUID, URL-safe base64 without padding (22 characters)."""
-    return base64.urlsafe_b64encode(uuid.uuid4().bytes).decode().rstrip("=")
+    return base64.urlsafe_b64encode(runtime.uuid4().bytes).decode().rstrip("=")

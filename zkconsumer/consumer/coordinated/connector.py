@@ -347,7 +347,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
                 self.owned.pop(tp, None)
             self.holds.forget(tps)
             self._committed.update(committed)
-        for tp, value in committed.items():
+        for tp, value in sorted(committed.items()):
             self.trace.emit("offset_committed", topic=tp.topic, partition=tp.partition, offset=value, store="kafka",
                             generation=self.group_generation, member_id=self.member_id)
         self.trace.emit("released", rebalance=self._rebalance_number,
@@ -362,7 +362,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
         threads = self._threads_for(set(tps))
         with self.state_lock:
             local = self.next_generation()
-            for tp, tid in threads.items():
+            for tp, tid in sorted(threads.items()):
                 self.owned[tp] = PartitionProgress(tp, tid, local, -1)
             self.holds.assigned(tps)
             started = self._rebalance_started
@@ -384,7 +384,8 @@ class CoordinatorConsumerConnector(ConsumerBase):
     # -------------------------------------------------------------------------------------------- commits
     def _committable(self) -> dict[TopicPartition, int]:
         with self.state_lock:
-            return {tp: p.processed for tp, p in self.owned.items()
+            # in partition order: the commit's request and its trace lines do not follow a set's hash order
+            return {tp: p.processed for tp, p in sorted(self.owned.items())
                     if p.generation > 0 and p.processed is not None and self._committed.get(tp) != p.processed}
 
     def commit_now(self, consumer) -> dict[TopicPartition, int]:

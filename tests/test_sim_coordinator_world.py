@@ -1,0 +1,103 @@
+"""Coordinator-mode worlds in the simulator (issue 54, item 1): ``zkconsumer sim --variant NAME`` runs the project's
+coordinator-mode member (``consumer/coordinated``, kafka-python's group client, unchanged) against the project's
+broker (``broker.Broker``: its server, group coordinator and log), with the lab's producer, on simulated time and
+network (sim/kafka_io.py, sim/kafka_side.py). One seed is one trace per variant, in this process and another with
+another string-hash seed."""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import subprocess
+import sys
+
+import pytest
+
+from zkconsumer.cli.sim import SIM_VARIANTS, _variant_settings
+from zkconsumer.sim.runs import SimJob, SourceKind, run_seed
+
+#: A short run: two members, a third joins, the first is killed, the second paused past its session.
+SHORT = """
+name = "short"
+duration = 10
+members = 2
+rate = 50
+session_timeout_ms = 3000
+
+[[actions]]
+at = 4
+do = "join"
+member = "c3"
+
+[[actions]]
+at = 6
+do = "kill"
+member = "c1"
+
+[[actions]]
+at = 7
+do = "pause"
+member = "c2"
+seconds = 4
+"""
+COORDINATOR_VARIANTS = ("coordinator", "cooperative-sticky", "static")
+
+
+@pytest.fixture(autouse=True)
+def _quiet():
+    logging.disable(logging.WARNING)
+    yield
+    logging.disable(logging.NOTSET)
+
+
+def job(variant: str, scenario_text: str = SHORT) -> SimJob:
+    settings = _variant_settings(variant)
+    profile = settings.pop("profile")
+    return SimJob(profile, SourceKind.SCENARIO, scenario_text=scenario_text, scenario_source="short.toml",
+                  **settings)
+
+
+@pytest.fixture(scope="module")
+def runs() -> dict[str, object]:
+    logging.disable(logging.WARNING)
+    try:
+        return {v: run_seed(job(v), 1) for v in COORDINATOR_VARIANTS}
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def test_each_coordinator_variant_runs_the_projects_member_and_broker_and_is_judged(runs) -> None:
+    """Every member started, and the run was judged line by line as a 0.8 one is: a join, a kill -9 and a pause past
+    the session break no invariant of the coordinator's."""
+    for variant, result in runs.items():
+        assert (variant, result.member_errors, result.broken) == (variant, {}, [])
+        assert result.trace_lines > 500
+
+
+def test_one_seed_is_one_trace_per_variant_across_processes_and_hash_seeds(runs) -> None:
+    """kafka-python's sets of topics and partitions follow the string hash; its event loop breaks ties by memory
+    address; the members' commits were emitted in a dict's order: each is routed or sorted, so another process
+    with another ``PYTHONHASHSEED`` gets the same trace, variant by variant."""
+    code = ("import json, logging, sys; logging.disable(logging.WARNING)\n"
+            f"sys.path.insert(0, {os.path.dirname(__file__)!r})\n"
+            "from test_sim_coordinator_world import job, COORDINATOR_VARIANTS\n"
+            "from zkconsumer.sim.runs import run_seed\n"
+            "print(json.dumps({v: run_seed(job(v), 1).trace_sha256 for v in COORDINATOR_VARIANTS}))")
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=300,
+                          env={**os.environ, "PYTHONHASHSEED": "4242"})
+    assert done.returncode == 0, done.stderr[-2000:]
+    there = json.loads(done.stdout.strip().splitlines()[-1])
+    assert there == {v: r.trace_sha256 for v, r in runs.items()}
+    assert len(set(there.values())) == 3  # three variants, three different runs
+
+
+def test_the_variants_are_compares_and_the_others_are_refused_with_why() -> None:
+    assert set(SIM_VARIANTS) >= {"zookeeper-default", "zookeeper-kafka-0.8", *COORDINATOR_VARIANTS}
+    settings = _variant_settings("cooperative-sticky")
+    assert (settings["strategy"], str(settings["mode"])) == ("cooperative-sticky", "coordinator")
+    absent = dict(_variant_settings("coordinator")["absent"])
+    assert "no ZooKeeper session" in absent[next(k for k in absent if str(k) == "expire")]
+    done = subprocess.run([sys.executable, "-m", "zkconsumer", "sim", "--variant", "coordinator-kafka-3.9",
+                           "--seed", "1"], capture_output=True, text=True, timeout=60)
+    assert done.returncode != 0 and "not the project's code" in done.stderr and "Traceback" not in done.stderr
