@@ -16,6 +16,8 @@ and counts the group requests the coordinator served from the action until conve
 Heartbeat, LeaveGroup, OffsetFetch), with the members that rejoined (JoinGroup senders). The baseline in the
 same run is the smallest size: a herd shows as requests growing with the group for a change of one member.
 Run: .venv/bin/python benchmarks/herd.py [--sizes 10 50 200] [--rounds 3] [--protocols range cooperative-sticky]
+     [--in-process]   (the members as threads of this process; benchmarks/herd_agreement.py sets that beside
+                       the simulated herd)
 """
 
 from __future__ import annotations
@@ -145,6 +147,31 @@ class Group:
             host.proc.join(30)
 
 
+class InProcessGroup:
+    """The members as threads of this process, one :class:`Host` (``--in-process``): what the simulator's counterpart
+    (zkconsumer/sim/herd_benchmark.py) is set beside, each member on a host of its own there."""
+
+    def __init__(self, bootstrap: str, protocol: str, size: int) -> None:
+        self.host = Host(bootstrap, protocol)
+        self.hosts = [None]
+        self.where: dict[str, None] = {}
+        self.size = size
+
+    def start(self, names: list[str], host: None = None) -> None:
+        self.host.start(names)
+        self.where.update(dict.fromkeys(names))
+
+    def leave(self, name: str) -> None:
+        self.where.pop(name)
+        self.host.leave(name)
+
+    def held(self) -> dict[str, frozenset[int]]:
+        return self.host.held()
+
+    def close(self) -> None:
+        self.host.close()
+
+
 def converged(held: dict[str, frozenset[int]], members: set[str], partitions: int) -> bool:
     """Every live member holds something and the holdings cover each partition exactly once."""
     if set(held) != members or not all(held.values()):
@@ -168,8 +195,9 @@ def requests_between(before: dict[str, int], after: dict[str, int]) -> dict[str,
     return {api: after.get(_COUNTED[api], 0) - before.get(_COUNTED[api], 0) for api in GROUP_APIS}
 
 
-def run(broker: Broker, protocol: str, size: int, partitions: int, rounds: int, console) -> dict:
-    group = Group(broker.bootstrap, protocol, size)
+def run(broker: Broker, protocol: str, size: int, partitions: int, rounds: int, console,
+        group_class: type = Group) -> dict:
+    group = group_class(broker.bootstrap, protocol, size)
     names = [f"m{i:03d}" for i in range(size)]
     try:
         t0 = time.monotonic()
@@ -207,6 +235,8 @@ def main() -> None:
     ap.add_argument("--sizes", type=int, nargs="+", default=[10, 50, 200])
     ap.add_argument("--rounds", type=int, default=3)
     ap.add_argument("--protocols", nargs="+", default=list(ASSIGNORS), choices=list(ASSIGNORS))
+    ap.add_argument("--in-process", action="store_true",
+                    help="the members as threads of this process, not of host processes")
     args = ap.parse_args()
     console = make_console()
     partitions = 2 * max(args.sizes)
@@ -217,7 +247,8 @@ def main() -> None:
         with Broker(zk.connect_string, data_dir=Path(data), group_initial_rebalance_delay_ms=0) as broker:
             for protocol in args.protocols:
                 for size in args.sizes:
-                    rows.append(run(broker, protocol, size, partitions, args.rounds, console))
+                    rows.append(run(broker, protocol, size, partitions, args.rounds, console,
+                                    InProcessGroup if args.in_process else Group))
     console.print(table(rows, min(args.sizes)))
 
 

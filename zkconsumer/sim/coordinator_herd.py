@@ -247,13 +247,8 @@ class _Herd:
 
     # ------------------------------------------------------------------------------------------------ the run
     def _start_broker(self) -> None:
-        rt, network = self.world.runtime, self.world.network
-        self.broker = CostedBroker(self.world.hosts, cost=self.cost, data_dir=self.data_dir,
-                                   zk_handler=lambda: SimHandler(rt, network, "broker")).start()
+        self.broker = start_broker(self.world, self.cost, self.data_dir, TOPIC, self.partitions)
         self.bootstrap = self.broker.bootstrap
-        zk = connect(self.world.hosts, handler=lambda: SimHandler(rt, network, "lab"))
-        create_topic(Registry(zk), TOPIC, self.partitions)
-        zk.stop()
 
     def settle(self) -> int:
         t0 = self.world.scheduler.now_ms
@@ -295,6 +290,19 @@ class _Herd:
         result.requests = broker.group_requests() - counted[0]
         result.bytes_to_server = broker.bytes_in - counted[1]
         result.bytes_from_server = broker.bytes_out - counted[2]
+
+
+def start_broker(world: KazooWorld, cost: CoordinatorCost, data_dir: str, topic: str, partitions: int,
+                 **settings: Any) -> CostedBroker:
+    """The project's broker on ``world`` (called from a task of its process), and ``topic`` created as the lab's
+    admin creates it, in ZooKeeper; ``settings``: the broker's own (``group_initial_rebalance_delay_ms``...)."""
+    rt, network = world.runtime, world.network
+    broker = CostedBroker(world.hosts, cost=cost, data_dir=data_dir,
+                          zk_handler=lambda: SimHandler(rt, network, "broker"), **settings).start()
+    zk = connect(world.hosts, handler=lambda: SimHandler(rt, network, "lab"))
+    create_topic(Registry(zk), topic, partitions)
+    zk.stop()
+    return broker
 
 
 def measure(protocol: GroupProtocol | str, size: int, rounds: int = 3, partitions_per_member: int = 2,

@@ -53,10 +53,12 @@ _REAL: dict[str, ModuleType] = {"threading": sys.modules["threading"], "time": s
                                 "socket": socket, "selectors": selectors, "random": random}
 #: the first port a listener asking for port 0 gets (Kafka's)
 FIRST_PORT = 9092
-#: virtual CPU time one turn of an event loop's ``select`` costs. Live, every turn of a loop takes some time; on
+#: virtual CPU time a turn of an event loop's ``select`` costs. Live, every turn of a loop takes some time; on
 #: virtual time a turn that does not block takes none, and a loop that polls until a deadline (kafka-python's
 #: ``poll`` while its JoinGroup is in flight: ``Timer.timeout_ms`` truncates the last sub-millisecond to 0 while
-#: ``expired`` is still false) would spin forever at one instant. An estimate of one turn of kafka-python's loop.
+#: ``expired`` is still false) would spin forever at one instant, and so would a thread and the IO loop handing
+#: work to each other (``net.run`` wakes the loop, which answers at once). An estimate of one turn of kafka-python's
+#: loop.
 SELECT_COST_S = 20e-6
 
 
@@ -297,12 +299,12 @@ class SimSelector(selectors.BaseSelector):
         return ready
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        self._runtime.sleep(SELECT_COST_S)
+        self._runtime.sleep(SELECT_COST_S)  # every turn takes time, one woken at once by another task's too
         ready = self._ready()
-        if ready or (timeout is not None and timeout <= 0):
+        if ready or (timeout is not None and timeout <= SELECT_COST_S):
             return ready
         waitlists = [w for key in self._map.values() for w in key.fileobj.waitlists()]
-        self._runtime.block(waitlists, None if timeout is None else max(0.0, timeout - SELECT_COST_S))
+        self._runtime.block(waitlists, None if timeout is None else timeout - SELECT_COST_S)
         return self._ready()
 
     def close(self) -> None:
