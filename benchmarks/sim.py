@@ -5,6 +5,7 @@ it on the simulator with its checkers (zkconsumer/sim/). The baseline, measured 
 schedule run for real by ``benchmarks/nemesis.py``'s machinery (a lab of real processes, judged on Spark), for
 ``--real-seeds`` seeds. Printed: schedules a minute each way, the ratios, each profile's breach rate.
 Run: .venv/bin/python benchmarks/sim.py [--seeds 200] [--duration 60] [--real-seeds 1] [--master local[*]]
+     [--variants default,kafka-0.8,coordinator,cooperative-sticky,static]
 """
 
 from __future__ import annotations
@@ -18,6 +19,8 @@ from pathlib import Path
 from rich.table import Table
 
 from zkconsumer.analysis.spark import build_session
+from zkconsumer.cli.sim import variant_settings
+from zkconsumer.config import PROFILES
 from zkconsumer.consoles import make_console
 from zkconsumer.lab.nemesis_run import LabJudge, run_nemesis
 from zkconsumer.scenario.nemesis import NemesisSettings
@@ -36,12 +39,23 @@ def real_schedules_per_minute(seeds: int, settings: NemesisSettings, console) ->
         judge.close()
 
 
+def _job(name: str, settings: NemesisSettings) -> SimJob:
+    """A profile's job, or a variant's as ``zkconsumer sim --variant`` builds it."""
+    if name in PROFILES:
+        return SimJob(name, SourceKind.NEMESIS, nemesis=settings)
+    variant = variant_settings(name)
+    return SimJob(variant.pop("profile"), SourceKind.NEMESIS, nemesis=settings, **variant)
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--seeds", type=int, default=200)
     ap.add_argument("--duration", type=float, default=60.0, help="simulated seconds per schedule (default 60)")
     ap.add_argument("--real-seeds", type=int, default=1, help="real lab runs for the baseline (0: none)")
     ap.add_argument("--master", default="local[*]")
+    ap.add_argument("--variants", default="default,kafka-0.8",
+                    help="profiles (default, kafka-0.8) or zkconsumer sim's variants (coordinator, cooperative-sticky, "
+                         "static), comma-separated (default: the two profiles)")
     args = ap.parse_args()
     console = make_console()
     logging.disable(logging.WARNING)
@@ -50,8 +64,8 @@ def main() -> None:
     rows = []
     spark = build_session(args.master, "zkconsumer-sim-benchmark")
     try:
-        for profile in ("default", "kafka-0.8"):
-            job = SimJob(profile, SourceKind.NEMESIS, nemesis=settings)
+        for profile in [v.strip() for v in args.variants.split(",") if v.strip()]:
+            job = _job(profile, settings)
             started = time.perf_counter()
             local = SimSummary(job, run_local(job, seeds[: max(1, len(seeds) // 4)]), 0.0)
             local.wall_s = time.perf_counter() - started

@@ -14,7 +14,7 @@ import sys
 
 import pytest
 
-from zkconsumer.cli.sim import SIM_VARIANTS, _variant_settings
+from zkconsumer.cli.sim import SIM_VARIANTS, variant_settings
 from zkconsumer.sim.runs import SimJob, SourceKind, run_seed
 
 #: A short run: two members, a third joins, the first is killed, the second paused past its session.
@@ -52,7 +52,7 @@ def _quiet():
 
 
 def job(variant: str, scenario_text: str = SHORT) -> SimJob:
-    settings = _variant_settings(variant)
+    settings = variant_settings(variant)
     profile = settings.pop("profile")
     return SimJob(profile, SourceKind.SCENARIO, scenario_text=scenario_text, scenario_source="short.toml",
                   **settings)
@@ -94,9 +94,9 @@ def test_one_seed_is_one_trace_per_variant_across_processes_and_hash_seeds(runs)
 
 def test_the_variants_are_compares_and_the_others_are_refused_with_why() -> None:
     assert set(SIM_VARIANTS) >= {"zookeeper-default", "zookeeper-kafka-0.8", *COORDINATOR_VARIANTS}
-    settings = _variant_settings("cooperative-sticky")
+    settings = variant_settings("cooperative-sticky")
     assert (settings["strategy"], str(settings["mode"])) == ("cooperative-sticky", "coordinator")
-    absent = dict(_variant_settings("coordinator")["absent"])
+    absent = dict(variant_settings("coordinator")["absent"])
     assert "no ZooKeeper session" in absent[next(k for k in absent if str(k) == "expire")]
     done = subprocess.run([sys.executable, "-m", "zkconsumer", "sim", "--variant", "coordinator-kafka-3.9",
                            "--seed", "1"], capture_output=True, text=True, timeout=60)

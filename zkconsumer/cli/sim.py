@@ -127,7 +127,7 @@ def _job(args: argparse.Namespace) -> SimJob:
     if args.profile not in PROFILES:
         raise CliError(f"unknown profile {args.profile!r}; one of: {', '.join(PROFILES)}")
     service = ServiceModel(args.zk_service or "none")
-    variant = _variant_settings(args.variant) if args.variant else {}
+    variant = variant_settings(args.variant) if args.variant else {}
     profile = variant.pop("profile", args.profile)
     if args.scenario:
         path = Path(args.scenario)
@@ -143,7 +143,7 @@ def _job(args: argparse.Namespace) -> SimJob:
     return SimJob(profile, SourceKind.NEMESIS, nemesis=settings, service=service, **variant)
 
 
-def _variant_settings(name: str) -> dict:
+def variant_settings(name: str) -> dict:
     """What a SimJob takes of compare's variant ``name`` (lab/variants.py): its mode, profile, strategy, static
     members and the actions it has no counterpart for. Only the variants whose members and broker are the
     project's own run in simulation."""
