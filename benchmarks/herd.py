@@ -239,17 +239,23 @@ def main() -> None:
                     help="the members as threads of this process, not of host processes")
     args = ap.parse_args()
     console = make_console()
-    partitions = 2 * max(args.sizes)
-    rows = []
+    rows = run_all(args.protocols, args.sizes, args.rounds, console, InProcessGroup if args.in_process else Group)
+    console.print(table(list(rows.values()), min(args.sizes)))
+
+
+def run_all(protocols: list[str], sizes: list[int], rounds: int, console, group_class: type = Group  # noqa: ANN001
+            ) -> dict[tuple[str, int], dict]:
+    """Every protocol at every size on one ZooKeeper and one broker, the topic of 2 × the largest size."""
+    partitions = 2 * max(sizes)
+    rows = {}
     with ZooKeeperServer(servers=1) as zk, tempfile.TemporaryDirectory() as data:
         with Registry.open(zk.connect_string) as reg:
             create_topic(reg, TOPIC, partitions)
         with Broker(zk.connect_string, data_dir=Path(data), group_initial_rebalance_delay_ms=0) as broker:
-            for protocol in args.protocols:
-                for size in args.sizes:
-                    rows.append(run(broker, protocol, size, partitions, args.rounds, console,
-                                    InProcessGroup if args.in_process else Group))
-    console.print(table(rows, min(args.sizes)))
+            for protocol in protocols:
+                for size in sizes:
+                    rows[(protocol, size)] = run(broker, protocol, size, partitions, rounds, console, group_class)
+    return rows
 
 
 def table(rows: list[dict], base: int) -> Table:

@@ -13,18 +13,13 @@ from __future__ import annotations
 import argparse
 import json
 import logging
-import tempfile
 from pathlib import Path
 
-from herd import ASSIGNORS, TOPIC, InProcessGroup, run
+from herd import ASSIGNORS, InProcessGroup, run_all
 from rich.table import Table
 
-from zkconsumer.broker import Broker
 from zkconsumer.consoles import make_console
 from zkconsumer.sim import herd_benchmark
-from zkconsumer.zk.registry import Registry
-from zkconsumer.zk.server import ZooKeeperServer
-from zkconsumer.zk.topics import create_topic
 
 APIS = ("JoinGroup", "SyncGroup", "Heartbeat")
 
@@ -39,15 +34,7 @@ def main() -> None:
     console = make_console()
     logging.disable(logging.WARNING)
     partitions = 2 * max(args.sizes)
-    real = {}
-    with ZooKeeperServer(servers=1) as zk, tempfile.TemporaryDirectory() as data:
-        with Registry.open(zk.connect_string) as reg:
-            create_topic(reg, TOPIC, partitions)
-        with Broker(zk.connect_string, data_dir=Path(data), group_initial_rebalance_delay_ms=0) as broker:
-            for protocol in args.protocols:
-                for size in args.sizes:
-                    real[(protocol, size)] = run(broker, protocol, size, partitions, args.rounds, console,
-                                                 InProcessGroup)
+    real = run_all(args.protocols, args.sizes, args.rounds, console, InProcessGroup)
     rows = []
     for (protocol, size), r in real.items():
         s = herd_benchmark.measure(protocol, size, args.rounds, partitions)

@@ -40,12 +40,6 @@ def test_a_join_and_a_leave_count_every_members_requests(herds, protocol: str, j
     assert r.cold_ms >= 3000  # group.initial.rebalance.delay.ms: the coordinator's own timer, on virtual time
 
 
-def test_one_seed_is_one_run(herds) -> None:
-    """Across processes and string-hash seeds too: tests/test_sim_coordinator_world.py runs kafka-python so."""
-    again = ch.measure("cooperative", 6, rounds=1)
-    assert {**again.as_dict(), "wall_s": 0} == {**herds["cooperative"].as_dict(), "wall_s": 0}
-
-
 def test_the_brokers_cpu_slows_a_large_group(herds) -> None:
     """The broker takes its requests one at a time: at 30 ms a JoinGroup and a SyncGroup, six members' rejoin and
     sync take longer than with CPU free, and the requests are the same."""

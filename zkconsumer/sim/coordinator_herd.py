@@ -315,18 +315,25 @@ def measure(protocol: GroupProtocol | str, size: int, rounds: int = 3, partition
     io = KafkaIO(world.runtime, world.network, random.Random(f"kafka-{seed}"))
     data_dir = tempfile.mkdtemp(prefix="zkconsumer-sim-broker-")  # the broker's log: real files, removed after
     herd = _Herd(world, protocol, result, cost, data_dir)
-    quiet = logging.root.manager.disable  # a simulated member logs what a real one logs; the result says what matters
+    run_routed(world, io, herd.lab, data_dir)
+    result.wall_s = time.perf_counter() - started
+    return result
+
+
+def run_routed(world: KazooWorld, io: KafkaIO, main: Any, data_dir: str) -> None:
+    """Run ``main`` on ``world`` with kafka-python routed to it, the members' logging quiet (a simulated member logs
+    what a real one logs; the result says what matters), the broker's version probed afresh (as a fresh process
+    does); the broker's ``data_dir`` removed after."""
+    quiet = logging.root.manager.disable
     logging.disable(max(quiet, logging.WARNING))
-    broker_version.clear_cache()  # each run probes the broker's version once, as a fresh process does
+    broker_version.clear_cache()
     try:
         with kafka_routed(io):
             try:
-                world.run(herd.lab)
+                world.run(main)
             finally:
                 world.close()
     finally:
         logging.disable(quiet)
         broker_version.clear_cache()
         shutil.rmtree(data_dir, ignore_errors=True)
-    result.wall_s = time.perf_counter() - started
-    return result

@@ -15,9 +15,7 @@ network (:data:`~.coordinator_herd.BASE_DELAY_US` a hop), the broker's CPU charg
 from __future__ import annotations
 
 import contextlib
-import logging
 import random
-import shutil
 import statistics
 import tempfile
 from collections import Counter
@@ -27,10 +25,9 @@ from kafka import KafkaConsumer
 from kafka.coordinator.assignors.cooperative_sticky import CooperativeStickyAssignor
 from kafka.coordinator.assignors.range import RangePartitionAssignor
 
-from zkconsumer import broker_version
 from zkconsumer.sim import tasks
-from zkconsumer.sim.coordinator_herd import BASE_DELAY_US, LAB_COORDINATOR, CostedBroker, start_broker
-from zkconsumer.sim.kafka_io import KafkaIO, kafka_routed
+from zkconsumer.sim.coordinator_herd import BASE_DELAY_US, LAB_COORDINATOR, CostedBroker, run_routed, start_broker
+from zkconsumer.sim.kafka_io import KafkaIO
 from zkconsumer.sim.kazoo_world import KazooWorld
 
 TOPIC = GROUP = "herd"
@@ -121,17 +118,5 @@ def measure(protocol: str, size: int, rounds: int = 3, partitions: int | None = 
                    join_requests={k: join_reqs[k] / rounds for k in GROUP_APIS},
                    leave_requests={k: leave_reqs[k] / rounds for k in GROUP_APIS})
 
-    quiet = logging.root.manager.disable
-    logging.disable(max(quiet, logging.WARNING))
-    broker_version.clear_cache()
-    try:
-        with kafka_routed(io):
-            try:
-                world.run(lab)
-            finally:
-                world.close()
-    finally:
-        logging.disable(quiet)
-        broker_version.clear_cache()
-        shutil.rmtree(data_dir, ignore_errors=True)
+    run_routed(world, io, lab, data_dir)
     return row
