@@ -101,3 +101,37 @@ def test_the_variants_are_compares_and_the_others_are_refused_with_why() -> None
     done = subprocess.run([sys.executable, "-m", "zkconsumer", "sim", "--variant", "coordinator-kafka-3.9",
                            "--seed", "1"], capture_output=True, text=True, timeout=60)
     assert done.returncode != 0 and "not the project's code" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_routing_kafka_python_is_undone_after_a_run_and_refuses_to_nest() -> None:
+    """A simulation owns the process while it runs: after it, every kafka-python module has its real ``time``,
+    ``socket``, ``selectors`` and ``threading`` again, and so have the broker's server, the config defaults and the
+    producer's sender thread, even when the run failed; routing twice at once is refused."""
+    import selectors
+    import socket
+    import threading
+    import time
+
+    import kafka.consumer.group
+    import kafka.net.selector
+    import kafka.producer.sender
+
+    from zkconsumer.broker import server
+    from zkconsumer.sim import tasks
+    from zkconsumer.sim.kafka_io import KafkaIO, kafka_routed
+    from zkconsumer.sim.kazoo_world import KazooWorld
+
+    world = KazooWorld(seed=1)
+    io = KafkaIO(world.runtime, world.network, __import__("random").Random(1))
+    lt, start = kafka.net.selector.Task.__lt__, kafka.producer.sender.Sender.start
+    with pytest.raises(RuntimeError, match="inside"), kafka_routed(io):
+        assert kafka.net.selector.time is io.time and server.socket is io.socket
+        assert kafka.consumer.group.KafkaConsumer.DEFAULT_CONFIG["selector"] is not selectors.DefaultSelector
+        with pytest.raises(tasks.SimulationError, match="already routed"), kafka_routed(io):
+            pass
+        raise RuntimeError("a run failing inside")
+    assert (kafka.net.selector.time, kafka.net.selector.threading, server.socket, server.selectors) == (
+        time, threading, socket, selectors)
+    assert kafka.consumer.group.KafkaConsumer.DEFAULT_CONFIG["selector"] is selectors.DefaultSelector
+    assert kafka.net.selector.Task.__lt__ is lt and kafka.producer.sender.Sender.start is start
+    assert "start" not in vars(kafka.producer.sender.Sender)  # inherited from threading.Thread, as before
