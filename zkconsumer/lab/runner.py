@@ -296,7 +296,7 @@ class Lab:
 
     def _producer(self) -> None:
 
-        producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks=1, linger_ms=5,
+        producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks=1, linger_ms=5, metrics_enabled=False,
                                  **broker_version.client_settings(self.bootstrap))
         parts = [(t, p) for t, n in self.plan.topics.items() for p in range(n)]
 

@@ -53,7 +53,9 @@ _REAL: dict[str, ModuleType] = {"threading": sys.modules["threading"], "time": s
                                 "socket": socket, "selectors": selectors, "random": random}
 #: the first port a listener asking for port 0 gets (Kafka's)
 FIRST_PORT = 9092
-#: virtual CPU time a turn of an event loop's ``select`` costs. Live, every turn of a loop takes some time; on
+#: virtual CPU time a turn of an event loop's ``select`` costs when it comes at the instant the loop's previous turn
+#: ended (a turn after time has passed is charged nothing: it is the spin below this guards against, and parking
+#: every turn cost a fifth of a run's wall). Live, every turn of a loop takes some time; on
 #: virtual time a turn that does not block takes none, and a loop that polls until a deadline (kafka-python's
 #: ``poll`` while its JoinGroup is in flight: ``Timer.timeout_ms`` truncates the last sub-millisecond to 0 while
 #: ``expired`` is still false) would spin forever at one instant, and so would a thread and the IO loop handing
@@ -271,6 +273,7 @@ class SimSelector(selectors.BaseSelector):
     def __init__(self) -> None:
         self._runtime = tasks.active()
         self._map: dict[Any, selectors.SelectorKey] = {}
+        self._last_turn_us = -1
 
     def register(self, fileobj: Any, events: int, data: Any = None) -> selectors.SelectorKey:
         if fileobj in self._map:
@@ -299,13 +302,16 @@ class SimSelector(selectors.BaseSelector):
         return ready
 
     def select(self, timeout: float | None = None) -> list[tuple[selectors.SelectorKey, int]]:
-        self._runtime.sleep(SELECT_COST_S)  # every turn takes time, one woken at once by another task's too
+        clock = self._runtime.scheduler
+        if clock.now_us == self._last_turn_us:  # a second turn at one instant: it takes its time (SELECT_COST_S)
+            self._runtime.sleep(SELECT_COST_S)
+            timeout = None if timeout is None else timeout - SELECT_COST_S
         ready = self._ready()
-        if ready or (timeout is not None and timeout <= SELECT_COST_S):
-            return ready
-        waitlists = [w for key in self._map.values() for w in key.fileobj.waitlists()]
-        self._runtime.block(waitlists, None if timeout is None else timeout - SELECT_COST_S)
-        return self._ready()
+        if not ready and (timeout is None or timeout > 0):
+            self._runtime.block([w for key in self._map.values() for w in key.fileobj.waitlists()], timeout)
+            ready = self._ready()
+        self._last_turn_us = clock.now_us
+        return ready
 
     def close(self) -> None:
         self._map.clear()

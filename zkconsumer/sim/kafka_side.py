@@ -101,8 +101,9 @@ class KafkaSide(LogEnds):
             return
         producer = self._producer
         if producer is None:
-            producer = self._producer = KafkaProducer(bootstrap_servers=self.bootstrap, acks=1, linger_ms=5,
-                                                      **broker_version.client_settings(self.bootstrap))
+            producer = self._producer = KafkaProducer(
+                bootstrap_servers=self.bootstrap, acks=1, linger_ms=5, metrics_enabled=False,
+                **broker_version.client_settings(self.bootstrap))
         for _ in range(count):
             seq = self.log_end.get((topic, partition), 0)
             producer.send(topic, value=encode_value(topic, partition, seq), partition=partition)

@@ -206,6 +206,7 @@ class CoordinatorConsumerConnector(ConsumerBase):
         static = {"group_instance_id": c.group_instance_id} if c.group_instance_id else {}
         return dict(bootstrap_servers=self.bootstrap, client_id=c.client_id, group_id=self.group, **static,
                     enable_auto_commit=False,  # we commit processed offsets ourselves
+                    metrics_enabled=False,  # nobody reads kafka-python's sensors; recording them costs each request
                     auto_offset_reset="earliest" if c.auto_offset_reset == "smallest" else "latest",
                     partition_assignment_strategy=self._assignors,
                     session_timeout_ms=c.get("session.timeout.ms"),
