@@ -57,7 +57,6 @@ class _Member:
             with contextlib.suppress(Exception):  # as the benchmark: a rebalance in progress, poll again
                 consumer.poll(timeout_ms=50)
                 self.assigned = frozenset(tp.partition for tp in consumer.assignment())
-            self.stop.wait(0)  # the benchmark's thread yields between polls as any thread does
         with contextlib.suppress(Exception):
             consumer.close(autocommit=False)
         self.left.set()

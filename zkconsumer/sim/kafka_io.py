@@ -262,10 +262,6 @@ class SimListener:
             self._io.runtime.wake_all(self.waiters)
 
 
-class _WakeupSocket(SimSocket):
-    """One end of ``socket.socketpair()``: in-process, instantaneous, no network in between."""
-
-
 class SimSelector(selectors.BaseSelector):
     """``selectors.DefaultSelector`` over simulated sockets: :meth:`select` parks the calling task until one of
     the registered sockets is ready for what it was registered for, or ``timeout`` seconds of virtual time."""
@@ -410,7 +406,7 @@ class _SocketModule(SimpleNamespace):
     def socketpair(self, *_: Any) -> tuple[SimSocket, SimSocket]:
         a, b = local_pair(self._io.runtime)
         host = self._io.host()
-        return _WakeupSocket(self._io, host, a), _WakeupSocket(self._io, host, b)
+        return SimSocket(self._io, host, a), SimSocket(self._io, host, b)
 
     def getaddrinfo(self, host: str, port: int, *_: Any, **__: Any) -> list[tuple]:
         return [(socket.AF_INET, socket.SOCK_STREAM, socket.IPPROTO_TCP, "", (host, int(port)))]

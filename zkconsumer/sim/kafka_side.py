@@ -20,7 +20,6 @@ from __future__ import annotations
 
 import shutil
 import tempfile
-from typing import Any
 
 from kafka import KafkaProducer
 
@@ -41,10 +40,9 @@ BROKER_ADDRESS = ("127.0.0.1", 9092)
 class KafkaSide(LogEnds):
     """The broker process and the producer of one coordinator-mode world (``log_end``: what the producer was handed)."""
 
-    def __init__(self, kw: KazooWorld, io: KafkaIO, group: GroupSettings, session_timeout_ms: int) -> None:
+    def __init__(self, kw: KazooWorld, io: KafkaIO, group: GroupSettings) -> None:
         super().__init__()
         self.kw, self.io, self.group = kw, io, group
-        self.session_timeout_ms = session_timeout_ms
         #: the broker's process is not running (killed, not started again)
         self.down = True
         self.broker: Broker | None = None
@@ -118,7 +116,3 @@ class KafkaSide(LogEnds):
         if self._producer is not None:
             producer, self._producer = self._producer, None
             producer.close(timeout=5)
-
-    def client(self, host: str, settings: dict[str, Any]) -> Any:
-        """0.8 members fetch through :class:`~.broker.SimBroker`; a coordinator-mode world has none."""
-        raise tasks.SimulationError("a coordinator-mode world runs no 0.8 member")

@@ -216,7 +216,7 @@ class SimWorld:
         self.coordinated = plan.mode is LabMode.COORDINATOR
         self.kafka_io = KafkaIO(self.rt, self.network, random.Random(f"kafka-{seed}")) if self.coordinated else None
         self.broker: SimBroker | KafkaSide = (
-            KafkaSide(self.kw, self.kafka_io, plan.group_settings(), plan.session_timeout_ms) if self.kafka_io
+            KafkaSide(self.kw, self.kafka_io, plan.group_settings()) if self.kafka_io
             else SimBroker(self.rt, BROKER_DELAY_MS))
         self._absent = {kind for kind, _ in plan.absent}
         #: coordinator mode: each partition's highest commit as the members' trace lines report it (the lab's count)
