@@ -116,6 +116,7 @@ def test_routing_kafka_python_is_undone_after_a_run_and_refuses_to_nest() -> Non
     import kafka.net.selector
     import kafka.producer.sender
 
+    from zkconsumer import broker_version
     from zkconsumer.broker import server
     from zkconsumer.sim import tasks
     from zkconsumer.sim.kafka_io import KafkaIO, kafka_routed
@@ -132,6 +133,7 @@ def test_routing_kafka_python_is_undone_after_a_run_and_refuses_to_nest() -> Non
         raise RuntimeError("a run failing inside")
     assert (kafka.net.selector.time, kafka.net.selector.threading, server.socket, server.selectors) == (
         time, threading, socket, selectors)
+    assert broker_version.socket is socket  # the version probe is routed too, and given back
     assert kafka.consumer.group.KafkaConsumer.DEFAULT_CONFIG["selector"] is selectors.DefaultSelector
     assert kafka.net.selector.Task.__lt__ is lt and kafka.producer.sender.Sender.start is start
     assert "start" not in vars(kafka.producer.sender.Sender)  # inherited from threading.Thread, as before

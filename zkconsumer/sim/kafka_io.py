@@ -13,7 +13,8 @@ kazoo's clocks:
   one of its sockets is ready or the (virtual) timeout passes.
 
 The broker's server (``zkconsumer/broker/server.py``: one thread per connection reading size-prefixed frames)
-takes ``socket`` and ``selectors`` the same way, and is routed too: its listener is :class:`SimListener`, so
+takes ``socket`` and ``selectors`` the same way, and is routed too (and so is the broker-version probe,
+``zkconsumer/broker_version.py``): its listener is :class:`SimListener`, so
 the project's real broker (its dispatcher, its handlers, its group coordinator, its log) serves the simulated
 members on the simulated network.
 
@@ -43,6 +44,7 @@ import kafka.admin
 import kafka.net.selector
 import kafka.producer.sender
 
+from zkconsumer import broker_version
 from zkconsumer.broker import server as broker_server
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.sim import tasks
@@ -422,10 +424,16 @@ class _SocketModule(SimpleNamespace):
         return sock
 
 
+#: zkconsumer's own modules that open sockets themselves: the broker's server (it serves the simulated members), and
+#: the broker-version probe a coordinator-mode member sends before its client starts (left live, it opened a real
+#: socket to 127.0.0.1:9092 from inside a simulation)
+OWN_SOCKET_MODULES: tuple[ModuleType, ...] = (broker_server, broker_version)
+
+
 def _routed_modules() -> list[ModuleType]:
-    """kafka-python's loaded modules (its vendored six aside) and the broker's server."""
+    """kafka-python's loaded modules (its vendored six aside) and :data:`OWN_SOCKET_MODULES`."""
     names = sorted(n for n in sys.modules if (n == "kafka" or n.startswith("kafka.")) and ".vendor" not in n)
-    return [sys.modules[n] for n in names if sys.modules[n] is not None] + [broker_server]
+    return [sys.modules[n] for n in names if sys.modules[n] is not None] + list(OWN_SOCKET_MODULES)
 
 
 def _selector_defaults(modules: list[ModuleType]) -> list[dict]:
