@@ -209,3 +209,45 @@ def join_again(c: GroupCoordinator, member_id: str):
 
 def s_id(c: GroupCoordinator, instance: str) -> str:
     return c.groups["g"].static_member(instance).member_id
+
+
+def test_a_member_whose_syncgroup_wait_ends_with_the_generation_gets_a_fresh_session() -> None:
+    """Issue 54 (found by the simulator): two members get their JoinGroup answers in one millisecond; the leader dies
+    before its SyncGroup, the follower waits in its SyncGroup. When the leader's session expires the generation ends,
+    the follower's SyncGroup is answered REBALANCE_IN_PROGRESS and, as in Kafka (propagateAssignment), its session
+    starts again then; it is not expired in the same millisecond as the leader, but one session later if silent."""
+    clock = ManualClock(T0)
+    c = manual(clock, group_initial_rebalance_delay_ms=100)
+    try:
+        out: dict = {}
+        joins = [threading.Thread(target=lambda k=k: out.setdefault(k, join(c, session=500, rebalance=60_000)),
+                                  daemon=True) for k in ("a", "b")]
+        for t in joins:
+            t.start()
+        wait_until(lambda: len(c.describe("g").members) == 2, message="both joins to arrive")
+        while c.describe("g").state == "PreparingRebalance":  # the initial delay, extended once for b
+            clock.advance(100)
+            c.tick()
+        for t in joins:
+            t.join(5)
+        leader = out["a"].leader
+        follower = next(r.member_id for r in out.values() if r.member_id != leader)
+        synced: dict = {}
+        syncing = threading.Thread(target=lambda: synced.setdefault(
+            "answer", c.sync("g", 1, follower, None, None, None, {})), daemon=True)
+        syncing.start()
+        wait_until(lambda: c.groups["g"].members[follower].awaiting_sync, message="the follower's SyncGroup to wait")
+        clock.advance(501)
+        c.tick()  # the leader never synced: its session is over, and so is the generation
+        syncing.join(5)
+        assert synced["answer"].error == KafkaCode.REBALANCE_IN_PROGRESS
+        group = c.groups["g"]
+        assert (group.has(leader), group.has(follower)) == (False, True)
+        clock.advance(500)
+        c.tick()
+        assert group.has(follower)
+        clock.advance(1)
+        c.tick()  # silent since its SyncGroup was answered: removed one session timeout later
+        assert not group.has(follower)
+    finally:
+        c.stop()

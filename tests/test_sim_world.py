@@ -21,7 +21,7 @@ from zkconsumer.lab.runner import Lab
 from zkconsumer.records import encode_value
 from zkconsumer.scenario import nemesis
 from zkconsumer.scenario import reader as scenarios
-from zkconsumer.scenario.model import ActionKind
+from zkconsumer.scenario.model import ActionKind, Step
 from zkconsumer.scenario.plan import RunPlan
 from zkconsumer.sim.broker import value_encoder
 from zkconsumer.sim.runs import SimJob, SourceKind, run_seed, shrink
@@ -114,8 +114,11 @@ def test_a_simulated_member_is_configured_as_the_labs(tmp_path, name: str, profi
 
 
 def test_what_cannot_be_simulated_is_refused_by_name() -> None:
-    plan = RunPlan.from_scenario(scenarios.builtin("migration"))
-    with pytest.raises(SimRefused, match=r"migrate at [\d.]+ s: no simulated counterpart yet \(the migration"):
+    plan = RunPlan.from_scenario(scenarios.builtin("migration"))  # the migration, outside migrate mode
+    with pytest.raises(SimRefused, match=r"migrate and rollback steps need mode migrate \(zkconsumer sim --mode"):
+        SimWorld(plan, 1)
+    plan = RunPlan(steps=[Step(1.0, ActionKind.KILL_COORDINATOR)], consumers=2)
+    with pytest.raises(SimRefused, match=r"kill-coordinator at 1 s: no simulated counterpart yet \(a cluster"):
         SimWorld(plan, 1)
 
 
@@ -123,7 +126,8 @@ def test_what_cannot_be_simulated_is_refused_by_name() -> None:
     (["--seeds", "0"], "--seeds takes a number of seeds, 1 or more"),
     (["--profile", "kafka-0.9", "--seed", "1"], "unknown profile 'kafka-0.9'"),
     (["--seed", "1", "--seeds", "3"], "not both"),
-    (["--scenario", "migration", "--seed", "1"], "migrate at"),
+    (["--scenario", "migration", "--seed", "1"], "need mode migrate (zkconsumer sim --mode migrate"),
+    (["--mode", "migrate", "--variant", "coordinator", "--seed", "1"], "leave out --variant"),
     (["--seeds", "3", "--actions", "pause,kill-coordinator"], "no drawing rule yet for kill-coordinator"),
 ])
 def test_bad_input_is_one_clear_line(args: list[str], message: str) -> None:

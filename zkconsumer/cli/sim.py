@@ -25,6 +25,7 @@ from zkconsumer.config import PROFILES
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.lab.variants import VARIANTS
 from zkconsumer.scenario import nemesis
+from zkconsumer.scenario.model import LabMode
 
 if TYPE_CHECKING:
     from zkconsumer.sim.runs import SimJob
@@ -66,6 +67,11 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help=f"a variant of `zkconsumer compare` instead of a profile: {', '.join(SIM_VARIANTS)} "
                         "(coordinator mode: the project's coordinator-mode members, kafka-python's group client, "
                         "against the project's broker)")
+    p.add_argument("--mode", choices=(LabMode.MIGRATE.value,), default=None,
+                   help="migrate: the lab's migrate mode: members started --migratable (both connectors), moved to "
+                        "the coordinator by zkconsumer migrate's own driver; nemesis schedules get a migrate step "
+                        "(and in a quarter of the seeds a rollback), a scenario brings its own; judged also on how "
+                        "the migration ended (never a mixed group, the driver's ownership verdict)")
     p.add_argument("--scenario", metavar="NAME|FILE",
                    help="a shipped scenario (zkconsumer lab --list-scenarios) or a scenario file; without it each "
                         "seed draws a nemesis schedule")
@@ -127,7 +133,11 @@ def _job(args: argparse.Namespace) -> SimJob:
     if args.profile not in PROFILES:
         raise CliError(f"unknown profile {args.profile!r}; one of: {', '.join(PROFILES)}")
     service = ServiceModel(args.zk_service or "none")
+    if args.mode and args.variant:
+        raise CliError("--mode migrate moves a 0.8 group (--profile) to the coordinator; leave out --variant")
     variant = variant_settings(args.variant) if args.variant else {}
+    if args.mode:
+        variant = {"mode": LabMode(args.mode)}
     profile = variant.pop("profile", args.profile)
     if args.scenario:
         path = Path(args.scenario)
@@ -207,6 +217,10 @@ def _one(args: argparse.Namespace, job: SimJob) -> int:
         if name in result.broken:
             console.print(f"  first {name}: {breach['detail'] or ''} at {breach['ts']} by {breach['consumer']} "
                           f"on {breach['topic']}-{breach['partition']}", highlight=False)
+    if result.migration is not None:
+        m = result.migration
+        console.print(f"  migration: {m['result']}; plan at the end {m['plan'] or '(none)'}; "
+                      f"{m['ownership'] or 'no ownership verdict'}", highlight=False)
     console.print(f"  {result.virtual_ms / 1000:.1f} s simulated in {result.wall_s:.2f} s; {result.trace_lines} trace "
                   f"lines (sha256 {result.trace_sha256[:16]}…); {result.zookeeper_requests} ZooKeeper requests",
                   highlight=False)
@@ -270,8 +284,11 @@ def _many(args: argparse.Namespace, job: SimJob, seeds: list[int]) -> int:
     table.add_column("first seeds")
     for inv, n in summary.breaches().items():
         seeds_ = [r.seed for r in results if inv.value in r.broken][:8]
-        table.add_row(inv.label, f"{n} of {summary.runs}", ", ".join(map(str, seeds_)))
+        table.add_row(getattr(inv, "label", str(inv)), f"{n} of {summary.runs}", ", ".join(map(str, seeds_)))
     console.print(table)
+    if job.mode is LabMode.MIGRATE:
+        ends = ", ".join(f"{what} {n}" for what, n in sorted(summary.migration_results().items()))
+        console.print(f"migrations ended: {ends}", highlight=False)
     console.print(f"{summary.runs} schedules in {summary.wall_s:.1f} s: {summary.schedules_per_minute:,.0f} a minute",
                   highlight=False)
     for entry in summary.shrunk:

@@ -320,11 +320,18 @@ class GroupCoordinator(GroupAdmin):
 
     def _prepare_rebalance(self, group: Group, now: int, reason: str) -> None:
         if group.is_(GroupState.COMPLETING_REBALANCE):
-            for m in group.members.values():  # waiting SyncGroups learn that the generation is over
+            # waiting SyncGroups learn that the generation is over; the session of each member whose wait ends
+            # here starts again now (Kafka's propagateAssignment → completeAndScheduleNextHeartbeatExpiration).
+            # Restarted from its last heartbeat instead, every member that got its JoinGroup answer at the instant
+            # the leader did expired in the same millisecond as the silent leader whose expiry ended the wait: the
+            # simulator found a group of three emptied by one dead leader (issue 54)
+            for m in group.members.values():
                 m.awaiting_sync = False
-                self._parked_syncs.complete((group.group_id, m.member_id),
-                                            SyncResult(KafkaCode.REBALANCE_IN_PROGRESS))
-                self.sessions.restart(group, m)
+                if self._parked_syncs.complete((group.group_id, m.member_id),
+                                               SyncResult(KafkaCode.REBALANCE_IN_PROGRESS)):
+                    self.sessions.heard_from(group, m, now)
+                else:
+                    self.sessions.restart(group, m)
         was_empty = group.is_(GroupState.EMPTY)
         group.transition(GroupState.PREPARING_REBALANCE, now)
         self.delayed_joins.begin(group, now, from_empty=was_empty)

@@ -25,6 +25,7 @@ from kazoo.recipe.watchers import DataWatch
 from zkconsumer import runtime
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
+from zkconsumer.consumer.member_io import LIVE, MemberIO
 from zkconsumer.consumer.streams import KafkaStream
 from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
 from zkconsumer.migration.bridge import BridgeAssignor, ZkBridge
@@ -66,15 +67,19 @@ def ack_path(group: str, consumer_id: str) -> str:
 class MigratableConsumer:
     """One group member that switches mode when ``/consumers/<g>/migration`` tells it to."""
 
-    def __init__(self, config: ConsumerConfig, subscription: Subscription) -> None:
+    def __init__(self, config: ConsumerConfig, subscription: Subscription, io: MemberIO = LIVE) -> None:
+        """``io``: where the member's ZooKeeper connections (its own, for the plan and the bridge, and its
+        ZooKeeper-mode connector's) and its fetcher's broker client come from: live by default, the simulator's
+        network in ``zkconsumer sim --mode migrate`` (consumer/member_io.py)."""
         # One consumer id for both modes: generated once, here, when consumer.id is not set.
         suffix = config.consumer_id or layout.consumer_uuid()
         self.config = config.with_overrides(**{"consumer.id": suffix})
         self.group = self.config.group_id
         self.consumer_id = layout.make_consumer_id(self.group, suffix)
         self.subscription = subscription
+        self.io = io
         self.zk = connect(self.config.zookeeper_connect, session_timeout_ms=self.config.session_timeout_ms,
-                          connection_timeout_ms=self.config.connection_timeout_ms)
+                          connection_timeout_ms=self.config.connection_timeout_ms, handler=io.zk_handler)
         self.registry = Registry(self.zk)
         self._plan = MigrationPlan()
         self._plan_version = -1  # the plan node's data version this member last read
@@ -173,7 +178,7 @@ class MigratableConsumer:
 
     def _start(self, mode: GroupMode, bridged: bool):
         if mode is GroupMode.ZOOKEEPER:
-            return ZookeeperConsumerConnector(self.config), None
+            return ZookeeperConsumerConnector(self.config, io=self.io), None
         plan = self.plan
         config = self.config
         if plan.bootstrap and not config.bootstrap_servers:

@@ -35,6 +35,8 @@ from dataclasses import dataclass, field
 from enum import StrEnum
 from typing import Any
 
+from kafka.protocol.consumer.metadata import ConsumerProtocolAssignment
+
 from zkconsumer import broker_version
 from zkconsumer.broker.broker import Broker
 from zkconsumer.config import ConsumerConfig
@@ -242,7 +244,13 @@ class _Herd:
             generation, member_id = m.joined()
             if generation != group.generation or member_id not in group.members:
                 return False
-            seen += len(m.owned())
+            owned = m.owned()
+            # what the member holds is what this generation gave it: under cooperative-sticky a member that must
+            # give a partition up holds it until its revocation runs, and the partition's next owner waits for the
+            # generation after (read at the wrong instant, the first of the two looked settled)
+            if owned != assigned_partitions(group.members[member_id].assignment):
+                return False
+            seen += len(owned)
         return seen == self.partitions and len(set().union(*(m.owned() for m in live))) == self.partitions
 
     # ------------------------------------------------------------------------------------------------ the run
@@ -290,6 +298,14 @@ class _Herd:
         result.requests = broker.group_requests() - counted[0]
         result.bytes_to_server = broker.bytes_in - counted[1]
         result.bytes_from_server = broker.bytes_out - counted[2]
+
+
+def assigned_partitions(assignment: bytes) -> set[int]:
+    """The partitions of :data:`TOPIC` a SyncGroup assignment (as the coordinator stores it) gives its member."""
+    if not assignment:
+        return set()
+    return {p for topic, partitions in ConsumerProtocolAssignment.decode(assignment).assignment if topic == TOPIC
+            for p in partitions}
 
 
 def start_broker(world: KazooWorld, cost: CoordinatorCost, data_dir: str, topic: str, partitions: int,

@@ -383,12 +383,40 @@ class KafkaIO:
         task = self.runtime.current()
         return self.threads.get(task, task)
 
+    def process(self) -> Any:
+        """The simulated process the current task belongs to (None: the lab's own code)."""
+        task = self.runtime.current()
+        return None if task is None else task.process
+
     def host(self) -> str:
         """The host a socket opened now belongs to: its process's (a member's, the broker's), as the network's
         faults name it."""
         task = self.runtime.current()
         process = None if task is None else task.process
         return "lab" if process is None else process.name
+
+
+class _ProcessCache(dict):
+    """``broker_version``'s probe cache as each simulated process sees it: live, the cache lives as long as the
+    process, so every member process probes once and a restarted one probes again. One dict for the whole run
+    would let the first member's probe stand for all of them (and the next run's, in one interpreter), so the
+    timing of a member's start would depend on who started first: keyed here by (process, bootstrap)."""
+
+    def __init__(self, io: KafkaIO) -> None:
+        super().__init__()
+        self._io = io
+
+    def _key(self, key: Any) -> tuple[Any, Any]:
+        return (self._io.process(), key)  # the process by identity: looked up, never iterated
+
+    def __contains__(self, key: object) -> bool:
+        return super().__contains__(self._key(key))
+
+    def __getitem__(self, key: Any) -> Any:
+        return super().__getitem__(self._key(key))
+
+    def __setitem__(self, key: Any, value: Any) -> None:
+        super().__setitem__(self._key(key), value)
 
 
 class _SocketModule(SimpleNamespace):
@@ -507,6 +535,8 @@ def kafka_routed(io: KafkaIO) -> Iterator[None]:
                 if current is real:
                     saved.append((module, name, current))
                     setattr(module, name, shims[name])
+        saved.append((broker_version, "_cache", broker_version._cache))
+        broker_version._cache = _ProcessCache(io)
         for config in _selector_defaults(_routed_modules()):
             saved.append((config, "selector", config["selector"]))
             config["selector"] = SimSelector

@@ -13,12 +13,14 @@ A seed's trace hash is the same in a Spark task as alone, in any process under a
 from __future__ import annotations
 
 import logging
+from collections import Counter
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from zkconsumer.scenario.model import LabMode
 from zkconsumer.sim.checkers import Invariant
-from zkconsumer.sim.runs import SeedResult, SimJob, run_seed
+from zkconsumer.sim.runs import MigrationBreach, SeedResult, SimJob, run_seed
 
 #: seeds per Spark task: enough to amortise a task's start, few enough for an even spread and a moving progress bar
 SEEDS_PER_TASK = 10
@@ -70,9 +72,16 @@ class SimSummary:
     def breaching(self) -> list[int]:
         return [r.seed for r in self.results if not r.ok]
 
-    def breaches(self) -> dict[Invariant, int]:
-        """Per judged invariant: in how many seeds it broke."""
-        return {i: sum(1 for r in self.results if i.value in r.broken) for i in Invariant if i.judged}
+    def breaches(self) -> dict[Invariant | MigrationBreach, int]:
+        """Per judged invariant (and, in migrate mode, how a migration may end badly): in how many seeds it broke."""
+        judged: list[Invariant | MigrationBreach] = [i for i in Invariant if i.judged]
+        if self.job.mode is LabMode.MIGRATE:
+            judged += list(MigrationBreach)
+        return {i: sum(1 for r in self.results if i.value in r.broken) for i in judged}
+
+    def migration_results(self) -> dict[str, int]:
+        """Migrate mode: how many seeds' migrations ended each way (``done``, ``rolled back``, a failure's words)."""
+        return dict(Counter(r.migration["result"] for r in self.results if r.migration is not None))
 
     @property
     def schedules_per_minute(self) -> float:
@@ -88,10 +97,13 @@ class SimSummary:
             "runs": self.runs,
             "breaking_runs": len(self.breaching), "verdict": self.rate_text(),
             "breaches": {i.value: n for i, n in self.breaches().items()},
+            **({"mode": str(self.job.mode), "migration_results": self.migration_results()}
+               if self.job.mode is LabMode.MIGRATE else {}),
             "wall_seconds": round(self.wall_s, 3), "schedules_per_minute": round(self.schedules_per_minute, 1),
             "virtual_seconds": round(sum(r.virtual_ms for r in self.results) / 1000.0, 1),
             "seeds": [{"seed": r.seed, "verdict": "holds" if r.ok else "breaks", "broken": r.broken,
                        "trace_sha256": r.trace_sha256, "scenario": r.scenario,
-                       **({"member_errors": r.member_errors} if r.member_errors else {})} for r in self.results],
+                       **({"member_errors": r.member_errors} if r.member_errors else {}),
+                       **({"migration": r.migration} if r.migration is not None else {})} for r in self.results],
             "shrunk": self.shrunk,
         }

@@ -11,6 +11,7 @@ line as it is written, and returns a :class:`SeedResult`: plain data, so that a 
 from __future__ import annotations
 
 import dataclasses
+import random
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
@@ -22,7 +23,7 @@ from zkconsumer.config import PROFILES
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.scenario import nemesis, writer
 from zkconsumer.scenario import reader as scenarios
-from zkconsumer.scenario.model import ActionKind, LabMode, Scenario
+from zkconsumer.scenario.model import Action, ActionKind, LabMode, Scenario
 from zkconsumer.scenario.plan import RunPlan
 from zkconsumer.sim.checkers import Checker, SimVerdict
 from zkconsumer.sim.world import SimWorld
@@ -65,14 +66,15 @@ class SimJob:
 
     def scenario_for(self, seed: int) -> Scenario:
         if self.kind is SourceKind.NEMESIS:
-            return nemesis.draw(seed, self.nemesis)
+            drawn = nemesis.draw(seed, self.nemesis)
+            return with_migration(drawn, seed, self.nemesis) if self.mode is LabMode.MIGRATE else drawn
         if self.scenario_text is not None:
             return scenarios.loads(self.scenario_text, self.scenario_source or "<scenario>")
         return scenarios.builtin(self.scenario)
 
     def plan(self, scenario: Scenario) -> RunPlan:
         plan = RunPlan.from_scenario(scenario, profile=self.profile, properties=self.properties or None)
-        if not self.variant:
+        if not self.variant and self.mode is LabMode.ZOOKEEPER:
             return plan
         return dataclasses.replace(plan, mode=self.mode, strategy=self.strategy or plan.strategy,
                                    static_members=self.static_members, absent=self.absent)
@@ -80,13 +82,61 @@ class SimJob:
     @property
     def who(self) -> str:
         """What runs, as a breach's note and the tables name it: the variant, else the profile."""
+        if self.mode is LabMode.MIGRATE:
+            return f"mode migrate (profile {self.profile})"
         return f"variant {self.variant}" if self.variant else f"profile {self.profile}"
+
+    @property
+    def flag(self) -> str:
+        """The ``zkconsumer sim``/``lab`` flags that name what runs."""
+        if self.mode is LabMode.MIGRATE:
+            return f"--mode migrate --profile {self.profile}"
+        return f"--variant {self.variant}" if self.variant else f"--profile {self.profile}"
 
     @property
     def label(self) -> str:
         if self.kind is SourceKind.NEMESIS:
             return "nemesis"
         return self.scenario or self.scenario_source or "scenario"
+
+
+#: the migration's own steps, which a migrate-mode nemesis schedule gets besides its faults
+MIGRATION_KINDS = (ActionKind.MIGRATE, ActionKind.ROLLBACK)
+#: a rollback follows the migration in this share of the seeds (the lab runs it once the migration has ended)
+ROLLBACK_SHARE = 0.25
+
+
+def with_migration(drawn: Scenario, seed: int, settings: nemesis.NemesisSettings) -> Scenario:
+    """A nemesis schedule for ``zkconsumer sim --mode migrate``: the drawn faults, plus ``migrate`` at a time drawn
+    between ``first_at`` and half-way through the run, and in a quarter of the seeds a ``rollback`` 2-8 s later.
+    Drawn from a stream of its own (``migrate-<seed>``), so the faults are the seed's as in any other mode."""
+    rng = random.Random(f"migrate-{seed}")
+    step = settings.resolution
+    at = round(rng.uniform(settings.first_at, max(settings.first_at, settings.duration / 2)) / step) * step
+    actions = [Action(at=at, kind=ActionKind.MIGRATE)]
+    if rng.random() < ROLLBACK_SHARE:
+        actions.append(Action(at=at + round(rng.uniform(2, 8) / step) * step, kind=ActionKind.ROLLBACK))
+    return dataclasses.replace(drawn, actions=tuple(sorted((*drawn.actions, *actions), key=_at)))
+
+
+def _at(action: Action) -> float:
+    return float(action.at) if not isinstance(action.at, str) else 0.0
+
+
+def split_migration(scenario: Scenario) -> tuple[Scenario, tuple[Action, ...]]:
+    """(the schedule without its migration steps, those steps): the shrinker shrinks the faults and keeps them."""
+    steps = tuple(a for a in scenario.actions if a.kind in MIGRATION_KINDS)
+    faults = tuple(a for a in scenario.actions if a.kind not in MIGRATION_KINDS)
+    return dataclasses.replace(scenario, actions=faults), steps
+
+
+class MigrationBreach(StrEnum):
+    """What a migrate-mode run breaks beyond the trace's invariants: how the migration ended (issue 54 item 2)."""
+
+    #: the run ended with members in both modes and no migration step held (the lab's "never a mixed group")
+    LEFT_MIXED = "migration_left_mixed"
+    #: the driver's own ownership verdict (owner nodes, or the coordinator once done) did not hold at the end
+    NOT_OWNED = "migration_not_owned"
 
 
 @dataclass
@@ -113,6 +163,8 @@ class SeedResult:
     #: from the schedule's last disturbance (an action, a fault's heal) to the last rebalance done after it: how
     #: long the group took to settle (None: nothing happened after the start, or nothing rebalanced after it)
     settle_ms: int | None = None
+    #: migrate mode: how the migration ended (world.MigrationOutcome as a dict)
+    migration: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         return dataclasses.asdict(self)
@@ -143,15 +195,21 @@ def run_seed(job: SimJob, seed: int, trace_dir: Path | None = None, scenario: Sc
     if trace_dir is not None:
         outcome.write(trace_dir)
         (trace_dir / "scenario.toml").write_text(writer.dumps(scenario))
+    broken = [i.value for i in verdict.broken()]
+    migration = outcome.migration
+    if migration is not None:
+        broken += [b.value for b, failed in ((MigrationBreach.LEFT_MIXED, not migration.whole),
+                                             (MigrationBreach.NOT_OWNED, not migration.owned)) if failed]
     return SeedResult(
-        seed=seed, ok=verdict.ok, broken=[i.value for i in verdict.broken()],
+        seed=seed, ok=verdict.ok and (migration is None or migration.ok), broken=broken,
         counts={i.value: n for i, n in verdict.counts.items()},
         first={i.value: b.as_dict() for i, b in verdict.first.items()},
         trace_sha256=outcome.trace_sha256, wall_s=round(time.perf_counter() - started, 4),
         virtual_ms=outcome.virtual_ms, zookeeper_requests=outcome.zookeeper_requests, trace_lines=len(outcome.lines),
         scenario=scenario.name, member_errors=outcome.member_errors,
         first_breach_ms=(first_breach[0] - outcome.started_ms) if first_breach else None,
-        rebalances=tally.done, rebalances_given_up=tally.given_up, settle_ms=tally.settle_ms)
+        rebalances=tally.done, rebalances_given_up=tally.given_up, settle_ms=tally.settle_ms,
+        migration=dataclasses.asdict(migration) if migration is not None else None)
 
 
 class _Tally:
@@ -208,17 +266,21 @@ def shrink(job: SimJob, result: SeedResult, budget: int = 60,
     if result.ok or job.kind is not SourceKind.NEMESIS:
         return None
     wanted = set(result.broken)
-    current = job.scenario_for(result.seed)
+    current, migration = split_migration(job.scenario_for(result.seed))  # the migration's steps are kept as drawn
     steps: list[str] = []
     tries = 0
     improved = True
     while improved and tries < budget:
         improved = False
         for candidate in nemesis.candidates(current, job.nemesis):
+            whole = dataclasses.replace(candidate.scenario, actions=tuple(sorted(
+                (*candidate.scenario.actions, *migration), key=_at)))
+            if migration and (candidate.scenario.duration or 0) <= max(_at(a) for a in migration):
+                continue  # a run ending before its migration starts shows nothing of it
             tries += 1
             if progress is not None:
                 progress(tries)
-            rerun = run_seed(job, result.seed, scenario=candidate.scenario)
+            rerun = run_seed(job, result.seed, scenario=whole)
             if wanted & set(rerun.broken):
                 current = candidate.scenario
                 steps.append(candidate.change)
@@ -226,8 +288,9 @@ def shrink(job: SimJob, result: SeedResult, budget: int = 60,
                 break
             if tries >= budget:
                 break
-    name = f"sim-{job.variant or job.profile}-{result.seed}"
-    flag = f"--variant {job.variant}" if job.variant else f"--profile {job.profile}"
+    name = f"sim-{'migrate' if job.mode is LabMode.MIGRATE else job.variant or job.profile}-{result.seed}"
+    flag = job.flag
+    current = dataclasses.replace(current, actions=tuple(sorted((*current.actions, *migration), key=_at)))
     shrunk = dataclasses.replace(current, name=name, description=(
         f"shrunk by zkconsumer sim {flag} from nemesis seed {result.seed}: breaks "
         f"{', '.join(sorted(wanted))} in simulation ({len(steps)} steps: {'; '.join(steps) or 'as drawn'})"))

@@ -21,8 +21,7 @@ One :class:`SimWorld` is one seed of one :class:`~zkconsumer.scenario.plan.RunPl
   ``sim/zk_ensemble.py``: a plan whose scenario needs an ensemble gets three servers' addresses in every connect
   string), and the broker's process (kill-broker, restart-broker: it registers under ``/brokers/ids/0`` through a
   session of its own, which outlives a kill -9 as the real broker's does); with the lab's
-  ``lab_step``/``fault_injected``/``fault_healed`` lines. The migration has no counterpart yet: :func:`unsupported`
-  names it and a plan using it is refused;
+  ``lab_step``/``fault_injected``/``fault_healed`` lines;
 - **coordinator mode** (issue 54; ``zkconsumer sim --variant coordinator|cooperative-sticky|static``): the members
   are :class:`~zkconsumer.consumer.coordinated.connector.CoordinatorConsumerConnector` (kafka-python's group client),
   the broker is the project's own :class:`~zkconsumer.broker.broker.Broker` and the producer the lab's
@@ -30,6 +29,13 @@ One :class:`SimWorld` is one seed of one :class:`~zkconsumer.scenario.plan.RunPl
   (sim/kafka_io.py). A member's link is its broker link (``cut-broker`` and ``slow-broker`` hold or slow the whole
   host); the actions a variant has no counterpart for (``expire``, ``cut-zk``: ``RunPlan.absent``) are skipped, as
   the lab skips them; the run is caught up when the members' traced commits reach what was produced;
+- **migrate mode** (issue 54 item 2; ``zkconsumer sim --mode migrate``): the members are
+  :class:`~zkconsumer.migration.member.MigratableConsumer` (``zkconsumer consume --migratable``: both connectors, the
+  bridge), the broker and producer as in coordinator mode, and ``migrate``/``rollback`` run
+  :class:`~zkconsumer.migration.driver.MigrationDriver` as the lab runs it, in a process of its own (``driver``): it
+  waits for every running member's acknowledgement (at most 60 s), then moves the group member by member. The run
+  ends as the lab's does, the driver given 90 s to finish, then the driver's own ownership verdict read for up to
+  three session timeouts (:class:`MigrationOutcome`);
 - **the end**: the lab's: at ``duration`` the producer stops, the group is given until every partition's committed
   offset reaches its log end (at most ``max(20, 3 × session timeout)`` seconds), then every member is stopped.
 
@@ -51,11 +57,15 @@ from pathlib import Path
 from typing import Any
 
 from zkconsumer import broker_version, trace
+from zkconsumer.analysis.deadlines import judged_deadlines
 from zkconsumer.config import ConsumerConfig
 from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnector
 from zkconsumer.consumer.member_io import MemberIO
 from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.migration.driver import MigrationDriver
+from zkconsumer.migration.member import MigratableConsumer, Subscription
+from zkconsumer.migration.plan import MigrationPhase
 from zkconsumer.scenario.model import ActionKind, LabMode, Step
 from zkconsumer.scenario.plan import GROUP, RunPlan
 from zkconsumer.sim import tasks
@@ -104,12 +114,14 @@ MEMBER_START_MS = (550, 1150)
 #: the producer's clock: records due by then are written each tick
 PRODUCER_TICK_MS = 20
 
-_NO_MODE = "the migration is not simulated yet (ZooKeeper-mode and coordinator-mode groups are: --variant)"
 #: Why each action kind the simulated world has no handler for is refused (the others: :data:`STEP_HANDLERS`).
 NOT_SIMULATED: dict[ActionKind, str] = {
-    ActionKind.MIGRATE: _NO_MODE, ActionKind.ROLLBACK: _NO_MODE,
     ActionKind.KILL_COORDINATOR: "a cluster of Apache Kafka's brokers does not run in simulation",
 }
+#: How long the lab gives ``zkconsumer migrate`` at the end of a run (lab/runner.py joins its thread so long), and
+#: how long the driver waits for the members' acknowledgements before it starts (the lab's 60 s)
+DRIVER_FINISH_S = 90.0
+DRIVER_ACK_WAIT_S = 60.0
 
 
 class SimRefused(ZkConsumerError, ValueError):
@@ -120,7 +132,11 @@ def unsupported(plan: RunPlan) -> list[str]:
     """Why ``plan`` cannot run in simulation, one line per reason (empty: it can)."""
     reasons = []
     if plan.mode is LabMode.MIGRATE:
-        reasons.append(f"mode {plan.mode}: the migration is not simulated yet (ZooKeeper and coordinator modes are)")
+        reasons += [f"{s.action} at {s.at:g} s: a migrating member's broker link is not simulated apart from its "
+                    "ZooKeeper link yet" for s in plan.schedule() if s.action.on_broker_link]
+    elif any(s.action in (ActionKind.MIGRATE, ActionKind.ROLLBACK) for s in plan.schedule()):
+        reasons.append(f"migrate and rollback steps need mode migrate (zkconsumer sim --mode migrate; this plan's "
+                       f"mode: {plan.mode})")
     if plan.client not in ("kafka-python", "zkconsumer"):
         reasons.append(f"client {plan.client}: only zkconsumer's own connector runs in simulation")
     if plan.kinds:
@@ -152,8 +168,26 @@ class SimMember:
     stop: tasks.Event
     exited: tasks.Event
     state: MemberState = MemberState.RUNNING
-    connector: ZookeeperConsumerConnector | CoordinatorConsumerConnector | None = None
+    connector: ZookeeperConsumerConnector | CoordinatorConsumerConnector | MigratableConsumer | None = None
     error: str | None = None
+
+
+@dataclass
+class MigrationOutcome:
+    """How a migrate-mode run's migration ended (the lab's ``migration`` and ``verify_ok``): ``result`` as the lab
+    words it (``done``, ``rolled back``, ``migration failed: …``, ``unfinished``), the plan's end (``whole``: every
+    member in one mode, or the ``done`` phase; a mixed group with no held step is a breach) and the driver's own
+    ownership verdict at the end (``ownership``: its summary; ``owned``: whether it held)."""
+
+    result: str = "not started"
+    whole: bool = True
+    plan: str = ""
+    owned: bool = True
+    ownership: str = ""
+
+    @property
+    def ok(self) -> bool:
+        return self.whole and self.owned
 
 
 @dataclass
@@ -169,6 +203,7 @@ class SimOutcome:
     member_errors: dict[str, str] = field(default_factory=dict)
     zookeeper_requests: int = 0
     scheduler_events: int = 0
+    migration: MigrationOutcome | None = None
 
     @property
     def trace_sha256(self) -> str:
@@ -214,7 +249,10 @@ class SimWorld:
         self.network = self.kw.network
         #: coordinator mode: kafka-python and the broker's server on this world (kafka_io), the project's broker
         self.coordinated = plan.mode is LabMode.COORDINATOR
-        self.kafka_io = KafkaIO(self.rt, self.network, random.Random(f"kafka-{seed}")) if self.coordinated else None
+        #: migrate mode: members that switch between the two connectors, the driver on the lab's steps
+        self.migrating = plan.mode is LabMode.MIGRATE
+        kafka_side = self.coordinated or self.migrating
+        self.kafka_io = KafkaIO(self.rt, self.network, random.Random(f"kafka-{seed}")) if kafka_side else None
         self.broker: SimBroker | KafkaSide = (
             KafkaSide(self.kw, self.kafka_io, plan.group_settings()) if self.kafka_io
             else SimBroker(self.rt, BROKER_DELAY_MS))
@@ -231,6 +269,8 @@ class SimWorld:
         self.lab_trace = TraceWriter(None, GROUP, "lab")
         self.registry: Registry | None = None
         self.settle_s = settle_s if settle_s is not None else max(20.0, plan.session_timeout_ms / 1000 * 3)
+        self.migration = MigrationOutcome() if self.migrating else None
+        self._driver: tasks.Task | None = None
         self._producing = True
         self._finished = False
         self._started_ms = 0
@@ -258,7 +298,7 @@ class SimWorld:
         return SimOutcome(self.seed, self.lines, dict(self.broker.log_end), self._started_ms, ended_ms,
                           self.kw.scheduler.now_ms,
                           {m.name: m.error for m in self.members.values() if m.error},
-                          sum(self.kw.model.requests.values()), self.kw.scheduler.executed)
+                          sum(self.kw.model.requests.values()), self.kw.scheduler.executed, self.migration)
 
     def _observe(self, line: dict[str, Any]) -> None:
         if self._finished:
@@ -310,8 +350,10 @@ class SimWorld:
             self.broker.flush()
             self.broker.stop_producing()
         deadline = self.kw.scheduler.now_ms + round(self.settle_s * 1000)
-        while self.kw.scheduler.now_ms < deadline and not self._caught_up():
+        while self.kw.scheduler.now_ms < deadline and not (self._caught_up() and self._heals_judged()):
             tasks.sleep(0.25)
+        if self.migrating:
+            self._judge_migration(reg)
         for member in self.members.values():
             if member.process.paused:
                 self._resume(member)
@@ -327,10 +369,17 @@ class SimWorld:
         names += [s.consumer for s in self.plan.schedule() if s.consumer and s.consumer not in names]
         return list(dict.fromkeys(names))
 
+    def _heals_judged(self) -> bool:
+        """Every heal's deadline (analysis/deadlines.py, the judges' own) has passed. A group caught up before its
+        last heal's deadline would otherwise be stopped first, and its members' releases at the stop read as
+        partitions unowned at that deadline (found on a coordinator-mode run, issue 54)."""
+        lab = [line for line in self.lines if line.get("consumer") == "lab"]
+        return all(deadline < trace.now_ms() for *_, deadline in judged_deadlines(lab))
+
     def _caught_up(self) -> bool:
         """Every partition's committed offset at its log end (read from the server's tree, not through a client:
         the lab's own check, without its traffic)."""
-        if self.coordinated:  # committed to the broker: the members' trace lines say how far (the lab reads them)
+        if self.kafka_io is not None:  # committed to the broker (and ZooKeeper): the members' trace lines say how far
             return all(self.committed.get(tp, 0) >= end for tp, end in self.broker.log_end.items())
         nodes = self.kw.model.tree.nodes
         for (topic, partition), end in self.broker.log_end.items():
@@ -360,6 +409,10 @@ class SimWorld:
 
     # ------------------------------------------------------------------------------------------ members
     def member_io(self, host: str) -> MemberIO:
+        """A member's connections on this world: kazoo's through the simulated handler; its fetcher's client is the
+        simulated broker's, or kafka-python's own (routed) where the project's broker serves (migrate mode)."""
+        if isinstance(self.broker, KafkaSide):
+            return MemberIO(zk_handler=lambda: SimHandler(self.rt, self.network, host))
         return MemberIO(zk_handler=lambda: SimHandler(self.rt, self.network, host),
                         kafka_client=lambda _bootstrap, settings: self.broker.client(host, settings))
 
@@ -383,6 +436,9 @@ class SimWorld:
         """``zkconsumer consume``: connect, subscribe, hand every record to the application, stop when told."""
         plan = self.plan
         tasks.sleep(self.rng.randint(*MEMBER_START_MS) / 1000.0)
+        if self.migrating:
+            self._migratable_main(member)
+            return
         try:
             config = self.member_config(member.name)
             connector = (CoordinatorConsumerConnector(config) if self.coordinated
@@ -407,6 +463,23 @@ class SimWorld:
         finally:
             member.state = MemberState.STOPPING
             connector.shutdown()
+            member.state = MemberState.EXITED
+            member.exited.set()
+
+    def _migratable_main(self, member: SimMember) -> None:
+        """``zkconsumer consume --migratable``: the connector the migration plan asks for, switched when it changes;
+        each stream handed to the application until the stream ends (its connector shut down for a switch)."""
+        plan = self.plan
+        subscription = (Subscription(topic_filter=plan.whitelist, streams=1) if plan.subscribes_by_regex
+                        else Subscription(topics={t: 1 for t in plan.topics_of(member.name)}))
+        try:
+            migratable = MigratableConsumer(self.member_config(member.name), subscription,
+                                            io=self.member_io(member.name))
+            member.connector = migratable
+            migratable.run(lambda stream: self._application(member, stream), member.stop)
+        except ZkConsumerError as e:
+            member.error = f"{type(e).__name__}: {e}"
+        finally:
             member.state = MemberState.EXITED
             member.exited.set()
 
@@ -498,11 +571,18 @@ class SimWorld:
 
     def _expire(self, step: Step, member: SimMember) -> None:
         assert member.connector is not None
-        client_id = member.connector.zk.client_id
-        if client_id is None:
-            return
+        if self.migrating:  # the lab's: the session holding the member's registration (ZooKeeper mode, or its bridge)
+            node = self.kw.model.tree.nodes.get(layout.GroupPaths(GROUP).registration(f"{GROUP}_{step.consumer}"))
+            session = node.ephemeral_owner if node is not None else 0
+            if not session:
+                return  # not registered (a coordinator-mode member after done): nothing to expire, as the lab says
+        else:
+            client_id = member.connector.zk.client_id
+            if client_id is None:
+                return
+            session = client_id[0]
         self._injected(step)
-        self.kw.server.expire(client_id[0])
+        self.kw.server.expire(session)
         self._healed(step.action, step.consumer)
 
     def _cut_broker(self, step: Step, member: SimMember | None) -> None:
@@ -519,6 +599,58 @@ class SimWorld:
         def apply() -> None:
             self.broker.latency_ms[step.consumer] = round(step.latency_ms)
         self._held(step, apply, lambda: self.broker.latency_ms.pop(step.consumer, None))
+
+    # ------------------------------------------------------------------------------------------ the migration
+    def _migrate(self, step: Step, member: None) -> None:
+        """``zkconsumer migrate`` (``--rollback``) as the lab starts it: in the background, after the previous one
+        finished, in a process of its own with its own ZooKeeper session."""
+        previous = self._driver
+        rollback = step.action is ActionKind.ROLLBACK
+        self.network.set_delay_us("driver", BASE_DELAY_US)
+        self._driver = self.rt.spawn(self._drive, previous, rollback, name=f"driver-{step.at:g}",
+                                     process=Process("driver"))
+
+    def _drive(self, previous: tasks.Task | None, rollback: bool) -> None:
+        if previous is not None:
+            previous.join()
+        assert self.migration is not None
+        try:
+            zk = self.kw.client("driver", timeout=30.0)
+            zk.start()
+            try:
+                driver = MigrationDriver(Registry(zk), GROUP, BOOTSTRAP, step_timeout_s=60.0)
+                deadline = self.kw.scheduler.now_ms + DRIVER_ACK_WAIT_S * 1000
+                while self.kw.scheduler.now_ms < deadline and len([m for m in driver.members() if m.mode]) < len(
+                        [m for m in self.members.values() if m.state is MemberState.RUNNING]):
+                    tasks.sleep(0.1)
+                driver.to_zookeeper() if rollback else driver.to_coordinator()
+            finally:
+                zk.stop()
+                zk.close()
+            result = "rolled back" if rollback else "done"
+        except Exception as e:  # noqa: BLE001 - the lab's summary says it, so does the outcome
+            result = f"{'rollback' if rollback else 'migration'} failed: {e}"
+        failed = self.migration.result if "failed" in self.migration.result else None
+        self.migration.result = f"{failed}; then {result}" if failed else result
+
+    def _judge_migration(self, reg: Registry) -> None:
+        """The lab's end of a migrate run: the driver given :data:`DRIVER_FINISH_S` to finish, then its ownership
+        verdict read until it holds (three session timeouts at most, as the lab waits), and the plan's end."""
+        assert self.migration is not None
+        if self._driver is not None:
+            self._driver.join(DRIVER_FINISH_S)
+            if self._driver.is_alive():
+                self.migration.result = "unfinished"
+        driver = MigrationDriver(reg, GROUP, BOOTSTRAP, step_timeout_s=60.0)
+        deadline = self.kw.scheduler.now_ms + max(15.0, 3 * self.plan.session_timeout_ms / 1000) * 1000
+        while not (verdict := driver.ownership()).ok and self.kw.scheduler.now_ms < deadline:
+            tasks.sleep(0.5)
+        plan = driver.plan()
+        # the running members' modes as the plan gives them (a member it does not name: ZooKeeper mode)
+        modes = {plan.mode_of(f"{GROUP}_{m.name}") for m in self.members.values() if m.state is MemberState.RUNNING}
+        self.migration.whole = plan.phase is MigrationPhase.DONE or len(modes) <= 1
+        self.migration.plan = plan.encode().decode()
+        self.migration.owned, self.migration.ownership = verdict.ok, verdict.summary()
 
     def _quorum_loss(self, step: Step, member: None) -> None:
         ens = self.ensemble
@@ -637,6 +769,7 @@ class SimWorld:
 STEP_HANDLERS: dict[ActionKind, Callable[[SimWorld, Step, SimMember | None], None]] = {
     ActionKind.JOIN: SimWorld._join, ActionKind.RESTART: SimWorld._join, ActionKind.STOP: SimWorld._stop,
     ActionKind.KILL: SimWorld._kill, ActionKind.BOUNCE: SimWorld._bounce, ActionKind.PAUSE: SimWorld._pause,
+    ActionKind.MIGRATE: SimWorld._migrate, ActionKind.ROLLBACK: SimWorld._migrate,
     ActionKind.CUT_ZK: SimWorld._cut_zk, ActionKind.SLOW_ZK: SimWorld._slow_zk, ActionKind.EXPIRE: SimWorld._expire,
     ActionKind.CUT_BROKER: SimWorld._cut_broker, ActionKind.SLOW_BROKER: SimWorld._slow_broker,
     ActionKind.QUORUM_LOSS: SimWorld._quorum_loss, ActionKind.KILL_ZK: SimWorld._kill_zk,

@@ -1,0 +1,89 @@
+"""The live migration in simulation (issue 54, item 2): ``zkconsumer sim --mode migrate`` runs the project's own
+migration, unchanged: ``MigratableConsumer`` members (both connectors, the bridge) and ``MigrationDriver`` on the
+simulated ZooKeeper and network, against the project's broker and coordinator, judged on the trace's invariants and
+on how the migration ended (never a mixed group, the driver's own ownership verdict)."""
+
+from __future__ import annotations
+
+import json
+import logging
+
+import pytest
+
+from zkconsumer.scenario import nemesis
+from zkconsumer.scenario.model import ActionKind, LabMode
+from zkconsumer.sim.runs import SimJob, SourceKind, run_seed, split_migration, with_migration
+from zkconsumer.sim.world import SimRefused, SimWorld
+
+#: two members moved to the coordinator at 3 s, and back to ZooKeeper at 9 s (the lab runs a rollback once the
+#: migration ended)
+THERE_AND_BACK = """
+name = "there-and-back"
+duration = 12
+members = 2
+rate = 50
+session_timeout_ms = 3000
+
+[[actions]]
+at = 3
+do = "migrate"
+
+[[actions]]
+at = 9
+do = "rollback"
+"""
+
+
+def migrate_job(text: str) -> SimJob:
+    return SimJob("default", SourceKind.SCENARIO, scenario_text=text, scenario_source="t.toml", mode=LabMode.MIGRATE)
+
+
+@pytest.fixture(scope="module")
+def there_and_back():
+    logging.disable(logging.WARNING)
+    try:
+        return [run_seed(migrate_job(THERE_AND_BACK), 1) for _ in range(2)]
+    finally:
+        logging.disable(logging.NOTSET)
+
+
+def test_a_group_goes_to_the_coordinator_and_back_on_its_own_code_and_is_judged(there_and_back) -> None:
+    """Both members acknowledged, switched to coordinator mode (their traces say so), and were rolled back whole:
+    the plan ends with every member in ZooKeeper mode and the driver's owner-node verdict holds."""
+    result = there_and_back[0]
+    assert (result.ok, result.broken, result.member_errors) == (True, [], {})
+    m = result.migration
+    assert m["result"] == "rolled back" and m["whole"] and m["owned"]
+    assert set(json.loads(m["plan"])["members"].values()) == {"zookeeper"}
+    assert "owner nodes" in m["ownership"]
+
+
+def test_one_seed_is_one_migration(there_and_back) -> None:
+    a, b = there_and_back
+    assert a.trace_sha256 == b.trace_sha256 and a.trace_lines == b.trace_lines > 500
+
+
+def test_a_migrate_nemesis_schedule_keeps_the_seeds_faults_and_adds_the_migration() -> None:
+    """The faults are the seed's as in any mode (the migration is drawn from a stream of its own); the shrinker
+    shrinks the faults and keeps the migration's steps as drawn."""
+    settings = nemesis.NemesisSettings()
+    for seed in range(20):
+        drawn = nemesis.draw(seed, settings)
+        scenario = with_migration(drawn, seed, settings)
+        faults, steps = split_migration(scenario)
+        assert faults.actions == drawn.actions
+        assert steps[0].kind is ActionKind.MIGRATE and settings.first_at <= steps[0].at <= settings.duration / 2
+        assert all(s.kind is ActionKind.ROLLBACK and s.at > steps[0].at for s in steps[1:])
+        assert with_migration(drawn, seed, settings) == scenario
+    job = SimJob(kind=SourceKind.NEMESIS, mode=LabMode.MIGRATE)
+    assert any(a.kind is ActionKind.MIGRATE for a in job.scenario_for(3).actions)
+
+
+def test_migration_steps_need_migrate_mode_and_a_broker_link_fault_is_refused_with_why() -> None:
+    zookeeper = SimJob("default", SourceKind.SCENARIO, scenario_text=THERE_AND_BACK, scenario_source="t.toml")
+    with pytest.raises(SimRefused, match="need mode migrate"):
+        SimWorld(zookeeper.plan(zookeeper.scenario_for(0)), 0)
+    cut = THERE_AND_BACK + '\n[[actions]]\nat = 5\ndo = "cut-broker"\nmember = "c1"\nseconds = 1\n'
+    job = migrate_job(cut)
+    with pytest.raises(SimRefused, match="broker link is not simulated apart"):
+        SimWorld(job.plan(job.scenario_for(0)), 0)
