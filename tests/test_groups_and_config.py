@@ -143,6 +143,16 @@ def test_consumer_never_commits_backwards(registry: Registry, zk_connect: str) -
     assert registry.zk.exists("/consumers/g/offsets/t/0").version == version + 1
 
 
+def test_raising_an_offset_only_moves_it_forward(registry: Registry) -> None:
+    """What the migration's rollback writes for a group it does not own (Registry.raise_offset): a missing node is
+    created, a lower value is raised, a higher one is kept, a malformed one is replaced."""
+    assert registry.raise_offset("g", "t", 0, 5) and registry.offset("g", "t", 0) == 5
+    assert registry.raise_offset("g", "t", 0, 9) and registry.offset("g", "t", 0) == 9
+    assert not registry.raise_offset("g", "t", 0, 7) and registry.offset("g", "t", 0) == 9
+    registry.zk.set("/consumers/g/offsets/t/0", b"not an offset")
+    assert registry.raise_offset("g", "t", 0, 3) and registry.offset("g", "t", 0) == 3
+
+
 def test_malformed_peer_registration_fails_the_rebalance_clearly(registry: Registry, zk_connect: str) -> None:
     create_topic(registry, "t", 1)
     registry.zk.create(GroupPaths("g").registration("g_bad"), b'{"version":1,"subscription":',

@@ -251,6 +251,43 @@ class MigrationDriver:
                 topics |= set(reg.topic_streams(self.registry.topics() if reg.is_wildcard else []))
         return {t: list(ps) for t, ps in self.registry.partitions_for_topics(sorted(topics)).items()}
 
+    def offsets_behind(self, partitions: dict[str, list[int]]) -> list[str]:
+        """The group's partitions whose ZooKeeper offset is ahead of the broker's committed offset, each as
+        ``topic-p (ZooKeeper z, broker b)``. Once the bridge is dropped (``done``) members read the broker's alone,
+        so ``done`` waits for this to be empty: a bridged member makes a partition's start (the larger of both)
+        committable as soon as it takes the partition over, and its next commit carries it to the broker. Without
+        the wait, a partition whose last ZooKeeper-mode commit no bridged member had carried over yet (its new owner
+        stopped while the partition was still held) was read back from the broker's older offset after ``done``,
+        and its records delivered twice (found by ``zkconsumer sim --mode migrate``, issue 54)."""
+        bootstrap = self._bootstrap()
+        if not bootstrap:
+            return ["no bootstrap server: give --bootstrap-server"]
+        wanted = {(t, p) for t, ps in partitions.items() for p in ps}
+        zk = {tp: v for tp, v in self.registry.offsets(self.group).items() if tp in wanted}
+        if not zk:
+            return []
+        try:
+            broker = verify.committed(bootstrap, self.group, broker_version.api_version(bootstrap))
+        except Exception as e:  # noqa: BLE001 - a broker restarting: read again until the step timeout
+            return [f"cannot read the broker's offsets: {e}"]
+        return [f"{t}-{p} (ZooKeeper {v}, broker {broker.get((t, p), 'none')})" for (t, p), v in sorted(zk.items())
+                if v > broker.get((t, p), -1)]
+
+    def _offsets_to_zookeeper(self) -> None:
+        """The rollback's counterpart of ``offsets_behind``: ZooKeeper-mode members read ZooKeeper's offsets alone,
+        and what coordinator-mode members committed to the broker alone (after ``done``; a bridged member writes
+        ZooKeeper again only with its next new offset, never for an idle partition) would be read back from an older
+        ZooKeeper offset and delivered twice (found by ``zkconsumer sim --mode migrate``, issue 54). So each offset
+        the broker holds ahead of ZooKeeper's is written there, forward only (``Registry.raise_offset``)."""
+        bootstrap = self._bootstrap()
+        if not bootstrap:
+            return
+        broker = verify.committed(bootstrap, self.group, broker_version.api_version(bootstrap))
+        carried = [f"{t}-{p} {v}" for (t, p), v in sorted(broker.items())
+                   if self.registry.raise_offset(self.group, t, p, v)]
+        if carried:
+            self.progress(f"offsets carried from the broker to ZooKeeper: {', '.join(carried)}")
+
     def check(self, expected: list[str], partitions: dict[str, list[int]] | None,
               members: list[MemberState] | None = None) -> verify.GroupCheck:
         """One look at the coordinator: DescribeGroups judged against the plan (see :mod:`.verify`), with the
@@ -386,6 +423,12 @@ class MigrationDriver:
                           f"({len(moved)} of {len(members)} members moved): run migrate again to go on")
             return plan
         self._refuse_strangers_midway("the ZooKeeper bridge is dropped")
+        try:
+            self._await("the broker's committed offsets to reach ZooKeeper's",
+                        lambda: not self.offsets_behind(partitions))
+        except MigrationError as e:
+            self._roll_back_group(f"moving the offsets to the broker ({'; '.join(self.offsets_behind(partitions))})",
+                                  e)
         plan = replace(plan, phase=MigrationPhase.DONE)
         self._write(plan)
         self.progress("every member in coordinator mode: dropping the ZooKeeper bridge")
@@ -454,6 +497,8 @@ class MigrationDriver:
             for m in coordinator_members:
                 self._await_member(m.consumer_id, f"{m.consumer_id} to register in ZooKeeper",
                                    GroupMode.COORDINATOR, True)
+        if coordinator_members:
+            self._offsets_to_zookeeper()
         for m in coordinator_members:
             plan = plan.with_member(m.consumer_id, GroupMode.ZOOKEEPER)
             self._write(plan)

@@ -13,7 +13,7 @@ from collections.abc import Callable, Collection, Iterable, Iterator
 from typing import Any, TypeVar
 
 from kazoo.client import KazooClient, TransactionRequest
-from kazoo.exceptions import AuthFailedError, NoAuthError, NodeExistsError, NoNodeError
+from kazoo.exceptions import AuthFailedError, BadVersionError, NoAuthError, NodeExistsError, NoNodeError
 from kazoo.handlers.threading import KazooTimeoutError
 from kazoo.retry import KazooRetry
 from kazoo.security import ACL
@@ -500,6 +500,35 @@ class Registry:
                     self.zk.create(path, data, makepath=True)
                 except NodeExistsError:
                     self.zk.set(path, data)
+        except NoAuthError:
+            raise NotAuthorized(path) from None
+
+    def raise_offset(self, group: str, topic: str, partition: int, offset: int) -> bool:
+        """Set the committed offset to ``offset`` only if that moves it forward (a node that does not decode counts
+        as none), by versioned compare-and-set: a member committing meanwhile wins and the value is compared again.
+        True if this wrote it. For a writer that is not the partition's owner (the migration's rollback)."""
+        path = GroupPaths(group).offset(topic, partition)
+        data = layout.encode_offset(offset)
+        try:
+            while True:
+                try:
+                    current, stat = self.zk.get(path)
+                except NoNodeError:
+                    try:
+                        self.zk.create(path, data, makepath=True)
+                        return True
+                    except NodeExistsError:
+                        continue
+                try:
+                    if layout.decode_offset(path, current) >= offset:
+                        return False
+                except ValueError:
+                    pass  # malformed: replaced
+                try:
+                    self.zk.set(path, data, version=stat.version)
+                    return True
+                except BadVersionError:
+                    continue
         except NoAuthError:
             raise NotAuthorized(path) from None
 
