@@ -163,7 +163,7 @@ class SeedResult:
     #: from the schedule's last disturbance (an action, a fault's heal) to the last rebalance done after it: how
     #: long the group took to settle (None: nothing happened after the start, or nothing rebalanced after it)
     settle_ms: int | None = None
-    #: migrate mode: how the migration ended (world.MigrationOutcome as a dict)
+    #: migrate mode: how the migration ended (sim/migration_side.py MigrationOutcome as a dict)
     migration: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:

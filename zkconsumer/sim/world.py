@@ -63,9 +63,7 @@ from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnect
 from zkconsumer.consumer.member_io import MemberIO
 from zkconsumer.consumer.zookeeper.connector import ZookeeperConsumerConnector
 from zkconsumer.errors import ZkConsumerError
-from zkconsumer.migration.driver import MigrationDriver
-from zkconsumer.migration.member import MigratableConsumer, Subscription
-from zkconsumer.migration.plan import MigrationPhase
+from zkconsumer.migration.member import MigratableConsumer
 from zkconsumer.scenario.model import ActionKind, LabMode, Step
 from zkconsumer.scenario.plan import GROUP, RunPlan
 from zkconsumer.sim import tasks
@@ -74,6 +72,7 @@ from zkconsumer.sim.kafka_io import KafkaIO, kafka_routed
 from zkconsumer.sim.kafka_side import KafkaSide
 from zkconsumer.sim.kazoo_handler import SimHandler
 from zkconsumer.sim.kazoo_world import KazooWorld
+from zkconsumer.sim.migration_side import MigrationOutcome, MigrationSide
 from zkconsumer.sim.tasks import Process
 from zkconsumer.sim.zk_ensemble import SimEnsemble
 from zkconsumer.sim.zk_service import INSTANT, ServiceTimes
@@ -118,10 +117,7 @@ PRODUCER_TICK_MS = 20
 NOT_SIMULATED: dict[ActionKind, str] = {
     ActionKind.KILL_COORDINATOR: "a cluster of Apache Kafka's brokers does not run in simulation",
 }
-#: How long the lab gives ``zkconsumer migrate`` at the end of a run (lab/runner.py joins its thread so long), and
-#: how long the driver waits for the members' acknowledgements before it starts (the lab's 60 s)
-DRIVER_FINISH_S = 90.0
-DRIVER_ACK_WAIT_S = 60.0
+
 
 
 class SimRefused(ZkConsumerError, ValueError):
@@ -170,24 +166,6 @@ class SimMember:
     state: MemberState = MemberState.RUNNING
     connector: ZookeeperConsumerConnector | CoordinatorConsumerConnector | MigratableConsumer | None = None
     error: str | None = None
-
-
-@dataclass
-class MigrationOutcome:
-    """How a migrate-mode run's migration ended (the lab's ``migration`` and ``verify_ok``): ``result`` as the lab
-    words it (``done``, ``rolled back``, ``migration failed: …``, ``unfinished``), the plan's end (``whole``: every
-    member in one mode, or the ``done`` phase; a mixed group with no held step is a breach) and the driver's own
-    ownership verdict at the end (``ownership``: its summary; ``owned``: whether it held)."""
-
-    result: str = "not started"
-    whole: bool = True
-    plan: str = ""
-    owned: bool = True
-    ownership: str = ""
-
-    @property
-    def ok(self) -> bool:
-        return self.whole and self.owned
 
 
 @dataclass
@@ -269,8 +247,9 @@ class SimWorld:
         self.lab_trace = TraceWriter(None, GROUP, "lab")
         self.registry: Registry | None = None
         self.settle_s = settle_s if settle_s is not None else max(20.0, plan.session_timeout_ms / 1000 * 3)
-        self.migration = MigrationOutcome() if self.migrating else None
-        self._driver: tasks.Task | None = None
+        #: migrate mode: the members' main and the driver (sim/migration_side.py)
+        self.migration_side = MigrationSide(self, BOOTSTRAP) if self.migrating else None
+        self.base_delay_us = BASE_DELAY_US
         self._producing = True
         self._finished = False
         self._started_ms = 0
@@ -298,7 +277,8 @@ class SimWorld:
         return SimOutcome(self.seed, self.lines, dict(self.broker.log_end), self._started_ms, ended_ms,
                           self.kw.scheduler.now_ms,
                           {m.name: m.error for m in self.members.values() if m.error},
-                          sum(self.kw.model.requests.values()), self.kw.scheduler.executed, self.migration)
+                          sum(self.kw.model.requests.values()), self.kw.scheduler.executed,
+                          self.migration_side.outcome if self.migration_side is not None else None)
 
     def _observe(self, line: dict[str, Any]) -> None:
         if self._finished:
@@ -352,8 +332,8 @@ class SimWorld:
         deadline = self.kw.scheduler.now_ms + round(self.settle_s * 1000)
         while self.kw.scheduler.now_ms < deadline and not (self._caught_up() and self._heals_judged()):
             tasks.sleep(0.25)
-        if self.migrating:
-            self._judge_migration(reg)
+        if self.migration_side is not None:
+            self.migration_side.judge(reg)
         for member in self.members.values():
             if member.process.paused:
                 self._resume(member)
@@ -363,6 +343,9 @@ class SimWorld:
             member.exited.wait(30.0)
         admin.stop()
         admin.close()
+
+    def running_names(self) -> list[str]:
+        return [m.name for m in self.members.values() if m.state is MemberState.RUNNING]
 
     def _all_member_names(self) -> list[str]:
         names = [f"c{i}" for i in range(1, self.plan.consumers + 1)]
@@ -436,8 +419,12 @@ class SimWorld:
         """``zkconsumer consume``: connect, subscribe, hand every record to the application, stop when told."""
         plan = self.plan
         tasks.sleep(self.rng.randint(*MEMBER_START_MS) / 1000.0)
-        if self.migrating:
-            self._migratable_main(member)
+        if self.migration_side is not None:
+            try:
+                self.migration_side.run_member(member)
+            finally:
+                member.state = MemberState.EXITED
+                member.exited.set()
             return
         try:
             config = self.member_config(member.name)
@@ -463,23 +450,6 @@ class SimWorld:
         finally:
             member.state = MemberState.STOPPING
             connector.shutdown()
-            member.state = MemberState.EXITED
-            member.exited.set()
-
-    def _migratable_main(self, member: SimMember) -> None:
-        """``zkconsumer consume --migratable``: the connector the migration plan asks for, switched when it changes;
-        each stream handed to the application until the stream ends (its connector shut down for a switch)."""
-        plan = self.plan
-        subscription = (Subscription(topic_filter=plan.whitelist, streams=1) if plan.subscribes_by_regex
-                        else Subscription(topics={t: 1 for t in plan.topics_of(member.name)}))
-        try:
-            migratable = MigratableConsumer(self.member_config(member.name), subscription,
-                                            io=self.member_io(member.name))
-            member.connector = migratable
-            migratable.run(lambda stream: self._application(member, stream), member.stop)
-        except ZkConsumerError as e:
-            member.error = f"{type(e).__name__}: {e}"
-        finally:
             member.state = MemberState.EXITED
             member.exited.set()
 
@@ -600,57 +570,9 @@ class SimWorld:
             self.broker.latency_ms[step.consumer] = round(step.latency_ms)
         self._held(step, apply, lambda: self.broker.latency_ms.pop(step.consumer, None))
 
-    # ------------------------------------------------------------------------------------------ the migration
     def _migrate(self, step: Step, member: None) -> None:
-        """``zkconsumer migrate`` (``--rollback``) as the lab starts it: in the background, after the previous one
-        finished, in a process of its own with its own ZooKeeper session."""
-        previous = self._driver
-        rollback = step.action is ActionKind.ROLLBACK
-        self.network.set_delay_us("driver", BASE_DELAY_US)
-        self._driver = self.rt.spawn(self._drive, previous, rollback, name=f"driver-{step.at:g}",
-                                     process=Process("driver"))
-
-    def _drive(self, previous: tasks.Task | None, rollback: bool) -> None:
-        if previous is not None:
-            previous.join()
-        assert self.migration is not None
-        try:
-            zk = self.kw.client("driver", timeout=30.0)
-            zk.start()
-            try:
-                driver = MigrationDriver(Registry(zk), GROUP, BOOTSTRAP, step_timeout_s=60.0)
-                deadline = self.kw.scheduler.now_ms + DRIVER_ACK_WAIT_S * 1000
-                while self.kw.scheduler.now_ms < deadline and len([m for m in driver.members() if m.mode]) < len(
-                        [m for m in self.members.values() if m.state is MemberState.RUNNING]):
-                    tasks.sleep(0.1)
-                driver.to_zookeeper() if rollback else driver.to_coordinator()
-            finally:
-                zk.stop()
-                zk.close()
-            result = "rolled back" if rollback else "done"
-        except Exception as e:  # noqa: BLE001 - the lab's summary says it, so does the outcome
-            result = f"{'rollback' if rollback else 'migration'} failed: {e}"
-        failed = self.migration.result if "failed" in self.migration.result else None
-        self.migration.result = f"{failed}; then {result}" if failed else result
-
-    def _judge_migration(self, reg: Registry) -> None:
-        """The lab's end of a migrate run: the driver given :data:`DRIVER_FINISH_S` to finish, then its ownership
-        verdict read until it holds (three session timeouts at most, as the lab waits), and the plan's end."""
-        assert self.migration is not None
-        if self._driver is not None:
-            self._driver.join(DRIVER_FINISH_S)
-            if self._driver.is_alive():
-                self.migration.result = "unfinished"
-        driver = MigrationDriver(reg, GROUP, BOOTSTRAP, step_timeout_s=60.0)
-        deadline = self.kw.scheduler.now_ms + max(15.0, 3 * self.plan.session_timeout_ms / 1000) * 1000
-        while not (verdict := driver.ownership()).ok and self.kw.scheduler.now_ms < deadline:
-            tasks.sleep(0.5)
-        plan = driver.plan()
-        # the running members' modes as the plan gives them (a member it does not name: ZooKeeper mode)
-        modes = {plan.mode_of(f"{GROUP}_{m.name}") for m in self.members.values() if m.state is MemberState.RUNNING}
-        self.migration.whole = plan.phase is MigrationPhase.DONE or len(modes) <= 1
-        self.migration.plan = plan.encode().decode()
-        self.migration.owned, self.migration.ownership = verdict.ok, verdict.summary()
+        assert self.migration_side is not None  # unsupported() refuses these steps outside migrate mode
+        self.migration_side.start(step)
 
     def _quorum_loss(self, step: Step, member: None) -> None:
         ens = self.ensemble
