@@ -24,13 +24,15 @@ def lab_events(out) -> list[dict]:
     return [json.loads(line) for line in (out / "traces" / "lab.jsonl").read_text().splitlines()]
 
 
-#: In ``make test``: the ZooKeeper leader's loss, the cut-off consumer and the broker's kill -9 (about a minute each
-#: on 2 cores). The rest of the matrix runs with ``make faults`` (``pytest -m faults_full``), and every fault with
-#: ``zkconsumer lab --faults``.
+#: In ``make test``: the cut-off consumer and the broker's kill -9 (half a minute each on 2 cores). The rest of the
+#: matrix runs with ``make faults`` (``pytest -m faults_full``), and every fault with ``zkconsumer lab --faults``; a
+#: ZooKeeper node's loss under a live group runs in make test through the scenario format (tests/test_scenarios.py,
+#: on an ensemble) and the ensemble's own faults in tests/test_ensemble_faults.py.
 FULL_ONLY = pytest.mark.faults_full
 
 
-@pytest.mark.parametrize("name", ["zk-leader", pytest.param("zk-follower", marks=FULL_ONLY),
+@pytest.mark.parametrize("name", [pytest.param("zk-leader", marks=FULL_ONLY),
+                                  pytest.param("zk-follower", marks=FULL_ONLY),
                                   pytest.param("zk-quorum", marks=FULL_ONLY),
                                   # a member cut past its session: in make test through the scenario format
                                   # (tests/test_scenarios.py, on an ensemble), and here in make faults

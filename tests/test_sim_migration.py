@@ -10,6 +10,7 @@ import logging
 
 import pytest
 
+from zkconsumer.analysis.deadlines import MIGRATION_ENDED_STEP, judged_deadlines
 from zkconsumer.scenario import nemesis
 from zkconsumer.scenario.model import ActionKind, LabMode
 from zkconsumer.sim.runs import SimJob, SourceKind, run_seed, split_migration, with_migration
@@ -61,6 +62,52 @@ def test_a_group_goes_to_the_coordinator_and_back_on_its_own_code_and_is_judged(
 def test_one_seed_is_one_migration(there_and_back) -> None:
     a, b = there_and_back
     assert a.trace_sha256 == b.trace_sha256 and a.trace_lines == b.trace_lines > 500
+
+
+#: the migration fault matrix's ``bridge-zk-expiry`` cell (tests/test_migration_faults.py, make faults), here in make
+#: test: a bridged member's ZooKeeper session expires while the driver moves the group, three members
+BRIDGED_EXPIRY = """
+name = "bridged-expiry"
+duration = 14
+members = 3
+rate = 50
+session_timeout_ms = 3000
+
+[[actions]]
+at = 3
+do = "migrate"
+
+[[actions]]
+at = 3.5
+do = "expire"
+member = "c2"
+"""
+
+
+def test_a_bridged_members_session_expiring_mid_migration_loses_nothing_and_is_judged_after_it(tmp_path) -> None:
+    """c2's session expires while c1 switches: c2 comes back on a new session, bridged, and the migration ends done.
+    The expiry's heal is judged when the migration has ended: each switch leaves the member's partitions unowned
+    until the coordinator's generation hands them out, and a deadline inside that (3.5 s + 3 s + 1 s, the next
+    member's switch) broke the ownership invariant in 20 of 20 seeds before analysis/deadlines.py took a live
+    migration as a disturbance that lasts."""
+    logging.disable(logging.WARNING)
+    try:
+        result = run_seed(migrate_job(BRIDGED_EXPIRY), 1, trace_dir=tmp_path)
+    finally:
+        logging.disable(logging.NOTSET)
+    assert (result.ok, result.broken, result.member_errors) == (True, [], {})
+    assert result.migration["result"] == "done" and result.migration["owned"]
+    lab = [json.loads(x) for x in (tmp_path / "lab.jsonl").read_text().splitlines()]
+    assert [(r["event"], r.get("step") or r.get("fault")) for r in lab] == [
+        ("lab_step", "migrate"), ("fault_injected", "expire"), ("fault_healed", "expire"),
+        ("lab_step", MIGRATION_ENDED_STEP)]
+    ended = lab[-1]["ts"]
+    lines = [{"step": None, "fault": None, "target": None, "session_timeout_ms": None, **r} for r in lab]
+    [(_, _, healed, deadline)] = judged_deadlines(lines)
+    assert healed == lab[2]["ts"] and deadline == ended + 3000 + 1000 > healed + 3000 + 1000
+    last = {p.stem: json.loads(p.read_text().splitlines()[-1]) for p in tmp_path.glob("lab_c*.jsonl")}
+    assert max(r["ts"] for r in last.values()) > deadline  # the run went on past it: the heal was judged
+    assert {name: r.get("mode") for name, r in last.items()} == {f"lab_c{i}": "coordinator" for i in (1, 2, 3)}
 
 
 def test_a_migrate_nemesis_schedule_keeps_the_seeds_faults_and_adds_the_migration() -> None:

@@ -96,8 +96,8 @@ def _the_page_opens_offline_with_a_row_per_variant(out, summaries: dict[str, dic
 @pytest.mark.slow
 def test_kafkas_own_consumer_runs_as_a_variant_with_a_trace_rebuilt_from_its_log(spark, tmp_path) -> None:
     """Apache Kafka 0.8.2.2's high-level consumer, a JVM per member, in the same lab: a join, a graceful stop, a
-    kill -9. Its trace comes from its log and its records; the last share each member's trace says it owned is the
-    Range assignment of the members left, as Kafka computed it."""
+    kill -9. Its trace comes from its log and its records; every share a member's trace says it owned is the Range
+    assignment of a group it was in, as Kafka computed it, and the last is the one of the members left."""
     # the kill's rebalance comes one session (4 s) after it, plus Kafka's backoff: 6 s of room before the end; and
     # 11 s between the stop and the kill. A stop that lands in the middle of c1's rebalance (c3's join, late on a
     # loaded machine) waits for that rebalance to give up: Kafka's shutdown took 8,192 ms so in a CI run
@@ -131,11 +131,21 @@ def test_kafkas_own_consumer_runs_as_a_variant_with_a_trace_rebuilt_from_its_log
                                 {"orders": range(6), "payments": range(2)})
         return sorted(f"{tp.topic}-{tp.partition}" for tp in assign("range", ctx).for_consumer(member))
 
-    # between c1's stop and c2's kill the group was c2 and c3: what each traced last in that window
+    # every share a member traced is Range over some group it was in, as Kafka computed it (which members start
+    # first is the JVMs' race, so a member may start alone)
+    names = ["lab_c1", "lab_c2", "lab_c3"]
+    groups = [[n for i, n in enumerate(names) if mask >> i & 1] for mask in range(1, 8)]
+    for member, done in dones.items():
+        for ts, owned in done:
+            assert any(member in g and owned == range_share(g, member) for g in groups), (member, ts, owned)
+    # c2 was killed in a group with c3 (c1's stop waits out a rebalance it lands in, 8 s of Kafka's retries on a
+    # loaded machine, so c2 may not have traced the two-member group before the kill); c3 ends alone
+    assert dones["lab_c2"][-1][1] in (range_share(names, "lab_c2"), range_share(names[1:], "lab_c2"))
     killed_at = last_line["lab_c2"]
-    assert dones["lab_c2"][-1][1] == range_share(["lab_c2", "lab_c3"], "lab_c2")
-    assert [o for ts, o in dones["lab_c3"] if ts <= killed_at][-1] == range_share(["lab_c2", "lab_c3"], "lab_c3")
+    assert [o for ts, o in dones["lab_c3"] if ts <= killed_at][-1] in (range_share(names, "lab_c3"),
+                                                                        range_share(names[1:], "lab_c3"))
     assert dones["lab_c3"][-1][1] == range_share(["lab_c3"], "lab_c3")  # alone after c2's session expired
+
 
 def test_the_workloads_schedule_what_they_say() -> None:
     from zkconsumer.scenario.plan import WORKLOADS

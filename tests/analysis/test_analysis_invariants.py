@@ -1,70 +1,11 @@
-"""The five lab invariants on hand-built traces: a clean run holds them all; each breach is found and named."""
+"""When the lab's invariants judge a heal: the deadlines, on lab lines. The invariants themselves, judged by Spark on
+hand-built traces (a clean faulted run holds them all, each breach is found once, a kill after a heal is judged on
+the settled group), are in test_sim_checkers_agree.py, where one analysis judges them all beside the simulator's
+checkers."""
 
 from __future__ import annotations
 
-import io
-
-from rich.console import Console
-
 from zkconsumer.analysis.invariants import judged_deadlines
-from zkconsumer.analysis.pipeline import run_analysis
-
-
-def lab_line(tb, ts: int, event: str, **fields) -> None:
-    tb.emit("lab", ts, event, **fields)
-
-
-def test_a_clean_faulted_run_holds_every_invariant(spark, trace_builder, tmp_path) -> None:
-    tb = trace_builder
-    tb.rebalance("g_a", 100, 1, ["t-0", "t-1"], cause="startup")
-    for o in range(3):
-        tb.deliver("g_a", 110 + o, "t", 0, o)
-    tb.commit("g_a", 120, "t", 0, 2)  # offset 2 not committed yet: its redelivery is at-least-once
-    lab_line(tb, 150, "fault_injected", fault="kill", target="g_a")
-    tb.emit("g_b", 160, "session_expired")  # an earlier session of g_b: it does not end what g_b owns later
-    tb.rebalance("g_b", 200, 1, ["t-0", "t-1"], cause="session_expired")
-    tb.deliver("g_b", 210, "t", 0, 2)
-    tb.deliver("g_b", 211, "t", 0, 3)
-    tb.commit("g_b", 220, "t", 0, 4)
-    lab_line(tb, 230, "fault_healed", fault="kill", session_timeout_ms=1000)
-    tb.deliver("g_b", 3000, "t", 1, 0)
-    tb.commit("g_b", 3001, "t", 1, 1)
-    tb.emit("g_b", 3002, "shutdown", committed=True)
-    res = run_analysis(spark, str(tb.dir), tmp_path / "out", Console(file=io.StringIO()), from_zero=True)
-    inv = res.invariants
-    assert inv.ok, inv.violations()
-    assert inv.duplicates == 1 and inv.duplicates_committed == 0
-    assert res.summary["consumers"] == 2  # the lab's own file is not a consumer
-    [fault] = inv.faults
-    assert fault["fault"] == "kill" and fault["target"] == "g_a" and fault["unowned_at_deadline"] == 0
-    assert fault["deadline"] == 230 + 1000 + 1000 and fault["partitions"] == 2
-    assert "Invariants" in res.report_md.read_text()
-
-
-def test_each_broken_invariant_is_named(spark, trace_builder, tmp_path) -> None:
-    tb = trace_builder
-    tb.rebalance("g_a", 100, 1, ["t-0"], cause="startup")
-    for o in range(5):
-        tb.deliver("g_a", 110 + o, "t", 0, o)
-    tb.commit("g_a", 120, "t", 0, 5)
-    lab_line(tb, 150, "fault_injected", fault="cut", target="g_a")
-    tb.emit("g_a", 160, "connection_suspended")
-    tb.rebalance("g_b", 200, 1, ["t-0"], cause="ids_changed")
-    tb.deliver("g_b", 210, "t", 0, 3)  # committed at 120 already: a redelivery of committed work
-    tb.deliver("g_a", 211, "t", 0, 5)  # a still delivers: two live owners
-    tb.deliver("g_b", 212, "t", 0, 7)  # 5..6 by b never: 6 lost
-    tb.commit("g_b", 220, "t", 0, 4)  # below 5: backwards
-    lab_line(tb, 230, "fault_healed", fault="cut", session_timeout_ms=1000)
-    tb.emit("g_a", 240, "session_expired")
-    tb.emit("g_b", 250, "shutdown", committed=True)  # nobody owns t-0 at 2230
-    res = run_analysis(spark, str(tb.dir), tmp_path / "out", Console(file=io.StringIO()), from_zero=True,
-                       plots_and_report=False)
-    inv = res.invariants
-    assert not inv.ok
-    assert inv.lost == 1 and inv.overlaps == 1 and inv.duplicates_committed == 1 and inv.commits_backwards == 1
-    assert inv.unowned_after_heal == 1
-    assert len(inv.violations()) == 5
-    assert res.report_md is None
 
 
 def _line(ts: int, event: str, **fields) -> dict:
@@ -99,21 +40,15 @@ def test_a_fault_open_at_the_deadline_moves_it_to_that_heal_and_one_never_healed
     assert judged_deadlines(lines) == []
 
 
-def test_a_kill_after_a_heal_is_judged_on_the_settled_group(spark, trace_builder, tmp_path) -> None:
-    """At the pause's own deadline the killed member still owns t-0 (its session has not expired yet); judged
-    from the kill, the survivor owns it."""
-    tb = trace_builder
-    tb.rebalance("g_a", 100, 1, ["t-0"], cause="startup")
-    tb.deliver("g_a", 110, "t", 0, 0)
-    lab_line(tb, 200, "fault_injected", fault="pause", target="g_a")
-    lab_line(tb, 300, "fault_healed", fault="pause", target="g_a", session_timeout_ms=1000)
-    lab_line(tb, 2000, "lab_step", step="kill", target="g_a")  # g_a writes nothing more: owns t-0 to its last line
-    tb.deliver("g_a", 2100, "t", 0, 1)
-    tb.rebalance("g_b", 3500, 1, ["t-0"], cause="ids_changed")
-    tb.deliver("g_b", 3600, "t", 0, 2)
-    tb.emit("g_b", 5000, "shutdown", committed=False)
-    res = run_analysis(spark, str(tb.dir), tmp_path / "out", Console(file=io.StringIO()), from_zero=True,
-                       plots_and_report=False)
-    [fault] = res.invariants.faults
-    assert fault["deadline"] == 2000 + 2000 and fault["unowned_at_deadline"] == 0
-    assert res.invariants.ok, res.invariants.violations()
+def test_a_live_migration_moves_a_deadline_inside_it_to_its_end() -> None:
+    """A migration is a disturbance that lasts: from its ``migrate`` step to the ``migration_ended`` step that
+    leaves none running (a rollback started meanwhile writes its own end); one never ended leaves the heal unjudged."""
+    expire = [_line(3500, "fault_injected", fault="expire", target="g_c2"),
+              _line(3500, "fault_healed", fault="expire", target="g_c2", session_timeout_ms=3000)]
+    migrate, rollback, ended = (_line(3200, "lab_step", step="migrate"), _line(5000, "lab_step", step="rollback"),
+                                _line(9000, "lab_step", step="migration_ended"))
+    assert judged_deadlines([migrate, *expire, ended]) == [("g", "expire", 3500, 9000 + 4000)]
+    assert judged_deadlines([migrate, *expire, rollback, ended, _line(15000, "lab_step", step="migration_ended")]) \
+        == [("g", "expire", 3500, 15000 + 4000)]
+    assert judged_deadlines([migrate, *expire]) == []
+    assert judged_deadlines([*expire, _line(20000, "lab_step", step="migrate")]) == [("g", "expire", 3500, 7500)]

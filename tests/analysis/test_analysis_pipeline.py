@@ -94,6 +94,7 @@ def test_writes_every_file(analyzed):
     html = (out / "report.html").read_text()
     # report.md keeps the PNGs; report.html stands alone: the timeline is interactive, the other PNGs embedded
     assert "img/ownership.png" in md and "img/ownership.png" not in html
+    assert "## Invariants" in md  # what test_sim_checkers_agree.py's traces judge, in the report
     assert html.count('<img src="data:image/png;base64,') == 2 and 'class="plotly-graph-div"' in html
     assert remote_references(html) == []
     assert "tables/duplicates.csv" in md and 'href="tables/duplicates.csv"' in html

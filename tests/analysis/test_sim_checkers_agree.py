@@ -2,10 +2,11 @@
 on the same trace directory, the same counts of lost records, overlaps, duplicates (of committed records, and all
 of them), commits moving back and partitions unowned after a heal, heal by heal.
 
-The traces: the hand-built ones the analysis' own invariant and lives tests use, a synthetic group's (the
-benchmarks' generator) with faults added, and random traces built to be messy (owners that overlap, commits that
-go back in one millisecond, skipped and repeated offsets, resets, session expiries, kills and restarts, faults
-healed and not)."""
+The traces: hand-built ones (a clean faulted run, one breaking all five, a kill after a heal, a consumer's two
+lives, ...), whose Spark figures are asserted here too (one analysis for all: each used to cost a Spark run of its
+own), a synthetic group's (the benchmarks' generator) with faults added, and random traces built to be messy
+(owners that overlap, commits that go back in one millisecond, skipped and repeated offsets, resets, session
+expiries, kills and restarts, faults healed and not)."""
 
 from __future__ import annotations
 
@@ -35,7 +36,7 @@ def records_of(trace_dir: Path, group: str | None = None) -> list[dict[str, Any]
 
 
 def clean(tb) -> None:
-    """tests/analysis/test_analysis_invariants.py's clean faulted run."""
+    """A clean faulted run: a kill -9, the survivor takes over; one redelivery of uncommitted work."""
     a, b = "clean_a", "clean_b"
     tb.rebalance(a, 100, 1, ["t-0", "t-1"], cause="startup")
     for o in range(3):
@@ -54,7 +55,8 @@ def clean(tb) -> None:
 
 
 def broken(tb) -> None:
-    """tests/analysis/test_analysis_invariants.py's run breaking all five."""
+    """A run breaking all five: a cut-off owner still delivering, a redelivery of committed work, a gap, a commit
+    going back, a partition nobody owns at the heal's deadline."""
     a, b = "broken_a", "broken_b"
     tb.rebalance(a, 100, 1, ["t-0"], cause="startup")
     for o in range(5):
@@ -73,7 +75,8 @@ def broken(tb) -> None:
 
 
 def killed(tb) -> None:
-    """tests/analysis/test_analysis_invariants.py's kill -9 after a heal, judged on the settled group."""
+    """A kill -9 after a heal, judged on the settled group: at the pause's own deadline the killed member still owns
+    t-0 (its session has not expired yet); judged from the kill, the survivor owns it."""
     a, b = "killed_a", "killed_b"
     tb.rebalance(a, 100, 1, ["t-0"], cause="startup")
     tb.deliver(a, 110, "t", 0, 0)
@@ -87,8 +90,8 @@ def killed(tb) -> None:
 
 
 def lives(tb) -> None:
-    """tests/analysis/test_analysis_lives.py's story (A killed, started again under its id), with a fault healed
-    while A's first life is dead and before B takes t-0 over."""
+    """A consumer killed and started again under its id (test_a_restarted_consumer_starts_a_new_life), with a fault
+    healed while A's first life is dead and before B takes t-0 over."""
     a, b = "lives_A", "lives_B"
     tb.emit(a, 1000, "registered", subscription={"t": 1}, pattern="static")
     tb.rebalance(a, 1000, 1, ["t-0", "t-1"], cause="startup", done_ts=1010)
@@ -247,6 +250,13 @@ def test_over_the_whole_directory_too(judged: Judged) -> None:
 def test_what_each_trace_shows(judged: Judged) -> None:
     """The traces test what they were built for: else agreeing on zeros would prove little."""
     v = {g: verdict(judged.emitted.get(g) or records_of(judged.trace_dir, g)) for g in GROUPS}
+    # the Spark analysis' own figures for the three hand-built runs (test_analysis_invariants.py's, once judged there
+    # a run each): the clean kill judged at heal + session + 1 s, each of the five breaches once, the settled group
+    spark = {g: spark_counts(judged, g) for g in ("clean", "broken", "killed")}
+    assert spark["clean"]["heals"] == [("kill", 230, 230 + 1000 + 1000, 0)]
+    assert (spark["clean"]["duplicates"], spark["clean"]["duplicates_committed"]) == (1, 0)
+    assert {i.value: spark["broken"][i.value] for i in LAB_INVARIANTS} == {i.value: 1 for i in LAB_INVARIANTS}
+    assert spark["killed"]["heals"] == [("pause", 300, 2000 + 2000, 0)]
     assert v["clean"].ok and v["clean"].counts[Invariant.DUPLICATES] == 1 and len(v["clean"].heals) == 1
     assert {i for i in LAB_INVARIANTS if v["broken"].counts[i]} == LAB_INVARIANTS
     assert v["killed"].lab_ok and v["killed"].heals[0].deadline == 4000
@@ -258,6 +268,31 @@ def test_what_each_trace_shows(judged: Judged) -> None:
         messy = v[f"r{seed}"]
         assert not messy.lab_ok and messy.out_of_order == 0
         assert sum(messy.counts[i] > 0 for i in LAB_INVARIANTS) >= 3, messy.counts  # messy enough
+
+
+def test_a_restarted_consumer_starts_a_new_life(judged: Judged) -> None:
+    """A consumer started again under its id (a deploy's restart, a ``kill -9`` and a start) appends to its trace and
+    counts its rebalances from 1 again: the analysis keeps its lives apart (docs/trace.md, "How the analysis reads
+    it"). The ``lives`` story: A alone at 1000, B joins at 2000 and takes t-1, A commits at 2400 and is killed, B owns
+    both at 4000, A starts again at 5000 (its rebalance 1 again) and takes t-0 back."""
+    tables = judged.trace_dir.parent / "out" / "tables"
+
+    def rows(name: str) -> pd.DataFrame:
+        df = pd.read_parquet(tables / f"{name}.parquet")
+        return df[df["group"] == "lives"]
+
+    crb = rows("consumer_rebalances")
+    a = crb[crb.consumer == "lives_A"].sort_values("start")
+    assert list(a.rebalance) == [1, 2, 3]  # the second life's rebalance 1 is numbered on
+    assert list(a.status) == ["done"] * 3 and list(a.end) == [1010, 2015, 5015]
+    assert len(rows("group_rebalances")) == 4  # 1000, 2000, 4000, 5000: not one rebalance spanning both lives
+    own = rows("ownership")
+    first_life = own[(own.consumer == "lives_A") & (own.partition == 0) & (own.owned_from == 2015)].iloc[0]
+    # killed: its ownership ends with its last line, not when the next life owns t-0 again
+    assert first_life.owned_to == 2400 and first_life.end_reason.startswith("its process ended"), first_life
+    unowned = rows("unowned")
+    taken_by_b = unowned[(unowned.partition == 0) & (unowned.new_owner == "lives_B")].iloc[0]
+    assert taken_by_b.unowned_ms == 4010 - 2400
 
 
 @pytest.mark.parametrize("seed", SEEDS)

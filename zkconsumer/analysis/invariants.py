@@ -172,7 +172,7 @@ def reowned_after_heal(lab: DataFrame, owners: DataFrame, control: DataFrame, pa
                        heals: bool = True) -> DataFrame:
     """Per ``fault_healed`` line and partition: the owner at its judged deadline (null: none). ``heals=False``
     (no heal line in the run) reads nothing: an empty table of the same shape."""
-    lines = [r.asDict() for r in lab.select("group", "event", "ts", "fault", "target", "session_timeout_ms")
+    lines = [r.asDict() for r in lab.select("group", "event", "ts", "fault", "target", "session_timeout_ms", "step")
              .collect()] if heals else []
     heals = lab.sparkSession.createDataFrame(judged_deadlines(lines), _DEADLINES)
     eff = effective_ownership(owners, control, lab if lines else None)

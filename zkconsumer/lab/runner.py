@@ -33,6 +33,7 @@ from rich.table import Table
 
 from zkconsumer import broker_version
 from zkconsumer.analysis import unseen
+from zkconsumer.analysis.deadlines import MIGRATION_ENDED_STEP
 from zkconsumer.analysis.unseen import Unseen
 from zkconsumer.apache_kafka import lab_members
 from zkconsumer.assignment.assignors import AssignmentContext, RoundRobinPreconditionError, TopicPartition, assign
@@ -456,6 +457,8 @@ class Lab:
             # a failed step stays visible after a later one succeeds
             failed = self.migration_result if self.migration_result and "failed" in self.migration_result else None
             self.migration_result = f"{failed}; then {result}" if failed else result
+            # the migration's disturbance ends: a heal's deadline inside it moves here (analysis/deadlines.py)
+            self._lab_line("lab_step", step=MIGRATION_ENDED_STEP, target="")
 
         self._event(f"{'rollback to ZooKeeper' if rollback else 'migration to coordinator'} mode started")
         self._migration = threading.Thread(target=run, daemon=True, name="lab-migration")

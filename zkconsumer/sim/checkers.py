@@ -410,7 +410,7 @@ class Checker:
         if event in LAB_EVENTS:
             self._lab.append({"group": record["group"], "ts": ts, "event": event, "fault": record.get("fault"),
                               "target": record.get("target"),
-                              "session_timeout_ms": record.get("session_timeout_ms")})
+                              "session_timeout_ms": record.get("session_timeout_ms"), "step": record.get("step")})
             if event == "lab_step" and record.get("step") == KILL_STEP:
                 self._member(record["group"], record.get("target") or "").kills.append(ts)
             return []

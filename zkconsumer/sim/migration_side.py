@@ -16,6 +16,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from zkconsumer.analysis.deadlines import MIGRATION_ENDED_STEP
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.migration.driver import MigrationDriver
 from zkconsumer.migration.member import MigratableConsumer, Subscription
@@ -115,6 +116,8 @@ class MigrationSide:
             result = f"{'rollback' if rollback else 'migration'} failed: {e}"
         failed = self.outcome.result if "failed" in self.outcome.result else None
         self.outcome.result = f"{failed}; then {result}" if failed else result
+        # the lab's: the end of the migration's disturbance, for the heals' deadlines (analysis/deadlines.py)
+        self.world._lab_line("lab_step", step=MIGRATION_ENDED_STEP, target="")
 
     # ------------------------------------------------------------------------------------------ the end
     def judge(self, reg: Registry) -> MigrationOutcome:
