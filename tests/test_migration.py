@@ -95,7 +95,10 @@ def test_the_assignment_carries_the_ids_version_it_was_computed_from(registry: R
     assignor.on_assignment(out["m"], 3)
     _, cversion = registry.consumer_ids_with_version("g")
     assert assignor.assigned_cversion == cversion and assignor.generation == 3
-    assert json.loads(out["m"].user_data) == {"ids_cversion": cversion}
+    # g_a is registered in ZooKeeper and no member of the group: its share is left to it (orphaned), as a ZooKeeper-
+    # mode member's is; once done, that flag makes the members ask for a generation without it
+    assert json.loads(out["m"].user_data) == {"ids_cversion": cversion, "orphaned": True}
+    assert assignor.orphaned
 
 
 def test_once_done_the_assignor_uses_the_members_own_subscriptions(registry: Registry) -> None:
@@ -107,7 +110,7 @@ def test_once_done_the_assignor_uses_the_members_own_subscriptions(registry: Reg
     ctx = AssignmentContext({"g_a": {"t": 1}, "g_b": {"t": 1}}, {"t": range(5)})
     expected = assign("range", ctx)
     assert dict(out["ma"].assignment)["t"] == sorted(tp.partition for tp in expected.for_consumer("g_a"))
-    assert json.loads(out["ma"].user_data) == {"ids_cversion": -1}
+    assert json.loads(out["ma"].user_data) == {"ids_cversion": -1, "orphaned": False}
 
 
 # ------------------------------------------------------------------------------------------- the bridge

@@ -59,7 +59,7 @@ def test_line_numbers_exact_when_files_are_split(spark, tmp_path, in_memory):
                                          "offset": i, "thread": f"{name}-0"}))
         (d / f"{name}.jsonl").write_text("\n".join(lines))  # last line without newline: a killed writer
     saved = spark.conf.get("spark.sql.files.maxPartitionBytes")
-    spark.conf.set("spark.sql.files.maxPartitionBytes", "2048")
+    spark.conf.set("spark.sql.files.maxPartitionBytes", "8192")  # ~8 splits a file: each split a task
     try:
         ts = read_traces(spark, str(d), tmp_path / "work", in_memory=in_memory)
         got = {(r["file"], r["line"]) for r in ts.bad.collect()}

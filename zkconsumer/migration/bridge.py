@@ -75,6 +75,9 @@ class BridgeAssignor(AbstractPartitionAssignor):
         self.strategy = strategy if strategy in ("range", "roundrobin", "roundrobin-relaxed") else "range"
         self.exclude_internal = exclude_internal
         self.assigned_cversion = -1
+        #: this generation's assignment left a share to a consumer id that is not a member of the coordinator's
+        #: group: once the plan is done (every member moved) nobody would consume it, so a new generation is asked
+        self.orphaned = False
         self.generation = -1
 
     def metadata(self, topics: Iterable[str]) -> ConsumerProtocolSubscription:
@@ -108,7 +111,10 @@ class BridgeAssignor(AbstractPartitionAssignor):
             mid = consumers.get(thread_owner.get(tid, ""))
             if mid is not None:
                 shares[mid].setdefault(tp.topic, []).append(tp.partition)
-        user = json.dumps({"ids_cversion": cversion}).encode()
+        # a share computed for a registered consumer id no member of this group stands for: a ZooKeeper-mode member's
+        # (it claims it itself), or a dead member's registration its session has not taken away yet
+        orphaned = any(thread_owner.get(tid, "") not in consumers for tid in owners.values())
+        user = json.dumps({"ids_cversion": cversion, "orphaned": orphaned}).encode()
         out = {}
         for m in members:
             share = shares.get(m.member_id, {})
@@ -120,9 +126,11 @@ class BridgeAssignor(AbstractPartitionAssignor):
 
     def on_assignment(self, assignment, generation) -> None:
         try:
-            self.assigned_cversion = int(json.loads(bytes(assignment.user_data or b"{}")).get("ids_cversion", -1))
+            user = json.loads(bytes(assignment.user_data or b"{}"))
+            self.assigned_cversion = int(user.get("ids_cversion", -1))
+            self.orphaned = bool(user.get("orphaned", False))
         except (ValueError, AttributeError):
-            self.assigned_cversion = -1
+            self.assigned_cversion, self.orphaned = -1, False
         self.generation = generation
 
     def _plan(self) -> MigrationPlan | None:

@@ -366,6 +366,15 @@ class MigrationDriver:
         with self._leased(GroupMode.COORDINATOR):
             return self._to_coordinator(only)
 
+    def _to_move(self, plan: MigrationPlan, only: list[str] | None, handled: set[str]) -> list[MemberState]:
+        """The members still to move to coordinator mode, read now: neither moved by this run nor planned and
+        running there, bridged, already (a driver resuming); with ``only``, just those."""
+        return [m for m in self.members()
+                if m.consumer_id not in handled and m.consumer_id not in self.gone
+                and (m.registered or m.mode is not None)
+                and not (plan.mode_of(m.consumer_id) == m.mode == GroupMode.COORDINATOR and m.bridged)
+                and (only is None or m.consumer_id in only)]
+
     def _to_coordinator(self, only: list[str] | None = None) -> MigrationPlan:
         strangers = self._strangers()
         if strangers:
@@ -400,35 +409,43 @@ class MigrationDriver:
                 self._hold(f"{', '.join(moved)} in coordinator mode", moved, None, False)
             except MigrationError as e:
                 self._roll_back_group(f"the previous run's steps ({', '.join(moved)} in coordinator mode)", e)
-        for m in members:
-            if plan.mode_of(m.consumer_id) == m.mode == GroupMode.COORDINATOR and m.bridged:
-                continue
-            if only is not None and m.consumer_id not in only:
-                continue
-            self._refuse_strangers_midway(m.consumer_id)
-            plan = plan.with_member(m.consumer_id, GroupMode.COORDINATOR)
-            self._write(plan)
-            self.progress(f"{m.consumer_id}: to coordinator mode")
+        handled: set[str] = set()
+        while True:
+            # the members are read again on every pass: one that joins mid-way starts in ZooKeeper mode and must be
+            # moved before done (found by zkconsumer sim --mode migrate, seed 17: a member joined after the last
+            # move, done was written while it consumed in ZooKeeper mode, and the coordinator members, their
+            # bridges dropped, consumed its partitions from the broker's older offsets: its records delivered twice)
+            for m in self._to_move(plan, only, handled):
+                handled.add(m.consumer_id)
+                self._refuse_strangers_midway(m.consumer_id)
+                plan = plan.with_member(m.consumer_id, GroupMode.COORDINATOR)
+                self._write(plan)
+                self.progress(f"{m.consumer_id}: to coordinator mode")
+                try:
+                    self._await_member(m.consumer_id, f"{m.consumer_id} to run in coordinator mode",
+                                       GroupMode.COORDINATOR, True)
+                    self._await("every partition to be owned again", self._settled)
+                    self._hold(f"{m.consumer_id} in coordinator mode", [*moved, m.consumer_id], None, False)
+                except MigrationError as e:
+                    self._roll_back_group(f"moving {m.consumer_id} to coordinator mode", e)
+                moved.append(m.consumer_id)
+                self.progress(f"{m.consumer_id}: in coordinator mode, every partition owned")
+            members = [m for m in self.members() if m.registered or m.consumer_id in handled]
+            if only is not None and any(plan.mode_of(m.consumer_id) != GroupMode.COORDINATOR for m in members):
+                self.progress(f"{', '.join(only)} in coordinator mode; the group stays mixed "
+                              f"({len(moved)} of {len(members)} members moved): run migrate again to go on")
+                return plan
+            self._refuse_strangers_midway("the ZooKeeper bridge is dropped")
+            partitions = self.subscribed_partitions() or partitions
             try:
-                self._await_member(m.consumer_id, f"{m.consumer_id} to run in coordinator mode",
-                                   GroupMode.COORDINATOR, True)
-                self._await("every partition to be owned again", self._settled)
-                self._hold(f"{m.consumer_id} in coordinator mode", [*moved, m.consumer_id], None, False)
+                self._await("the broker's committed offsets to reach ZooKeeper's",
+                            lambda ps=partitions: not self.offsets_behind(ps))
             except MigrationError as e:
-                self._roll_back_group(f"moving {m.consumer_id} to coordinator mode", e)
-            moved.append(m.consumer_id)
-            self.progress(f"{m.consumer_id}: in coordinator mode, every partition owned")
-        if only is not None and any(plan.mode_of(m.consumer_id) != GroupMode.COORDINATOR for m in members):
-            self.progress(f"{', '.join(only)} in coordinator mode; the group stays mixed "
-                          f"({len(moved)} of {len(members)} members moved): run migrate again to go on")
-            return plan
-        self._refuse_strangers_midway("the ZooKeeper bridge is dropped")
-        try:
-            self._await("the broker's committed offsets to reach ZooKeeper's",
-                        lambda: not self.offsets_behind(partitions))
-        except MigrationError as e:
-            self._roll_back_group(f"moving the offsets to the broker ({'; '.join(self.offsets_behind(partitions))})",
-                                  e)
+                self._roll_back_group(
+                    f"moving the offsets to the broker ({'; '.join(self.offsets_behind(partitions))})", e)
+            if not self._to_move(plan, only, handled):
+                break
+            self.progress("members joined meanwhile: moving them before the bridge is dropped")
         plan = replace(plan, phase=MigrationPhase.DONE)
         self._write(plan)
         self.progress("every member in coordinator mode: dropping the ZooKeeper bridge")

@@ -334,6 +334,10 @@ class SimWorld:
             tasks.sleep(0.25)
         if self.migration_side is not None:
             self.migration_side.judge(reg)
+            # the migration's end (a lab line now) moves a heal's deadline inside it there: run on to that deadline
+            deadline = self.kw.scheduler.now_ms + round(self.settle_s * 1000)
+            while self.kw.scheduler.now_ms < deadline and not self._heals_judged():
+                tasks.sleep(0.25)
         for member in self.members.values():
             if member.process.paused:
                 self._resume(member)
