@@ -20,6 +20,8 @@ import tempfile
 import time
 from pathlib import Path
 
+from records import write_record
+
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.coordinator.offsets_log import OFFSETS_TOPIC, OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset
@@ -123,40 +125,12 @@ def main() -> None:
           "reload compacted | reload not compacted | reload ratio |")
     print("|---|---|---|---|---|---|---|")
     if args.record:
-        write_record(args.record, vars(args), rows, peak, cleaning_s)
+        write_record(args.record, vars(args), {"rows": rows, "peak_bytes": peak, "cleaning_s": round(cleaning_s, 3)})
     for r in rows:
         print(f"| {r['minute']} | {r['compacted_bytes'] / 1e6:.2f} ({r['compacted_segments']}) | "
               f"{r['plain_bytes'] / 1e6:.2f} ({r['plain_segments']}) | "
               f"{r['compacted_bytes'] / r['plain_bytes']:.3f} | {r['compacted_reload_s'] * 1000:.0f} ms | "
               f"{r['plain_reload_s'] * 1000:.0f} ms | {r['compacted_reload_s'] / r['plain_reload_s']:.3f} |")
-
-
-def write_record(path: Path, settings: dict, rows: list[dict], peak: dict, cleaning_s: float) -> None:
-    """The run as a result record: what ran, when, on which commit and machine, and its figures."""
-    import datetime
-    import json
-    import os
-    import platform
-    import subprocess
-    import sys
-
-    def git(*a: str) -> str:
-        return subprocess.run(["git", *a], capture_output=True, text=True).stdout.strip()
-
-    cpu = next((line.split(":", 1)[1].strip() for line in open("/proc/cpuinfo") if line.startswith("model name")), "")
-    record = {
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "date": datetime.datetime.now(datetime.UTC).isoformat(timespec="seconds"),
-        "commit": git("rev-parse", "--short", "HEAD") + ("-dirty" if git("status", "--porcelain", "zkconsumer")
-                                                         else ""),
-        "machine": {"cores": os.cpu_count(), "cpu": cpu, "memory_gib": round(os.sysconf("SC_PAGE_SIZE")
-                                                                             * os.sysconf("SC_PHYS_PAGES") / 2**30)},
-        "versions": {"python": platform.python_version()},
-        "settings": {k: str(v) if isinstance(v, Path) else v for k, v in settings.items()},
-        "figures": {"rows": rows, "peak_bytes": peak, "cleaning_s": round(cleaning_s, 3)},
-    }
-    path.parent.mkdir(parents=True, exist_ok=True)
-    path.write_text(json.dumps(record, indent=1) + "\n")
 
 
 if __name__ == "__main__":
