@@ -127,6 +127,17 @@ def test_an_unreachable_coordinator_is_a_problem_not_a_crash() -> None:
     assert describe("127.0.0.1:1", "g").error  # nothing listens on port 1
 
 
+def test_a_group_nobody_is_expected_in_may_be_empty_while_the_zookeeper_half_owns_the_rest() -> None:
+    """Every member moved so far is gone (the first one stopped mid-step): in the mixed phase nothing is asked of the
+    coordinator's group but to have nobody the plan does not expect; after done, or with a member expected, an empty
+    group is a problem as before."""
+    for state in ("Empty", "Dead"):
+        assert judge(DescribedGroup(state, ""), [], None).ok
+        assert not judge(DescribedGroup(state, ""), ["g_a"], None).ok
+        assert not judge(DescribedGroup(state, ""), [], {"t": [0]}).ok
+    assert not judge(DescribedGroup("PreparingRebalance", ""), [], None).ok
+
+
 def test_stalled_partitions_are_those_with_records_waiting_and_no_progress() -> None:
     before = {("t", 0): 5, ("t", 1): 7, ("t", 2): 3}
     after = {("t", 0): 9, ("t", 1): 7, ("t", 2): 3}

@@ -435,6 +435,8 @@ class MigrationDriver:
                 self.progress(f"{', '.join(only)} in coordinator mode; the group stays mixed "
                               f"({len(moved)} of {len(members)} members moved): run migrate again to go on")
                 return plan
+            if self._to_move(plan, only, handled):
+                continue  # joined during this pass: moved first (a ZooKeeper-mode member commits to ZooKeeper alone)
             self._refuse_strangers_midway("the ZooKeeper bridge is dropped")
             partitions = self.subscribed_partitions() or partitions
             try:
