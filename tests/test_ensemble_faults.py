@@ -399,6 +399,9 @@ def test_session_expired_across_a_quorum_loss_reregisters(zk: ZooKeeperServer, z
         registration = GroupPaths("g").registration("g_a")
         wait_until(lambda: attempt(lambda: registry.zk.exists(registration) is None), timeout=30,
                    message="the ensemble expired a's session (its registration deleted)")
+        # b may still be in its reconnect backoff (up to a third of its session): kazoo's client_id is None until it
+        # is connected again (a loaded CI machine once asked in between), then the same session
+        wait_until(lambda: b.connected.is_set() and session_of(b) is not None, timeout=30, message="b connected again")
         assert session_of(b) == b_session  # b (20 s session) came back in time: it kept its session
         wait_until(lambda: settled(registry, "g", {f"t-{p}": "g_b-0" for p in range(4)}, b), timeout=30,
                    message="b owns everything")
