@@ -11,6 +11,7 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+import os
 import time
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -85,7 +86,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--shrink-budget", type=int, default=40, metavar="RUNS",
                    help="simulated runs one shrink may spend (default 40)")
     p.add_argument("--in-process", action="store_true",
-                   help="run the seeds here, one after the other, not on Spark (the default for fewer than "
+                   help="run the seeds here, a process per core, not on Spark (the default for fewer than "
                         f"{LOCAL_SEEDS} seeds without --master: a JVM's start costs more than they do)")
     p.add_argument("--json", action="store_true", help="print one JSON object instead of tables")
     g = p.add_argument_group("nemesis schedules (without --scenario)")
@@ -246,7 +247,8 @@ def _many(args: argparse.Namespace, job: SimJob, seeds: list[int]) -> int:
     if _in_process(args, len(seeds)):
         with Progress(console=status, transient=True, disable=args.json) as bar:
             task = bar.add_task(f"simulating {len(seeds)} seeds", total=len(seeds))
-            results = run_local(job, seeds, lambda done: bar.update(task, completed=done))
+            results = run_local(job, seeds, lambda done: bar.update(task, completed=done),
+                                workers=os.cpu_count() or 1)
     else:
         from zkconsumer.analysis.progress import Stages
 
