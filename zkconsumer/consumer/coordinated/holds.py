@@ -128,7 +128,7 @@ class Holds:
             return
         with host.state_lock:
             held = set(self._held)
-        freed = {tp for tp in held if not self._ask(tp, handover)}
+        freed = {tp for tp in sorted(held) if not self._ask(tp, handover)}  # sorted: the handover's writes in one order
         freed = {tp for tp in sorted(freed)
                  if runtime.monotonic() <= budget and self._resume(consumer, tp, handover, timeout_ms)}
         with host.state_lock:
