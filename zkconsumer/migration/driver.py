@@ -366,10 +366,11 @@ class MigrationDriver:
         with self._leased(GroupMode.COORDINATOR):
             return self._to_coordinator(only)
 
-    def _to_move(self, plan: MigrationPlan, only: list[str] | None, handled: set[str]) -> list[MemberState]:
-        """The members still to move to coordinator mode, read now: neither moved by this run nor planned and
-        running there, bridged, already (a driver resuming); with ``only``, just those."""
-        return [m for m in self.members()
+    def _to_move(self, plan: MigrationPlan, only: list[str] | None, handled: set[str],
+                 members: list[MemberState] | None = None) -> list[MemberState]:
+        """The members still to move to coordinator mode (of ``members``, else read now): neither moved by this run
+        nor planned and running there, bridged, already (a driver resuming); with ``only``, just those."""
+        return [m for m in (self.members() if members is None else members)
                 if m.consumer_id not in handled and m.consumer_id not in self.gone
                 and (m.registered or m.mode is not None)
                 and not (plan.mode_of(m.consumer_id) == m.mode == GroupMode.COORDINATOR and m.bridged)
@@ -430,12 +431,13 @@ class MigrationDriver:
                     self._roll_back_group(f"moving {m.consumer_id} to coordinator mode", e)
                 moved.append(m.consumer_id)
                 self.progress(f"{m.consumer_id}: in coordinator mode, every partition owned")
-            members = [m for m in self.members() if m.registered or m.consumer_id in handled]
+            current = self.members()
+            members = [m for m in current if m.registered or m.consumer_id in handled]
             if only is not None and any(plan.mode_of(m.consumer_id) != GroupMode.COORDINATOR for m in members):
                 self.progress(f"{', '.join(only)} in coordinator mode; the group stays mixed "
                               f"({len(moved)} of {len(members)} members moved): run migrate again to go on")
                 return plan
-            if self._to_move(plan, only, handled):
+            if self._to_move(plan, only, handled, current):
                 continue  # joined during this pass: moved first (a ZooKeeper-mode member commits to ZooKeeper alone)
             self._refuse_strangers_midway("the ZooKeeper bridge is dropped")
             partitions = self.subscribed_partitions() or partitions

@@ -20,6 +20,7 @@ from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from zkconsumer.errors import ZkConsumerError
 from zkconsumer.scenario.model import LabMode
 from zkconsumer.sim.checkers import Invariant
 from zkconsumer.sim.runs import MigrationBreach, SeedResult, SimJob, run_seed
@@ -42,9 +43,8 @@ def _run_slice(job: SimJob, seeds: Iterable[int]) -> list[dict[str, Any]]:
 def run_local(job: SimJob, seeds: Sequence[int], progress: Callable[[int], None] | None = None,
               workers: int = 1) -> list[SeedResult]:
     """Each seed here, in seed order (``progress(done)`` after each): one after the other in this process, or with
-    ``workers`` > 1 each in a process of its own forked from this one, that many at a time: a seed never starts from
-    another seed's leftovers (a pool reusing its workers gave seed 2 of a migrate run another trace than a fresh
-    process: a run leaves module state behind, not yet found, issue 54)."""
+    ``workers`` > 1 each in a process of its own forked from this one, that many at a time (a seed's trace is the
+    same in any process: tests/test_sim_world.py, test_sim_migration.py)."""
     if workers <= 1 or len(seeds) <= 1:
         results = []
         for i, seed in enumerate(seeds, 1):
@@ -65,12 +65,12 @@ def run_local(job: SimJob, seeds: Sequence[int], progress: Callable[[int], None]
         except queue.Empty:
             dead = [s for s, proc in running.items() if not proc.is_alive() and answers.empty()]
             if dead:
-                raise RuntimeError(f"the process of seed {dead[0]} ended without a result "
+                raise ZkConsumerError(f"the process of seed {dead[0]} ended without a result "
                                    f"(exit code {running[dead[0]].exitcode})") from None
             continue
         running.pop(seed).join()
         if error is not None:
-            raise RuntimeError(f"seed {seed} failed: {error}")
+            raise ZkConsumerError(f"seed {seed} failed: {error}")
         done[seed] = SeedResult.from_dict(result)
         if progress is not None:
             progress(len(done))

@@ -13,7 +13,7 @@ from __future__ import annotations
 import dataclasses
 import random
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from enum import StrEnum
 from pathlib import Path
@@ -116,11 +116,16 @@ def with_migration(drawn: Scenario, seed: int, settings: nemesis.NemesisSettings
     actions = [Action(at=at, kind=ActionKind.MIGRATE)]
     if rng.random() < ROLLBACK_SHARE:
         actions.append(Action(at=at + round(rng.uniform(2, 8) / step) * step, kind=ActionKind.ROLLBACK))
-    return dataclasses.replace(drawn, actions=tuple(sorted((*drawn.actions, *actions), key=_at)))
+    return _with_steps(drawn, actions)
 
 
 def _at(action: Action) -> float:
     return float(action.at) if not isinstance(action.at, str) else 0.0
+
+
+def _with_steps(scenario: Scenario, steps: Iterable[Action]) -> Scenario:
+    """``scenario`` with ``steps`` added among its actions, in time order."""
+    return dataclasses.replace(scenario, actions=tuple(sorted((*scenario.actions, *steps), key=_at)))
 
 
 def split_migration(scenario: Scenario) -> tuple[Scenario, tuple[Action, ...]]:
@@ -273,8 +278,7 @@ def shrink(job: SimJob, result: SeedResult, budget: int = 60,
     while improved and tries < budget:
         improved = False
         for candidate in nemesis.candidates(current, job.nemesis):
-            whole = dataclasses.replace(candidate.scenario, actions=tuple(sorted(
-                (*candidate.scenario.actions, *migration), key=_at)))
+            whole = _with_steps(candidate.scenario, migration)
             if migration and (candidate.scenario.duration or 0) <= max(_at(a) for a in migration):
                 continue  # a run ending before its migration starts shows nothing of it
             tries += 1
@@ -290,7 +294,7 @@ def shrink(job: SimJob, result: SeedResult, budget: int = 60,
                 break
     name = f"sim-{'migrate' if job.mode is LabMode.MIGRATE else job.variant or job.profile}-{result.seed}"
     flag = job.flag
-    current = dataclasses.replace(current, actions=tuple(sorted((*current.actions, *migration), key=_at)))
+    current = _with_steps(current, migration)
     shrunk = dataclasses.replace(current, name=name, description=(
         f"shrunk by zkconsumer sim {flag} from nemesis seed {result.seed}: breaks "
         f"{', '.join(sorted(wanted))} in simulation ({len(steps)} steps: {'; '.join(steps) or 'as drawn'})"))

@@ -119,7 +119,6 @@ NOT_SIMULATED: dict[ActionKind, str] = {
 }
 
 
-
 class SimRefused(ZkConsumerError, ValueError):
     """A plan the simulator cannot carry out as written (it says which action or setting, and why)."""
 
@@ -329,15 +328,11 @@ class SimWorld:
         if isinstance(self.broker, KafkaSide):
             self.broker.flush()
             self.broker.stop_producing()
-        deadline = self.kw.scheduler.now_ms + round(self.settle_s * 1000)
-        while self.kw.scheduler.now_ms < deadline and not (self._caught_up() and self._heals_judged()):
-            tasks.sleep(0.25)
+        self._settle(lambda: self._caught_up() and self._heals_judged())
         if self.migration_side is not None:
             self.migration_side.judge(reg)
             # the migration's end (a lab line now) moves a heal's deadline inside it there: run on to that deadline
-            deadline = self.kw.scheduler.now_ms + round(self.settle_s * 1000)
-            while self.kw.scheduler.now_ms < deadline and not self._heals_judged():
-                tasks.sleep(0.25)
+            self._settle(self._heals_judged)
         for member in self.members.values():
             if member.process.paused:
                 self._resume(member)
@@ -347,6 +342,12 @@ class SimWorld:
             member.exited.wait(30.0)
         admin.stop()
         admin.close()
+
+    def _settle(self, done: Callable[[], bool]) -> None:
+        """Let the world run until ``done()``, for :attr:`settle_s` at most."""
+        deadline = self.kw.scheduler.now_ms + round(self.settle_s * 1000)
+        while self.kw.scheduler.now_ms < deadline and not done():
+            tasks.sleep(0.25)
 
     def running_names(self) -> list[str]:
         return [m.name for m in self.members.values() if m.state is MemberState.RUNNING]
