@@ -24,7 +24,7 @@ def test_a_plan_with_a_refused_kind_is_refused_by_name_and_reason() -> None:
     for kind, reason in NOT_SIMULATED.items():
         plan = RunPlan(steps=[Step(1.0, kind)], consumers=2)
         assert any(str(kind) in line and reason in line for line in unsupported(plan)), kind
-    migration = {ActionKind.MIGRATE, ActionKind.ROLLBACK}  # the lab's migrate mode only, as the lab refuses them
+    migration = {k for k in ActionKind if k.on_migration}  # the lab's migrate mode only, as the lab refuses them
     assert unsupported(RunPlan(steps=[Step(1.0, k, "c1") for k in SIM if k not in migration], consumers=2)) == []
     assert unsupported(RunPlan(steps=[Step(1.0, k) for k in migration], consumers=2, mode=LabMode.MIGRATE)) == []
     assert all("need mode migrate" in line for line in unsupported(RunPlan(steps=[Step(1.0, ActionKind.MIGRATE)])))

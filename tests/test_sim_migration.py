@@ -113,6 +113,27 @@ def test_a_bridged_members_session_expiring_mid_migration_loses_nothing_and_is_j
     assert {name: r.get("mode") for name, r in last.items()} == {f"lab_c{i}": "coordinator" for i in (1, 2, 3)}
 
 
+def test_a_killed_driver_is_resumed_by_the_next_migrate_and_the_run_says_both(tmp_path) -> None:
+    """The shipped ``migration-driver-kill`` (the fault matrix's ``migrate-kill`` on a schedule): the driver's
+    process is killed at 9 s while c2 switches, its stretch of migration ends there, and ``migrate`` run again at
+    11 s takes the dead driver's lease over and finishes: nothing lost, the group done and owned."""
+    job = SimJob(kind=SourceKind.SCENARIO, scenario="migration-driver-kill", mode=LabMode.MIGRATE)
+    logging.disable(logging.WARNING)
+    try:
+        result = run_seed(job, 1, trace_dir=tmp_path)
+    finally:
+        logging.disable(logging.NOTSET)
+    assert (result.ok, result.broken, result.member_errors) == (True, [], {})
+    assert result.migration["result"] == "migration killed; then done" and result.migration["owned"]
+    lab = [json.loads(x) for x in (tmp_path / "lab.jsonl").read_text().splitlines()]
+    assert [(r["step"], r["ts"] % 100_000 // 1000) for r in lab] == [
+        ("migrate", 5), ("kill-driver", 9), (MIGRATION_ENDED_STEP, 9), ("migrate", 11), (MIGRATION_ENDED_STEP, 14)]
+    moved_at = {p.stem: next(json.loads(x)["ts"] for x in p.read_text().splitlines() if '"mode":"coordinator"' in x)
+                for p in tmp_path.glob("lab_c*.jsonl")}
+    assert sorted(moved_at, key=moved_at.get) == ["lab_c1", "lab_c2", "lab_c3"]
+    assert moved_at["lab_c1"] < lab[1]["ts"] < moved_at["lab_c3"]  # killed mid-way: c3 moved by the second run
+
+
 def test_one_seed_is_one_migration_across_processes_and_hash_seeds() -> None:
     """The bridge releases owner nodes and asks for held ones in sorted order, not a set's: another process with
     another ``PYTHONHASHSEED`` gets the same trace (nemesis seed 2 of migrate mode gave two traces before)."""
@@ -132,14 +153,19 @@ def test_a_migrate_nemesis_schedule_keeps_the_seeds_faults_and_adds_the_migratio
     """The faults are the seed's as in any mode (the migration is drawn from a stream of its own); the shrinker
     shrinks the faults and keeps the migration's steps as drawn."""
     settings = nemesis.NemesisSettings()
+    shapes: set[tuple[ActionKind, ...]] = set()
     for seed in range(20):
         drawn = nemesis.draw(seed, settings)
         scenario = with_migration(drawn, seed, settings)
         faults, steps = split_migration(scenario)
         assert faults.actions == drawn.actions
         assert steps[0].kind is ActionKind.MIGRATE and settings.first_at <= steps[0].at <= settings.duration / 2
-        assert all(s.kind is ActionKind.ROLLBACK and s.at > steps[0].at for s in steps[1:])
+        kinds = [s.kind for s in steps[1:]]
+        assert kinds in ([], [ActionKind.ROLLBACK], [ActionKind.KILL_DRIVER, ActionKind.MIGRATE]), kinds
+        assert all(s.at > steps[0].at for s in steps[1:]) and [s.at for s in steps] == sorted(s.at for s in steps)
         assert with_migration(drawn, seed, settings) == scenario
+        shapes.add(tuple(kinds))
+    assert len(shapes) == 3  # 20 seeds draw each: none, a rollback, a killed driver run again
     job = SimJob(kind=SourceKind.NEMESIS, mode=LabMode.MIGRATE)
     assert any(a.kind is ActionKind.MIGRATE for a in job.scenario_for(3).actions)
 

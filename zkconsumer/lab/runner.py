@@ -33,7 +33,6 @@ from rich.table import Table
 
 from zkconsumer import broker_version
 from zkconsumer.analysis import unseen
-from zkconsumer.analysis.deadlines import MIGRATION_ENDED_STEP
 from zkconsumer.analysis.unseen import Unseen
 from zkconsumer.apache_kafka import lab_members
 from zkconsumer.assignment.assignors import AssignmentContext, RoundRobinPreconditionError, TopicPartition, assign
@@ -43,6 +42,7 @@ from zkconsumer.errors import IllegalArgument
 from zkconsumer.kafka_admin import AdminClient
 from zkconsumer.lab import report
 from zkconsumer.lab.backends import LabBackend, ProcessBackend
+from zkconsumer.lab.migrations import MigrationRuns
 from zkconsumer.lab.processes import MemberProcesses
 from zkconsumer.lab.steps import STEP_HANDLERS
 from zkconsumer.migration.driver import MigrationDriver, Ownership
@@ -241,8 +241,8 @@ class Lab:
         self.events: list[str] = []
         self._kafka_offsets = None
         self._kafka_cache: tuple[float, dict] = (0.0, {})
-        self._migration: threading.Thread | None = None
-        self.migration_result: str | None = None
+        self.migrations = MigrationRuns(lambda: (self.zk_connect, self.bootstrap), self.logs, self._event,
+                                        self._lab_line, lambda: len(self.members.running()))
         self.requests: dict[str, dict[str, int]] = {}
         self._stalls_shown = 0
         self.lab_trace: TraceWriter | None = None  # lab.jsonl: fault_injected / fault_healed, from the first fault
@@ -383,8 +383,10 @@ class Lab:
             return absent
         if step.action.needs_fault_lab and not self.fault_handles:
             return "this lab has no handle on servers, links or topics (a ScenarioLab has, on the process backend)"
-        if step.action in (ActionKind.MIGRATE, ActionKind.ROLLBACK) and self.plan.mode is not LabMode.MIGRATE:
+        if step.action.on_migration and self.plan.mode is not LabMode.MIGRATE:
             return "only a lab in migrate mode migrates its group"
+        if step.action is ActionKind.KILL_DRIVER and not self.migrations.running:
+            return "no zkconsumer migrate is running"
         if not step.action.on_member or step.action is ActionKind.JOIN:
             return None
         started, running = self.members.started(step.consumer), self.members.alive(step.consumer)
@@ -434,35 +436,11 @@ class Lab:
         self.events.append(f"{time.strftime('%H:%M:%S')} {text}")
 
     def migrate(self, rollback: bool = False) -> None:
-        """Start ``zkconsumer migrate``'s driver in the background: member by member to the coordinator, or back
-        (``rollback``: after the previous migration step finished)."""
-        previous = self._migration
+        """``zkconsumer migrate`` (``--rollback``) in the background, in a process of its own (lab/migrations.py)."""
+        self.migrations.start(rollback)
 
-        def run() -> None:
-            if previous is not None:
-                previous.join()
-            try:
-                with Registry.open(self.zk_connect) as reg:
-                    driver = MigrationDriver(reg, GROUP, self.bootstrap, step_timeout_s=60.0, progress=self._event)
-                    # the lab's consumers may still be starting (a process takes seconds on a busy machine)
-                    deadline = time.monotonic() + 60.0
-                    while time.monotonic() < deadline and len([m for m in driver.members() if m.mode]) < len(
-                            self.members.running()):
-                        time.sleep(0.1)
-                    driver.to_zookeeper() if rollback else driver.to_coordinator()
-                result = "rolled back" if rollback else "done"
-            except Exception as e:  # noqa: BLE001 - shown in the summary
-                result = f"{'rollback' if rollback else 'migration'} failed: {e}"
-                self._event(result)
-            # a failed step stays visible after a later one succeeds
-            failed = self.migration_result if self.migration_result and "failed" in self.migration_result else None
-            self.migration_result = f"{failed}; then {result}" if failed else result
-            # the migration's disturbance ends: a heal's deadline inside it moves here (analysis/deadlines.py)
-            self._lab_line("lab_step", step=MIGRATION_ENDED_STEP, target="")
-
-        self._event(f"{'rollback to ZooKeeper' if rollback else 'migration to coordinator'} mode started")
-        self._migration = threading.Thread(target=run, daemon=True, name="lab-migration")
-        self._migration.start()
+    def kill_driver(self) -> None:
+        self.migrations.kill()
 
     # ---------------------------------------------------------------------------------- where things are
     def committed(self, reg: Registry) -> dict[tuple[str, int], int]:
@@ -545,9 +523,8 @@ class Lab:
                     self.members.start(f"c{i}")
                 summary["started_ms"] = now_ms()  # the schedule's 0 on the traces' clock (compare.html's t = 0)
                 self._churn_and_catch_up(reg, producer)
-                if self._migration is not None:
-                    self._migration.join(90)
-                    summary["migration"] = self.migration_result or "unfinished"
+                if self.migrations.started:
+                    summary["migration"] = self.migrations.join(90)
                 summary.update(self._verify(reg))
                 summary["zookeeper_requests"] = self._zk_requests() - zk_requests_at_start
                 counts = self.backend.broker_request_counts()
@@ -562,6 +539,7 @@ class Lab:
             for name in list(self.members.paused):  # a stopped process cannot act on SIGTERM
                 self.resume(name)
             self.members.stop_all()
+            self.migrations.close()  # a driver still running when the run ends (its thread was given 90 s)
             if self.lab_trace is not None:
                 self.lab_trace.close()
             if self._kafka_offsets is not None:
@@ -613,8 +591,7 @@ class Lab:
             ownership = self._verify_migration(reg)
             # a migration that failed (rolled back or not) still fails the run: it is said in "migration"
             return {"ownership": ownership.summary(),
-                    "verify_ok": ownership.ok and (self._migration is None
-                                                   or self.migration_result in ("done", "rolled back"))}
+                    "verify_ok": ownership.ok and self.migrations.settled}
         if self.plan.mode is LabMode.ZOOKEEPER:
             result = verify(reg, GROUP)
             self.console.print()

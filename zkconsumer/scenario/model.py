@@ -36,6 +36,9 @@ class ActionKind(StrEnum):
     PAUSE = "pause"  # SIGSTOP for ``seconds``, then SIGCONT: a long garbage-collection pause
     MIGRATE = "migrate"  # ``zkconsumer migrate`` on the whole group (lab mode migrate)
     ROLLBACK = "rollback"  # ``zkconsumer migrate --rollback``
+    #: SIGKILL of every running ``zkconsumer migrate`` (lab mode migrate): the plan stays where the driver left it,
+    #: the members run on as it says; a later ``migrate`` resumes (the dead driver's lease is taken over at once)
+    KILL_DRIVER = "kill-driver"
     CUT_ZK = "cut-zk"  # a member's ZooKeeper link blackholed in its proxy for ``seconds``, then passing again
     SLOW_ZK = "slow-zk"  # a member's ZooKeeper link delayed by ``latency_ms`` each way for ``seconds``
     EXPIRE = "expire"  # a member's ZooKeeper session closed from outside (a twin client on its id and password)
@@ -82,6 +85,11 @@ class ActionKind(StrEnum):
         """Kills a broker of a replicated Apache Kafka cluster that compare starts for the run: only a cluster of
         several brokers has another broker to take the group over."""
         return self is ActionKind.KILL_COORDINATOR
+
+    @property
+    def on_migration(self) -> bool:
+        """Runs or kills ``zkconsumer migrate``: only a lab in migrate mode has a migration to drive."""
+        return self in (ActionKind.MIGRATE, ActionKind.ROLLBACK, ActionKind.KILL_DRIVER)
 
     @property
     def on_topics(self) -> bool:

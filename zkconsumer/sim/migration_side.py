@@ -19,7 +19,9 @@ from typing import Any
 from zkconsumer.analysis.deadlines import MIGRATION_ENDED_STEP
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.migration.driver import MigrationDriver
+from zkconsumer.migration.lease import Superseded
 from zkconsumer.migration.member import MigratableConsumer, Subscription
+from zkconsumer.migration.outcome import DriverEnd, combined, result_text
 from zkconsumer.migration.plan import MigrationPhase
 from zkconsumer.scenario.model import ActionKind, Step
 from zkconsumer.scenario.plan import GROUP
@@ -62,6 +64,8 @@ class MigrationSide:
         self.bootstrap = bootstrap
         self.outcome = MigrationOutcome()
         self._driver: tasks.Task | None = None
+        #: every driver started, with its process: ``kill-driver`` kills those still running
+        self._drivers: list[tuple[tasks.Task, Process, bool]] = []
 
     # ------------------------------------------------------------------------------------------ members
     def run_member(self, member: Any) -> None:
@@ -85,8 +89,25 @@ class MigrationSide:
         previous = self._driver
         rollback = step.action is ActionKind.ROLLBACK
         self.world.network.set_delay_us("driver", self.world.base_delay_us)
+        process = Process("driver")
         self._driver = self.world.rt.spawn(self._drive, previous, rollback, name=f"driver-{step.at:g}",
-                                           process=Process("driver"))
+                                           process=process)
+        self._drivers.append((self._driver, process, rollback))
+
+    def running(self) -> bool:
+        """A driver runs, or waits to (the lab's ``kill-driver`` is skipped without one)."""
+        return any(task.is_alive() and not process.killed for task, process, _ in self._drivers)
+
+    def kill(self) -> None:
+        """``kill-driver``: SIGKILL of every driver running or waiting to start. Its connections close, its
+        ZooKeeper session (and with it the lease) lingers until it expires; each writes the end of its stretch
+        of migration, as the lab's thread does when its process exits. The next ``migrate`` resumes."""
+        for task, process, rollback in self._drivers:
+            if task.is_alive() and not process.killed:
+                self.world.rt.kill_process(process)
+                self._ended(result_text(rollback, DriverEnd.KILLED))
+        self.world.network.close_host("driver")
+        self._driver = None  # a killed task never finishes: the next step does not wait for it
 
     def _running(self) -> int:
         return len(self.world.running_names())
@@ -111,12 +132,18 @@ class MigrationSide:
             finally:
                 zk.stop()
                 zk.close()
-            result = "rolled back" if rollback else "done"
+            result = result_text(rollback, DriverEnd.ROLLED_BACK if rollback else DriverEnd.DONE)
+        except Superseded:
+            result = result_text(rollback, DriverEnd.TAKEN_OVER)
         except Exception as e:  # noqa: BLE001 - the lab's summary says it, so does the outcome
-            result = f"{'rollback' if rollback else 'migration'} failed: {e}"
-        failed = self.outcome.result if "failed" in self.outcome.result else None
-        self.outcome.result = f"{failed}; then {result}" if failed else result
-        # the lab's: the end of the migration's disturbance, for the heals' deadlines (analysis/deadlines.py)
+            result = result_text(rollback, DriverEnd.FAILED, str(e))
+        self._ended(result)
+
+    def _ended(self, result: str) -> None:
+        """One driver ended: the run's line (as the lab's summary words it), and the lab's end of the migration's
+        disturbance, for the heals' deadlines (analysis/deadlines.py)."""
+        previous = None if self.outcome.result == "not started" else self.outcome.result
+        self.outcome.result = combined(previous, result)
         self.world._lab_line("lab_step", step=MIGRATION_ENDED_STEP, target="")
 
     # ------------------------------------------------------------------------------------------ the end
@@ -124,7 +151,7 @@ class MigrationSide:
         """The lab's end of a migrate run: the driver given :data:`DRIVER_FINISH_S` to finish, then its ownership
         verdict read until it holds (three session timeouts at most, as the lab waits), and the plan's end."""
         world, out = self.world, self.outcome
-        if self._driver is not None:
+        if self._driver is not None:  # None after a kill-driver no later step resumed from
             self._driver.join(DRIVER_FINISH_S)
             if self._driver.is_alive():
                 out.result = "unfinished"

@@ -101,14 +101,18 @@ class SimJob:
 
 
 #: the migration's own steps, which a migrate-mode nemesis schedule gets besides its faults
-MIGRATION_KINDS = (ActionKind.MIGRATE, ActionKind.ROLLBACK)
+MIGRATION_KINDS = (ActionKind.MIGRATE, ActionKind.ROLLBACK, ActionKind.KILL_DRIVER)
 #: a rollback follows the migration in this share of the seeds (the lab runs it once the migration has ended)
 ROLLBACK_SHARE = 0.25
+#: in this share of the seeds without a rollback, the driver is killed mid-way and ``migrate`` run again (the fault
+#: matrix's ``migrate-kill``)
+DRIVER_KILL_SHARE = 1 / 3
 
 
 def with_migration(drawn: Scenario, seed: int, settings: nemesis.NemesisSettings) -> Scenario:
     """A nemesis schedule for ``zkconsumer sim --mode migrate``: the drawn faults, plus ``migrate`` at a time drawn
-    between ``first_at`` and half-way through the run, and in a quarter of the seeds a ``rollback`` 2-8 s later.
+    between ``first_at`` and half-way through the run, and in a quarter of the seeds a ``rollback`` 2-8 s later; in a
+    third of the others the driver is killed 1-6 s after it started and ``migrate`` run again 0.5-3 s after that.
     Drawn from a stream of its own (``migrate-<seed>``), so the faults are the seed's as in any other mode."""
     rng = random.Random(f"migrate-{seed}")
     step = settings.resolution
@@ -116,6 +120,13 @@ def with_migration(drawn: Scenario, seed: int, settings: nemesis.NemesisSettings
     actions = [Action(at=at, kind=ActionKind.MIGRATE)]
     if rng.random() < ROLLBACK_SHARE:
         actions.append(Action(at=at + round(rng.uniform(2, 8) / step) * step, kind=ActionKind.ROLLBACK))
+    else:
+        # a stream of its own: the seeds drawn before the driver could be killed keep their schedules
+        kill = random.Random(f"driver-kill-{seed}")
+        if kill.random() < DRIVER_KILL_SHARE:
+            killed = at + round(kill.uniform(1, 6) / step) * step
+            actions += [Action(at=killed, kind=ActionKind.KILL_DRIVER),
+                        Action(at=killed + round(kill.uniform(0.5, 3) / step) * step, kind=ActionKind.MIGRATE)]
     return _with_steps(drawn, actions)
 
 

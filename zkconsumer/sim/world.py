@@ -129,9 +129,9 @@ def unsupported(plan: RunPlan) -> list[str]:
     if plan.mode is LabMode.MIGRATE:
         reasons += [f"{s.action} at {s.at:g} s: a migrating member's broker link is not simulated apart from its "
                     "ZooKeeper link yet" for s in plan.schedule() if s.action.on_broker_link]
-    elif any(s.action in (ActionKind.MIGRATE, ActionKind.ROLLBACK) for s in plan.schedule()):
-        reasons.append(f"migrate and rollback steps need mode migrate (zkconsumer sim --mode migrate; this plan's "
-                       f"mode: {plan.mode})")
+    elif any(s.action.on_migration for s in plan.schedule()):
+        reasons.append("migrate, rollback and kill-driver steps need mode migrate (zkconsumer sim --mode migrate; "
+                       f"this plan's mode: {plan.mode})")
     if plan.client not in ("kafka-python", "zkconsumer"):
         reasons.append(f"client {plan.client}: only zkconsumer's own connector runs in simulation")
     if plan.kinds:
@@ -478,6 +478,8 @@ class SimWorld:
             return
         if step.action in (ActionKind.JOIN, ActionKind.RESTART) and running:
             return
+        if step.action is ActionKind.KILL_DRIVER and not (self.migration_side and self.migration_side.running()):
+            return  # the lab's: "no zkconsumer migrate is running"
         handler = STEP_HANDLERS[step.action]
         if not step.action.fault:
             self._lab_line("lab_step", step=str(step.action),
@@ -578,6 +580,10 @@ class SimWorld:
     def _migrate(self, step: Step, member: None) -> None:
         assert self.migration_side is not None  # unsupported() refuses these steps outside migrate mode
         self.migration_side.start(step)
+
+    def _kill_driver(self, step: Step, member: None) -> None:
+        assert self.migration_side is not None
+        self.migration_side.kill()
 
     def _quorum_loss(self, step: Step, member: None) -> None:
         ens = self.ensemble
@@ -697,6 +703,7 @@ STEP_HANDLERS: dict[ActionKind, Callable[[SimWorld, Step, SimMember | None], Non
     ActionKind.JOIN: SimWorld._join, ActionKind.RESTART: SimWorld._join, ActionKind.STOP: SimWorld._stop,
     ActionKind.KILL: SimWorld._kill, ActionKind.BOUNCE: SimWorld._bounce, ActionKind.PAUSE: SimWorld._pause,
     ActionKind.MIGRATE: SimWorld._migrate, ActionKind.ROLLBACK: SimWorld._migrate,
+    ActionKind.KILL_DRIVER: SimWorld._kill_driver,
     ActionKind.CUT_ZK: SimWorld._cut_zk, ActionKind.SLOW_ZK: SimWorld._slow_zk, ActionKind.EXPIRE: SimWorld._expire,
     ActionKind.CUT_BROKER: SimWorld._cut_broker, ActionKind.SLOW_BROKER: SimWorld._slow_broker,
     ActionKind.QUORUM_LOSS: SimWorld._quorum_loss, ActionKind.KILL_ZK: SimWorld._kill_zk,
