@@ -3,15 +3,14 @@ interleavings, and on the real lab run after run, their rates side by side (issu
 
 The real matrix (``zkconsumer lab --mode migrate --faults``, docs/migration.md) strikes each fault once, on a
 condition (c2 is switching, c1 is bridged); a schedule strikes it at a time, and the interleavings decide what is
-under way then. Four of its six faults are schedules here, shipped as scenarios (zkconsumer/scenario/shipped/):
+under way then. Its six faults are schedules here, shipped as scenarios (zkconsumer/scenario/shipped/):
 
 * ``migration-driver-kill`` (``migrate-kill``): the driver killed with SIGKILL mid-way, ``migrate`` run again;
 * ``migration-member-kill`` (``member-kill-switching``): c2 killed mid-migration, restarted after it;
 * ``migration-zk-expiry`` (``bridge-zk-expiry``): the first member moved loses its ZooKeeper session, bridged;
-* ``migration-broker-restart`` (``broker-restart``): the broker killed mid-migration, restarted 3 s later.
-
-Not as schedules yet: ``rollback-mid`` (a scenario's rollback waits for the migration before it, in both worlds) and
-``stranger-joins`` (a member started without ``--migratable``: no action for it yet).
+* ``migration-broker-restart`` (``broker-restart``): the broker killed mid-migration, restarted 3 s later;
+* ``migration-rollback-mid`` (``rollback-mid``): ``migrate --rollback`` run while the migration runs;
+* ``migration-stranger`` (``stranger-joins``): c4 started without ``--migratable`` mid-migration.
 
 A run holds when every invariant holds (the lab's five, judged on Spark for real runs, by the simulator's checkers
 for simulated ones: zombie deliveries and poll skips too) and the migration ended as asked (the lab's ``verify ok``:
@@ -48,6 +47,8 @@ CELLS = {
     "migration-member-kill": "member-kill-switching",
     "migration-zk-expiry": "bridge-zk-expiry",
     "migration-broker-restart": "broker-restart",
+    "migration-rollback-mid": "rollback-mid",
+    "migration-stranger": "stranger-joins",
 }
 INVARIANT_LINE = re.compile(r"^- (?P<name>[^:]+): (?P<verdict>.*?)(?: \(\[|$)")
 

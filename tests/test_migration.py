@@ -213,9 +213,10 @@ def test_a_migration_rolled_back_leaves_a_working_0_8_group(zk_connect: str, tmp
 
     plan = RunPlan(consumers=2, duration=16.0, mode=LabMode.MIGRATE, rate=100.0, initial_records=100,
                    session_timeout_ms=4000, commit_interval_ms=300, initial_rebalance_delay_ms=0,
-                   steps=[Step(2.0, "migrate", ""), Step(3.0, "rollback", "")])
+                   steps=[Step(2.0, "migrate", ""), Step(8.0, "rollback", "")])
     summary = Lab(plan, tmp_path / "run", zookeeper=zk_connect, console=Console(file=io.StringIO())).run()
-    assert summary["migration"] == "rolled back", summary
+    # the rollback starts at 8 s whether or not the migration has ended (it takes a driver still running over)
+    assert summary["migration"] in ("rolled back", "migration taken over; then rolled back"), summary
     assert summary["lost"] == 0 and summary["verify_ok"], summary  # Kafka's verify on the owner nodes
     with Registry.open(zk_connect) as reg:
         plan_now = MigrationPlan.decode(plan_path(GROUP), reg.read(plan_path(GROUP)))
@@ -225,4 +226,5 @@ def test_a_migration_rolled_back_leaves_a_working_0_8_group(zk_connect: str, tmp
         events = [json.loads(line) for line in path.read_text().splitlines()]
         modes[path.stem] = {e.get("mode", "zookeeper") for e in events}
         assert [e["seq"] for e in events] == list(range(1, len(events) + 1))  # one sequence across modes
-    assert all(m == {"zookeeper", "coordinator"} for m in modes.values()), modes  # each went there and back
+    assert modes["lab_c1"] == {"zookeeper", "coordinator"}, modes  # moved first, and back
+    assert all(m <= {"zookeeper", "coordinator"} for m in modes.values()), modes

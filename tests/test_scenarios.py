@@ -95,6 +95,11 @@ def test_every_setting_and_action_is_read() -> None:
         [[actions]]
         at = 13.5
         do = "kill-driver"
+
+        [[actions]]
+        at = 13.75
+        do = "join-stranger"
+        member = "c5"
     """ + FAULTS_AND_TOPICS)
     assert (s.name, s.duration, s.members, s.rate, s.initial_records, s.session_timeout_ms, s.commit_interval_ms,
             s.strategy, s.topics, s.whitelist, s.zookeeper_nodes) == (
@@ -109,7 +114,8 @@ def test_every_setting_and_action_is_read() -> None:
         Step(7.5, ActionKind.QUORUM_LOSS, seconds=1.5), Step(8.0, ActionKind.KILL, "c3"),
         Step(9.0, ActionKind.RESTART, "c3"), Step(10.0, ActionKind.BOUNCE, "c2"), Step(11.0, ActionKind.STOP, "c2"),
         Step(12.0, ActionKind.MIGRATE, ""), Step(13.0, ActionKind.ROLLBACK, ""),
-        Step(13.5, ActionKind.KILL_DRIVER, ""), Step(14.0, ActionKind.KILL_BROKER),
+        Step(13.5, ActionKind.KILL_DRIVER, ""), Step(13.75, ActionKind.JOIN_STRANGER, "c5"),
+        Step(14.0, ActionKind.KILL_BROKER),
         Step(15.0, ActionKind.RESTART_BROKER), Step(15.5, ActionKind.KILL_COORDINATOR, seconds=2.0),
         Step(16.0, ActionKind.CREATE_TOPIC, topic="audit.log", partitions=2),
         Step(17.0, ActionKind.ADD_PARTITIONS, topic="orders", partitions=9),
@@ -244,10 +250,10 @@ def test_the_built_in_scenarios_are_shipped_files() -> None:
     names = builtin_names()
     assert names == ["broker-cut", "broker-kill", "churn", "consumer-pause", "coordinator-kill", "gc-pause",
                      "migration", "migration-broker-restart", "migration-driver-kill", "migration-member-kill",
-                     "migration-zk-expiry", "mixed-gc-pause", "owner-held", "partitions-added", "quorum-loss",
-                     "reconnect-mid-rebalance",
-                     "rolling-restart", "scale-out", "session-expiry", "shared-group-id", "stale-view",
-                     "topic-created", "zk-cut", "zk-follower", "zk-leader"]
+                     "migration-rollback-mid", "migration-stranger", "migration-zk-expiry", "mixed-gc-pause",
+                     "owner-held", "partitions-added", "quorum-loss", "reconnect-mid-rebalance", "rolling-restart",
+                     "scale-out", "session-expiry", "shared-group-id", "stale-view", "topic-created", "zk-cut",
+                     "zk-follower", "zk-leader"]
     gc = builtin("gc-pause")
     assert gc.steps(gc.duration, 3, {}) == [Step(10.0, ActionKind.PAUSE, "c1", 8.0)]
     assert builtin("churn").description and not builtin("churn").strict

@@ -10,6 +10,7 @@ import logging
 import os
 import subprocess
 import sys
+from importlib import resources
 
 import pytest
 
@@ -19,8 +20,7 @@ from zkconsumer.scenario.model import ActionKind, LabMode
 from zkconsumer.sim.runs import SimJob, SourceKind, run_seed, split_migration, with_migration
 from zkconsumer.sim.world import SimRefused, SimWorld
 
-#: two members moved to the coordinator at 3 s, and back to ZooKeeper at 9 s (the lab runs a rollback once the
-#: migration ended)
+#: two members moved to the coordinator at 3 s, and back to ZooKeeper at 9 s, the migration done by then
 THERE_AND_BACK = """
 name = "there-and-back"
 duration = 12
@@ -113,25 +113,29 @@ def test_a_bridged_members_session_expiring_mid_migration_loses_nothing_and_is_j
     assert {name: r.get("mode") for name, r in last.items()} == {f"lab_c{i}": "coordinator" for i in (1, 2, 3)}
 
 
-def test_a_killed_driver_is_resumed_by_the_next_migrate_and_the_run_says_both(tmp_path) -> None:
-    """The shipped ``migration-driver-kill`` (the fault matrix's ``migrate-kill`` on a schedule): the driver's
+def test_a_killed_driver_is_resumed_by_the_next_migrate_and_a_stranger_is_refused(tmp_path) -> None:
+    """The shipped ``migration-driver-kill`` (the fault matrix's ``migrate-kill`` on a schedule) with its
+    ``stranger-joins`` at 6 s: c4, started without ``--migratable``, is refused with the CLI's words; the driver's
     process is killed at 9 s while c2 switches, its stretch of migration ends there, and ``migrate`` run again at
     11 s takes the dead driver's lease over and finishes: nothing lost, the group done and owned."""
-    job = SimJob(kind=SourceKind.SCENARIO, scenario="migration-driver-kill", mode=LabMode.MIGRATE)
+    text = (resources.files("zkconsumer.scenario") / "shipped" / "migration-driver-kill.toml").read_text()
+    job = migrate_job(text + '\n[[actions]]\nat = 6\ndo = "join-stranger"\nmember = "c4"\n')
     logging.disable(logging.WARNING)
     try:
         result = run_seed(job, 1, trace_dir=tmp_path)
     finally:
         logging.disable(logging.NOTSET)
-    assert (result.ok, result.broken, result.member_errors) == (True, [], {})
+    assert (result.ok, result.broken, list(result.member_errors)) == (True, [], ["c4"])
+    assert "is being migrated (1 member(s) in coordinator mode: lab_c1)" in result.member_errors["c4"]
     assert result.migration["result"] == "migration killed; then done" and result.migration["owned"]
     lab = [json.loads(x) for x in (tmp_path / "lab.jsonl").read_text().splitlines()]
     assert [(r["step"], r["ts"] % 100_000 // 1000) for r in lab] == [
-        ("migrate", 5), ("kill-driver", 9), (MIGRATION_ENDED_STEP, 9), ("migrate", 11), (MIGRATION_ENDED_STEP, 14)]
+        ("migrate", 5), ("join-stranger", 6), ("kill-driver", 9), (MIGRATION_ENDED_STEP, 9), ("migrate", 11), (MIGRATION_ENDED_STEP, 14)]
     moved_at = {p.stem: next(json.loads(x)["ts"] for x in p.read_text().splitlines() if '"mode":"coordinator"' in x)
                 for p in tmp_path.glob("lab_c*.jsonl")}
     assert sorted(moved_at, key=moved_at.get) == ["lab_c1", "lab_c2", "lab_c3"]
-    assert moved_at["lab_c1"] < lab[1]["ts"] < moved_at["lab_c3"]  # killed mid-way: c3 moved by the second run
+    assert moved_at["lab_c1"] < lab[2]["ts"] < moved_at["lab_c3"]  # killed mid-way: c3 moved by the second run
+    assert not (tmp_path / "lab_c4.jsonl").exists()  # refused before it connected: no trace
 
 
 def test_one_seed_is_one_migration_across_processes_and_hash_seeds() -> None:

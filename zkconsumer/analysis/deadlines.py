@@ -71,8 +71,8 @@ def _fault_spans(lines: list[Mapping[str, Any]]) -> list[tuple[int, int | None]]
 
 def _migration_spans(lines: list[Mapping[str, Any]]) -> list[tuple[int, int | None]]:
     """(started, ended or None) per stretch of live migration: from a ``migrate`` or ``rollback`` step while none
-    runs to the ``migration_ended`` step that leaves none running (a rollback started during a migration waits for
-    it, and each writes its own end)."""
+    runs to the ``migration_ended`` step that leaves none running (a rollback started during a migration takes the
+    group over from it; each driver writes its own end, a killed one's written for it)."""
     spans: list[tuple[int, int | None]] = []
     running, start = 0, 0
     for r in lines:

@@ -25,8 +25,8 @@ from zkconsumer.consumer.coordinated.connector import CoordinatorConsumerConnect
 from zkconsumer.consumer.librdkafka import RdkafkaMember
 from zkconsumer.consumer.zookeeper.connector import ConsumerTimeout, ZookeeperConsumerConnector
 from zkconsumer.errors import ZkConsumerError
+from zkconsumer.migration.guard import refusal_now
 from zkconsumer.migration.member import MigratableConsumer, Subscription
-from zkconsumer.migration.plan import MigrationPlan, plan_path, refusal
 from zkconsumer.types import GroupMode, tp_str
 from zkconsumer.zk.layout import MalformedNodeError, blacklist, whitelist
 from zkconsumer.zk.registry import Registry, ZkConnectError
@@ -231,14 +231,11 @@ def _refuse_during_migration(config: ConsumerConfig, mode: GroupMode) -> None:
         return  # coordinator mode on bootstrap servers alone: no plan to read
     try:
         with Registry.open(config.zookeeper_connect, session_timeout_ms=config.session_timeout_ms) as reg:
-            data = reg.read(plan_path(config.group_id))
+            reason = refusal_now(reg, config.group_id, mode)
     except ZkConnectError as e:
         raise CliError(str(e)) from None
-    try:
-        plan = MigrationPlan.decode(plan_path(config.group_id), data) if data else None
     except MalformedNodeError as e:
         raise CliError(f"cannot tell whether group {config.group_id} is being migrated: {e}") from None
-    reason = refusal(plan, config.group_id, mode) if plan is not None else None
     if reason:
         raise CliError(reason)
 

@@ -1,6 +1,8 @@
 """``zkconsumer migrate`` as the lab runs a scenario's ``migrate``, ``rollback`` and ``kill-driver`` steps: each
 driver in a process of its own (so that ``kill-driver`` is a real SIGKILL, as the fault matrix's ``migrate-kill``),
-started in the background once the members have acknowledged, after the driver before it has finished.
+started in the background once the members have acknowledged. A ``migrate`` waits for the driver before it to end;
+a ``rollback`` starts at once, as ``zkconsumer migrate --rollback`` run by hand does: it takes the group over from a
+forward driver still running (the lease), which stops, "taken over" (the fault matrix's ``rollback-mid``).
 
 The simulator runs the same steps on its own processes (sim/migration_side.py); both word the run's result with
 migration/outcome.py."""
@@ -38,6 +40,7 @@ class MigrationRuns:
         self._event, self._lab_line, self._running = event, lab_line, running
         self.result: str | None = None
         self._last: threading.Thread | None = None
+        self._threads: list[threading.Thread] = []
         self._procs: list[subprocess.Popen] = []
         self._kills = 0  # kill-driver steps so far
 
@@ -47,7 +50,7 @@ class MigrationRuns:
 
     @property
     def running(self) -> bool:
-        return self._last is not None and self._last.is_alive()
+        return any(t.is_alive() for t in self._threads)
 
     @property
     def settled(self) -> bool:
@@ -55,8 +58,9 @@ class MigrationRuns:
         return self._last is None or settled(self.result)
 
     def start(self, rollback: bool = False) -> None:
-        """Start ``zkconsumer migrate`` (``--rollback``) in the background, after the previous one has ended."""
-        previous, kills = self._last, self._kills
+        """Start ``zkconsumer migrate`` (``--rollback``) in the background: a forward one after the previous one has
+        ended, a rollback at once."""
+        previous, kills = None if rollback else self._last, self._kills
 
         def run() -> None:
             if previous is not None:
@@ -82,6 +86,7 @@ class MigrationRuns:
 
         self._event(f"{'rollback to ZooKeeper' if rollback else 'migration to coordinator'} mode started")
         self._last = threading.Thread(target=run, daemon=True, name="lab-migration")
+        self._threads.append(self._last)
         self._last.start()
 
     def _run(self, rollback: bool) -> tuple[DriverEnd, str]:
@@ -118,10 +123,11 @@ class MigrationRuns:
         self._event("zkconsumer migrate killed (SIGKILL)")
 
     def join(self, timeout: float) -> str:
-        """Wait for the last driver; the run's result (``unfinished`` if it still runs)."""
-        if self._last is not None:
-            self._last.join(timeout)
-        return self.result if self._last is not None and not self._last.is_alive() and self.result else "unfinished"
+        """Wait for every driver (``timeout`` in all); the run's result (``unfinished`` if one still runs)."""
+        deadline = time.monotonic() + timeout
+        for thread in self._threads:
+            thread.join(max(0.0, deadline - time.monotonic()))
+        return self.result if self.result and not self.running else "unfinished"
 
     def close(self) -> None:
         """A driver still running when the run ends is killed."""

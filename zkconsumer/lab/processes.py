@@ -43,9 +43,10 @@ class MemberProcesses:
         """The members in the ``running`` state (as of the last :meth:`reap`)."""
         return [n for n, st in self.status.items() if st == "running"]
 
-    def start(self, name: str) -> None:
+    def start(self, name: str, command: list[str] | None = None) -> None:
+        """Start ``name`` with its command line, or ``command`` (a stranger to a migration: without --migratable)."""
         self.logs.mkdir(parents=True, exist_ok=True)
-        self.backend.start(name, self.command(name), self.logs / f"{name}.log")
+        self.backend.start(name, command or self.command(name), self.logs / f"{name}.log")
         self.status[name] = "running"
         self.event(f"{name} joined")
 

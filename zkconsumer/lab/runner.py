@@ -387,7 +387,7 @@ class Lab:
             return "only a lab in migrate mode migrates its group"
         if step.action is ActionKind.KILL_DRIVER and not self.migrations.running:
             return "no zkconsumer migrate is running"
-        if not step.action.on_member or step.action is ActionKind.JOIN:
+        if not step.action.on_member or step.action.starts_member:
             return None
         started, running = self.members.started(step.consumer), self.members.alive(step.consumer)
         if step.action is ActionKind.RESTART:
@@ -441,6 +441,11 @@ class Lab:
 
     def kill_driver(self) -> None:
         self.migrations.kill()
+
+    def join_stranger(self, name: str) -> None:
+        """``join-stranger``: ``name`` started without ``--migratable`` (zkconsumer consume refuses a group being
+        migrated: its log says why, and it exits 1)."""
+        self.members.start(name, [a for a in self._consumer_args(name) if a != "--migratable"])
 
     # ---------------------------------------------------------------------------------- where things are
     def committed(self, reg: Registry) -> dict[tuple[str, int], int]:

@@ -33,6 +33,7 @@ STEP_HANDLERS: dict[ActionKind, Handler] = {
     ActionKind.MIGRATE: lambda lab, step: lab.migrate(rollback=False),
     ActionKind.ROLLBACK: lambda lab, step: lab.migrate(rollback=True),
     ActionKind.KILL_DRIVER: lambda lab, step: lab.kill_driver(),
+    ActionKind.JOIN_STRANGER: lambda lab, step: lab.join_stranger(step.consumer),
     # faults and topic changes (ScenarioLab, faults/scenario_lab.py)
     ActionKind.CUT_ZK: lambda lab, step: lab._cut(step.consumer, step.seconds),
     ActionKind.SLOW_ZK: lambda lab, step: lab._slow(step.consumer, step.seconds, step.latency_ms),

@@ -29,6 +29,9 @@ class ActionKind(StrEnum):
     the run. The values are what a scenario file writes in ``do`` (and what ``--nemesis`` draws from)."""
 
     JOIN = "join"  # start a member (a new one, or one that left, under its old id)
+    #: start a member without ``--migratable`` (lab mode migrate: someone who did not know of the migration);
+    #: ``zkconsumer consume`` refuses to join a group in the middle of a migration, and says why
+    JOIN_STRANGER = "join-stranger"
     STOP = "stop"  # SIGTERM: a graceful leave
     KILL = "kill"  # SIGKILL: a crash, healed by the session's expiry
     RESTART = "restart"  # start a stopped or killed member again under the same id
@@ -89,7 +92,12 @@ class ActionKind(StrEnum):
     @property
     def on_migration(self) -> bool:
         """Runs or kills ``zkconsumer migrate``: only a lab in migrate mode has a migration to drive."""
-        return self in (ActionKind.MIGRATE, ActionKind.ROLLBACK, ActionKind.KILL_DRIVER)
+        return self in (ActionKind.MIGRATE, ActionKind.ROLLBACK, ActionKind.KILL_DRIVER, ActionKind.JOIN_STRANGER)
+
+    @property
+    def starts_member(self) -> bool:
+        """Starts a member that is not running (a new name, or one that left)."""
+        return self in (ActionKind.JOIN, ActionKind.JOIN_STRANGER)
 
     @property
     def on_topics(self) -> bool:
@@ -109,9 +117,9 @@ class ActionKind(StrEnum):
         return self.fault and self is not ActionKind.PAUSE or self.on_topics
 
 
-MEMBER_ACTIONS = {ActionKind.JOIN, ActionKind.STOP, ActionKind.KILL, ActionKind.RESTART, ActionKind.BOUNCE,
-                   ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE, ActionKind.CUT_BROKER,
-                   ActionKind.SLOW_BROKER}
+MEMBER_ACTIONS = {ActionKind.JOIN, ActionKind.JOIN_STRANGER, ActionKind.STOP, ActionKind.KILL, ActionKind.RESTART,
+                  ActionKind.BOUNCE, ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.EXPIRE,
+                  ActionKind.CUT_BROKER, ActionKind.SLOW_BROKER}
 #: Actions that last ``seconds`` (required), and those where ``seconds`` is optional (the heal comes with it;
 #: without it a later restart-zk / restart-broker heals).
 TIMED = {ActionKind.PAUSE, ActionKind.CUT_ZK, ActionKind.SLOW_ZK, ActionKind.CUT_BROKER, ActionKind.SLOW_BROKER,
@@ -304,7 +312,7 @@ def expand(actions: Iterable[Action], duration: float, members: int, topics: Map
     first = {f"c{n}" for n in range(1, members + 1)}
     known = set(first)
     for step, i in timed:
-        if step.action is ActionKind.JOIN:
+        if step.action.starts_member:
             known.add(step.consumer)
         elif strict and step.action.on_member and step.consumer not in known:
             raise ScenarioError(source, actions[i].line, f"actions[{i}].member",

@@ -19,6 +19,7 @@ from typing import Any
 from zkconsumer.analysis.deadlines import MIGRATION_ENDED_STEP
 from zkconsumer.errors import ZkConsumerError
 from zkconsumer.migration.driver import MigrationDriver
+from zkconsumer.migration.guard import refusal_now
 from zkconsumer.migration.lease import Superseded
 from zkconsumer.migration.member import MigratableConsumer, Subscription
 from zkconsumer.migration.outcome import DriverEnd, combined, result_text
@@ -27,6 +28,7 @@ from zkconsumer.scenario.model import ActionKind, Step
 from zkconsumer.scenario.plan import GROUP
 from zkconsumer.sim import tasks
 from zkconsumer.sim.tasks import Process
+from zkconsumer.types import GroupMode
 from zkconsumer.zk.registry import Registry
 
 #: How long the lab gives ``zkconsumer migrate`` at the end of a run (lab/runner.py joins its thread so long), and
@@ -83,11 +85,30 @@ class MigrationSide:
         except ZkConsumerError as e:
             member.error = f"{type(e).__name__}: {e}"
 
+    def may_join(self, member: Any) -> bool:
+        """``join-stranger``: ``zkconsumer consume`` without ``--migratable`` reads the group's migration plan first,
+        on a session of its own, and refuses to start in the middle of a migration (the member's error, as the CLI's
+        exit 1 says it); otherwise it runs as a plain ZooKeeper-mode member."""
+        kw = self.world.kw
+        client = kw.client(member.name, timeout=self.world.plan.session_timeout_ms / 1000.0)
+        client.start()
+        try:
+            reason = refusal_now(Registry(client), GROUP, GroupMode.ZOOKEEPER)
+        except ZkConsumerError as e:
+            reason = f"cannot tell whether group {GROUP} is being migrated: {e}"
+        finally:
+            client.stop()
+            client.close()
+        if reason:
+            member.error = f"CliError: {reason}"
+        return reason is None
+
     # ------------------------------------------------------------------------------------------ the driver
     def start(self, step: Step) -> None:
-        """``zkconsumer migrate`` (``--rollback``) as the lab starts it."""
-        previous = self._driver
+        """``zkconsumer migrate`` (``--rollback``) as the lab starts it: a forward driver after the one before it has
+        ended, a rollback at once (it takes the group over from a forward driver still running: lab/migrations.py)."""
         rollback = step.action is ActionKind.ROLLBACK
+        previous = None if rollback else self._driver
         self.world.network.set_delay_us("driver", self.world.base_delay_us)
         process = Process("driver")
         self._driver = self.world.rt.spawn(self._drive, previous, rollback, name=f"driver-{step.at:g}",
@@ -151,10 +172,12 @@ class MigrationSide:
         """The lab's end of a migrate run: the driver given :data:`DRIVER_FINISH_S` to finish, then its ownership
         verdict read until it holds (three session timeouts at most, as the lab waits), and the plan's end."""
         world, out = self.world, self.outcome
-        if self._driver is not None:  # None after a kill-driver no later step resumed from
-            self._driver.join(DRIVER_FINISH_S)
-            if self._driver.is_alive():
-                out.result = "unfinished"
+        deadline = world.kw.scheduler.now_ms + DRIVER_FINISH_S * 1000
+        for task, process, _ in self._drivers:  # a killed one never finishes: not waited for
+            if not process.killed:
+                task.join(max(0.0, (deadline - world.kw.scheduler.now_ms) / 1000))
+        if self.running():
+            out.result = "unfinished"
         driver = MigrationDriver(reg, GROUP, self.bootstrap, step_timeout_s=STEP_TIMEOUT_S)
         deadline = world.kw.scheduler.now_ms + max(15.0, 3 * world.plan.session_timeout_ms / 1000) * 1000
         while not (verdict := driver.ownership()).ok and world.kw.scheduler.now_ms < deadline:

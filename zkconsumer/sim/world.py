@@ -165,6 +165,8 @@ class SimMember:
     state: MemberState = MemberState.RUNNING
     connector: ZookeeperConsumerConnector | CoordinatorConsumerConnector | MigratableConsumer | None = None
     error: str | None = None
+    #: started without ``--migratable`` in a migrate-mode run (``join-stranger``)
+    stranger: bool = False
 
 
 @dataclass
@@ -412,9 +414,9 @@ class SimWorld:
         props.update({"zookeeper.connect": self.kw.hosts, "bootstrap.servers": BOOTSTRAP})
         return ConsumerConfig.from_properties(props)
 
-    def start_member(self, name: str) -> SimMember:
+    def start_member(self, name: str, stranger: bool = False) -> SimMember:
         process = Process(name)
-        member = SimMember(name, process, tasks.Event(self.rt), tasks.Event(self.rt))
+        member = SimMember(name, process, tasks.Event(self.rt), tasks.Event(self.rt), stranger=stranger)
         self.members[name] = member
         self.network.set_delay_us(name, BASE_DELAY_US)
         self.rt.spawn(self._member_main, member, name=f"{name}-main", process=process)
@@ -424,7 +426,11 @@ class SimWorld:
         """``zkconsumer consume``: connect, subscribe, hand every record to the application, stop when told."""
         plan = self.plan
         tasks.sleep(self.rng.randint(*MEMBER_START_MS) / 1000.0)
-        if self.migration_side is not None:
+        if member.stranger and self.migration_side is not None and not self.migration_side.may_join(member):
+            member.state = MemberState.EXITED
+            member.exited.set()
+            return
+        if self.migration_side is not None and not member.stranger:
             try:
                 self.migration_side.run_member(member)
             finally:
@@ -474,9 +480,10 @@ class SimWorld:
             return
         member = self.members.get(step.consumer)
         running = member is not None and member.state is MemberState.RUNNING
-        if step.action.on_member and step.action not in (ActionKind.JOIN, ActionKind.RESTART) and not running:
+        starts = step.action.starts_member or step.action is ActionKind.RESTART
+        if step.action.on_member and not starts and not running:
             return
-        if step.action in (ActionKind.JOIN, ActionKind.RESTART) and running:
+        if starts and running:
             return
         if step.action is ActionKind.KILL_DRIVER and not (self.migration_side and self.migration_side.running()):
             return  # the lab's: "no zkconsumer migrate is running"
@@ -491,6 +498,9 @@ class SimWorld:
 
     def _join(self, step: Step, member: SimMember | None) -> None:
         self.start_member(step.consumer)
+
+    def _join_stranger(self, step: Step, member: SimMember | None) -> None:
+        self.start_member(step.consumer, stranger=True)
 
     def _stop(self, step: Step, member: SimMember) -> None:
         self._stop_member(member)
@@ -703,7 +713,7 @@ STEP_HANDLERS: dict[ActionKind, Callable[[SimWorld, Step, SimMember | None], Non
     ActionKind.JOIN: SimWorld._join, ActionKind.RESTART: SimWorld._join, ActionKind.STOP: SimWorld._stop,
     ActionKind.KILL: SimWorld._kill, ActionKind.BOUNCE: SimWorld._bounce, ActionKind.PAUSE: SimWorld._pause,
     ActionKind.MIGRATE: SimWorld._migrate, ActionKind.ROLLBACK: SimWorld._migrate,
-    ActionKind.KILL_DRIVER: SimWorld._kill_driver,
+    ActionKind.KILL_DRIVER: SimWorld._kill_driver, ActionKind.JOIN_STRANGER: SimWorld._join_stranger,
     ActionKind.CUT_ZK: SimWorld._cut_zk, ActionKind.SLOW_ZK: SimWorld._slow_zk, ActionKind.EXPIRE: SimWorld._expire,
     ActionKind.CUT_BROKER: SimWorld._cut_broker, ActionKind.SLOW_BROKER: SimWorld._slow_broker,
     ActionKind.QUORUM_LOSS: SimWorld._quorum_loss, ActionKind.KILL_ZK: SimWorld._kill_zk,
