@@ -243,10 +243,11 @@ def main() -> None:
     console.print(table(list(rows.values()), min(args.sizes)))
 
 
-def run_all(protocols: list[str], sizes: list[int], rounds: int, console, group_class: type = Group  # noqa: ANN001
-            ) -> dict[tuple[str, int], dict]:
-    """Every protocol at every size on one ZooKeeper and one broker, the topic of 2 × the largest size."""
-    partitions = 2 * max(sizes)
+def run_all(protocols: list[str], sizes: list[int], rounds: int, console, group_class: type = Group,  # noqa: ANN001
+            partitions: int | None = None) -> dict[tuple[str, int], dict]:
+    """Every protocol at every size on one ZooKeeper and one broker, the topic of 2 × the largest size (or
+    ``partitions``)."""
+    partitions = partitions or 2 * max(sizes)
     rows = {}
     with ZooKeeperServer(servers=1) as zk, tempfile.TemporaryDirectory() as data:
         with Registry.open(zk.connect_string) as reg:

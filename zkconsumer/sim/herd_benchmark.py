@@ -38,10 +38,19 @@ POLL_S, CHECK_S, QUIET_S = 0.05, 0.01, 1.5
 
 
 class _Member:
-    """One consumer polled every 50 ms, what it holds read after each poll (the benchmark's ``Member``)."""
+    """One consumer polled every 50 ms, what it holds read after each poll (the benchmark's ``Member``).
 
-    def __init__(self, world: KazooWorld, name: str, bootstrap: str, protocol: str) -> None:
+    ``gaps_us``: the real members' time between two polls of a join in flight, measured on the real side of the same
+    benchmark (benchmarks/herd_agreement.py: from kafka-python's join wait timing out to its next look at the join,
+    thread hand-offs and the GIL included); after each poll one is drawn and spent. Without it a simulated member
+    spends no time there, and kafka-python 3.0's duplicate JoinGroup (a join that completes while nobody awaits it
+    is sent again: ``BaseCoordinator.join_group_async`` replaces a finished join task with a new one) never
+    happens."""
+
+    def __init__(self, world: KazooWorld, name: str, bootstrap: str, protocol: str,
+                 gaps_us: tuple[int, ...] = (), rng: random.Random | None = None) -> None:
         self.name, self.bootstrap, self.protocol = name, bootstrap, protocol
+        self.gaps_us, self.rng = gaps_us, rng or random.Random(name)
         self.assigned: frozenset[int] = frozenset()
         self.stop = tasks.Event(world.runtime)
         self.left = tasks.Event(world.runtime)
@@ -57,6 +66,8 @@ class _Member:
             with contextlib.suppress(Exception):  # as the benchmark: a rebalance in progress, poll again
                 consumer.poll(timeout_ms=50)
                 self.assigned = frozenset(tp.partition for tp in consumer.assignment())
+            if self.gaps_us:
+                tasks.sleep(self.rng.choice(self.gaps_us) / 1e6)
         with contextlib.suppress(Exception):
             consumer.close(autocommit=False)
         self.left.set()
@@ -70,8 +81,10 @@ def _converged(members: dict[str, _Member], partitions: int) -> bool:
     return len(taken) == partitions and set(taken) == set(range(partitions))
 
 
-def measure(protocol: str, size: int, rounds: int = 3, partitions: int | None = None, seed: int = 0) -> dict[str, Any]:
-    """The real benchmark's row (``benchmarks/herd.py``'s ``run``) for ``protocol`` at ``size`` members, simulated."""
+def measure(protocol: str, size: int, rounds: int = 3, partitions: int | None = None, seed: int = 0,
+            gaps_us: tuple[int, ...] = ()) -> dict[str, Any]:
+    """The real benchmark's row (``benchmarks/herd.py``'s ``run``) for ``protocol`` at ``size`` members, simulated;
+    ``gaps_us`` the real members' times between polls to replay (:class:`_Member`)."""
     partitions = partitions or 2 * size
     world = KazooWorld(seed=seed)
     io = KafkaIO(world.runtime, world.network, random.Random(f"kafka-{seed}"))
@@ -96,14 +109,17 @@ def measure(protocol: str, size: int, rounds: int = 3, partitions: int | None = 
             name="broker-main", process=tasks.Process("broker")).join()
         broker = holder["b"]
         t0 = world.clock.monotonic()
-        members = {n: _Member(world, n, broker.bootstrap, protocol) for n in (f"m{i:03d}" for i in range(size))}
+        def member(name: str) -> _Member:
+            return _Member(world, name, broker.bootstrap, protocol, gaps_us, random.Random(f"gap-{seed}-{name}"))
+
+        members = {n: member(n) for n in (f"m{i:03d}" for i in range(size))}
         cold = wait_converged(members) - t0
         joins, leaves, join_reqs, leave_reqs = [], [], Counter(), Counter()
         for r in range(rounds):
             tasks.sleep(QUIET_S)
             joiner = f"j{r:02d}"
             before, t = counts(broker), world.clock.monotonic()
-            members[joiner] = _Member(world, joiner, broker.bootstrap, protocol)
+            members[joiner] = member(joiner)
             joins.append(wait_converged(members) - t)
             join_reqs.update(counts(broker) - before)
             tasks.sleep(QUIET_S)
