@@ -125,9 +125,9 @@ def test_the_lab_migration_passes_with_kafkas_coordinator(kafka: KafkaBroker, tm
 
     def kill_after_done() -> None:
         deadline = time.monotonic() + 60
-        while lab.migration_result is None and time.monotonic() < deadline:
+        while lab.migrations.result is None and time.monotonic() < deadline:
             time.sleep(0.1)
-        if lab.migration_result == "done":
+        if lab.migrations.result == "done":
             # the scenario: a member killed right after done, once it consumes in the coordinator's group
             done_ms = int(time.time() * 1000)
             while not c1_delivered_since(done_ms) and time.monotonic() < deadline + 30:
