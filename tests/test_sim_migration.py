@@ -130,7 +130,8 @@ def test_a_killed_driver_is_resumed_by_the_next_migrate_and_a_stranger_is_refuse
     assert result.migration["result"] == "migration killed; then done" and result.migration["owned"]
     lab = [json.loads(x) for x in (tmp_path / "lab.jsonl").read_text().splitlines()]
     assert [(r["step"], r["ts"] % 100_000 // 1000) for r in lab] == [
-        ("migrate", 5), ("join-stranger", 6), ("kill-driver", 9), (MIGRATION_ENDED_STEP, 9), ("migrate", 11), (MIGRATION_ENDED_STEP, 14)]
+        ("migrate", 5), ("join-stranger", 6), ("kill-driver", 9), (MIGRATION_ENDED_STEP, 9),
+        ("migrate", 11), (MIGRATION_ENDED_STEP, 14)]
     moved_at = {p.stem: next(json.loads(x)["ts"] for x in p.read_text().splitlines() if '"mode":"coordinator"' in x)
                 for p in tmp_path.glob("lab_c*.jsonl")}
     assert sorted(moved_at, key=moved_at.get) == ["lab_c1", "lab_c2", "lab_c3"]
