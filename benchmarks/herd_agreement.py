@@ -12,7 +12,7 @@ by the simulated members (``--no-gaps``: not, as the first measurements were). I
 (``BaseCoordinator.join_group_async`` replaces a finished join task), and when the sender is the group's leader the
 coordinator starts another generation.
 
-Run: .venv/bin/python benchmarks/herd_agreement.py [--sizes 10 50] [--rounds 3] [--json F]
+Run: .venv/bin/python benchmarks/herd_agreement.py [--sizes 10 50] [--rounds 3] [--json F] [--record F]
 """
 
 from __future__ import annotations
@@ -28,6 +28,7 @@ from collections.abc import Iterator
 from pathlib import Path
 
 from herd import ASSIGNORS, InProcessGroup, run_all
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.consoles import make_console
@@ -73,6 +74,7 @@ def main() -> None:
     ap.add_argument("--protocols", nargs="+", default=list(ASSIGNORS), choices=list(ASSIGNORS))
     ap.add_argument("--json", metavar="F", help="write the rows there")
     ap.add_argument("--no-gaps", action="store_true", help="simulated members spend no time between polls")
+    ap.add_argument("--record", type=Path, help="write the result record (results/README.md) there")
     args = ap.parse_args()
     console = make_console()
     logging.disable(logging.WARNING)
@@ -111,6 +113,10 @@ def main() -> None:
     console.print(table)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str))
+    if args.record:
+        write_record(args.record, {"sizes": args.sizes, "rounds": args.rounds, "protocols": args.protocols,
+                                   "gaps_replayed": not args.no_gaps},
+                     {"rows": json.loads(json.dumps(rows, default=str))})
 
 
 if __name__ == "__main__":

@@ -137,3 +137,32 @@ def test_routing_kafka_python_is_undone_after_a_run_and_refuses_to_nest() -> Non
     assert kafka.consumer.group.KafkaConsumer.DEFAULT_CONFIG["selector"] is selectors.DefaultSelector
     assert kafka.net.selector.Task.__lt__ is lt and kafka.producer.sender.Sender.start is start
     assert "start" not in vars(kafka.producer.sender.Sender)  # inherited from threading.Thread, as before
+
+
+GROWN = """
+name = "grown"
+duration = 9
+members = 2
+rate = 40
+session_timeout_ms = 3000
+
+[topics]
+orders = 2
+
+[[actions]]
+at = 3
+do = "add-partitions"
+topic = "orders"
+partitions = 4
+"""
+
+
+def test_partitions_added_under_a_coordinator_group_are_produced_to_and_consumed(tmp_path) -> None:
+    """The simulated producer is kafka-python's: it refuses a send to a partition its metadata does not list yet, and
+    that once killed the world's producer (the catalogue's partitions-added cell). It now refreshes its metadata as the
+    lab's does and counts such a send as never made: the added partitions get records and the group reads them."""
+    result = run_seed(job("coordinator", GROWN), 1, trace_dir=tmp_path)
+    assert (result.member_errors, result.broken) == ({}, [])
+    delivered = {json.loads(x)["partition"] for p in tmp_path.glob("lab_c*.jsonl") for x in p.read_text().splitlines()
+                 if '"record_delivered"' in x}
+    assert delivered == {0, 1, 2, 3}
