@@ -97,8 +97,11 @@ def main() -> None:
     for scenario in cells:
         row = {"scenario": scenario, "fault": CELLS.get(scenario, ""), "simulated": simulated(scenario, args.seeds)}
         sim = row["simulated"]
-        console.print(f"{scenario}: simulated breaks in {sim['k']} of {sim['n']} {sim['breaches'] or ''} "
-                      f"{sim['migrations']} ({sim['wall_s']:.0f} s)", highlight=False)
+        if sim["n"]:
+            console.print(f"{scenario}: simulated breaks in {sim['k']} of {sim['n']} {sim['breaches'] or ''} "
+                          f"{sim['migrations']} ({sim['wall_s']:.0f} s)", highlight=False)
+        else:
+            console.print(f"{scenario}: not simulated (--seeds 0)", highlight=False)
         runs = []
         with tempfile.TemporaryDirectory(prefix="zkc-matrix-") as tmp:
             for i in range(args.real_runs):
@@ -113,8 +116,9 @@ def main() -> None:
         table.add_column(col)
     for row in rows:
         sim, real = row["simulated"], row["real"]
-        table.add_row(row["scenario"], row["fault"], _rate(sim) + "".join(f"; {k} {v}" for k, v in
-                                                                          sorted(sim["breaches"].items())),
+        simulated_text = (_rate(sim) + "".join(f"; {k} {v}" for k, v in sorted(sim["breaches"].items()))
+                          if sim["n"] else "not run")
+        table.add_row(row["scenario"], row["fault"], simulated_text,
                       _rate(real) if real["n"] else "not run",
                       ", ".join(f"{k} {v}" for k, v in sorted(sim["migrations"].items())))
     console.print(table)
