@@ -204,6 +204,8 @@ def run(broker: Broker, protocol: str, size: int, partitions: int, rounds: int, 
         group.start(names)
         cold = wait_converged(group, set(names), partitions) - t0
         joins, leaves, join_reqs, leave_reqs = [], [], Counter(), Counter()
+        join_rounds: list[int] = []  # JoinGroups of each round: the spread a mean hides
+        leave_rounds: list[int] = []
         for r in range(rounds):
             time.sleep(1.5)  # a quiet group: heartbeats only (the next change starts from a stable generation)
             joiner = f"j{r:02d}"
@@ -211,17 +213,20 @@ def run(broker: Broker, protocol: str, size: int, partitions: int, rounds: int, 
             t = time.monotonic()
             group.start([joiner], group.hosts[-1])
             joins.append(wait_converged(group, set(group.where), partitions) - t)
-            join_reqs.update(requests_between(before, broker.request_counts()))
+            join_reqs.update(got := requests_between(before, broker.request_counts()))
+            join_rounds.append(got.get("JoinGroup", 0))
             time.sleep(1.5)
             before = broker.request_counts()
             t = time.monotonic()
             group.leave(joiner)
             leaves.append(wait_converged(group, set(group.where), partitions) - t)
-            leave_reqs.update(requests_between(before, broker.request_counts()))
+            leave_reqs.update(got := requests_between(before, broker.request_counts()))
+            leave_rounds.append(got.get("JoinGroup", 0))
         row = {"protocol": protocol, "size": size, "cold_s": cold,
                "join_ms": 1000 * statistics.median(joins), "leave_ms": 1000 * statistics.median(leaves),
                "join_requests": {k: v / rounds for k, v in join_reqs.items()},
-               "leave_requests": {k: v / rounds for k, v in leave_reqs.items()}}
+               "leave_requests": {k: v / rounds for k, v in leave_reqs.items()},
+               "join_joingroups": join_rounds, "leave_joingroups": leave_rounds}
         console.print(f"{protocol} {size}: cold start {cold:.1f} s, join p50 {row['join_ms']:.0f} ms, leave p50 "
                       f"{row['leave_ms']:.0f} ms, JoinGroup per join {row['join_requests']['JoinGroup']:.0f}",
                       highlight=False)

@@ -101,7 +101,7 @@ def main() -> None:
                                  "p90": sorted(replay)[len(replay) * 9 // 10] if replay else 0}})
     table = Table(title="the coordinator's herd: real (in-process members) against simulated, per action")
     for col in ("protocol", "N", "action", *(f"{a} real / sim" for a in APIS), "JoinGroup ratio",
-                "SyncGroup ratio", "p50 ms real / sim"):
+                "SyncGroup ratio", "p50 ms real / sim", "JoinGroup a round, real | sim"):
         table.add_column(col, justify="right")
     for row in rows:
         for action in ("join", "leave"):
@@ -109,7 +109,9 @@ def main() -> None:
             ratios = [s[a] / r[a] if r[a] else float("nan") for a in ("JoinGroup", "SyncGroup")]
             table.add_row(row["protocol"], str(row["size"]), action,
                           *(f"{r[a]:.1f} / {s[a]:.1f}" for a in APIS), *(f"{x:.2f}" for x in ratios),
-                          f"{row['real'][f'{action}_ms']:.0f} / {row['simulated'][f'{action}_ms']:.0f}")
+                          f"{row['real'][f'{action}_ms']:.0f} / {row['simulated'][f'{action}_ms']:.0f}",
+                          " ".join(map(str, row["real"].get(f"{action}_joingroups", []))) + " | "
+                          + " ".join(map(str, row["simulated"].get(f"{action}_joingroups", []))))
     console.print(table)
     if args.json:
         Path(args.json).write_text(json.dumps(rows, indent=1, default=str))

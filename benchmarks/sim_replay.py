@@ -13,7 +13,7 @@ difference for docs/simulation.md to explain by its mechanism. The invariants co
 check (the lab's five); the simulator's extra ones (zombie deliveries, poll skips) are listed beside.
 
 Run: flock /tmp/zkc-bench.lock .venv/bin/python benchmarks/sim_replay.py DIR [--runs 3] [--sim-seeds 50]
-     [--variant zookeeper-kafka-0.8] [--pick 10] [--json FILE]
+     [--variant zookeeper-kafka-0.8] [--pick 10] [--json FILE] [--record FILE]
 """
 
 from __future__ import annotations
@@ -24,6 +24,7 @@ import logging
 import tempfile
 from pathlib import Path
 
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.analysis.spark import build_session
@@ -66,6 +67,7 @@ def main() -> None:
                                                          "simulation, one per schedule of actions (default 10)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--json", type=Path, help="write every figure there")
+    ap.add_argument("--record", type=Path, help="write the result record (results/README.md) there")
     args = ap.parse_args()
     logging.disable(logging.WARNING)
     console = make_console()
@@ -117,6 +119,9 @@ def main() -> None:
                   f"runs under {out}", highlight=False)
     if args.json:
         args.json.write_text(json.dumps(rows, indent=2))
+    if args.record:
+        write_record(args.record, {"runs": args.runs, "sim_seeds": args.sim_seeds, "variant": args.variant,
+                                   "reproducers": {f.name: f.read_text() for f in chosen}}, {"rows": rows})
 
 
 if __name__ == "__main__":

@@ -115,23 +115,28 @@ def measure(protocol: str, size: int, rounds: int = 3, partitions: int | None = 
         members = {n: member(n) for n in (f"m{i:03d}" for i in range(size))}
         cold = wait_converged(members) - t0
         joins, leaves, join_reqs, leave_reqs = [], [], Counter(), Counter()
+        join_rounds: list[int] = []  # JoinGroups of each round, as the real benchmark keeps them
+        leave_rounds: list[int] = []
         for r in range(rounds):
             tasks.sleep(QUIET_S)
             joiner = f"j{r:02d}"
             before, t = counts(broker), world.clock.monotonic()
             members[joiner] = member(joiner)
             joins.append(wait_converged(members) - t)
-            join_reqs.update(counts(broker) - before)
+            join_reqs.update(got := counts(broker) - before)
+            join_rounds.append(got["JoinGroup"])
             tasks.sleep(QUIET_S)
             before, t = counts(broker), world.clock.monotonic()
             leaving = members.pop(joiner)
             leaving.stop.set()
             leaves.append(wait_converged(members) - t)
-            leave_reqs.update(counts(broker) - before)
+            leave_reqs.update(got := counts(broker) - before)
+            leave_rounds.append(got["JoinGroup"])
         row.update(protocol=protocol, size=size, cold_s=cold, join_ms=1000 * statistics.median(joins),
                    leave_ms=1000 * statistics.median(leaves),
                    join_requests={k: join_reqs[k] / rounds for k in GROUP_APIS},
-                   leave_requests={k: leave_reqs[k] / rounds for k in GROUP_APIS})
+                   leave_requests={k: leave_reqs[k] / rounds for k in GROUP_APIS},
+                   join_joingroups=join_rounds, leave_joingroups=leave_rounds)
 
     run_routed(world, io, lab, data_dir)
     return row
