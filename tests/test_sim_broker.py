@@ -40,3 +40,32 @@ def test_a_poll_on_a_slow_link_returns_at_its_timeout_and_a_later_one_collects_t
     assert seen[:3] == [(100, {}), (200, {}), (300, {})]  # never held longer than its timeout
     assert seen[3] == (5300, {0: [0, 1, 2, 3, 4]})  # the answer for t-1 was dropped: no longer assigned
     assert seen[4][1] == {} and seen[4][0] - seen[3][0] <= 105  # nothing past offset 5 yet: the long poll
+
+
+def test_a_caught_up_fetch_is_answered_when_a_record_arrives_not_when_its_long_poll_ends() -> None:
+    """fetch.min.bytes is 1: a broker holding a fetch in its long poll answers as soon as one of its partitions gets
+    a record. The simulated broker once waited out the whole fetch.wait.max.ms, so a caught-up member received
+    every new record up to 100 ms late, and a woken zombie lagged its partitions' new owner on live records."""
+    rt = Runtime(Scheduler(seed=None))
+    broker = SimBroker(rt, delay_ms=1)
+    broker.create_topic("t", 2)
+    client = broker.client("m", {"auto_offset_reset": "earliest", "fetch_max_wait_ms": 100})
+    seen: list[tuple[int, dict]] = []
+
+    def producer() -> None:
+        rt.sleep(0.030)
+        broker.produce("t", 1, 1)  # on the fetch's partition: wakes it
+        rt.sleep(0.500)
+        broker.produce("t", 0, 1)  # another fetch is parked by then
+
+    def main() -> None:
+        client.assign([TP("t", 0), TP("t", 1)])
+        rt.spawn(producer, name="producer")
+        for _ in range(2):
+            got: dict = {}
+            while not got:
+                got = client.poll(timeout_ms=1000)
+            seen.append((rt.scheduler.now_ms, {tp.partition: [r.offset for r in rs] for tp, rs in got.items()}))
+
+    rt.run(main)
+    assert seen == [(31, {1: [0]}), (531, {0: [0]})]  # the record's time and one link delay, not the long poll's end

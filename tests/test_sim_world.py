@@ -115,7 +115,8 @@ def test_a_simulated_member_is_configured_as_the_labs(tmp_path, name: str, profi
 
 def test_what_cannot_be_simulated_is_refused_by_name() -> None:
     plan = RunPlan.from_scenario(scenarios.builtin("migration"))  # the migration, outside migrate mode
-    with pytest.raises(SimRefused, match=r"migrate and rollback steps need mode migrate \(zkconsumer sim --mode"):
+    with pytest.raises(SimRefused,
+                       match=r"migrate, rollback and kill-driver steps need mode migrate \(zkconsumer sim --mode"):
         SimWorld(plan, 1)
     plan = RunPlan(steps=[Step(1.0, ActionKind.KILL_COORDINATOR)], consumers=2)
     with pytest.raises(SimRefused, match=r"kill-coordinator at 1 s: no simulated counterpart yet \(a cluster"):

@@ -8,8 +8,9 @@ like a real one (the same bytes, :func:`value_encoder`).
 
 :class:`SimKafkaClient` stands in for the fetcher's kafka-python ``KafkaConsumer`` (consumer/fetcher.py's
 ``ClientFactory``): the same seven calls, on virtual time. The fetcher's own code (its command queue, its reset
-check, its hand-off to the connector) runs unchanged around it. A fetch that finds nothing new waits its
-``fetch.wait.max.ms`` (``timeout_ms``) as a broker's long poll does, and answers one link delay later. A member
+check, its hand-off to the connector) runs unchanged around it. A fetch that finds nothing new waits, as a broker's
+long poll does, for the first record of one of its partitions or its ``fetch.wait.max.ms`` (``timeout_ms``),
+whichever comes first, and answers one link delay later. A member
 whose broker link is cut gets nothing (its polls time out, a position it asks for is not resolved), and so does
 every member while the broker's process is down (``down``: killed, not yet started again); a slowed link adds its
 latency each way.
@@ -64,6 +65,8 @@ class SimBroker(LogEnds):
         self.latency_ms: dict[str, int] = {}
         #: the broker's process is not running: nothing is answered (its log is kept for the restart)
         self.down = False
+        #: fetches the broker holds in their long poll, each woken by the first record for one of its partitions
+        self._parked: list[tuple[frozenset[tuple[str, int]], Callable[[], None]]] = []
 
     def unreachable(self, host: str) -> bool:
         """No answer reaches ``host``: its link is cut, or the broker is down."""
@@ -71,6 +74,24 @@ class SimBroker(LogEnds):
 
     def produce(self, topic: str, partition: int, count: int = 1) -> None:
         self.log_end[(topic, partition)] += count
+        key = (topic, partition)
+        woken = [wake for keys, wake in self._parked if key in keys]
+        if woken:
+            self._parked = [(keys, wake) for keys, wake in self._parked if key not in keys]
+            for wake in woken:
+                self.runtime.scheduler.call_later(0, wake)
+
+    def park(self, keys: Iterable[tuple[str, int]], wake: Callable[[], None]) -> Callable[[], None]:
+        """Hold a fetch in its long poll until a record arrives for one of ``keys`` (``wake`` is then called, once);
+        returns what forgets it (its wait ran out first)."""
+        entry = (frozenset(keys), wake)
+        self._parked.append(entry)
+
+        def forget() -> None:
+            if entry in self._parked:
+                self._parked.remove(entry)
+
+        return forget
 
     def client(self, host: str, settings: dict[str, Any]) -> SimKafkaClient:
         return SimKafkaClient(self, host, settings)
@@ -154,7 +175,8 @@ class SimKafkaClient:
 
         As kafka-python's ``poll``: one fetch in flight at a time, answered *by the broker*, on the scheduler, not
         by the calling task (the request arrives one link delay after it is sent; the broker answers at once if it
-        has records, else when its long poll, ``fetch.wait.max.ms``, ends; the answer arrives one delay later). A
+        has records, else at the first record for one of its partitions or when its long poll, ``fetch.wait.max.ms``,
+        ends; the answer arrives one delay later). A
         poll waits for that answer at most ``timeout_ms`` and then returns empty, the fetch still in flight: the
         next poll collects it. So a slow link never holds the fetcher's loop (and its commands: a rebalance's
         ``assign``) longer than ``timeout_ms``, and a member paused mid-fetch finds the answer waiting when it wakes,
@@ -193,8 +215,27 @@ class SimKafkaClient:
                 return  # the request is lost with the link (or with the broker)
             if any(o < broker.log_end.get(k, 0) for k, o in offsets.items()):
                 respond()
-            else:
-                scheduler.call_later(self.max_wait_ms, respond)  # the broker's long poll (fetch.wait.max.ms)
+                return
+            # the broker's long poll: the answer goes as soon as a record arrives for a partition the fetch asks for
+            # (fetch.min.bytes is 1), else when fetch.wait.max.ms ends. It once always waited the whole of it, so a
+            # caught-up member received each new record up to 100 ms after it was written where a real one
+            # receives it within milliseconds (a woken zombie then lagged its partitions' new owner on live records)
+            answered = []
+
+            def woken() -> None:
+                timer.cancel()
+                if not answered:
+                    answered.append(True)
+                    respond()
+
+            def waited_out() -> None:
+                forget()
+                if not answered:
+                    answered.append(True)
+                    respond()
+
+            timer = scheduler.call_later(self.max_wait_ms, waited_out)
+            forget = broker.park(offsets, woken)
 
         scheduler.call_later(one_way, at_broker)
         return fetch
