@@ -220,22 +220,18 @@ class SimKafkaClient:
             # (fetch.min.bytes is 1), else when fetch.wait.max.ms ends. It once always waited the whole of it, so a
             # caught-up member received each new record up to 100 ms after it was written where a real one
             # receives it within milliseconds (a woken zombie then lagged its partitions' new owner on live records)
-            answered = []
+            answered = False
 
-            def woken() -> None:
-                timer.cancel()
+            def finish() -> None:  # whichever comes first: a record, or the wait's end (both may fall on one instant)
+                nonlocal answered
                 if not answered:
-                    answered.append(True)
+                    answered = True
+                    timer.cancel()
+                    forget()
                     respond()
 
-            def waited_out() -> None:
-                forget()
-                if not answered:
-                    answered.append(True)
-                    respond()
-
-            timer = scheduler.call_later(self.max_wait_ms, waited_out)
-            forget = broker.park(offsets, woken)
+            timer = scheduler.call_later(self.max_wait_ms, finish)
+            forget = broker.park(offsets, finish)
 
         scheduler.call_later(one_way, at_broker)
         return fetch

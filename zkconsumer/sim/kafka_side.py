@@ -50,7 +50,6 @@ class KafkaSide(LogEnds):
         self.data_dir = tempfile.mkdtemp(prefix="zkconsumer-sim-broker-")
         self._producer: KafkaProducer | None = None
         self._stopped = False
-        self.refused_sends = 0  # sends to a partition the producer's metadata did not list yet
 
     @property
     def bootstrap(self) -> str:
@@ -110,7 +109,6 @@ class KafkaSide(LogEnds):
             except ValueError:
                 # a partition added since the producer's last metadata (kafka-python refuses it until its next,
                 # a second at most here, as the lab's producer): the record never existed, as in the lab
-                self.refused_sends += 1
                 return
             self.log_end[(topic, partition)] = seq + 1
 
