@@ -10,7 +10,8 @@ like a real one (the same bytes, :func:`value_encoder`).
 ``ClientFactory``): the same seven calls, on virtual time. The fetcher's own code (its command queue, its reset
 check, its hand-off to the connector) runs unchanged around it. A fetch that finds nothing new waits, as a broker's
 long poll does, for the first record of one of its partitions or its ``fetch.wait.max.ms`` (``timeout_ms``),
-whichever comes first, and answers one link delay later. A member
+whichever comes first, and answers one link delay later. A partition the client has no metadata for is first
+fetched one ``retry_backoff_ms`` after it was assigned, as kafka-python's is (:data:`RETRY_BACKOFF_MS`). A member
 whose broker link is cut gets nothing (its polls time out, a position it asks for is not resolved), and so does
 every member while the broker's process is down (``down``: killed, not yet started again); a slowed link adds its
 latency each way.
@@ -35,6 +36,13 @@ MAX_POLL_RECORDS = 500
 #: a fetch whose request or answer was lost (a cut link, a killed broker) is given up this long after its answer
 #: was due, and sent again (kafka-python's connection notices a dead peer and fails the request)
 LOST_FETCH_US = 1_000_000
+#: kafka-python's ``retry_backoff_ms`` (the fetcher leaves its default). A partition the client has no metadata for
+#: (its topic is new to the client, or the partition is) is not fetched at once: ``assign`` sends a metadata
+#: request, and the partition's first fetch goes when the consumer's poll loop next turns, after the shorter of the
+#: poll's timeout and this backoff. Measured on the lab's broker (kafka-python 3.0, fetch.wait.max.ms and the
+#: fetcher's poll 100 ms): 116-128 ms to the first record of a new topic, 5-10 ms for a further partition of a known
+#: one; with the poll's timeout at 500 ms and the backoff at 300 ms, 319 ms (docs/simulation.md)
+RETRY_BACKOFF_MS = 100
 
 
 class LogEnds:
@@ -132,6 +140,8 @@ class SimKafkaClient:
         #: the broker's long poll (kafka-python's fetch_max_wait_ms; the fetcher sets it)
         self.max_wait_ms = int(settings.get("fetch_max_wait_ms", 500))
         self._in_flight: _Fetch | None = None
+        #: when each partition the client has metadata for may first be fetched (virtual µs)
+        self._fetchable_at: dict[tuple[str, int], int] = {}
         self.closed = False
 
     @staticmethod
@@ -144,6 +154,31 @@ class SimKafkaClient:
         for k in keys:
             self._position.setdefault(k, 0 if self.earliest else None)
         self._assigned = keys
+        self._learn(keys)
+
+    def _learn(self, keys: Iterable[tuple[str, int]]) -> None:
+        """The metadata request kafka-python sends when it knows nothing of one of ``keys``: it asks for their
+        topics, and every partition the broker has of them becomes fetchable one backoff from now (the poll loop's
+        next turn); a request the broker cannot answer (a cut link, a broker down) teaches nothing, and the next
+        call asks again."""
+        broker = self.broker
+        if all(k in self._fetchable_at for k in keys) or broker.unreachable(self.host):
+            return
+        topics = {topic for topic, _ in keys}
+        unknown = [k for k in broker.log_end if k[0] in topics and k not in self._fetchable_at]
+        if not unknown:
+            return
+        at = broker.runtime.scheduler.now_us + max(RETRY_BACKOFF_MS, 2 * broker.one_way_ms(self.host)) * 1000
+        for key in unknown:
+            self._fetchable_at[key] = at
+
+    def _wait_fetchable(self, key: tuple[str, int]) -> None:
+        """Hold a call that needs ``key``'s leader until the client has its metadata (``position``)."""
+        self._learn([key])
+        at = self._fetchable_at.get(key)
+        now = self.broker.runtime.scheduler.now_us
+        if at is not None and at > now:
+            tasks.sleep((at - now) / 1e6)
 
     def seek(self, tp: Any, offset: int) -> None:
         self._position[self._key(tp)] = offset
@@ -159,6 +194,7 @@ class SimKafkaClient:
         if self.broker.unreachable(self.host):
             tasks.sleep((timeout_ms or 30000) / 1000.0)
             raise OperationTimedOut(f"no answer from the broker for {key[0]}-{key[1]} within {timeout_ms} ms")
+        self._wait_fetchable(key)
         self.broker.round_trip(self.host)
         return self._resolve(key)
 
@@ -190,17 +226,24 @@ class SimKafkaClient:
             if broker.unreachable(self.host):
                 tasks.sleep(timeout_ms / 1000.0)
                 return {}
-            fetch = self._in_flight = self._send_fetch()
+            self._learn(self._assigned)
+            now = broker.runtime.scheduler.now_us
+            ready = [k for k in self._assigned if self._fetchable_at.get(k, now + 1) <= now]
+            if not ready:  # nothing has its metadata yet: the poll loop turns again when the first has
+                waits = [at - now for k in self._assigned if (at := self._fetchable_at.get(k)) is not None]
+                tasks.sleep(min([timeout_ms * 1000, *waits]) / 1e6)
+                return {}
+            fetch = self._in_flight = self._send_fetch(ready)
         if not fetch.arrived.is_set() and not fetch.arrived.wait(max(timeout_ms, 0) / 1000.0):
             return {}
         self._in_flight = None
         return self._accept(fetch.answer)
 
-    def _send_fetch(self) -> _Fetch:
+    def _send_fetch(self, keys: list[tuple[str, int]]) -> _Fetch:
         broker = self.broker
         scheduler = broker.runtime.scheduler
         one_way = broker.one_way_ms(self.host)
-        offsets = {key: self._resolve(key) for key in self._assigned}  # what the request asks for
+        offsets = {key: self._resolve(key) for key in keys}  # what the request asks for
         fetch = _Fetch(tasks.Event(broker.runtime), {},
                        scheduler.now_us + (self.max_wait_ms + 2 * one_way) * 1000 + LOST_FETCH_US)
 
