@@ -27,6 +27,7 @@ from zkconsumer.coordinator.offsets_log import OFFSETS_TOPIC, OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset
 from zkconsumer.log.cleaner import CleanerConfig
 from zkconsumer.log.storage import LogConfig, LogManager
+from zkconsumer.results.record import Scope
 
 CLEANER_BACKOFF_MS = 15_000
 
@@ -125,7 +126,8 @@ def main() -> None:
           "reload compacted | reload not compacted | reload ratio |")
     print("|---|---|---|---|---|---|---|")
     if args.record:
-        write_record(args.record, vars(args), {"rows": rows, "peak_bytes": peak, "cleaning_s": round(cleaning_s, 3)})
+        write_record(args.record, vars(args), {"rows": rows, "peak_bytes": peak, "cleaning_s": round(cleaning_s, 3)},
+                     Scope.LAB)
     for r in rows:
         print(f"| {r['minute']} | {r['compacted_bytes'] / 1e6:.2f} ({r['compacted_segments']}) | "
               f"{r['plain_bytes'] / 1e6:.2f} ({r['plain_segments']}) | "

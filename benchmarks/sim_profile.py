@@ -27,6 +27,7 @@ from records import write_record
 from rich.table import Table
 
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 from zkconsumer.scenario.model import LabMode
 from zkconsumer.sim.runs import SimJob, SourceKind, run_seed
 
@@ -101,7 +102,7 @@ def main() -> None:
                                        for w in worlds))
     console.print(table)
     if args.record:
-        write_record(args.record, vars(args), figures)
+        write_record(args.record, vars(args), figures, Scope.SIM)
 
 
 if __name__ == "__main__":

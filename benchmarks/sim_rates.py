@@ -20,6 +20,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parent))
 from records import write_record  # noqa: E402
 
+from zkconsumer.results.record import Scope  # noqa: E402
+
 # a world's name and the arguments of `zkconsumer sim` that select it
 WORLDS: dict[str, list[str]] = {
     "kafka-0.8": ["--profile", "kafka-0.8"],
@@ -41,6 +43,12 @@ def run_world(name: str, seeds: int, first_seed: int, master: str, out: Path) ->
     if done.returncode != 0:
         raise SystemExit(f"{name}: `{' '.join(cmd)}` failed ({done.returncode}):\n{done.stderr[-2000:]}")
     results = json.loads((out / "results.json").read_text())
+    # per seed what a later run is checked against (its verdict, what broke, its trace's hash, how a migration
+    # ended), not the whole plan each migrate seed carries
+    keep = ("seed", "verdict", "broken", "trace_sha256")
+    results["seeds"] = [{k: s[k] for k in keep if k in s}
+                        | ({"migration": s["migration"].get("result")} if "migration" in s else {})
+                        for s in results.get("seeds", [])]
     results["command"] = "zkconsumer " + " ".join(cmd[1:-2])
     results["elapsed_seconds"] = round(time.monotonic() - started, 1)
     return results
@@ -69,7 +77,7 @@ def main() -> None:
                   flush=True)
             if args.record:  # written after each world, so an interrupted run keeps what it finished
                 write_record(args.record, {"seeds": args.seeds, "first_seed": args.first_seed, "master": args.master,
-                                           "worlds": worlds}, figures)
+                                           "worlds": worlds}, figures, Scope.SIM)
 
 
 if __name__ == "__main__":

@@ -32,6 +32,7 @@ from zkconsumer.consoles import make_console
 from zkconsumer.lab.breach_rate import BreachRate
 from zkconsumer.lab.catalogue import RunFigures
 from zkconsumer.lab.compare import run_compare
+from zkconsumer.results.record import Scope
 from zkconsumer.scenario import reader as scenarios
 from zkconsumer.scenario.plan import RunPlan
 from zkconsumer.sim.many import run_local
@@ -100,7 +101,8 @@ def main() -> None:
             args.json.write_text(json.dumps(rows, indent=2))
         if args.record:
             write_record(args.record, {"runs": 0, "sim_seeds": args.sim_seeds,
-                                       "reproducers": {f.name: f.read_text() for f in files}}, {"rows": rows})
+                                       "reproducers": {f.name: f.read_text() for f in files}}, {"rows": rows},
+                         Scope.SIM)
         return
     out = Path(tempfile.mkdtemp(prefix="zkconsumer-sim-replay-"))
     session = build_session(args.master, "zkconsumer-sim-replay")

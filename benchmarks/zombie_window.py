@@ -24,6 +24,7 @@ from records import write_record
 from rich.table import Table
 
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 
 #: the lab writes its heal line after SIGCONT: deliveries this close before it are after the wake
 WAKE_SLACK_MS = 50
@@ -88,7 +89,8 @@ def main() -> None:
                "commit_refused_in": sum(1 for w in rows if w["commit_refused"])}
     make_console().print(summary, highlight=False)
     if args.record:
-        write_record(args.record, {"dir": str(args.dir), "variant": args.variant}, {"summary": summary, "runs": rows})
+        write_record(args.record, {"dir": str(args.dir), "variant": args.variant}, {"summary": summary, "runs": rows},
+                     Scope.LAB)
 
 
 if __name__ == "__main__":

@@ -377,6 +377,7 @@ LAYERS = {
     "zkconsumer.apache_kafka": 2, "zkconsumer.tools": 2,
     "zkconsumer.scenario": 3,
     "zkconsumer.lab": 4, "zkconsumer.analysis": 4, "zkconsumer.web": 4, "zkconsumer.sim": 4,
+    "zkconsumer.results": 4,
     "zkconsumer.cli": 5,
 }
 

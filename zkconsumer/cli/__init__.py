@@ -36,6 +36,7 @@ COMMAND_MODULES = [
     "zkconsumer.cli.sweep",
     "zkconsumer.cli.sim",
     "zkconsumer.cli.kafka",
+    "zkconsumer.cli.results",
 ]
 
 

@@ -1,0 +1,70 @@
+"""``zkconsumer results``: the recorded results the documents quote, and the documents' rendered blocks.
+
+- ``list``: every record in ``results/``: what ran, when, on which commit, and whether its code changed since;
+- ``render [FILE ...]``: write each marked block from its record (docs/results.md says how to mark one);
+- ``check [FILE ...]``: fail when a block was edited by hand or disagrees with its record; mark (not fail) a block
+  whose record is older than the code it measured. ``make test`` runs it (tests/test_results_docs.py).
+"""
+
+from __future__ import annotations
+
+import argparse
+from pathlib import Path
+
+from rich.table import Table
+
+from zkconsumer.cli.output import CliError, as_cli_error, console
+from zkconsumer.errors import IllegalArgument
+from zkconsumer.results import blocks, record
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("results", help="the recorded results behind the documents' figures: list, render, check",
+                       description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
+    actions.add_parser("list", help="every record: command, date, commit, and whether its code changed since"
+                       ).set_defaults(func=cmd_list)
+    for name, func, text in (("render", cmd_render, "render every marked block from its record"),
+                             ("check", cmd_check, "fail on a block edited by hand or disagreeing with its record")):
+        a = actions.add_parser(name, help=text)
+        a.add_argument("files", nargs="*", type=Path, metavar="FILE",
+                       help="Markdown files (default: README.md, benchmarks/README.md, docs/**/*.md)")
+        a.set_defaults(func=func)
+
+
+def cmd_list(args: argparse.Namespace) -> int:
+    with as_cli_error(IllegalArgument):
+        records = record.load_all()
+    table = Table(title=f"{len(records)} result records in {record.RESULTS}")
+    for col in ("record", "date", "commit", "code since", "command"):
+        table.add_column(col, overflow="fold")
+    for r in records:
+        since = r.stale_since()
+        known = "source" in r.data
+        table.add_row(r.name, r.date, r.commit, f"changed in {since}" if since else ("same" if known else "?"),
+                      r.data["command"])
+    console.print(table)
+    return 0
+
+
+def cmd_render(args: argparse.Namespace) -> int:
+    with as_cli_error(IllegalArgument):
+        changed = blocks.render(args.files or None)
+    console.print(f"rendered {len(changed)} file(s)" + (": " + ", ".join(map(str, changed)) if changed else ""),
+                  highlight=False)
+    return 0
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    findings = blocks.check(args.files or None)
+    failing = [f for f in findings if f.state.fails]
+    stale = [f for f in findings if f.state is blocks.State.STALE]
+    for f in stale:
+        console.print(f"[yellow]marked[/] {f}", highlight=False)
+    for f in failing:
+        console.print(f"[red]failed[/] {f}", highlight=False)
+    console.print(f"{len(findings)} rendered blocks: {len(failing)} failing, {len(stale)} older than their code",
+                  highlight=False)
+    if failing:
+        raise CliError(f"{len(failing)} rendered block(s) do not match their records", code=1)
+    return 0

@@ -1,0 +1,107 @@
+"""How a record becomes Markdown: one named view per kind of table, and ``figure`` for one number in a sentence.
+
+A view reads only its record's figures; it never computes a figure the run did not write (a ratio of two recorded
+figures at most), so a rendered number is always one a run measured.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Any
+
+from zkconsumer.errors import IllegalArgument
+from zkconsumer.results.record import Record
+from zkconsumer.sim.checkers import Invariant
+from zkconsumer.sim.runs import MigrationBreach
+
+#: a breaking run's kinds as a column says them (counts are of runs that broke that way)
+BREACH_COLUMNS: dict[str, str] = {
+    Invariant.OVERLAPS: "two live owners", Invariant.LOST: "lost records",
+    Invariant.DUPLICATES_COMMITTED: "duplicates of committed", Invariant.COMMITS_BACKWARDS: "commits moving back",
+    Invariant.UNOWNED_AFTER_HEAL: "unowned after the heal", Invariant.ZOMBIE_DELIVERIES: "zombie deliveries",
+    Invariant.POLL_SKIPS: "poll skips", Invariant.NONMONOTONIC_POLLS: "nonmonotonic polls",
+    MigrationBreach.LEFT_MIXED: "left mixed", MigrationBreach.NOT_OWNED: "not owned at the end",
+}
+
+
+@dataclass(frozen=True)
+class View:
+    render: Callable[[Record, str | None], str]
+    inline: bool = False
+
+
+def number(value: Any) -> str:
+    """A figure as the documents write numbers: thousands separated, floats as recorded."""
+    if isinstance(value, bool):
+        return "yes" if value else "no"
+    if isinstance(value, int):
+        return f"{value:,}"
+    return str(value)
+
+
+def _table(header: list[str], rows: list[list[str]]) -> str:
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    lines += ["| " + " | ".join(r) + " |" for r in rows]
+    return "\n".join(lines)
+
+
+def figure(rec: Record, arg: str | None) -> str:
+    if not arg:
+        raise IllegalArgument(f"results/{rec.name}.json: the figure view needs a dotted path")
+    return number(rec.figure(arg))
+
+
+def sim_rates(rec: Record, arg: str | None) -> str:
+    """Nemesis rates per simulated world (``benchmarks/sim_rates.py``, ``zkconsumer sim --out``'s results.json per
+    world): the verdict as a rate, the runs that broke each way (only the kinds some world broke), how migrations
+    ended, the speed."""
+    worlds = arg.split(",") if arg else list(rec.figures)
+    missing = [w for w in worlds if w not in rec.figures]
+    if missing:
+        raise IllegalArgument(f"results/{rec.name}.json has no world {', '.join(missing)}")
+    rows = [rec.figures[w] for w in worlds]
+    kinds = [k for k in BREACH_COLUMNS if any(r.get("breaches", {}).get(k) for r in rows)]
+    migrating = any("migration_results" in r for r in rows)
+    header = ["world", "verdict", *(BREACH_COLUMNS[k] for k in kinds)]
+    header += ["migrations ended"] if migrating else []
+    header += ["schedules a minute"]
+    body = []
+    for w, r in zip(worlds, rows, strict=True):
+        row = [f"`{w}`", r["verdict"], *(number(r["breaches"].get(k, 0)) for k in kinds)]
+        if migrating:
+            ends = r.get("migration_results", {})
+            row.append(", ".join(f"{v} {k}" for k, v in sorted(ends.items())) or "-")
+        row.append(number(r["schedules_per_minute"]))
+        body.append(row)
+    return _table(header, body)
+
+
+def replay_sim(rec: Record, arg: str | None) -> str:
+    """``benchmarks/sim_replay.py``: each shrunk reproducer, how often it breaks in simulation and how (and on the
+    real lab, where the record has real runs)."""
+    rows = rec.figures["rows"]
+    real = any("real_n" in r for r in rows)
+    header = ["reproducer", "actions", "simulated", "how (simulated)"] + (["real", "how (real)"] if real else [])
+    body = []
+    for r in rows:
+        how = ", ".join(f"{BREACH_COLUMNS.get(k, k)} {v}" for k, v in sorted(r["simulated_invariants"].items()))
+        row = [r["reproducer"].split("-")[0], r["actions"], f"{r['simulated_k']}/{r['simulated_n']}", how or "-"]
+        if real:
+            row += [f"{r['real_k']}/{r['real_n']}", r.get("real_broken") or "-"]
+        body.append(row)
+    return _table(header, body)
+
+
+VIEWS: dict[str, View] = {
+    "figure": View(figure, inline=True),
+    "sim-rates": View(sim_rates),
+    "replay-sim": View(replay_sim),
+}
+
+
+def render_view(rec: Record, view: str, arg: str | None) -> str:
+    try:
+        return VIEWS[view].render(rec, arg)
+    except KeyError as e:
+        raise IllegalArgument(f"results/{rec.name}.json: view {view!r} found no figure {e}") from None
