@@ -2,7 +2,7 @@
 VENV ?= .venv
 BIN := $(VENV)/bin
 
-.PHONY: setup demo test lint bench soak clean faults full
+.PHONY: setup demo test lint bench soak clean faults full docs
 
 setup:
 	@bash scripts/bootstrap.sh
@@ -15,7 +15,7 @@ demo: setup
 TEST_WORKERS ?= 2
 
 test: setup
-	$(BIN)/ruff check zkconsumer tests benchmarks
+	$(BIN)/ruff check zkconsumer tests benchmarks scripts
 	$(BIN)/python -m pytest -q -n $(TEST_WORKERS) --dist loadfile
 
 faults: setup  # the whole fault matrix and the failure catalogue's modes (make test runs part of them)
@@ -25,8 +25,13 @@ faults: setup  # the whole fault matrix and the failure catalogue's modes (make 
 full: setup  # every test: make test's, the whole fault matrix and the extended cells of the other matrices
 	$(BIN)/python -m pytest -q -m ""
 
+# the documentation site (mkdocs.yml, docs/) into site/: open site/index.html, no server needed. Strict: a broken link
+# or anchor, or a page missing from the nav, fails it (tests/test_docs_site.py builds it in make test too)
+docs: setup
+	$(BIN)/mkdocs build --strict
+
 lint: setup
-	$(BIN)/ruff check zkconsumer tests benchmarks
+	$(BIN)/ruff check zkconsumer tests benchmarks scripts
 
 bench: setup
 	$(BIN)/python benchmarks/assignors.py
@@ -41,4 +46,4 @@ soak: setup
 	$(BIN)/python benchmarks/soak.py --minutes 30
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache .pytest-zkconsumer-home
+	rm -rf $(VENV) .pytest_cache .ruff_cache .pytest-zkconsumer-home site

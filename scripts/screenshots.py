@@ -1,4 +1,4 @@
-"""Make the README's pictures of the three pages (docs/img/page_*.png) from real runs, in headless Chromium.
+"""Make the pictures of the pages (docs/img/page_*.png, in docs/pages.md) from real runs, in headless Chromium.
 
     .venv/bin/python scripts/screenshots.py [--out lab-runs/screenshots] [--skip-compare]
 

@@ -1,4 +1,4 @@
-"""The structure the code promises (README "Architecture", issue 21), checked on the source itself.
+"""The structure the code promises (docs/architecture.md, issue 21), checked on the source itself.
 
 * no import cycles between zkconsumer's modules, counting every import: top-level, inside functions (a module's
   ``__getattr__`` too), under ``TYPE_CHECKING`` and by name through ``importlib`` (a cycle hidden in a function is
@@ -318,9 +318,9 @@ def test_kafka_error_codes_are_defined_once() -> None:
     assert redefined == []
 
 
-#: The modules that call kazoo themselves, and why (README "Who talks to ZooKeeper"). Everything else goes
-#: through registry.py. A new module talking to ZooKeeper directly fails this test until it is listed here and in
-#: the README with its reason.
+#: The modules that call kazoo themselves, and why (docs/architecture.md, "Who talks to ZooKeeper"). Everything else
+#: goes through registry.py. A new module talking to ZooKeeper directly fails this test until it is listed here and
+#: in that section of docs/architecture.md with its reason.
 TALKS_TO_ZOOKEEPER = {
     "zkconsumer/zk/registry.py": "the typed access layer: every node of the 0.8 layout, read and written",
     "zkconsumer/consumer/zookeeper/rebalance.py": "the watches on ids, topics and its own registration",
@@ -360,10 +360,11 @@ def zookeeper_callers() -> set[str]:
     return found
 
 
-def test_zookeeper_is_talked_to_only_where_the_readme_says() -> None:
+def test_zookeeper_is_talked_to_only_where_the_docs_say() -> None:
     assert zookeeper_callers() == set(TALKS_TO_ZOOKEEPER)
-    readme = (ROOT.parent / "README.md").read_text()
-    assert all(module.removeprefix("zkconsumer/") in readme for module in TALKS_TO_ZOOKEEPER)
+    page = (ROOT.parent / "docs" / "architecture.md").read_text()
+    section = page.split("\n## Who talks to ZooKeeper\n", 1)[1].split("\n## ", 1)[0]
+    assert [m for m in TALKS_TO_ZOOKEEPER if m.removeprefix("zkconsumer/") not in section] == []
 
 
 #: The layers, bottom (0) to top, by module prefix (the longest prefix decides). A module may import its own layer
@@ -504,7 +505,7 @@ def test_the_public_api_is_what_all_lists_and_every_name_resolves() -> None:
     assert set(zkconsumer.__all__) - {"__version__"} == set(zkconsumer._EXPORTS)
     for name in zkconsumer.__all__:
         assert getattr(zkconsumer, name) is not None, name
-    from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector  # the README's example
+    from zkconsumer import ConsumerConfig, ZookeeperConsumerConnector  # the README's example (docs/python-api.md)
     assert ZookeeperConsumerConnector.__module__ == "zkconsumer.consumer.zookeeper.connector"
     assert ConsumerConfig.from_properties({"group.id": "g"}).group_id == "g"
 

@@ -77,6 +77,13 @@ def test_a_record_that_changed_under_a_block_fails_until_rendered_again(tmp_path
     assert "| 400 |" in again and all(not f.state.fails for f in blocks.check_text(tmp_path / "d.md", again, new))
 
 
+def test_a_block_inside_fenced_code_is_an_example_not_a_block(tmp_path: Path) -> None:
+    example = "How to write one:\n\n```\n<!-- result rates sim-rates -->\n<!-- /result -->\n```\n"
+    load = _loader({"rates": _record(RATES)})
+    assert blocks.render_text(example, load) == example
+    assert blocks.check_text(tmp_path / "d.md", example, load) == []
+
+
 def test_a_missing_record_or_figure_is_a_clear_failure(tmp_path: Path) -> None:
     load = _loader({"rates": _record(RATES)})
     text = blocks.render_text(DOC, load, with_stale=False)

@@ -156,7 +156,7 @@ class NotAuthorized(ZkConsumerError, NoAuthError):
     """ZooKeeper refused a write (NoAuth): the node's ACL does not name this client's principal.
 
     A group created with ``zookeeper.set.acl=true`` lets only its principal write; other clients may read
-    (README, "Security"). A kazoo ``NoAuthError`` still, so code catching that keeps working.
+    (docs/security.md). A kazoo ``NoAuthError`` still, so code catching that keeps working.
     """
 
     def __init__(self, path: str, action: str = "write") -> None:

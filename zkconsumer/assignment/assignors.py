@@ -13,7 +13,7 @@ Strategies:
 ``roundrobin-relaxed``  Kafka 0.10.2's relaxed ``RoundRobinAssignor``: the union of all threads, each partition
                         going to the next thread (circularly) that subscribes to its topic.
 
-Differences from Kafka, on purpose (also in README "Limits"):
+Differences from Kafka, on purpose (also in docs/exactness.md):
 
 * Kafka walks each topic's thread list with ``indexOf`` (quadratic); we walk it once. Same result.
 * Kafka 0.8.2's RoundRobin throws ``NoSuchElementException`` when nobody in the group subscribes to anything

@@ -84,7 +84,7 @@ def main(argv: list[str] | None = None) -> int:
     except ZkConnectError as e:  # raised on entering ``with open_registry(args)``: no server, refused credentials
         err_console.print(f"[bold red]error:[/] {escape(str(e))}", highlight=False)
         return 1
-    except NoAuthError as e:  # a node protected by ACLs (README, "Security")
+    except NoAuthError as e:  # a node protected by ACLs (docs/security.md)
         message = str(e) or ("ZooKeeper refused the operation (NoAuth): the node's ACL does not allow this "
                              "client; give the group's credentials with --consumer.config or --property "
                              "zkconsumer.zookeeper.digest=user:password")

@@ -1,6 +1,7 @@
 """``zkconsumer results``: the recorded results the documents quote, and the documents' rendered blocks.
 
 - ``list``: every record in ``results/``: what ran, when, on which commit, and whether its code changed since;
+- ``page [--out FILE]``: one offline page with the headline figures across the recorded runs;
 - ``render [FILE ...]``: write each marked block from its record (docs/results.md says how to mark one);
 - ``check [FILE ...]``: fail when a block was edited by hand or disagrees with its record; mark (not fail) a block
   whose record is older than the code it measured. ``make test`` runs it (tests/test_results_docs.py).
@@ -15,7 +16,7 @@ from rich.table import Table
 
 from zkconsumer.cli.output import CliError, as_cli_error, console
 from zkconsumer.errors import IllegalArgument
-from zkconsumer.results import blocks, record
+from zkconsumer.results import blocks, page, record
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -24,6 +25,10 @@ def register(sub: argparse._SubParsersAction) -> None:
     actions = p.add_subparsers(dest="action", metavar="ACTION", required=True)
     actions.add_parser("list", help="every record: command, date, commit, and whether its code changed since"
                        ).set_defaults(func=cmd_list)
+    pg = actions.add_parser("page", help="results.html: the headline figures across the recorded runs")
+    pg.add_argument("--out", type=Path, default=Path("results.html"), help="where to write it (default "
+                                                                           "results.html)")
+    pg.set_defaults(func=cmd_page)
     for name, func, text in (("render", cmd_render, "render every marked block from its record"),
                              ("check", cmd_check, "fail on a block edited by hand or disagreeing with its record")):
         a = actions.add_parser(name, help=text)
@@ -67,4 +72,12 @@ def cmd_check(args: argparse.Namespace) -> int:
                   highlight=False)
     if failing:
         raise CliError(f"{len(failing)} rendered block(s) do not match their records", code=1)
+    return 0
+
+
+def cmd_page(args: argparse.Namespace) -> int:
+    with as_cli_error(IllegalArgument):
+        records = record.load_all()
+    args.out.write_text(page.page(records), encoding="utf-8")
+    console.print(f"wrote {args.out} ({len(records)} records)", highlight=False)
     return 0

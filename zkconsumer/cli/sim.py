@@ -74,7 +74,7 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "(and in a quarter of the seeds a rollback), a scenario brings its own; judged also on how "
                         "the migration ended (never a mixed group, the driver's ownership verdict)")
     p.add_argument("--scenario", metavar="NAME|FILE",
-                   help="a shipped scenario (zkconsumer lab --list-scenarios) or a scenario file; without it each "
+                   help="a shipped scenario (zkconsumer lab --help names them) or a scenario file; without it each "
                         "seed draws a nemesis schedule")
     p.add_argument("--seed", type=int, default=None, help="run this one seed and show its run")
     p.add_argument("--seeds", type=int, default=None, metavar="N", help="run N seeds (default 20)")

@@ -1,4 +1,4 @@
-"""``--consumer.config`` / ``--property`` for the ZooKeeper tools: how they authenticate (README, "Security").
+"""``--consumer.config`` / ``--property`` for the ZooKeeper tools: how they authenticate (docs/security.md).
 
 The tools read only the ZooKeeper security properties from them (``zookeeper.set.acl``,
 ``zkconsumer.zookeeper.digest``, ``zkconsumer.zookeeper.sasl``), so a group's consumer.properties can be reused

@@ -115,7 +115,7 @@ ZKCONSUMER_PROPERTIES: tuple[Prop, ...] = (
     Prop("zkconsumer.trace.dir", str, None, "directory for JSON-lines traces (docs/trace.md)"),
     Prop("zkconsumer.fetch.enable", bool, True, "false: take part in rebalances and own partitions without "
                                                "fetching records (ownership studies, benchmarks)"),
-    # ZooKeeper security (README, "Security"): Kafka 0.9+'s switch; credentials under our own names (Kafka: JAAS).
+    # ZooKeeper security (docs/security.md): Kafka 0.9+'s switch; credentials under our own names (Kafka: JAAS).
     Prop(zksecurity.SET_ACL, bool, False, "create the group's nodes writable by the authenticated principal only "
                                           "(world-readable); needs one of the credentials below"),
     Prop(zksecurity.DIGEST, str, None, "user:password for ZooKeeper digest authentication"),

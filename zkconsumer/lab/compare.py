@@ -1,7 +1,7 @@
 """``zkconsumer compare``: one workload with the same churn in ZooKeeper mode (default and kafka-0.8 profiles) and
 in coordinator mode, each run analysed on Spark, side by side in one table and one figure.
 
-Every variant is a full lab run (docs: README "Compare the modes"): its own ZooKeeper, broker, consumer
+Every variant is a full lab run (docs/lab.md, "Compare the modes"): its own ZooKeeper, broker, consumer
 processes, joins, a graceful stop and a ``kill -9`` at the same moments. The measures come from the Spark
 analysis of each run's traces (group rebalance latency, time partitions sit unowned, duplicates, overlaps,
 lost records) and from the servers (ZooKeeper packets received, broker requests by API), divided by the number

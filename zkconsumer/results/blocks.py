@@ -90,8 +90,13 @@ def render_body(rec: records.Record, view: str, arg: str | None, stale: str | No
     return f"\n{text}\n\n{provenance(rec)}{mark}\n"
 
 
+FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M)
+
+
 def _blocks(text: str) -> list[re.Match[str]]:
-    return list(BLOCK.finditer(text))
+    """The blocks of ``text``, but those inside fenced code (a page showing how to write one)."""
+    fenced = [(m.start(), m.end()) for m in FENCE.finditer(text)]
+    return [m for m in BLOCK.finditer(text) if not any(a <= m.start() < b for a, b in fenced)]
 
 
 def render_text(text: str, loader: Callable[[str], records.Record] = records.load,
@@ -105,7 +110,11 @@ def render_text(text: str, loader: Callable[[str], records.Record] = records.loa
         head = f"<!-- result {m['name']} {m['view']}" + (f" {m['arg']}" if m["arg"] else "") + " -->"
         return f"{head}{body}<!-- /result {digest(body)} -->"
 
-    return BLOCK.sub(one, text)
+    out, at = [], 0
+    for m in _blocks(text):
+        out += [text[at:m.start()], one(m)]
+        at = m.end()
+    return "".join(out) + text[at:]
 
 
 def check_text(path: Path, text: str, loader: Callable[[str], records.Record] = records.load) -> list[Finding]:

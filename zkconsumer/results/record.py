@@ -154,9 +154,10 @@ class Record:
         return self.data.get("date", "")[:10]
 
     def figure(self, dotted: str) -> Any:
-        """The figure at a dotted path (``coordinator.verdict``; a number indexes a list)."""
+        """The figure at a dotted path (``coordinator.verdict``; a number indexes a list); with a ``/`` in it the
+        path is split on ``/`` instead, for keys that hold dots (``kafka-0.8/verdict``)."""
         value: Any = self.figures
-        for part in dotted.split("."):
+        for part in dotted.split("/" if "/" in dotted else "."):
             try:
                 value = value[int(part)] if isinstance(value, list) else value[part]
             except (KeyError, IndexError, ValueError, TypeError):

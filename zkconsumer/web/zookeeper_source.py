@@ -1,9 +1,9 @@
 """A 0.8 group in ZooKeeper as a live source: its registered ids with their registrations (subscription, pattern,
 version, timestamp), owners, committed offsets and lag, kept current by ZooKeeper watches.
 
-Why it calls kazoo itself (README, "Who talks to ZooKeeper"): the reads go through :class:`Registry`, but the
-source listens to its session's state (``add_listener``) to say on the page when ZooKeeper went away and to read
-everything again when it is back. Watches on ``ids``, ``owners`` and each ``owners/<topic>`` only wake the reader
+Why it calls kazoo itself (docs/architecture.md, "Who talks to ZooKeeper"): the reads go through :class:`Registry`,
+but the source listens to its session's state (``add_listener``) to say on the page when ZooKeeper went away and to
+read everything again when it is back. Watches on ``ids``, ``owners`` and each ``owners/<topic>`` only wake the reader
 thread, which reads the whole group again: a membership change or a partition changing hands shows within a
 round trip, and the committed offsets (no watch: they change all the time) are read every ``poll`` seconds.
 

@@ -8,7 +8,7 @@ explicitly (digest ``user:hash`` and/or ``sasl:user``) instead of ZooKeeper's ``
 the same whichever member created the node and can be compared in tests and tools.
 
 Deliberate difference: Kafka's secure clients also protect the broker, topic and config nodes they create; our
-consumer and tools create those open, as zkconsumer's local broker does not authenticate (README, "Security").
+consumer and tools create those open, as zkconsumer's local broker does not authenticate (docs/security.md).
 """
 
 from __future__ import annotations

@@ -1,0 +1,100 @@
+"""The headline figures across the recorded runs: each a series of (record, value) points in the order the records
+were made, so a regression is seen as on a benchmark dashboard (issue 55 item 3). Pure: records in, series out.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+from zkconsumer.results.record import Record
+
+
+@dataclass(frozen=True)
+class Point:
+    record: Record
+    value: float
+    detail: str = ""
+
+
+@dataclass
+class Series:
+    label: str
+    points: list[Point] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Headline:
+    """A figure followed across runs: its title, its unit, how to get it (series by label from one record), and
+    what to run when no record has it yet."""
+
+    key: str
+    title: str
+    unit: str
+    extract: Callable[[Record], Iterator[tuple[str, float, str]]]
+    how: str
+
+    def series(self, records: list[Record]) -> list[Series]:
+        out: dict[str, Series] = {}
+        for r in sorted(records, key=lambda r: (r.data.get("date", ""), r.name)):
+            for label, value, detail in self.extract(r):
+                out.setdefault(label, Series(label)).points.append(Point(r, value, detail))
+        return list(out.values())
+
+
+def nemesis_summaries(r: Record) -> Iterator[tuple[str, dict[str, Any]]]:
+    """The nemesis summaries a record holds (``zkconsumer sim``'s results.json, alone or one per world), each with
+    the world it ran: a 0.8 profile, a coordinator variant, or ``migrate``."""
+    figures = r.figures
+    if not isinstance(figures, dict):
+        return
+    candidates = [figures] if "runs" in figures else [v for v in figures.values() if isinstance(v, dict)]
+    for s in candidates:
+        if s.get("source", "nemesis") == "nemesis" and "runs" in s and "schedules_per_minute" in s:
+            world = "migrate" if s.get("mode") == "migrate" else (s.get("variant") or s.get("profile") or "?")
+            yield world, s
+
+
+def _speed(r: Record) -> Iterator[tuple[str, float, str]]:
+    for world, s in nemesis_summaries(r):
+        yield world, float(s["schedules_per_minute"]), f"{s['runs']:,} seeds"
+
+
+def _breaks(r: Record) -> Iterator[tuple[str, float, str]]:
+    for world, s in nemesis_summaries(r):
+        if s["runs"]:
+            yield world, 1000.0 * s["breaking_runs"] / s["runs"], s["verdict"]
+
+
+def _test_time(r: Record) -> Iterator[tuple[str, float, str]]:
+    f = r.figures
+    if isinstance(f, dict) and "make_test_seconds" in f:
+        yield "make test (fresh clone, setup included)", f["make_test_seconds"] / 60.0, f.get("tests", "")
+
+
+def _rebalance(r: Record) -> Iterator[tuple[str, float, str]]:
+    f = r.figures
+    if isinstance(f, dict):
+        for row in f.get("rebalance_vs_floor", []):
+            yield f"{row['profile']} at {row['consumers']}", float(row["ratio"]), f"p50 {row['p50_ms']} ms"
+
+
+def _oracle(r: Record) -> Iterator[tuple[str, float, str]]:
+    f = r.figures
+    if isinstance(f, dict) and "same_verdict" in f and "seeds" in f and f["seeds"]:
+        yield "kafka-0.8 against Kafka 0.8.2.2", 100.0 * f["same_verdict"] / f["seeds"], \
+            f"{f['same_verdict']} of {f['seeds']} seeds"
+
+
+HEADLINES = [
+    Headline("speed", "Simulated schedules a minute", "schedules a minute", _speed,
+             "benchmarks/sim_rates.py --worlds kafka-0.8,default,coordinator --record results/…"),
+    Headline("breaks", "Nemesis seeds that break, per 1,000", "breaking seeds per 1,000", _breaks,
+             "benchmarks/sim_rates.py --record results/…"),
+    Headline("rebalance", "Rebalance p50 as a multiple of ZooKeeper's floor", "× the floor", _rebalance,
+             "a rebalance benchmark record with rebalance_vs_floor rows"),
+    Headline("oracle", "kafka-0.8 against Kafka 0.8.2.2: nemesis seeds with the same verdict", "% of seeds",
+             _oracle, "a nemesis agreement record with same_verdict and seeds"),
+    Headline("tests", "make test's time", "minutes", _test_time, "benchmarks/ci_time.py --record results/…"),
+]
