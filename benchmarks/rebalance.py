@@ -44,8 +44,10 @@ from rebalancing.convergence import measure_floor
 from rebalancing.report import report, run_line
 from rebalancing.scenario import partitions_for, processes_for, run_scenario, warm_up
 from rebalancing.tree import IMPLEMENTATIONS, KAFKA
+from records import write_record
 
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 from zkconsumer.zk.server import ZooKeeperServer
 
 
@@ -79,6 +81,7 @@ def parse_args() -> tuple[argparse.Namespace, dict[str, int]]:
     ap.add_argument("--max-size", action="append", default=[], metavar="IMPLEMENTATION=N",
                     help="run IMPLEMENTATION only up to N consumers (kafka-0.8=200: its quadratic reads make 500 "
                          "take tens of minutes); repeatable")
+    ap.add_argument("--record", type=Path, metavar="JSON", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     try:
         largest = {impl: int(n) for impl, n in (item.split("=", 1) for item in args.max_size)}
@@ -114,6 +117,13 @@ def main() -> None:
                                                 args.kafka_logs))
                 console.print(run_line(results[-1]), highlight=False)
     report(console, results, args, floor)
+    if args.record:
+        chain = (floor or {}).get("rebalance chain")
+        vs_floor = [{"profile": r["profile"], "consumers": r["size"], "p50_ms": round(r["join_p50_ms"], 1),
+                     "ratio": round(r["join_p50_ms"] / chain, 2)}
+                    for r in results if chain and r.get("join_p50_ms") is not None]
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {"floor_ms": floor, "runs": results, "rebalance_vs_floor": vs_floor}, Scope.LAB)
 
 
 if __name__ == "__main__":

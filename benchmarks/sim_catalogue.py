@@ -31,6 +31,7 @@ from zkconsumer.cli.sim import variant_settings
 from zkconsumer.consoles import make_console
 from zkconsumer.lab.catalogue import MODES, not_applicable
 from zkconsumer.lab.variants import VARIANTS
+from zkconsumer.results.record import Scope
 from zkconsumer.sim.many import SimSummary, run_spark
 from zkconsumer.sim.runs import SimJob, SourceKind
 from zkconsumer.sim.world import unsupported
@@ -110,7 +111,8 @@ def main() -> None:
         args.json.write_text(json.dumps(cells, indent=2))
     if args.record:
         write_record(args.record, {"seeds": args.seeds, "variants": variants, "modes": args.modes or "all",
-                                   "zk_service": args.zk_service, "master": args.master}, {"cells": cells})
+                                   "zk_service": args.zk_service, "master": args.master}, {"cells": cells},
+                     Scope.SIM)
 
 
 def _text(c: dict) -> str:

@@ -80,6 +80,7 @@ def test_a_consumer_without_its_fence_is_caught_and_shrunk() -> None:
     # interleavings still finds one within 40 seeds from there, or the test says so)
     breaching = next(r for r in (run_seed(job, s) for s in range(56, 96)) if not r.ok)
     assert {"overlaps", "zombie_deliveries"} & set(breaching.broken)
+    assert "lost" not in breaching.broken and shrink(job, breaching, keep=frozenset({"lost"})) is None  # not its kind
     small = shrink(job, breaching, budget=30)
     assert small is not None
     kinds = [a.kind for a in small.scenario.actions]
@@ -131,6 +132,7 @@ def test_what_cannot_be_simulated_is_refused_by_name() -> None:
     (["--scenario", "migration", "--seed", "1"], "need mode migrate (zkconsumer sim --mode migrate"),
     (["--mode", "migrate", "--variant", "coordinator", "--seed", "1"], "leave out --variant"),
     (["--seeds", "3", "--actions", "pause,kill-coordinator"], "no drawing rule yet for kill-coordinator"),
+    (["--seeds", "2", "--shrink-keep", "overlaps,nope"], "--shrink-keep: unknown kind nope; one of: commits_backwards"),
 ])
 def test_bad_input_is_one_clear_line(args: list[str], message: str) -> None:
     done = subprocess.run([sys.executable, "-m", "zkconsumer", "sim", *args], capture_output=True, text=True,

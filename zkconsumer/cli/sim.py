@@ -85,6 +85,9 @@ def register(sub: argparse._SubParsersAction) -> None:
                    help="shrink the first K breaching nemesis seeds (default 3; 0: none)")
     p.add_argument("--shrink-budget", type=int, default=40, metavar="RUNS",
                    help="simulated runs one shrink may spend (default 40)")
+    p.add_argument("--shrink-keep", metavar="KIND,KIND", default="",
+                   help="shrink only seeds breaking every one of these kinds, and keep them broken while shrinking "
+                        "(e.g. commits_backwards): a reproducer of that breach, not of the easiest one")
     p.add_argument("--in-process", action="store_true",
                    help="run the seeds here, a process per core, not on Spark (the default for fewer than "
                         f"{LOCAL_SEEDS} seeds without --master: a JVM's start costs more than they do)")
@@ -240,8 +243,11 @@ def _in_process(args: argparse.Namespace, seeds: int) -> bool:
 
 def _many(args: argparse.Namespace, job: SimJob, seeds: list[int]) -> int:
     from zkconsumer.sim.many import SimSummary, run_local, run_spark
-    from zkconsumer.sim.runs import shrink
+    from zkconsumer.sim.runs import BREACH_KINDS, shrink
 
+    keep = frozenset(k for k in args.shrink_keep.split(",") if k)
+    if unknown := sorted(keep - BREACH_KINDS):
+        raise CliError(f"--shrink-keep: unknown kind {', '.join(unknown)}; one of: {', '.join(sorted(BREACH_KINDS))}")
     started = time.perf_counter()
     status = Console(stderr=True) if args.json else console  # with --json, stdout holds the JSON alone
     if _in_process(args, len(seeds)):
@@ -262,8 +268,9 @@ def _many(args: argparse.Namespace, job: SimJob, seeds: list[int]) -> int:
                 spark.stop()
     summary = SimSummary(job, results, time.perf_counter() - started)
     out = Path(args.out) if args.out else None
-    for result in [r for r in results if not r.ok][:max(0, args.shrink)]:
-        small = shrink(job, result, args.shrink_budget)
+    breaking = [r for r in results if not r.ok and keep <= set(r.broken)]
+    for result in breaking[:max(0, args.shrink)]:
+        small = shrink(job, result, args.shrink_budget, keep=keep)
         if small is None:
             continue
         entry = {"seed": small.seed, "invariants": list(small.invariants), "steps": list(small.steps),

@@ -74,7 +74,9 @@ def provenance(rec: records.Record) -> str:
             f"{where}.*")
 
 
-def stale_mark(since: str) -> str:
+def stale_mark(since: str, inline: bool = False) -> str:
+    if inline:
+        return f'<span class="stale">(measured before {since})</span>'
     return f'<span class="stale">Measured before {since}: the code it measures has changed since.</span>'
 
 
@@ -85,7 +87,7 @@ def _inline(view: str) -> bool:
 def render_body(rec: records.Record, view: str, arg: str | None, stale: str | None) -> str:
     text = render_view(rec, view, arg)
     if _inline(view):
-        return text + (f" {stale_mark(stale)}" if stale else "")
+        return text + (f" {stale_mark(stale, inline=True)}" if stale else "")
     mark = f" {stale_mark(stale)}" if stale else ""
     return f"\n{text}\n\n{provenance(rec)}{mark}\n"
 

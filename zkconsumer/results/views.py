@@ -93,7 +93,40 @@ def replay_sim(rec: Record, arg: str | None) -> str:
     return _table(header, body)
 
 
+def _cell_text(c: dict[str, Any]) -> str:
+    if "n/a" in c:
+        return "n/a"
+    if "refused" in c:
+        return "refused"
+    if not c["k"]:
+        return f"holds {c['n']}/{c['n']}"
+    how = ", ".join(f"{BREACH_COLUMNS.get(k, k)} {number(v)}" for k, v in c["breaches"].items())
+    return f"breaks {c['k']}/{c['n']}: {how}"
+
+
+def sim_catalogue(rec: Record, arg: str | None) -> str:
+    """``benchmarks/sim_catalogue.py``: each catalogue mode's scenario over many interleavings, per variant, as
+    "holds n/n" or "breaks k/n" with the runs that broke each way. ``arg``: the variants, comma-separated (default:
+    every one the record ran)."""
+    cells: list[dict[str, Any]] = rec.figures["cells"]
+    if cells and "variant" in cells[0]:  # one row per (mode, variant): grouped by mode
+        grouped: dict[tuple[str, str], dict[str, Any]] = {}
+        for c in cells:
+            key = (c["mode"], c["scenario"])  # a mode may have several scenarios (k: quorum-loss, broker-kill)
+            grouped.setdefault(key, {"mode": c["mode"], "scenario": c["scenario"]})[c["variant"]] = c
+        cells = list(grouped.values())
+    known = [k for k in dict.fromkeys(k for c in cells for k in c) if k not in ("mode", "scenario")]
+    variants = arg.split(",") if arg else known
+    missing = [v for v in variants if v not in known]
+    if missing:
+        raise IllegalArgument(f"results/{rec.name}.json has no variant {', '.join(missing)}")
+    rows = [[c["mode"], f"`{c['scenario']}`", *(_cell_text(c[v]) if v in c else "-" for v in variants)]
+            for c in cells]
+    return _table(["mode", "scenario", *(f"`{v}`" for v in variants)], rows)
+
+
 VIEWS: dict[str, View] = {
+    "sim-catalogue": View(sim_catalogue),
     "figure": View(figure, inline=True),
     "sim-rates": View(sim_rates),
     "replay-sim": View(replay_sim),

@@ -25,7 +25,7 @@ from zkconsumer.scenario import nemesis, writer
 from zkconsumer.scenario import reader as scenarios
 from zkconsumer.scenario.model import Action, ActionKind, LabMode, Scenario
 from zkconsumer.scenario.plan import RunPlan
-from zkconsumer.sim.checkers import Checker, SimVerdict
+from zkconsumer.sim.checkers import JUDGED, Checker, SimVerdict
 from zkconsumer.sim.world import SimWorld
 from zkconsumer.sim.zk_service import ServiceModel
 
@@ -155,6 +155,10 @@ class MigrationBreach(StrEnum):
     NOT_OWNED = "migration_not_owned"
 
 
+#: every kind a simulated run can break, by the name ``broken`` lists (``--shrink-keep`` takes these)
+BREACH_KINDS = frozenset({i.value for i in JUDGED} | {m.value for m in MigrationBreach})
+
+
 @dataclass
 class SeedResult:
     """One seed's run, judged: plain values (a Spark task returns it as a dict, :meth:`as_dict`)."""
@@ -273,15 +277,17 @@ class Shrunk:
 
 
 def shrink(job: SimJob, result: SeedResult, budget: int = 60,
-           progress: Callable[[int], None] | None = None) -> Shrunk | None:
+           progress: Callable[[int], None] | None = None, keep: frozenset[str] = frozenset()) -> Shrunk | None:
     """Shrink a breaching nemesis seed: try :func:`nemesis.candidates` (fewer actions, shorter pauses, fewer
     members, a shorter run), keep the first candidate that breaks one of the same invariants under the same seed,
-    and go on from it until none does or ``budget`` candidate runs are spent. None for a scenario job (its file is
-    the user's: the nemesis's drawing rules, which keep a candidate meaningful, do not apply to it) or a seed that
-    held."""
-    if result.ok or job.kind is not SourceKind.NEMESIS:
+    and go on from it until none does or ``budget`` candidate runs are spent. With ``keep`` (breach kinds), a
+    candidate must break every one of them: a reproducer of *that* breach, not of whichever breaks most easily
+    (a seed breaking commits-backwards and two-live-owners otherwise shrinks to the owners alone). None for a
+    scenario job (its file is the user's: the nemesis's drawing rules, which keep a candidate meaningful, do not
+    apply to it), a seed that held, or one that does not break every kind of ``keep``."""
+    if result.ok or job.kind is not SourceKind.NEMESIS or not keep <= set(result.broken):
         return None
-    wanted = set(result.broken)
+    wanted = set(keep or result.broken)
     current, migration = split_migration(job.scenario_for(result.seed))  # the migration's steps are kept as drawn
     steps: list[str] = []
     tries = 0
@@ -296,7 +302,7 @@ def shrink(job: SimJob, result: SeedResult, budget: int = 60,
             if progress is not None:
                 progress(tries)
             rerun = run_seed(job, result.seed, scenario=whole)
-            if wanted & set(rerun.broken):
+            if (keep <= set(rerun.broken)) if keep else (wanted & set(rerun.broken)):
                 current = candidate.scenario
                 steps.append(candidate.change)
                 improved = True
