@@ -115,7 +115,18 @@ def test_a_record_older_than_its_code_is_marked_not_failed(tmp_path: Path) -> No
     assert "measured before def5678" in str(found[0])
 
 
-def test_fingerprints_are_gits_blob_hashes_so_a_commit_and_a_tree_agree() -> None:
+def test_a_fingerprint_follows_what_the_code_does_not_its_docstrings_or_comments(tmp_path: Path) -> None:
+    (tmp_path / "src").mkdir()
+    f = tmp_path / "src" / "a.py"
+    f.write_text('"""A module."""\n\ndef f(x):\n    """Twice x."""\n    return 2 * x  # doubled\n')
+    before = fingerprint.of_tree(tmp_path, ["src"])
+    f.write_text('"""A module, reworded."""\n\ndef f(x):\n    """Twice x, said again."""\n    return 2 * x\n')
+    assert fingerprint.of_tree(tmp_path, ["src"]) == before
+    f.write_text('"""A module."""\n\ndef f(x):\n    return 3 * x\n')
+    assert fingerprint.of_tree(tmp_path, ["src"]) != before
+
+
+def test_fingerprints_of_a_commit_and_of_its_tree_agree() -> None:
     scope = Scope.SIM
     head = subprocess.run(["git", "-C", str(record.ROOT), "rev-parse", "HEAD"], capture_output=True, text=True)
     dirty = subprocess.run(["git", "-C", str(record.ROOT), "status", "--porcelain", *scope.paths],

@@ -125,7 +125,8 @@ class Recorder:
         record = {
             "command": self.command, "date": _now(), "started": self.started, "commit": self.commit,
             "machine": machine(), "versions": versions(),
-            "source": {"scope": scope.value, "paths": scope.paths, "fingerprint": self.fingerprints[scope]},
+            "source": {"scope": scope.value, "paths": scope.paths, "fingerprint": self.fingerprints[scope],
+                       "kind": fingerprint.KIND},
             "settings": {k: str(v) if isinstance(v, Path) else v for k, v in settings.items()},
             "figures": figures,
         }
@@ -173,9 +174,12 @@ class Record:
         commit = self.commit.removesuffix("-dirty")
         if source is None:
             return None
+        if source.get("kind") != fingerprint.KIND:
+            return None  # computed another way: not comparable (results/README.md says how to add it again)
         if fingerprint.of_tree(ROOT, source["paths"]) == source["fingerprint"]:
             return None
-        return fingerprint.first_change_after(ROOT, commit, source["paths"]) or "a later change"
+        return (fingerprint.first_change_after(ROOT, commit, source["paths"], source["fingerprint"])
+                or "uncommitted changes")
 
 
 def load(name: str, results: Path = RESULTS) -> Record:
