@@ -14,9 +14,11 @@ from zkconsumer.errors import IllegalArgument
 from zkconsumer.results import blocks, fingerprint, record
 from zkconsumer.results.record import Record, Scope
 
-RATES = {"coordinator": {"verdict": "holds in 200 of 200 runs", "runs": 200, "schedules_per_minute": 15.1,
+RATES = {"coordinator": {"verdict": "holds in 200 of 200 runs", "runs": 200, "breaking_runs": 0,
+                         "schedules_per_minute": 15.1,
                          "breaches": {"overlaps": 0, "lost": 0}},
-         "kafka-0.8": {"verdict": "breaks in 441 of 2000 runs", "runs": 2000, "schedules_per_minute": 219.0,
+         "kafka-0.8": {"verdict": "breaks in 441 of 2000 runs", "runs": 2000, "breaking_runs": 441,
+                       "schedules_per_minute": 219.0,
                        "breaches": {"overlaps": 423, "lost": 0, "duplicates_committed": 287}}}
 
 
@@ -50,7 +52,7 @@ The coordinator held in <!-- result rates figure coordinator.runs --><!-- /resul
 def test_a_rendered_document_agrees_and_a_hand_edit_fails_the_check(tmp_path: Path) -> None:
     load = _loader({"rates": _record(RATES)})
     text = blocks.render_text(DOC, load, with_stale=False)
-    assert "| `kafka-0.8` | breaks in 441 of 2000 runs | 423 | 287 | 219.0 |" in text
+    assert "| `kafka-0.8` | breaks in 441 of 2,000 | 423 | 287 | 219.0 |" in text
     assert "| world | verdict | two live owners | duplicates of committed | schedules a minute |" in text
     assert "held in <!-- result rates figure coordinator.runs -->200<!-- /result " in text
     assert "*From results/rates.json: `zkconsumer sim --seeds 200`, 2026-12-07, commit abc1234, 2 cores" in text

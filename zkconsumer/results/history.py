@@ -49,10 +49,13 @@ def nemesis_summaries(r: Record) -> Iterator[tuple[str, dict[str, Any]]]:
     figures = r.figures
     if not isinstance(figures, dict):
         return
-    candidates = [figures] if "runs" in figures else [v for v in figures.values() if isinstance(v, dict)]
-    for s in candidates:
+    def world_of(s: dict[str, Any]) -> str:
+        return "migrate" if s.get("mode") == "migrate" else (s.get("variant") or s.get("profile") or "?")
+
+    candidates = [(world_of(figures), figures)] if "runs" in figures else \
+        [(k, v) for k, v in figures.items() if isinstance(v, dict)]  # one summary per world, named by its key
+    for world, s in candidates:
         if s.get("source", "nemesis") == "nemesis" and "runs" in s and "schedules_per_minute" in s:
-            world = "migrate" if s.get("mode") == "migrate" else (s.get("variant") or s.get("profile") or "?")
             yield world, s
 
 

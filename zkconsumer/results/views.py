@@ -11,6 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkconsumer.errors import IllegalArgument
+from zkconsumer.results.history import nemesis_summaries
 from zkconsumer.results.record import Record
 from zkconsumer.sim.checkers import Invariant
 from zkconsumer.sim.runs import MigrationBreach
@@ -53,14 +54,15 @@ def figure(rec: Record, arg: str | None) -> str:
 
 
 def sim_rates(rec: Record, arg: str | None) -> str:
-    """Nemesis rates per simulated world (``benchmarks/sim_rates.py``, ``zkconsumer sim --out``'s results.json per
-    world): the verdict as a rate, the runs that broke each way (only the kinds some world broke), how migrations
-    ended, the speed."""
-    worlds = arg.split(",") if arg else list(rec.figures)
-    missing = [w for w in worlds if w not in rec.figures]
+    """Nemesis rates per simulated world (``benchmarks/sim_rates.py``: a results.json per world; or one
+    ``zkconsumer sim --out`` results.json): the verdict as a rate, the runs that broke each way (only the kinds some
+    world broke), how migrations ended, the speed."""
+    by_world = dict(nemesis_summaries(rec))
+    worlds = arg.split(",") if arg else list(by_world)
+    missing = [w for w in worlds if w not in by_world]
     if missing:
         raise IllegalArgument(f"results/{rec.name}.json has no world {', '.join(missing)}")
-    rows = [rec.figures[w] for w in worlds]
+    rows = [by_world[w] for w in worlds]
     kinds = [k for k in BREACH_COLUMNS if any(r.get("breaches", {}).get(k) for r in rows)]
     migrating = any("migration_results" in r for r in rows)
     header = ["world", "verdict", *(BREACH_COLUMNS[k] for k in kinds)]
@@ -68,7 +70,9 @@ def sim_rates(rec: Record, arg: str | None) -> str:
     header += ["schedules a minute"]
     body = []
     for w, r in zip(worlds, rows, strict=True):
-        row = [f"`{w}`", r["verdict"], *(number(r["breaches"].get(k, 0)) for k in kinds)]
+        broke, runs = r["breaking_runs"], r["runs"]
+        verdict = f"breaks in {broke:,} of {runs:,}" if broke else f"holds in {runs:,} of {runs:,}"
+        row = [f"`{w}`", verdict, *(number(r["breaches"].get(k, 0)) for k in kinds)]
         if migrating:
             ends = r.get("migration_results", {})
             row.append(", ".join(f"{v} {k}" for k, v in sorted(ends.items())) or "-")
