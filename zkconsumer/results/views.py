@@ -129,7 +129,19 @@ def sim_catalogue(rec: Record, arg: str | None) -> str:
     return _table(["mode", "scenario", *(f"`{v}`" for v in variants)], rows)
 
 
+def sim_profile(rec: Record, arg: str | None) -> str:
+    """``benchmarks/sim_profile.py``: where a simulated schedule's time goes, per world: each part's share of the
+    functions' own time under cProfile, and the simulated seconds a wall second gives."""
+    worlds = list(rec.figures)
+    parts = list(dict.fromkeys(p for w in worlds for p in rec.figures[w]["shares"]))
+    rows = [[part, *(f"{100 * rec.figures[w]['shares'].get(part, 0):.1f}%" for w in worlds)] for part in parts]
+    rows.append(["simulated seconds per wall second (profiled)",
+                 *(number(rec.figures[w]["simulated_per_wall"]) for w in worlds)])
+    return _table(["part", *worlds], rows)
+
+
 VIEWS: dict[str, View] = {
+    "sim-profile": View(sim_profile),
     "sim-catalogue": View(sim_catalogue),
     "figure": View(figure, inline=True),
     "sim-rates": View(sim_rates),
