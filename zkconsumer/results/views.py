@@ -140,7 +140,21 @@ def sim_profile(rec: Record, arg: str | None) -> str:
     return _table(["part", *worlds], rows)
 
 
+def before_after(rec: Record, arg: str | None) -> str:
+    """A nemesis run after a fix beside the same seeds before it (the record's ``before_the_fix_same_seeds``):
+    one row each, the runs that broke each way."""
+    after = rec.figures
+    before = after["before_the_fix_same_seeds"]
+    kinds = [k for k in BREACH_COLUMNS if after["breaches"].get(k) or before["breaches"].get(k)]
+    rows = [[f"before (commit {before['commit']})", f"{before['breaking_runs']:,} of {after['runs']:,}",
+             *(number(before["breaches"].get(k, 0)) for k in kinds)],
+            [f"after (commit {rec.commit})", f"{after['breaking_runs']:,} of {after['runs']:,}",
+             *(number(after["breaches"].get(k, 0)) for k in kinds)]]
+    return _table(["code", "breaking seeds", *(BREACH_COLUMNS[k] for k in kinds)], rows)
+
+
 VIEWS: dict[str, View] = {
+    "before-after": View(before_after),
     "sim-profile": View(sim_profile),
     "sim-catalogue": View(sim_catalogue),
     "figure": View(figure, inline=True),
