@@ -6,6 +6,7 @@ figures at most), so a rendered number is always one a run measured.
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -153,6 +154,146 @@ def before_after(rec: Record, arg: str | None) -> str:
     return _table(["code", "breaking seeds", *(BREACH_COLUMNS[k] for k in kinds)], rows)
 
 
+
+def ratio(rec: Record, arg: str | None) -> str:
+    """One recorded figure divided by another, inside a sentence: ``arg`` is two paths as ``figure`` takes them,
+    comma-separated (``rows.2.compacted_bytes,rows.2.plain_bytes``); three significant digits."""
+    paths = (arg or "").split(",")
+    if len(paths) != 2:
+        raise IllegalArgument(f"results/{rec.name}.json: the ratio view needs two paths, comma-separated")
+    return f"{rec.figure(paths[0]) / rec.figure(paths[1]):.3g}"
+
+
+def k_of_n(rec: Record, arg: str | None) -> str:
+    """Two recorded figures as "k of n" inside a sentence (runs that broke of runs made): ``arg`` is their two paths
+    as ``figure`` takes them, comma-separated."""
+    paths = (arg or "").split(",")
+    if len(paths) != 2:
+        raise IllegalArgument(f"results/{rec.name}.json: the k-of-n view needs two paths, comma-separated")
+    return f"{number(rec.figure(paths[0]))} of {number(rec.figure(paths[1]))}"
+
+
+def _verdict(k: int, n: int) -> str:
+    return f"breaks in {k:,} of {n:,}" if k else f"holds in {n:,} of {n:,}"
+
+
+def _span(values: list[Any]) -> str:
+    """Figures over runs as ``zkconsumer catalogue`` writes them: the value, ``lo–hi`` where runs differ, ``-``
+    where none measured it."""
+    known = [v for v in values if v is not None]
+    if not known:
+        return "-"
+    lo, hi = min(known), max(known)
+    return number(lo) if lo == hi else f"{number(lo)}–{number(hi)}"
+
+
+def catalogue(rec: Record, arg: str | None) -> str:
+    """``zkconsumer catalogue``'s cells (its catalogue.json): one row per mode and variant as its catalogue.md
+    writes them, a figure that differs between the runs as its range."""
+    rows = []
+    for c in rec.figures["cells"]:
+        head = [c["mode"], f"`{c['scenario']}`", f"`{c['variant']}`"]
+        if c["not_applicable"]:
+            rows.append([*head, f"n/a: {c['not_applicable']}", *[""] * 7])
+            continue
+        runs = c["runs"]
+        figs = [_span([r[f] for r in runs]) for f in ("lost", "unread_at_end", "overlaps", "duplicates")]
+        unowned = f"{_span([r['unowned_ms_total'] for r in runs])} ({_span([r['unowned_ms_max'] for r in runs])})"
+        rows.append([*head, c["verdict"], *figs, unowned, _span([r["failed_rebalances"] for r in runs]),
+                     _span([r["claim_conflicts"] for r in runs])])
+    return _table(["mode", "scenario", "variant", "invariants", "records lost (never readable)",
+                   "unread when the run ended", "two live owners", "duplicates", "partition-time unowned (ms, longest)",
+                   "rebalances given up", "claim conflicts"], rows)
+
+
+def catalogue_verdict(rec: Record, arg: str | None) -> str:
+    """``zkconsumer catalogue``'s cells' verdicts inside a sentence: the one headline ("holds in 5 of 5 runs"),
+    with "each" when several cells share it; else each variant's."""
+    cells = rec.figures["cells"]
+    heads = [c["rate"]["headline"] if c["rate"] else c["verdict"] for c in cells]
+    if len(set(heads)) == 1:
+        return heads[0] + (" each" if len(cells) > 1 else "")
+    return ", ".join(f"`{c['variant']}` {h}" for c, h in zip(cells, heads, strict=True))
+
+
+def migration_matrix(rec: Record, arg: str | None) -> str:
+    """``benchmarks/sim_migration_matrix.py``: each fault of the migration's matrix as a scenario, in the world the
+    record ran it (simulated seeds, or real lab runs): the verdict and how the migration ended; simulated, the
+    speed; real, each run's duplicates (all inside uncommitted windows where the verdict holds)."""
+    cells = rec.figures["cells"]
+    worlds = [w for w in ("simulated", "real") if any(c[w]["n"] for c in cells)]
+    header = ["scenario", "fault"]
+    for w in worlds:
+        header += [w, "how the migration ended"]
+        header += ["wall s", "schedules a minute"] if w == "simulated" else ["duplicates, run by run"]
+    rows = []
+    for c in cells:
+        row = [f"`{c['scenario']}`", f"`{c['fault']}`"]
+        for w in worlds:
+            x = c[w]
+            ends = x["migrations"] if w == "simulated" else Counter(r["migration"] for r in x["runs"])
+            row += [_verdict(x["k"], x["n"]), ", ".join(f"{v} {k}" for k, v in sorted(ends.items())) or "-"]
+            row += ([number(x["wall_s"]), number(x["schedules_per_minute"])] if w == "simulated"
+                    else [", ".join(number(r["duplicates"]) for r in x["runs"])])
+        rows.append(row)
+    return _table(header, rows)
+
+
+def herd_agreement(rec: Record, arg: str | None) -> str:
+    """``benchmarks/herd_agreement.py``: the coordinator's herd, real members against simulated ones, per protocol,
+    size and action: group requests a change (real / simulated, means over the rounds), the simulated ÷ real ratios,
+    p50 ms to converge and the real members' gaps between polls (median and p90 µs) the simulated ones replayed."""
+    apis = ("JoinGroup", "SyncGroup", "Heartbeat")
+    rows = []
+    for r in rec.figures["rows"]:
+        for action in ("join", "leave"):
+            real, sim = r["real"][f"{action}_requests"], r["simulated"][f"{action}_requests"]
+            gaps = f"{r['gaps_us']['median']:,.0f}, {r['gaps_us']['p90']:,.0f}" if action == "join" else ""
+            rows.append([f"`{r['protocol']}`", number(r["size"]), action,
+                         *(f"{real[a]:.1f} / {sim[a]:.1f}" for a in apis),
+                         *(f"{sim[a] / real[a]:.2f}" for a in ("JoinGroup", "SyncGroup")),
+                         f"{r['real'][f'{action}_ms']:,.0f} / {r['simulated'][f'{action}_ms']:,.0f}", gaps])
+    return _table(["protocol", "N", "action", *(f"{a} real / sim" for a in apis), "JoinGroup ratio",
+                   "SyncGroup ratio", "p50 ms real / sim", "gaps: median, p90 µs"], rows)
+
+
+def herd_rounds(rec: Record, arg: str | None) -> str:
+    """``benchmarks/herd_agreement.py --rounds N``: each round's JoinGroups, real and simulated, per protocol and
+    action; their means and the ratio of the means (simulated ÷ real)."""
+    rows = []
+    for r in rec.figures["rows"]:
+        for action in ("join", "leave"):
+            real, sim = r["real"], r["simulated"]
+            mean_real, mean_sim = real[f"{action}_requests"]["JoinGroup"], sim[f"{action}_requests"]["JoinGroup"]
+            rows.append([f"`{r['protocol']}`", action, " ".join(map(str, real[f"{action}_joingroups"])),
+                         " ".join(map(str, sim[f"{action}_joingroups"])), f"{mean_real:.2f} / {mean_sim:.2f}",
+                         f"{mean_sim / mean_real:.2f}"])
+    return _table(["protocol", "action", "real, a round", "simulated, a round", "mean real / sim", "mean ratio"], rows)
+
+
+def offsets_compaction(rec: Record, arg: str | None) -> str:
+    """``benchmarks/offsets_compaction.py``: ``__consumer_offsets`` compacted against not at each checkpoint of
+    the time-compressed hour: size in MB (segments), reload time (median of its loads), compacted ÷ not."""
+    rows = [[number(r["minute"]), f"{r['compacted_bytes'] / 1e6:.2f} ({r['compacted_segments']:,})",
+             f"{r['plain_bytes'] / 1e6:.2f} ({r['plain_segments']:,})",
+             f"{r['compacted_bytes'] / r['plain_bytes']:.3f}", f"{1000 * r['compacted_reload_s']:,.0f} ms",
+             f"{1000 * r['plain_reload_s']:,.0f} ms", f"{r['compacted_reload_s'] / r['plain_reload_s']:.3f}"]
+            for r in rec.figures["rows"]]
+    return _table(["simulated minutes", "compacted: MB (segments)", "not compacted: MB (segments)", "size ratio",
+                   "reload compacted", "reload not compacted", "reload ratio"], rows)
+
+
+def zombie_window(rec: Record, arg: str | None) -> str:
+    """``benchmarks/zombie_window.py``: per run, what the paused member did between waking and learning it was
+    fenced: the overlaps found (each one's ms), the records it handed out and how many of them were fetched after
+    the wake, the ms from its wake until it learned, and whether its offset commit was refused."""
+    rows = [[w["run"], f"`{w['target']}`", number(w["overlaps"]), ", ".join(map(number, w["overlap_ms"])) or "-",
+             number(w["delivered_after_wake"]), number(w["fetched_after_wake"]),
+             "-" if w["learned_after_ms"] is None else number(w["learned_after_ms"]), number(w["commit_refused"])]
+            for w in rec.figures["runs"]]
+    return _table(["run", "paused", "two live owners", "overlap ms", "handed out after waking",
+                   "of them fetched after waking", "learned it was fenced after (ms)", "commit refused"], rows)
+
 VIEWS: dict[str, View] = {
     "before-after": View(before_after),
     "sim-profile": View(sim_profile),
@@ -160,6 +301,15 @@ VIEWS: dict[str, View] = {
     "figure": View(figure, inline=True),
     "sim-rates": View(sim_rates),
     "replay-sim": View(replay_sim),
+    "ratio": View(ratio, inline=True),
+    "k-of-n": View(k_of_n, inline=True),
+    "catalogue": View(catalogue),
+    "catalogue-verdict": View(catalogue_verdict, inline=True),
+    "migration-matrix": View(migration_matrix),
+    "herd-agreement": View(herd_agreement),
+    "herd-rounds": View(herd_rounds),
+    "offsets-compaction": View(offsets_compaction),
+    "zombie-window": View(zombie_window),
 }
 
 

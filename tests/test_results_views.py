@@ -1,0 +1,122 @@
+"""The result views (zkconsumer/results/views.py) that render the migration matrix, the catalogue's cells, the herd's
+agreement, the compaction of `__consumer_offsets` and KIP-848's zombie window: each from a small record."""
+
+from __future__ import annotations
+
+from typing import Any
+
+import pytest
+
+from zkconsumer.errors import IllegalArgument
+from zkconsumer.results import blocks
+from zkconsumer.results.record import Record
+from zkconsumer.results.views import render_view
+
+
+def _rec(figures: dict[str, Any]) -> Record:
+    return Record("r", {"command": "c", "date": "2026-12-07T12:00:00+00:00", "commit": "abc1234", "figures": figures})
+
+
+def test_ratio_divides_two_figures_and_needs_two_paths() -> None:
+    rec = _rec({"rows": [{"a": 1914233, "b": 5481000}]})
+    assert render_view(rec, "ratio", "rows.0.a,rows.0.b") == "0.349"
+    with pytest.raises(IllegalArgument, match="two paths"):
+        render_view(rec, "ratio", "rows.0.a")
+
+
+def test_k_of_n_inside_a_sentence() -> None:
+    rec = _rec({"real": {"old": {"runs": 10, "breaking": 2}}})
+    text = blocks.render_text("broke in <!-- result r k-of-n real.old.breaking,real.old.runs --><!-- /result --> runs",
+                              lambda name: rec, with_stale=False)
+    assert "-->2 of 10<!-- /result " in text
+
+
+def _run(unowned: int, longest: int, duplicates: int = 0, overlaps: int = 0) -> dict[str, Any]:
+    return {"lost": 0, "unread_at_end": 0, "overlaps": overlaps, "duplicates": duplicates,
+            "unowned_ms_total": unowned, "unowned_ms_max": longest, "failed_rebalances": 0, "claim_conflicts": None}
+
+
+CELLS = {"cells": [
+    {"mode": "k", "scenario": "broker-kill", "variant": "coordinator", "not_applicable": None,
+     "verdict": "holds in 2 of 2 runs", "rate": {"headline": "holds in 2 of 2 runs"},
+     "runs": [_run(36132, 6023), _run(36222, 6040)]},
+    {"mode": "k", "scenario": "broker-kill", "variant": "static", "not_applicable": None,
+     "verdict": "holds in 2 of 2 runs", "rate": {"headline": "holds in 2 of 2 runs"},
+     "runs": [_run(36150, 6026, duplicates=3), _run(36150, 6026, duplicates=3)]},
+    {"mode": "k", "scenario": "broker-kill", "variant": "kafka-4", "not_applicable": "not our broker",
+     "verdict": "n/a", "rate": None, "runs": []}]}
+
+
+def test_catalogue_rows_as_the_catalogue_writes_them() -> None:
+    text = render_view(_rec(CELLS), "catalogue", None)
+    assert "| k | `broker-kill` | `coordinator` | holds in 2 of 2 runs | 0 | 0 | 0 | 0 | 36,132–36,222 (6,023–6,040) " \
+           "| 0 | - |" in text
+    assert "| k | `broker-kill` | `static` | holds in 2 of 2 runs | 0 | 0 | 0 | 3 | 36,150 (6,026) | 0 | - |" in text
+    assert "| k | `broker-kill` | `kafka-4` | n/a: not our broker |" + "  |" * 7 in text
+
+
+def test_catalogue_verdict_says_each_when_the_cells_agree_and_names_them_when_not() -> None:
+    assert render_view(_rec(CELLS), "catalogue-verdict", None) == \
+        "`coordinator` holds in 2 of 2 runs, `static` holds in 2 of 2 runs, `kafka-4` n/a"
+    alike = _rec({"cells": CELLS["cells"][:2]})
+    assert render_view(alike, "catalogue-verdict", None) == "holds in 2 of 2 runs each"
+
+
+def test_migration_matrix_shows_the_world_the_record_ran() -> None:
+    empty_real = {"k": 0, "n": 0, "runs": []}
+    sim = _rec({"cells": [{"scenario": "migration-driver-kill", "fault": "migrate-kill", "real": empty_real,
+                           "simulated": {"k": 1, "n": 40, "breaches": {}, "wall_s": 501.4,
+                                         "schedules_per_minute": 4.8,
+                                         "migrations": {"migration killed; then done": 39, "done": 1}}}]})
+    text = render_view(sim, "migration-matrix", None)
+    assert "| scenario | fault | simulated | how the migration ended | wall s | schedules a minute |" in text
+    assert "| `migration-driver-kill` | `migrate-kill` | breaks in 1 of 40 | 1 done, 39 migration killed; then done " \
+           "| 501.4 | 4.8 |" in text
+    runs = [{"migration": "done", "duplicates": 4}, {"migration": "done", "duplicates": 6}]
+    real = _rec({"cells": [{"scenario": "migration-member-kill", "fault": "member-kill-switching",
+                            "simulated": {"k": 0, "n": 0, "migrations": {}}, "real": {"k": 0, "n": 2, "runs": runs}}]})
+    text = render_view(real, "migration-matrix", None)
+    assert "| `migration-member-kill` | `member-kill-switching` | holds in 2 of 2 | 2 done | 4, 6 |" in text
+    assert "simulated" not in text
+
+
+def _side(join: float, leave: float, join_ms: float, leave_ms: float, **rounds: list[int]) -> dict[str, Any]:
+    return {"join_ms": join_ms, "leave_ms": leave_ms,
+            "join_requests": {"JoinGroup": join, "SyncGroup": join - 1, "Heartbeat": 10.0},
+            "leave_requests": {"JoinGroup": leave, "SyncGroup": leave, "Heartbeat": 10.0}, **rounds}
+
+
+def test_herd_agreement_per_action_with_ratios_and_gaps() -> None:
+    rec = _rec({"rows": [{"protocol": "range", "size": 50, "real": _side(80.0, 133.6, 2226.53, 3128.1),
+                          "simulated": _side(61.0, 70.6, 600.0, 660.0),
+                          "gaps_us": {"n": 10, "median": 4744, "p90": 33886}}]})
+    text = render_view(rec, "herd-agreement", None)
+    assert "| `range` | 50 | join | 80.0 / 61.0 | 79.0 / 60.0 | 10.0 / 10.0 | 0.76 | 0.76 | 2,227 / 600 " \
+           "| 4,744, 33,886 |" in text
+    assert "| `range` | 50 | leave | 133.6 / 70.6 | 133.6 / 70.6 | 10.0 / 10.0 | 0.53 | 0.53 | 3,128 / 660 |  |" in text
+
+
+def test_herd_rounds_each_rounds_joingroups_and_the_ratio_of_means() -> None:
+    real = _side(13.0, 11.0, 0, 0, join_joingroups=[14, 12], leave_joingroups=[12, 10])
+    sim = _side(12.0, 10.0, 0, 0, join_joingroups=[12, 12], leave_joingroups=[10, 10])
+    text = render_view(_rec({"rows": [{"protocol": "range", "size": 10, "real": real, "simulated": sim}]}),
+                       "herd-rounds", None)
+    assert "| `range` | join | 14 12 | 12 12 | 13.00 / 12.00 | 0.92 |" in text
+    assert "| `range` | leave | 12 10 | 10 10 | 11.00 / 10.00 | 0.91 |" in text
+
+
+def test_offsets_compaction_sizes_reloads_and_ratios() -> None:
+    row = {"minute": 60, "compacted_bytes": 2006283, "compacted_segments": 135, "compacted_reload_s": 0.0548,
+           "plain_bytes": 21924000, "plain_segments": 350, "plain_reload_s": 0.5594}
+    text = render_view(_rec({"rows": [row]}), "offsets-compaction", None)
+    assert "| 60 | 2.01 (135) | 21.92 (350) | 0.092 | 55 ms | 559 ms | 0.098 |" in text
+
+
+def test_zombie_window_run_by_run() -> None:
+    runs = [{"run": "run-1", "target": "lab_c1", "overlaps": 2, "overlap_ms": [555, 56], "delivered_after_wake": 129,
+             "fetched_after_wake": 106, "learned_after_ms": 10, "commit_refused": True},
+            {"run": "run-2", "target": "lab_c1", "overlaps": 0, "overlap_ms": [], "delivered_after_wake": 0,
+             "fetched_after_wake": 0, "learned_after_ms": None, "commit_refused": False}]
+    text = render_view(_rec({"runs": runs}), "zombie-window", None)
+    assert "| run-1 | `lab_c1` | 2 | 555, 56 | 129 | 106 | 10 | yes |" in text
+    assert "| run-2 | `lab_c1` | 0 | - | 0 | 0 | - | no |" in text
