@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 
 from kafka.coordinator.assignors.range import RangePartitionAssignor
-from kazoo.exceptions import NodeExistsError, NoNodeError
+from kazoo.exceptions import KazooException, NodeExistsError, NoNodeError
 from kazoo.protocol.states import KazooState
 from kazoo.recipe.watchers import DataWatch
 
@@ -36,6 +36,9 @@ from zkconsumer.zk.layout import ConsumerRegistration, TopicFilter
 from zkconsumer.zk.registry import Registry, connect
 
 log = logging.getLogger(__name__)
+
+#: how soon a switch's acknowledgement that ZooKeeper could not take is written again
+ACK_RETRY_S = 0.2
 
 
 @dataclass(frozen=True)
@@ -142,7 +145,7 @@ class MigratableConsumer:
                 connector, bridge = self._start(mode, bridged)
                 self.connector, self.mode, self.bridged = connector, mode, bridged
                 streams = self.subscription.create(connector)
-                self._ack(mode, bridged)
+                self._ack_until_written(mode, bridged, stop)
                 if on_start is not None:
                     on_start(connector)
                 threads = [runtime.spawn(consume, s, name=f"{self.consumer_id}-stream-{i}")
@@ -243,6 +246,21 @@ class MigratableConsumer:
         except NodeExistsError:
             self.zk.set(path, data)
         self._acked_facts = facts
+
+    def _ack_until_written(self, mode: GroupMode, bridged: bool, stop: runtime.Event) -> None:
+        """A switch's acknowledgement, however long ZooKeeper takes to accept it: a session that expires or a
+        connection lost under the write (an ``expire`` in the middle of a switch) must not end the member, as it
+        did in simulation (the migrate nemesis's seeds 159 and 174: ``SessionExpiredError`` out of ``run``, the
+        member gone). kazoo opens a new session by itself, and the write goes again on it."""
+        while True:
+            try:
+                self._ack(mode, bridged)
+                return
+            except KazooException as e:
+                if stop.is_set():
+                    return
+                log.warning("%s: could not acknowledge %s mode (%r); trying again", self.consumer_id, mode, e)
+                stop.wait(ACK_RETRY_S)
 
     def _ack_facts(self, mode: GroupMode, bridged: bool) -> None:
         """Re-acknowledge for new coordinator facts; a ZooKeeper that cannot be written now (suspended, expiring)
