@@ -436,6 +436,8 @@ LAZY_IMPORTS = {
     "zkconsumer.lab.compare": "imports pandas, which the consumer's container image leaves out",
     "zkconsumer.web": "Starlette and uvicorn: only the commands that serve a page (watch, lab --ui) need them",
     "zkconsumer.sim": "greenlet: only `zkconsumer sim` needs it, and the consumer's container image leaves it out",
+    "zkconsumer.results": "plotly and the simulator's vocabulary: only `zkconsumer results` needs them, and the "
+                          "consumer's container image leaves both out",
 }
 #: Function-local imports for another reason, each explained where it is.
 LAZY_ELSEWHERE = {
@@ -492,10 +494,12 @@ def test_no_function_of_the_two_worlds_is_longer_than_80_lines() -> None:
 
 
 def test_the_cli_and_the_consumer_start_without_the_heavy_dependencies() -> None:
-    """``zkconsumer consume`` runs in a container image without Spark, pandas, numpy, Arrow or matplotlib
-    (docker/Dockerfile), and every command starts faster without them."""
-    heavy = ("pyspark", "pandas", "numpy", "pyarrow", "matplotlib", "docker")
+    """``zkconsumer consume`` runs in a container image without Spark, pandas, numpy, Arrow, matplotlib, plotly or
+    greenlet (docker/Dockerfile: every command module is loaded to build the parser, so none may import them at
+    the top), and every command starts faster without them."""
+    heavy = ("pyspark", "pandas", "numpy", "pyarrow", "matplotlib", "docker", "plotly", "greenlet")
     code = ("import sys, zkconsumer, zkconsumer.cli, zkconsumer.cli.consume, zkconsumer.cli.lab; "
+            "zkconsumer.cli.build_parser(); "
             f"print(sorted({{m.split('.')[0] for m in sys.modules}} & set({heavy!r})))")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout
     assert out.strip() == "[]"

@@ -16,7 +16,6 @@ from rich.table import Table
 
 from zkconsumer.cli.output import CliError, as_cli_error, console
 from zkconsumer.errors import IllegalArgument
-from zkconsumer.results import blocks, page, record
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -38,6 +37,8 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_list(args: argparse.Namespace) -> int:
+    from zkconsumer.results import record
+
     with as_cli_error(IllegalArgument):
         records = record.load_all()
     table = Table(title=f"{len(records)} result records in {record.RESULTS}")
@@ -53,6 +54,8 @@ def cmd_list(args: argparse.Namespace) -> int:
 
 
 def cmd_render(args: argparse.Namespace) -> int:
+    from zkconsumer.results import blocks
+
     with as_cli_error(IllegalArgument):
         changed = blocks.render(args.files or None)
     console.print(f"rendered {len(changed)} file(s)" + (": " + ", ".join(map(str, changed)) if changed else ""),
@@ -61,6 +64,8 @@ def cmd_render(args: argparse.Namespace) -> int:
 
 
 def cmd_check(args: argparse.Namespace) -> int:
+    from zkconsumer.results import blocks
+
     findings = blocks.check(args.files or None)
     failing = [f for f in findings if f.state.fails]
     stale = [f for f in findings if f.state is blocks.State.STALE]
@@ -76,6 +81,8 @@ def cmd_check(args: argparse.Namespace) -> int:
 
 
 def cmd_page(args: argparse.Namespace) -> int:
+    from zkconsumer.results import page, record
+
     with as_cli_error(IllegalArgument):
         records = record.load_all()
     args.out.write_text(page.page(records), encoding="utf-8")
