@@ -21,7 +21,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from enum import Enum
 from pathlib import Path
 
@@ -101,14 +101,42 @@ def _blocks(text: str) -> list[re.Match[str]]:
     return [m for m in BLOCK.finditer(text) if not any(a <= m.start() < b for a, b in fenced)]
 
 
-def render_text(text: str, loader: Callable[[str], records.Record] = records.load,
-                with_stale: bool = True) -> str:
+@dataclass
+class Pass:
+    """One render or check: each record is read, and its code compared with the tree, once however many blocks
+    (and files) quote it; a page quoting one record in ten sentences does not fingerprint the source ten times."""
+
+    loader: Callable[[str], records.Record] = records.load
+    _records: dict[str, records.Record] = field(default_factory=dict)
+    _stale: dict[str, str | None] = field(default_factory=dict)
+
+    def record(self, name: str) -> records.Record:
+        if name not in self._records:
+            self._records[name] = self.loader(name)
+        return self._records[name]
+
+    def stale_since(self, rec: records.Record) -> str | None:
+        if rec.name not in self._stale:
+            self._stale[rec.name] = rec.stale_since()
+        return self._stale[rec.name]
+
+
+Loader = Callable[[str], records.Record] | Pass
+
+
+def _pass(loader: Loader) -> Pass:
+    return loader if isinstance(loader, Pass) else Pass(loader)
+
+
+def render_text(text: str, loader: Loader = records.load, with_stale: bool = True) -> str:
     """``text`` with every block rendered from its record (and marked where its record is older than its code)."""
+    run = _pass(loader)
+
     def one(m: re.Match[str]) -> str:
-        rec = loader(m["name"])
+        rec = run.record(m["name"])
         if m["view"] not in VIEWS:
             raise IllegalArgument(f"unknown view {m['view']!r} (known: {', '.join(sorted(VIEWS))})")
-        body = render_body(rec, m["view"], m["arg"], rec.stale_since() if with_stale else None)
+        body = render_body(rec, m["view"], m["arg"], run.stale_since(rec) if with_stale else None)
         head = f"<!-- result {m['name']} {m['view']}" + (f" {m['arg']}" if m["arg"] else "") + " -->"
         return f"{head}{body}<!-- /result {digest(body)} -->"
 
@@ -119,8 +147,9 @@ def render_text(text: str, loader: Callable[[str], records.Record] = records.loa
     return "".join(out) + text[at:]
 
 
-def check_text(path: Path, text: str, loader: Callable[[str], records.Record] = records.load) -> list[Finding]:
+def check_text(path: Path, text: str, loader: Loader = records.load) -> list[Finding]:
     """Each block of ``text`` judged against its record."""
+    run = _pass(loader)
     out = []
     for m in _blocks(text):
         line = text.count("\n", 0, m.start()) + 1
@@ -135,7 +164,7 @@ def check_text(path: Path, text: str, loader: Callable[[str], records.Record] = 
                                              "record (or the view), not the text"))
             continue
         try:
-            rec = loader(name)
+            rec = run.record(name)
             if view not in VIEWS:
                 raise IllegalArgument(f"unknown view {view!r}")
             wanted = render_body(rec, view, m["arg"], None)
@@ -145,7 +174,7 @@ def check_text(path: Path, text: str, loader: Callable[[str], records.Record] = 
         if STALE.sub("", body) != wanted:
             out.append(finding(State.OUTDATED, "run `zkconsumer results render`"))
             continue
-        since = rec.stale_since()
+        since = run.stale_since(rec)
         out.append(finding(State.STALE, f"measured before {since}") if since else finding(State.CURRENT))
     return out
 
@@ -156,15 +185,16 @@ def documents(root: Path = records.ROOT) -> list[Path]:
 
 
 def check(paths: list[Path] | None = None) -> list[Finding]:
-    return [f for p in (paths or documents()) for f in check_text(p, p.read_text())]
+    run = Pass()
+    return [f for p in (paths or documents()) for f in check_text(p, p.read_text(), run)]
 
 
 def render(paths: list[Path] | None = None, with_stale: bool = True) -> list[Path]:
     """Render every block of ``paths`` in place; returns the files that changed."""
-    changed = []
+    changed, run = [], Pass()
     for p in paths or documents():
         text = p.read_text()
-        new = render_text(text, with_stale=with_stale)
+        new = render_text(text, run, with_stale=with_stale)
         if new != text:
             p.write_text(new)
             changed.append(p)

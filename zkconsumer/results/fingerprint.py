@@ -77,7 +77,8 @@ def of_tree(root: Path, paths: Sequence[str]) -> str:
     return _digest(entries)
 
 
-def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
+def git(root: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
+    """A git command's output in ``root`` (None: no git, or it failed)."""
     try:
         done = subprocess.run(["git", "-C", str(root), *args], capture_output=True, input=stdin, timeout=120)
     except (OSError, subprocess.TimeoutExpired):
@@ -87,7 +88,7 @@ def _git(root: Path, *args: str, stdin: bytes | None = None) -> bytes | None:
 
 def _contents(root: Path, blobs: list[str]) -> dict[str, bytes]:
     """The contents of git objects, by id, read in one ``git cat-file --batch``."""
-    out = _git(root, "cat-file", "--batch", stdin="".join(b + "\n" for b in blobs).encode())
+    out = git(root, "cat-file", "--batch", stdin="".join(b + "\n" for b in blobs).encode())
     found: dict[str, bytes] = {}
     at = 0
     while out is not None and at < len(out):
@@ -100,7 +101,7 @@ def _contents(root: Path, blobs: list[str]) -> dict[str, bytes]:
 
 def at_commit(root: Path, commit: str, paths: Sequence[str]) -> str | None:
     """The fingerprint of ``paths`` as they were at ``commit`` (None: git, or the commit, is not here)."""
-    out = _git(root, "ls-tree", "-r", commit, "--", *paths)
+    out = git(root, "ls-tree", "-r", commit, "--", *paths)
     if out is None:
         return None
     listed = []
@@ -117,7 +118,7 @@ def at_commit(root: Path, commit: str, paths: Sequence[str]) -> str | None:
 def first_change_after(root: Path, commit: str, paths: Sequence[str], measured: str) -> str | None:
     """The first commit after ``commit`` whose ``paths`` no longer have the ``measured`` fingerprint (None: git
     cannot tell, or no commit changed them: the change is not committed yet)."""
-    out = _git(root, "log", "--format=%h", "--reverse", f"{commit}..HEAD", "--", *paths)
+    out = git(root, "log", "--format=%h", "--reverse", f"{commit}..HEAD", "--", *paths)
     for later in (out or b"").decode().split():
         if at_commit(root, later, paths) != measured:
             return later

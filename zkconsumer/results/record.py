@@ -14,7 +14,6 @@ import glob
 import json
 import os
 import platform
-import subprocess
 import sys
 from dataclasses import dataclass, field
 from enum import Enum
@@ -54,10 +53,7 @@ class Scope(Enum):
 
 
 def _git(*args: str) -> str:
-    try:
-        return subprocess.run(["git", "-C", str(ROOT), *args], capture_output=True, text=True).stdout.strip()
-    except OSError:
-        return ""
+    return (fingerprint.git(ROOT, *args) or b"").decode().strip()
 
 
 def current_commit() -> str:
