@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import sys
 import time
 from collections.abc import Callable, Iterator
 from pathlib import Path
@@ -144,6 +145,8 @@ def register(sub: argparse._SubParsersAction) -> None:
                         "with, per invariant, the runs that broke it, or 'holds in N of N runs'")
     f.add_argument("--out", type=Path, help="run directory (default lab-runs/catalogue-<time>)")
     f.add_argument("--master", help="Spark master (default local[*])")
+    f.add_argument("--record", type=Path, metavar="FILE",
+                   help="also write the cells as a result record (results/README.md) there, for the documents")
     f.set_defaults(func=cmd_catalogue)
 
 
@@ -204,8 +207,24 @@ def cmd_catalogue(args: argparse.Namespace) -> int:
     except ZkConsumerError as e:
         raise CliError(str(e)) from None
     out = args.out or Path("lab-runs") / time.strftime("catalogue-%Y%m%d-%H%M%S")
+    recorder = None
+    if args.record:
+        from zkconsumer.results.record import Recorder  # the code measured is the code that starts the run
+
+        recorder = Recorder(command=" ".join(["zkconsumer", *sys.argv[1:]]))
     cells = run_catalogue(chosen, variants, out, console, master=args.master, runs=runs)
+    if recorder and cells:
+        from zkconsumer.results.record import Scope
+
+        figures = {"cells": [_without_reports(c.as_json()) for c in cells]}
+        settings = {"modes": args.modes, "variants": variants, "runs": runs, "out": str(out)}
+        console.print(f"record: {recorder.write(args.record, settings, figures, Scope.LAB)}", highlight=False)
     return 0 if cells else 1
+
+
+def _without_reports(cell: dict) -> dict:
+    """A cell as a record keeps its figures, not the paths of a run directory no one else has."""
+    return {**cell, "runs": [{k: v for k, v in r.items() if k != "report"} for r in cell.get("runs", [])]}
 
 
 def cmd_lab(args: argparse.Namespace) -> int:

@@ -4,7 +4,10 @@
 - ``page [--out FILE]``: one offline page with the headline figures across the recorded runs;
 - ``render [FILE ...]``: write each marked block from its record (docs/results.md says how to mark one);
 - ``check [FILE ...]``: fail when a block was edited by hand or disagrees with its record; mark (not fail) a block
-  whose record is older than the code it measured. ``make test`` runs it (tests/test_results_docs.py).
+  whose record is older than the code it measured. ``make test`` runs it (tests/test_results.py);
+- ``audit [--update] [--sections N]``: the measured numbers still typed by hand outside rendered blocks, a document
+  and its sections at a time; fails when a document holds more than results/audit/typed-figures.json allows (a ratchet:
+  ``--update`` lowers it once figures were converted, and refuses to raise it).
 """
 
 from __future__ import annotations
@@ -28,6 +31,12 @@ def register(sub: argparse._SubParsersAction) -> None:
     pg.add_argument("--out", type=Path, default=Path("results.html"), help="where to write it (default "
                                                                            "results.html)")
     pg.set_defaults(func=cmd_page)
+    au = actions.add_parser("audit", help="the measured numbers still typed by hand, against the allowed counts")
+    au.add_argument("--update", action="store_true",
+                    help="lower results/audit/typed-figures.json to today's counts (never raises one)")
+    au.add_argument("--sections", type=int, default=0, metavar="N",
+                    help="also list each document's N sections with the most typed figures")
+    au.set_defaults(func=cmd_audit)
     for name, func, text in (("render", cmd_render, "render every marked block from its record"),
                              ("check", cmd_check, "fail on a block edited by hand or disagreeing with its record")):
         a = actions.add_parser(name, help=text)
@@ -87,4 +96,41 @@ def cmd_page(args: argparse.Namespace) -> int:
         records = record.load_all()
     args.out.write_text(page.page(records), encoding="utf-8")
     console.print(f"wrote {args.out} ({len(records)} records)", highlight=False)
+    return 0
+
+
+def cmd_audit(args: argparse.Namespace) -> int:
+    from zkconsumer.results import audit
+
+    found = audit.audit()
+    if args.update and not audit.BASELINE.exists():  # the ratchet's first notch: today's counts
+        audit.write_baseline({doc: len(figs) for doc, figs in found.items() if figs})
+    baseline = audit.load_baseline()
+    worse = audit.regressions(found, baseline)
+    table = Table(title="measured numbers typed by hand (outside rendered blocks)")
+    for col in ("document", "typed", "allowed"):
+        table.add_column(col, justify="left" if col == "document" else "right")
+    for doc, figs in found.items():
+        if figs or baseline.get(doc):
+            mark = "[red]" if doc in worse else ""
+            table.add_row(doc, f"{mark}{len(figs):,}", f"{baseline.get(doc, 0):,}")
+    console.print(table)
+    if args.sections:
+        for doc, figs in found.items():
+            for section, n in audit.by_section(figs)[:args.sections]:
+                console.print(f"  {doc}: {n:4} in \"{section}\"", highlight=False)
+    total = sum(len(f) for f in found.values())
+    if worse:
+        for doc, (now, allowed) in worse.items():
+            first = found[doc][allowed] if allowed < len(found[doc]) else found[doc][-1]
+            console.print(f"[red]{doc}[/]: {now} typed figures, {allowed} allowed (e.g. line {first.line}: "
+                          f"{first.text!r}); render them from a record (docs/results.md)", highlight=False)
+        raise CliError(f"{len(worse)} document(s) gained typed figures", code=1)
+    if args.update:
+        lowered = {doc: min(len(found[doc]), baseline.get(doc, len(found[doc]))) for doc in found}
+        lowered = {doc: n for doc, n in lowered.items() if n}
+        audit.write_baseline(lowered)
+        console.print(f"wrote {audit.BASELINE}: {sum(lowered.values()):,} allowed (was "
+                      f"{sum(baseline.values()):,})", highlight=False)
+    console.print(f"{total:,} typed figures in {len(found)} documents", highlight=False)
     return 0
