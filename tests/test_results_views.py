@@ -120,3 +120,43 @@ def test_zombie_window_run_by_run() -> None:
     text = render_view(_rec({"runs": runs}), "zombie-window", None)
     assert "| run-1 | `lab_c1` | 2 | 555, 56 | 129 | 106 | 10 | yes |" in text
     assert "| run-2 | `lab_c1` | 0 | - | 0 | 0 | - | no |" in text
+
+
+def _lab(mode: str, scenario: str, variant: str, k: int, n: int, overlaps: int = 0) -> dict[str, Any]:
+    invariants = {"zero-lost": {"broken": 0, "judged": n}, "one-live-owner": {"broken": overlaps, "judged": n}}
+    return {"mode": mode, "scenario": scenario, "variant": variant, "not_applicable": None,
+            "rate": {"k": k, "n": n, "invariants": invariants}, "runs": []}
+
+
+def test_catalogue_agreement_sets_two_records_side_by_side_and_counts_the_verdicts_they_share() -> None:
+    """A block naming ``sim+real`` reads both records; each gets its provenance line, and a disagreement is shown."""
+    sim = Record("sim", {"command": "python benchmarks/sim_catalogue.py", "date": "2026-12-07T12:00:00+00:00",
+                         "commit": "abc1234", "figures": {"cells": [
+                             {"mode": "a", "scenario": "gc-pause", "default": {"k": 0, "n": 200, "breaches": {}},
+                              "kafka-0.8": {"k": 200, "n": 200, "breaches": {"overlaps": 200}}},
+                             {"mode": "j", "scenario": "partitions-added",
+                              "default": {"k": 0, "n": 200, "breaches": {}},
+                              "kafka-0.8": {"k": 8, "n": 200, "breaches": {"duplicates_committed": 8}}},
+                             {"mode": "k", "scenario": "coordinator-kill", "default": {"refused": "no coordinator"},
+                              "kafka-0.8": {"refused": "no coordinator"}}]}})
+    real = Record("real", {"command": "zkconsumer catalogue --record F", "date": "2026-12-07T13:00:00+00:00",
+                           "commit": "def5678", "figures": {"cells": [
+                               _lab("a", "gc-pause", "zookeeper-default", 0, 1),
+                               _lab("a", "gc-pause", "zookeeper-kafka-0.8", 1, 1, overlaps=1),
+                               _lab("j", "partitions-added", "zookeeper-default", 0, 1),
+                               _lab("j", "partitions-added", "zookeeper-kafka-0.8", 1, 1, overlaps=1)]}})
+    doc = ("<!-- result sim+real catalogue-agreement default=zookeeper-default,kafka-0.8=zookeeper-kafka-0.8 -->"
+           "<!-- /result -->")
+    text = blocks.render_text(doc, {"sim": sim, "real": real}.__getitem__, with_stale=False)
+    assert "| a | `gc-pause` | holds 200/200 | holds 1/1 | breaks 200/200: two live owners 200 | breaks 1/1: two " \
+           "live owners 1 | yes, yes |" in text
+    assert "| j | `partitions-added` | holds 200/200 | holds 1/1 | breaks 8/200: duplicates of committed 8 | " \
+           "breaks 1/1: two live owners 1 | yes, **no** |" in text
+    assert "| k | `coordinator-kill` | refused | - | refused | - | -, - |" in text
+    assert "The same verdict (by majority of runs) in 3 of 4 cells run in both worlds." in text
+    assert "*From results/sim.json: `python benchmarks/sim_catalogue.py`" in text
+    assert "*From results/real.json: `zkconsumer catalogue --record F`" in text
+    assert [f.state for f in blocks.check_text(None, text, {"sim": sim, "real": real}.__getitem__)] == \
+        [blocks.State.CURRENT]
+    with pytest.raises(IllegalArgument, match="reads 2 record"):
+        render_view(sim, "catalogue-agreement", "default=zookeeper-default")

@@ -29,7 +29,7 @@ from zkconsumer.errors import IllegalArgument
 from zkconsumer.results import record as records
 from zkconsumer.results.views import VIEWS, render_view
 
-BLOCK = re.compile(r"<!-- result (?P<name>[\w.\-]+) (?P<view>[\w\-]+)(?: (?P<arg>[^\s>]+))? -->"
+BLOCK = re.compile(r"<!-- result (?P<name>[\w.\-]+(?:\+[\w.\-]+)*) (?P<view>[\w\-]+)(?: (?P<arg>[^\s>]+))? -->"
                    r"(?P<body>.*?)<!-- /result(?: (?P<hash>[0-9a-f]+))? -->", re.S)
 STALE = re.compile(r' ?<span class="stale">.*?</span>', re.S)
 
@@ -84,12 +84,14 @@ def _inline(view: str) -> bool:
     return VIEWS[view].inline
 
 
-def render_body(rec: records.Record, view: str, arg: str | None, stale: str | None) -> str:
-    text = render_view(rec, view, arg)
+def render_body(recs: list[records.Record], view: str, arg: str | None, stale: str | None) -> str:
+    """A block's text: the view of its records, each record's provenance under it (a block may set two runs side
+    by side, ``a+b``), the stale mark when one of them is older than its code."""
+    text = render_view(recs, view, arg)
     if _inline(view):
         return text + (f" {stale_mark(stale, inline=True)}" if stale else "")
     mark = f" {stale_mark(stale)}" if stale else ""
-    return f"\n{text}\n\n{provenance(rec)}{mark}\n"
+    return f"\n{text}\n\n" + "\n\n".join(provenance(r) for r in recs) + f"{mark}\n"
 
 
 FENCE = re.compile(r"^(```|~~~).*?^\1[ \t]*$", re.S | re.M)
@@ -120,6 +122,13 @@ class Pass:
             self._stale[rec.name] = rec.stale_since()
         return self._stale[rec.name]
 
+    def records(self, names: str) -> list[records.Record]:
+        """A block's records: ``a+b`` names two."""
+        return [self.record(n) for n in names.split("+")]
+
+    def first_stale(self, recs: list[records.Record]) -> str | None:
+        return next((s for s in map(self.stale_since, recs) if s), None)
+
 
 Loader = Callable[[str], records.Record] | Pass
 
@@ -133,10 +142,10 @@ def render_text(text: str, loader: Loader = records.load, with_stale: bool = Tru
     run = _pass(loader)
 
     def one(m: re.Match[str]) -> str:
-        rec = run.record(m["name"])
+        recs = run.records(m["name"])
         if m["view"] not in VIEWS:
             raise IllegalArgument(f"unknown view {m['view']!r} (known: {', '.join(sorted(VIEWS))})")
-        body = render_body(rec, m["view"], m["arg"], run.stale_since(rec) if with_stale else None)
+        body = render_body(recs, m["view"], m["arg"], run.first_stale(recs) if with_stale else None)
         head = f"<!-- result {m['name']} {m['view']}" + (f" {m['arg']}" if m["arg"] else "") + " -->"
         return f"{head}{body}<!-- /result {digest(body)} -->"
 
@@ -164,17 +173,17 @@ def check_text(path: Path, text: str, loader: Loader = records.load) -> list[Fin
                                              "record (or the view), not the text"))
             continue
         try:
-            rec = run.record(name)
+            recs = run.records(name)
             if view not in VIEWS:
                 raise IllegalArgument(f"unknown view {view!r}")
-            wanted = render_body(rec, view, m["arg"], None)
+            wanted = render_body(recs, view, m["arg"], None)
         except IllegalArgument as e:
             out.append(finding(State.BROKEN, str(e)))
             continue
         if STALE.sub("", body) != wanted:
             out.append(finding(State.OUTDATED, "run `zkconsumer results render`"))
             continue
-        since = run.stale_since(rec)
+        since = run.first_stale(recs)
         out.append(finding(State.STALE, f"measured before {since}") if since else finding(State.CURRENT))
     return out
 

@@ -14,6 +14,7 @@ from typing import Any
 from zkconsumer.errors import IllegalArgument
 from zkconsumer.results.history import nemesis_summaries
 from zkconsumer.results.record import Record
+from zkconsumer.scenario.nemesis import Invariant as LabInvariant
 from zkconsumer.sim.checkers import Invariant
 from zkconsumer.sim.runs import MigrationBreach
 
@@ -25,12 +26,22 @@ BREACH_COLUMNS: dict[str, str] = {
     Invariant.POLL_SKIPS: "poll skips", Invariant.NONMONOTONIC_POLLS: "nonmonotonic polls",
     MigrationBreach.LEFT_MIXED: "left mixed", MigrationBreach.NOT_OWNED: "not owned at the end",
 }
+#: the real lab's invariants in the same words: a breach of "never two live owners" is a run with two live owners
+LAB_BREACHES: dict[str, str] = {
+    LabInvariant.ZERO_LOST: "lost records", LabInvariant.ONE_LIVE_OWNER: "two live owners",
+    LabInvariant.DUPLICATES_UNCOMMITTED: "duplicates of committed", LabInvariant.COMMITS_FORWARD: "commits moving back",
+    LabInvariant.REOWNED_AFTER_HEAL: "unowned after the heal",
+}
 
 
 @dataclass(frozen=True)
 class View:
-    render: Callable[[Record, str | None], str]
+    """``render`` reads one record, or, with ``records`` > 1, that many (a block naming ``a+b``: one world's run
+    beside the other's)."""
+
+    render: Callable[..., str]
     inline: bool = False
+    records: int = 1
 
 
 def number(value: Any) -> str:
@@ -206,6 +217,75 @@ def catalogue(rec: Record, arg: str | None) -> str:
                    "rebalances given up", "claim conflicts"], rows)
 
 
+def _by_mode(cells: list[dict[str, Any]]) -> dict[tuple[str, str], dict[str, Any]]:
+    """Cells keyed by (mode, scenario), each variant's cell under its name: both records' layouts (one cell per
+    mode with the variants in it, or one per mode and variant)."""
+    out: dict[tuple[str, str], dict[str, Any]] = {}
+    for c in cells:
+        row = out.setdefault((c["mode"], c["scenario"]), {})
+        if "variant" in c:
+            row[c["variant"]] = c
+        else:
+            row.update({k: v for k, v in c.items() if k not in ("mode", "scenario")})
+    return out
+
+
+def _lab_cell(c: dict[str, Any] | None) -> tuple[str, bool | None]:
+    """A real catalogue cell as "holds n/n" or "breaks k/n: how", and whether it breaks (by majority of runs);
+    None: not run, or no counterpart."""
+    if c is None:
+        return "-", None
+    if c.get("not_applicable"):
+        return "n/a", None
+    rate = c["rate"]
+    k, n = rate["k"], rate["n"]
+    if not k:
+        return f"holds {n}/{n}", False
+    how = ", ".join(f"{LAB_BREACHES.get(name, name)} {v['broken']}" for name, v in rate["invariants"].items()
+                    if v["broken"])
+    return f"breaks {k}/{n}: {how}", 2 * k > n
+
+
+def _sim_breaks(c: dict[str, Any] | None) -> bool | None:
+    if c is None or "n/a" in c or "refused" in c:
+        return None
+    return 2 * c["k"] > c["n"]
+
+
+def catalogue_agreement(recs: list[Record], arg: str | None) -> str:
+    """The catalogue in both worlds: a simulated run (``benchmarks/sim_catalogue.py``) beside a real one
+    (``zkconsumer catalogue --record``), ``sim+real`` in the block. ``arg``: the pairs compared,
+    ``simvariant=realvariant`` comma-separated. A cell's verdict is its majority ("breaks" when more than half its
+    runs broke); the last column says whether the worlds' verdicts agree, and the line under the table counts
+    the cells where they do."""
+    sim, real = recs
+    if not arg:
+        raise IllegalArgument("the catalogue-agreement view needs its pairs: sim=real,sim=real")
+    pairs = [tuple(p.split("=", 1)) for p in arg.split(",")]
+    sims, reals = _by_mode(sim.figures["cells"]), _by_mode(real.figures["cells"])
+    rows, agree, compared = [], 0, 0
+    for key in [*sims, *(k for k in reals if k not in sims)]:
+        row, verdicts = [key[0], f"`{key[1]}`"], []
+        for s, r in pairs:
+            sc = sims.get(key, {}).get(s)
+            rc = reals.get(key, {}).get(r)
+            lab_text, lab_breaks = _lab_cell(rc)
+            row += [_cell_text(sc) if sc is not None else "-", lab_text]
+            sim_breaks = _sim_breaks(sc)
+            if sim_breaks is None or lab_breaks is None:
+                verdicts.append("-")
+                continue
+            compared += 1
+            agree += sim_breaks == lab_breaks
+            verdicts.append("yes" if sim_breaks == lab_breaks else "**no**")
+        rows.append([*row, ", ".join(verdicts)])
+    header = ["mode", "scenario"]
+    for s, r in pairs:
+        header += [f"`{s}`: simulated", f"`{r}`: real"]
+    table = _table([*header, "same verdict"], rows)
+    return f"{table}\n\nThe same verdict (by majority of runs) in {agree} of {compared} cells run in both worlds."
+
+
 def catalogue_verdict(rec: Record, arg: str | None) -> str:
     """``zkconsumer catalogue``'s cells' verdicts inside a sentence: the one headline ("holds in 5 of 5 runs"),
     with "each" when several cells share it; else each variant's."""
@@ -305,6 +385,7 @@ VIEWS: dict[str, View] = {
     "k-of-n": View(k_of_n, inline=True),
     "catalogue": View(catalogue),
     "catalogue-verdict": View(catalogue_verdict, inline=True),
+    "catalogue-agreement": View(catalogue_agreement, records=2),
     "migration-matrix": View(migration_matrix),
     "herd-agreement": View(herd_agreement),
     "herd-rounds": View(herd_rounds),
@@ -313,8 +394,14 @@ VIEWS: dict[str, View] = {
 }
 
 
-def render_view(rec: Record, view: str, arg: str | None) -> str:
+def render_view(rec: Record | list[Record], view: str, arg: str | None) -> str:
+    recs = [rec] if isinstance(rec, Record) else rec
+    wanted = VIEWS[view].records
+    if len(recs) != wanted:
+        raise IllegalArgument(f"view {view!r} reads {wanted} record(s) (a block names them joined by +), "
+                              f"not {len(recs)}")
     try:
-        return VIEWS[view].render(rec, arg)
+        return VIEWS[view].render(*recs, arg) if wanted == 1 else VIEWS[view].render(recs, arg)
     except KeyError as e:
-        raise IllegalArgument(f"results/{rec.name}.json: view {view!r} found no figure {e}") from None
+        names = "+".join(r.name for r in recs)
+        raise IllegalArgument(f"results/{names}.json: view {view!r} found no figure {e}") from None
