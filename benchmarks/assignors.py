@@ -2,7 +2,8 @@
 
 For each strategy it times zkconsumer's assignor and, in the same run, a line-by-line port of Kafka's loops
 (zkconsumer.assignment.reference: indexOf lookups, per-character String.hashCode), checks both give the same answer,
-and prints the ratio. Run: .venv/bin/python benchmarks/assignors.py [--topics N --partitions N --consumers N]
+and prints the ratio.
+Run: .venv/bin/python benchmarks/assignors.py [--topics N --partitions N --consumers N] [--record FILE]
 """
 
 from __future__ import annotations
@@ -12,12 +13,15 @@ import gc
 import platform
 import statistics
 import time
+from pathlib import Path
 
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.assignment.assignors import AssignmentContext, assign, clear_caches
 from zkconsumer.assignment.reference import PORTS
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 
 
 def _time(fn, repeat: int) -> tuple[float, object]:
@@ -41,6 +45,7 @@ def main() -> None:
     ap.add_argument("--streams", type=int, default=4, help="streams per consumer (threads = consumers x streams)")
     ap.add_argument("--repeat", type=int, default=3)
     ap.add_argument("--baseline-repeat", type=int, default=1)
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     topics = [f"topic-{i:04d}" for i in range(args.topics)]
     partitions = {t: list(range(args.partitions)) for t in topics}
@@ -52,13 +57,19 @@ def main() -> None:
     table = Table(title="whole-group assignment")
     for col in ("strategy", "zkconsumer (s)", "Kafka loops port (s)", "speed-up"):
         table.add_column(col, justify="right")
+    rows = []
     for strategy, port in PORTS.items():
         ours, result = _time(lambda s=strategy: assign(s, AssignmentContext(subs, partitions)), args.repeat)
         base, expected = _time(lambda p=port: p(subs, partitions), args.baseline_repeat)
         got = {(tp.topic, tp.partition): t for tp, t in result.owners.items()}
         assert got == expected, f"{strategy}: results differ from Kafka's loops"
         table.add_row(strategy, f"{ours:.3f}", f"{base:.2f}", f"{base / ours:.1f}x")
+        rows.append({"strategy": strategy, "zkconsumer_s": ours, "kafka_port_s": base, "speedup": base / ours})
     console.print(table)
+    if args.record:
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {"threads": args.consumers * args.streams, "partitions_total": args.topics * args.partitions,
+                      "rows": rows}, Scope.LAB)
 
 
 if __name__ == "__main__":

@@ -1,6 +1,6 @@
 """Throughput of the local broker with kafka-python, against the raw speed of appending to a plain file.
 
-    .venv/bin/python benchmarks/broker.py [--records 1000000] [--size 100] [--partitions 4]
+    .venv/bin/python benchmarks/broker.py [--records 1000000] [--size 100] [--partitions 4] [--record FILE]
 
 Starts a ZooKeeper and the broker (as its own process, ``python -m zkconsumer broker start``, so client and
 broker each get a core and a GIL), produces ``--records`` values of ``--size`` bytes with KafkaProducer,
@@ -22,7 +22,9 @@ import time
 from pathlib import Path
 
 from kafka import KafkaConsumer, KafkaProducer, TopicPartition
+from records import write_record
 
+from zkconsumer.results.record import Scope
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import ZooKeeperServer
 from zkconsumer.zk.topics import create_topic
@@ -118,6 +120,7 @@ def main() -> int:
     parser.add_argument("--partitions", type=int, default=4)
     parser.add_argument("--acks", type=int, default=1, choices=[0, 1, -1])
     parser.add_argument("--flush-interval-ms", type=int, default=None, help="the broker's (default: OS decides)")
+    parser.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = parser.parse_args()
 
     values = payloads(args.records, args.size)
@@ -146,6 +149,16 @@ def main() -> int:
         print(f"  {name:36s} {seconds:8.2f} s {megabytes / seconds:9.2f} {args.records / seconds:12,.0f} "
               f"{client_cpu:9.1f} s {broker_cpu:9.1f} s")
     print(f"  ratio produce/file {file_s / produce_s:.4f}   consume/file {file_s / consume_s:.4f}")
+    if args.record:
+        keys = {"produce (kafka-python -> broker)": "produce", "consume (broker -> kafka-python)": "consume",
+                "append to a plain file + fsync": "plain_file"}
+        figures = {"megabytes": megabytes,
+                   "rows": [{"operation": keys[name], "wall_s": seconds, "mb_per_s": megabytes / seconds,
+                             "records_per_s": args.records / seconds, "client_cpu_s": client_cpu,
+                             "broker_cpu_s": broker_cpu} for name, (seconds, client_cpu, broker_cpu) in rows],
+                   "ratio_produce_to_file": file_s / produce_s, "ratio_consume_to_file": file_s / consume_s}
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, figures,
+                     Scope.LAB)
     return 0
 
 

@@ -12,6 +12,7 @@ restart; the first ones are the members' starts, for Kafka's consumer a cold JVM
 variant's (the baseline, Kafka's own by default), and the conflicts per run. Nothing is run: it reads.
 
 Run: .venv/bin/python benchmarks/claim_timing.py DIR [--variants kafka-0.8.2.2,zookeeper-kafka-0.8] [--json FILE]
+     [--record FILE]
 """
 
 from __future__ import annotations
@@ -21,10 +22,12 @@ import json
 import statistics
 from pathlib import Path
 
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.apache_kafka.race import claim_delays, kafka_log_moments, trace_moments
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 
 
 def run_dirs(root: Path, variant: str) -> dict[str, list[Path]]:
@@ -54,6 +57,7 @@ def main() -> None:
     ap.add_argument("--variants", default="kafka-0.8.2.2,zookeeper-kafka-0.8")
     ap.add_argument("--group", default="lab", help="the runs' group id (the lab's: lab)")
     ap.add_argument("--json", type=Path, help="write every figure there")
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     variants = [v.strip() for v in args.variants.split(",") if v.strip()]
     found = {v: run_dirs(args.dir, v) for v in variants}
@@ -70,6 +74,7 @@ def main() -> None:
             table.add_column(f"÷ {variants[0]}", justify="right")
         table.add_column(f"{v}: conflicts", justify="right")
     doc: dict = {}
+    rows: list[dict] = []  # the table's figures, a row per scenario and variant, for the record
     for scenario in scenarios:
         cells, base = [], None
         for i, v in enumerate(variants):
@@ -89,10 +94,20 @@ def main() -> None:
             else:
                 cells.append(f"{median / base:.2f}x" if median is not None and base else "-")
             cells.append(" ".join("-" if c is None else str(c) for c in conflicts) or "-")
+            rows.append({"scenario": scenario, "variant": v, "runs": len(runs), "registrations": len(delays),
+                         "to_claim_p50_ms": median, "to_claim_min_ms": min(delays) if delays else None,
+                         "to_claim_max_ms": max(delays) if delays else None,
+                         "later_registrations": len(later),
+                         "later_to_claim_p50_ms": statistics.median(later) if later else None,
+                         "to_claim_vs_baseline": median / base if i and median is not None and base else None,
+                         "claim_conflicts_per_run": conflicts})
         table.add_row(scenario, *cells)
     make_console().print(table)
     if args.json:
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
+    if args.record:
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {"baseline": variants[0], "rows": rows}, Scope.LAB)
 
 
 if __name__ == "__main__":

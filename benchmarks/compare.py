@@ -11,7 +11,7 @@ Each run has its own servers and consumer processes and is analysed on Spark. Pr
 for every measure, each variant's ratio to the ZooKeeper default profile (the baseline of this run). A variant
 this machine cannot run (no Kafka jars and no Maven, no confluent-kafka) is skipped with one line.
 Run: .venv/bin/python benchmarks/compare.py [--variants all] [--workload churn|rolling-restart|scale-out]
-[--consumers 3] [--duration 30] [--no-analyze]
+[--consumers 3] [--duration 30] [--no-analyze] [--record FILE]
 """
 
 from __future__ import annotations
@@ -20,10 +20,12 @@ import argparse
 import tempfile
 from pathlib import Path
 
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.consoles import make_console
 from zkconsumer.lab.compare import MEASURES, run_compare
+from zkconsumer.results.record import Scope
 from zkconsumer.scenario.plan import WORKLOADS, RunPlan
 
 BASELINE = "zookeeper-default"
@@ -38,6 +40,7 @@ def main() -> None:
     ap.add_argument("--variants", default="all", help="comma-separated variant names, or all")
     ap.add_argument("--workload", choices=WORKLOADS, default="churn")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     console = make_console()
     out = args.out or Path(tempfile.mkdtemp(prefix="zkconsumer-compare-"))
@@ -52,6 +55,7 @@ def main() -> None:
     for r in results:
         if r is not base:
             table.add_column(r.name, justify="right")
+    ratios: dict[str, dict[str, float | None]] = {r.name: {} for r in results if r is not base}
     for key, label in MEASURES:
         b = base.measures.get(key)
         if not isinstance(b, (int, float)) or isinstance(b, bool):
@@ -65,8 +69,17 @@ def main() -> None:
                 cells.append("n/a")
             else:
                 cells.append("-" if v is None else ("n/a (baseline 0)" if b == 0 else f"{v / b:.2f}x"))
+            ratios[r.name][key] = v / b if v is not None and b != 0 and key not in r.not_applicable else None
         table.add_row(label, *cells)
     console.print(table)
+    if args.record:
+        rows = [{"variant": r.name, **{key: r.measures.get(key) for key, _ in MEASURES},
+                 "not_applicable": sorted(m.value for m in r.not_applicable),
+                 "invariants": None if r.invariants is None else {i.value.replace("-", "_"): n
+                                                                  for i, n in r.invariants.items()},
+                 "ratio_to_baseline": ratios.get(r.name)} for r in results]
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {"baseline": BASELINE, "workload": args.workload, "rows": rows}, Scope.LAB)
     console.print(f"runs, reports, compare.csv and compare.png under {out}")
 
 

@@ -18,12 +18,14 @@ same run is the smallest size: a herd shows as requests growing with the group f
 Run: .venv/bin/python benchmarks/herd.py [--sizes 10 50 200] [--rounds 3] [--protocols range cooperative-sticky]
      [--in-process]   (the members as threads of this process; benchmarks/herd_agreement.py sets that beside
                        the simulated herd)
+     [--record FILE]
 """
 
 from __future__ import annotations
 
 import argparse
 import contextlib
+import re
 import statistics
 import tempfile
 import threading
@@ -32,10 +34,12 @@ from collections import Counter
 from pathlib import Path
 
 from hosts import RemoteHost
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.broker import Broker
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import ZooKeeperServer
 from zkconsumer.zk.topics import create_topic
@@ -242,10 +246,39 @@ def main() -> None:
     ap.add_argument("--protocols", nargs="+", default=list(ASSIGNORS), choices=list(ASSIGNORS))
     ap.add_argument("--in-process", action="store_true",
                     help="the members as threads of this process, not of host processes")
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     console = make_console()
     rows = run_all(args.protocols, args.sizes, args.rounds, console, InProcessGroup if args.in_process else Group)
     console.print(table(list(rows.values()), min(args.sizes)))
+    if args.record:
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {"base_size": min(args.sizes), "rows": record_rows(list(rows.values()), min(args.sizes))},
+                     Scope.LAB)
+
+
+def _snake(api: str) -> str:
+    return re.sub(r"(?<!^)(?=[A-Z])", "_", api).lower()
+
+
+def record_rows(rows: list[dict], base: int) -> list[dict]:
+    """The table's rows for the result record: requests per join or leave by API (a mean over the rounds), their
+    totals, the join's total against the smallest group's, and each round's JoinGroups."""
+    by_base = {r["protocol"]: sum(r["join_requests"].values()) for r in rows if r["size"] == base}
+    out = []
+    for r in rows:
+        join_total = sum(r["join_requests"].values())
+        out.append({"protocol": r["protocol"], "size": r["size"], "cold_start_s": r["cold_s"],
+                    "join_p50_ms": r["join_ms"], "leave_p50_ms": r["leave_ms"],
+                    "requests_per_join": {_snake(k): v for k, v in r["join_requests"].items()},
+                    "group_requests_per_join": join_total,
+                    "group_requests_per_join_vs_base": join_total / by_base[r["protocol"]]
+                    if by_base.get(r["protocol"]) else None,
+                    "requests_per_leave": {_snake(k): v for k, v in r["leave_requests"].items()},
+                    "group_requests_per_leave": sum(r["leave_requests"].values()),
+                    "join_group_requests_by_join_round": r["join_joingroups"],
+                    "join_group_requests_by_leave_round": r["leave_joingroups"]})
+    return out
 
 
 def run_all(protocols: list[str], sizes: list[int], rounds: int, console, group_class: type = Group,  # noqa: ANN001

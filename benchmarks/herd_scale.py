@@ -21,7 +21,7 @@ writes them as Parquet; this benchmark runs them one after the other, so that a 
 
 Run: .venv/bin/python benchmarks/herd_scale.py [--sizes 10 50 200 1000 5000 10000]
      [--designs default kafka-0.8 eager cooperative] [--rounds 3] [--budget-s 600] [--json F] [--plot F.png]
-     [--fit-coordinator] [--from F.json ... --plot F.png]
+     [--fit-coordinator] [--from F.json ... --plot F.png] [--record FILE]
 """
 
 from __future__ import annotations
@@ -29,12 +29,15 @@ from __future__ import annotations
 import argparse
 import json
 import logging
+from dataclasses import asdict
 from pathlib import Path
 
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.analysis.herd_report import loglog
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 from zkconsumer.sim import herd_scale
 from zkconsumer.sim.coordinator_fit import measure_cost
 from zkconsumer.sim.zk_service import ServiceModel
@@ -62,7 +65,14 @@ def main() -> None:
     ap.add_argument("--plot", type=Path)
     ap.add_argument("--from", dest="sources", type=Path, nargs="+",
                     help="draw --plot from these --json files (runs of other sizes or designs) instead of simulating")
+    ap.add_argument("--record", type=Path, metavar="FILE",
+                    help="write the result record (results/README.md) there: the table's rows (--fit-coordinator: "
+                         "the samples and the fit)")
     args = ap.parse_args()
+    if args.record and args.sources:
+        ap.error("--record measures: not with --from, which only draws")
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    settings["sources"] = None if args.sources is None else [str(f) for f in args.sources]
     console = make_console()
     logging.disable(logging.ERROR)
     if args.fit_coordinator:
@@ -72,6 +82,12 @@ def main() -> None:
             console.print(f"{s.size:>5} members  {s.api:<10} {s.requests:>5} requests  "
                           f"{s.cpu_us / s.requests:8.1f} µs each  {s.bytes / s.requests:7.1f} B each", highlight=False)
         console.print(f"fit: {cost}", highlight=False)
+        if args.record:
+            write_record(args.record, settings,
+                         {"samples": [{"size": s.size, "api": s.api, "requests": s.requests,
+                                       "cpu_us_per_request": s.cpu_us / s.requests,
+                                       "bytes_per_request": s.bytes / s.requests} for s in samples],
+                          "fit": asdict(cost)}, Scope.SIM)
         return
     if args.sources:
         rows = [r for f in args.sources for r in json.loads(f.read_text())]
@@ -87,6 +103,7 @@ def main() -> None:
         table.add_column(col)
     out = []
     baseline: dict[int, dict] = {}  # the default profile's rows, by size: the ratios' baseline
+    ratios: dict[tuple[str, int], dict[str, float]] = {}  # the ratios to it, as numbers, for the record
     for design in args.designs:
         last: tuple[int, float] | None = None
         for size in args.sizes:
@@ -115,6 +132,10 @@ def main() -> None:
             ratio = "–" if base is None else (f"{row['requests_per_action'] / base['requests_per_action']:.2f} / "
                                               f"{row[first] / max(1, base[first]):.2f}")
             row["vs_default"] = ratio
+            if base is not None:
+                ratios[(design, size)] = {
+                    "requests_vs_default": row["requests_per_action"] / base["requests_per_action"],
+                    f"{first}_vs_default": row[first] / max(1, base[first])}
             table.add_row(design, f"{size:,}", f"{row['requests_per_action']:,.1f}",
                           ", ".join(f"{k} {v:,.1f}" for k, v in row["by_kind"].items()),
                           "–" if row["notifications_per_action"] is None else f"{row['notifications_per_action']:,.1f}",
@@ -127,6 +148,10 @@ def main() -> None:
     if args.plot:
         loglog(out, args.plot)
         console.print(f"plot: {args.plot}")
+    if args.record:
+        rows = [{**{k: v for k, v in r.items() if k not in ("detail", "vs_default")},
+                 **ratios.get((r["design"], r["size"]), {})} for r in out]
+        write_record(args.record, settings, {"rows": rows}, Scope.SIM)
 
 
 def _n(value: float | None, fmt: str) -> str:

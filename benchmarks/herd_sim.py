@@ -20,6 +20,7 @@ does not, its times being virtual).
 
 Run: .venv/bin/python benchmarks/herd_sim.py [--sizes 10 50 200] [--real-sizes 10 50] [--rounds 3]
      [--budget-s 600] [--json FILE] [--machine lab] [--warmup 3] [--real-out FILE | --real-from FILE] [--fit]
+     [--record FILE]
 """
 
 from __future__ import annotations
@@ -28,12 +29,16 @@ import argparse
 import json
 import logging
 import statistics
+from dataclasses import asdict
 from pathlib import Path
+from typing import Any
 
 from rebalancing.scenario import run_scenario, warm_up
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 from zkconsumer.sim.cpu import LAB_MACHINE
 from zkconsumer.sim.cpu_fit import CpuSample, explained, fit_machine, reads_and_writes
 from zkconsumer.sim.herd import measure
@@ -66,6 +71,8 @@ def main() -> None:
     ap.add_argument("--budget-s", type=float, default=600.0,
                     help="skip a size whose estimated wall time (the last size's, scaled by N²) exceeds this")
     ap.add_argument("--json", type=Path, help="write every figure there")
+    ap.add_argument("--record", type=Path, metavar="FILE",
+                    help="write the result record (results/README.md) there: the table's figures (--fit: the fit's)")
     args = ap.parse_args()
     console = make_console()
     logging.disable(logging.ERROR)
@@ -85,8 +92,11 @@ def main() -> None:
                                                              zk_pid=server.nodes[0].pid)
         if args.real_out:
             args.real_out.write_text(json.dumps(list(real.values()), indent=2, default=str))
+    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
     if args.fit:
-        fit(console, real, args.rounds)
+        fitted = fit(console, real, args.rounds)
+        if args.record:
+            write_record(args.record, settings, fitted, Scope.SIM_AND_LAB)
         return
     machine = LAB_MACHINE if args.machine == "lab" else None
     service = machine.server if machine is not None else ServiceModel(args.zk_service).times
@@ -96,6 +106,7 @@ def main() -> None:
                 "join / crash p50, real (ms)", "time sim ÷ real: join / crash", "sim wall: cold / join / crash (s)"):
         table.add_column(col)
     out = []
+    rows: list[dict[str, Any]] = []  # the table's figures, for the record
     for profile in args.profiles:
         last: tuple[int, float] | None = None
         for size in args.sizes:
@@ -104,6 +115,7 @@ def main() -> None:
                               f"({last[0]} members took {last[1]:,.0f} s; N² from there), over --budget-s "
                               f"{args.budget_s:g}", highlight=False)
                 out.append({"profile": profile, "size": size, "skipped_estimate_s": round(estimate)})
+                rows.append({"profile": profile, "size": size, "skipped_estimate_s": estimate})
                 continue
             with console.status(f"simulating {profile}, {size} members..."):
                 sim = measure(profile, size, args.rounds, service=service, machine=machine)
@@ -125,9 +137,27 @@ def main() -> None:
                           f"{sum(walls['cold']):.1f} / {statistics.median(walls['join']):.1f} / "
                           f"{statistics.median(walls['crash']):.1f}")
             out.append({**figures, "real": r})
+            sim_join = statistics.median(sim.converge_ms["join"])
+            sim_crash = statistics.median(sim.converge_ms["crash"])
+            rows.append({
+                "profile": profile, "size": size, "sim_requests_per_action": sim.per_action(),
+                "real_requests_per_action": real_n,
+                "requests_sim_to_real": sim.per_action() / real_n if real_n else None,
+                "sim_requests_by_kind_per_action": figures["requests_by_kind"],
+                "sim_notifications_per_action": figures["notifications_per_action"],
+                "sim_bytes_from_server_per_action": figures["bytes_from_server_per_action"],
+                "sim_join_ms": sim_join, "sim_crash_ms": sim_crash,
+                "real_join_p50_ms": r["join_p50_ms"] if r else None,
+                "real_crash_p50_ms": r["crash_p50_ms"] if r else None,
+                "join_time_sim_to_real": sim_join / r["join_p50_ms"] if r else None,
+                "crash_time_sim_to_real": sim_crash / r["crash_p50_ms"] if r else None,
+                "sim_wall_cold_s": sum(walls["cold"]), "sim_wall_join_s": statistics.median(walls["join"]),
+                "sim_wall_crash_s": statistics.median(walls["crash"])})
     console.print(table)
     if args.json:
         args.json.write_text(json.dumps(out, indent=2, default=str))
+    if args.record:
+        write_record(args.record, settings, {"rows": rows}, Scope.SIM_AND_LAB if real else Scope.SIM)
 
 
 def per_action_cpu_us(r: dict, side: str) -> float:
@@ -138,8 +168,9 @@ def per_action_cpu_us(r: dict, side: str) -> float:
     return 1000.0 * statistics.fmean(ms)
 
 
-def fit(console, real: dict[tuple[str, int], dict], rounds: int) -> None:  # noqa: ANN001
-    """Simulate each real group with CPU free, fit the machine's costs to the real CPU, print both."""
+def fit(console, real: dict[tuple[str, int], dict], rounds: int) -> dict[str, Any]:  # noqa: ANN001
+    """Simulate each real group with CPU free, fit the machine's costs to the real CPU, print both (and return
+    them, as the record's figures)."""
     samples = []
     for (profile, size), r in sorted(real.items()):
         with console.status(f"simulating {profile}, {size} members (CPU free)..."):
@@ -154,16 +185,25 @@ def fit(console, real: dict[tuple[str, int], dict], rounds: int) -> None:  # noq
     for col in ("profile", "members", "notifications", "replies", "KB received", "reads", "writes",
                 "consumers real", "consumers fitted", "ZooKeeper real", "ZooKeeper fitted"):
         table.add_column(col)
+    rows = []
     for s in samples:
         consumers, server = explained(machine, s)
+        rows.append({"profile": s.profile, "size": s.size, "notifications_per_action": s.notifications,
+                     "replies_per_action": s.replies, "bytes_received_per_action": s.bytes_received,
+                     "reads_per_action": s.reads, "writes_per_action": s.writes,
+                     "consumers_real_cpu_ms": s.consumers_us / 1000, "consumers_fitted_cpu_ms": consumers / 1000,
+                     "zookeeper_real_cpu_ms": s.server_us / 1000, "zookeeper_fitted_cpu_ms": server / 1000})
         table.add_row(s.profile, str(s.size), f"{s.notifications:,.1f}", f"{s.replies:,.1f}",
                       f"{s.bytes_received / 1024:,.1f}", f"{s.reads:,.1f}", f"{s.writes:,.1f}",
                       f"{s.consumers_us / 1000:,.1f}", f"{consumers / 1000:,.1f}", f"{s.server_us / 1000:,.1f}",
                       f"{server / 1000:,.1f}")
     console.print(table)
     console.print({p: c for p, c in machine.client.items()})
-    console.print({"read_us": machine.server.total(RequestKind.GET_DATA),
-                   "write_us": machine.server.total(RequestKind.CREATE)})
+    server_costs = {"read_us": machine.server.total(RequestKind.GET_DATA),
+                    "write_us": machine.server.total(RequestKind.CREATE)}
+    console.print(server_costs)
+    return {"rows": rows, "client_costs": {p: asdict(c) for p, c in machine.client.items()},
+            "server_costs": server_costs}
 
 
 if __name__ == "__main__":

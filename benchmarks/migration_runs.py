@@ -8,7 +8,7 @@ its own ZooKeeper and zkconsumer's broker) and ``kafka-<version>`` (Apache Kafka
 GroupCoordinator, with Kafka's 3 s initial rebalance delay: one shared real ZooKeeper, a fresh chroot and broker per
 run); ``kafka-<version>x3`` runs three such brokers (issue 22: the 3-broker run). Every run keeps its directory
 (summary.json, logs/, traces/, lab.out, kafka-*/server.log) until the next invocation with the same --out.
-Run: flock /tmp/zkc-bench.lock .venv/bin/python benchmarks/migration_runs.py --runs 10 --duration 40
+Run: flock /tmp/zkc-bench.lock .venv/bin/python benchmarks/migration_runs.py --runs 10 --duration 40 [--record FILE]
 """
 
 from __future__ import annotations
@@ -25,10 +25,12 @@ from collections.abc import Iterator
 from dataclasses import asdict, dataclass
 from pathlib import Path
 
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.apache_kafka.processes import KafkaBroker
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import ZooKeeperServer, running_zookeeper
 
@@ -109,6 +111,7 @@ def main() -> int:
                     help="zkconsumer (its own broker) and/or kafka-<version> (Apache Kafka's broker)")
     ap.add_argument("--duration", type=float, default=40.0, help="seconds of churn per run")
     ap.add_argument("--out", type=Path, default=Path("/tmp/migration-runs"))
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     if bad := [t for t in args.targets if t != "zkconsumer" and not t.startswith("kafka-")]:
         ap.error(f"unknown target(s) {bad}: zkconsumer or kafka-<version>")
@@ -144,6 +147,18 @@ def main() -> int:
                       str(sum(r.join_stalls or 0 for r in runs)),
                       str(sum(r.failed_rebalances or 0 for r in runs)), failed or "-")
     console.print(table)
+    if args.record:
+        rows = [{"target": target, "runs": len(runs), "passed": sum(r.passed for r in runs),
+                 "lost_total": sum(r.lost or 0 for r in runs),
+                 "duplicates_p50": statistics.median(r.duplicates or 0 for r in runs),
+                 "join_stalls_total": sum(r.join_stalls or 0 for r in runs),
+                 "failed_rebalances_total": sum(r.failed_rebalances or 0 for r in runs),
+                 "failed_runs": [{"index": r.index, "exit_code": r.exit_code, "migration": r.migration}
+                                 for r in runs if not r.passed],
+                 "run_results": [{k: v for k, v in asdict(r).items() if k != "target"} for r in runs]}
+                for target, runs in results.items()]
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {"consumers": CONSUMERS, "rows": rows}, Scope.LAB)
     return 0 if all(r.passed for runs in results.values() for r in runs) else 1
 
 

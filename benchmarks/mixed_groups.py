@@ -14,7 +14,7 @@ times both sides from the joiner's registration, from each member's own record. 
 runs Kafka's members in JVMs that have each run three joins and leaves of a throwaway member first (a new consumer
 process is a cold JVM; a connector created in a running application is not): what Kafka's own consumer does when
 its join code runs at speed.
-Run: .venv/bin/python benchmarks/mixed_groups.py [--rounds 1] [--partitions 10] [--groups 1,4,6]
+Run: .venv/bin/python benchmarks/mixed_groups.py [--rounds 1] [--partitions 10] [--groups 1,4,6] [--record FILE]
 """
 
 from __future__ import annotations
@@ -25,14 +25,17 @@ import tempfile
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from kafka import KafkaProducer
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.apache_kafka.mixed import MixedGroup, Subscription
 from zkconsumer.broker import Broker
 from zkconsumer.consoles import make_console
 from zkconsumer.records import encode_value
+from zkconsumer.results.record import Scope
 from zkconsumer.zk.registry import Registry
 from zkconsumer.zk.server import running_zookeeper
 from zkconsumer.zk.topics import create_topic
@@ -50,6 +53,7 @@ GROUPS = [
     ("all Kafka 0.8.2.2, warm JVMs", None, "kkkkkk", 3),
 ]
 WARM_UP = 3
+KINDS = {"k": "kafka", "z": "zkconsumer"}
 #: the churn: (action, member index); in the mixed groups m1 m3 m5 are Kafka's and m2 m4 m6 ours
 CHURN = [("start", 0), ("start", 1), ("start", 2), ("start", 3), ("start", 4), ("start", 5),
          ("leave", 1), ("leave", 0), ("kill", 2), ("kill", 3)]
@@ -107,6 +111,7 @@ def main() -> None:
     ap.add_argument("--groups", default=",".join(str(i + 1) for i in range(len(GROUPS))),
                     help="which groups, by number (default all): " +
                          "; ".join(f"{i + 1} {g[0]}" for i, g in enumerate(GROUPS)) + "; the first is the baseline")
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     groups = [GROUPS[int(i) - 1] for i in args.groups.split(",")]
     console = make_console()
@@ -135,11 +140,15 @@ def main() -> None:
     for name, *_ in groups:
         table.add_column(name, justify="right")
     base = groups[0][0]
+    rows: dict[str, dict[str, Any]] = {name: {"group": name, "profile": profile, "kinds": kinds, "steps": []}
+                                       for name, profile, kinds, _ in groups}
     for k, (action, i) in enumerate(CHURN):
         cells = []
         for name, _, kinds, _ in groups:
             ms = statistics.median(run[k][0].converged_s * 1000 for run in results[name])
             cells.append(f"{ms:.0f} ({kinds[i]})")
+            rows[name]["steps"].append({"step": f"{action} m{i + 1}", "member_kind": KINDS[kinds[i]],
+                                        "converged_ms": ms})
         table.add_row(f"{action} m{i + 1}", *cells)
     totals = {name: sum(statistics.median(run[k][0].converged_s for run in results[name]) for k in range(len(CHURN)))
               for name, *_ in groups}
@@ -151,20 +160,30 @@ def main() -> None:
                   *(f"{statistics.median(run[-1][1]['kafka'] for run in results[name]):.0f} / "
                     f"{statistics.median(run[-1][1]['zkconsumer'] for run in results[name]):.0f}"
                     for name, *_ in groups))
+    for name, *_ in groups:
+        rows[name].update({
+            "total_s": totals[name], "ratio_to_baseline": totals[name] / totals[base] if totals[base] else None,
+            "failed_attempts_kafka": statistics.median(run[-1][1]["kafka"] for run in results[name]),
+            "failed_attempts_zkconsumer": statistics.median(run[-1][1]["zkconsumer"] for run in results[name])})
     console.print(table)
     console.print("(k) / (z): the member that changed is Kafka's / zkconsumer's")
-    console.print(race_table(groups, races))
+    console.print(race_table(groups, races, rows))
     for name, *_ in groups:
         if warm.get(name):
             rounds = [warm[name][k::WARM_UP] for k in range(WARM_UP)]
             console.print(f"{name}: warm-up rounds, createMessageStreams alone in a group (median ms): " +
                           ", ".join(f"round {k + 1} {statistics.median(r):.0f}" for k, r in enumerate(rounds) if r),
                           highlight=False)
+            rows[name]["warm_up_round_ms"] = [statistics.median(r) for r in rounds if r]
+    if args.record:
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {"baseline": base, "rows": list(rows.values())}, Scope.LAB)
 
 
-def race_table(groups: list, races: dict[str, list[list]]) -> Table:
+def race_table(groups: list, races: dict[str, list[list]], rows: dict[str, dict[str, Any]]) -> Table:
     """Per join m2..m6: the joiner's first claim and the holders' last release, ms after its registration
-    (median over rounds); a claim before the release is a conflict."""
+    (median over rounds); a claim before the release is a conflict. Each group's joins also go to its ``rows``
+    entry, for the record."""
     table = Table(title="each join's race, ms after the joiner registered: its first claim / the holders' last "
                         "release (median over rounds; a claim first finds nodes held)")
     table.add_column("join")
@@ -180,6 +199,10 @@ def race_table(groups: list, races: dict[str, list[list]]) -> Table:
             released = [run[k][1] for run in races[name] if run[k][1] is not None]
             cells.append(f"{statistics.median(claims):.0f} / " if claims else "- / ")
             cells[-1] += (f"{statistics.median(released):.0f}" if released else "-") + f" ({kinds[i]})"
+            rows[name].setdefault("joins", []).append({
+                "join": f"start m{i + 1}", "member_kind": KINDS[kinds[i]],
+                "first_claim_ms": statistics.median(claims) if claims else None,
+                "last_release_ms": statistics.median(released) if released else None})
         table.add_row(f"start m{i + 1}", *cells)
     return table
 

@@ -15,7 +15,7 @@ Printed: per variant, runs, breaches by invariant, wall time per seed (run and s
 reproducer with the command that replays it; then one table across variants. ``nemesis.json`` per variant under
 ``--out`` (with ``--runs``, each seed's rate and every run's verdict).
 Run: .venv/bin/python benchmarks/nemesis.py [--seeds 30] [--first-seed 0] [--runs 1] [--variants ...]
-[--max-actions 4] [--shrink-budget 12] [--duration 30] [--out DIR]
+[--max-actions 4] [--shrink-budget 12] [--duration 30] [--out DIR] [--record FILE]
 """
 
 from __future__ import annotations
@@ -32,6 +32,7 @@ from zkconsumer.consoles import make_console
 from zkconsumer.lab.breach_rate import BreachRate
 from zkconsumer.lab.nemesis_run import LabJudge, SeedResult, run_nemesis
 from zkconsumer.lab.variants import unavailable
+from zkconsumer.results.record import Scope
 from zkconsumer.scenario.nemesis import Invariant, NemesisSettings, parse_kinds
 
 ZOOKEEPER_VARIANTS = ("zookeeper-default", "zookeeper-kafka-0.8", "kafka-0.8.2.2")
@@ -49,9 +50,14 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=30.0)
     ap.add_argument("--shrink-budget", type=int, default=12, help="reruns to shrink one breach (default 12)")
     ap.add_argument("--out", type=Path)
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     if args.runs < 1:
         ap.error(f"--runs takes a whole number of runs per seed, 1 or more, not {args.runs}")
+    if args.record:
+        # imported here, as the run starts (records.py reads the commit and the source's fingerprints on import):
+        # tests load this file as a module, without benchmarks/ on sys.path
+        from records import write_record
     console = make_console()
     out = args.out or Path(tempfile.mkdtemp(prefix="zkconsumer-nemesis-"))
     settings = NemesisSettings(duration=args.duration, max_actions=args.max_actions,
@@ -81,6 +87,38 @@ def main() -> None:
             if r.minimal:
                 console.print(f"{variant} seed {r.seed}: {r.minimal}\n  {r.replay}", highlight=False, markup=False)
     console.print(f"runs under {out}", highlight=False)
+    if args.record:
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {"rows": record_rows(rows, args.runs)}, Scope.LAB)
+
+
+def _key(inv: Invariant) -> str:
+    return inv.value.replace("-", "_")
+
+
+def record_rows(rows: list[tuple[str, list[SeedResult], float]], runs: int) -> list[dict]:
+    """The tables' figures for the result record: :func:`across`'s row per variant, with :func:`per_seed`'s rates
+    and the minimal reproducers."""
+    out = []
+    for variant, results, seconds in rows:
+        walls = [t for r in results for t in r.run_seconds] if runs > 1 else [r.seconds for r in results
+                                                                               if not r.error]
+        pooled = BreachRate.pooled(r.rate for r in results) if results else None
+        out.append({
+            "variant": variant, "seeds": len(results), "breaching_seeds": sum(1 for r in results if r.broken),
+            "breaking_runs": pooled.k if pooled else 0, "judged_runs": pooled.n if pooled else 0,
+            "failed_runs": pooled.failed if pooled else 0,
+            "seeds_by_invariant": {_key(inv): sum(1 for r in results if inv in r.broken) for inv in Invariant},
+            "runs_by_invariant": {_key(inv): {"broken": rate.broken, "judged": rate.judged}
+                                  for inv, rate in (pooled.invariants if pooled else {}).items()},
+            "failed_to_run_seeds": sum(1 for r in results if r.error),
+            "run_wall_p50_s": statistics.median(walls) if walls else None,
+            "shrink_wall_total_s": sum(r.shrink_seconds for r in results), "total_s": seconds,
+            "per_seed": [{"seed": r.seed, "breaking_runs": r.rate.k, "judged_runs": r.rate.n,
+                          "broken": sorted(_key(inv) for inv in r.broken), "rate": r.rate.text} for r in results],
+            "reproducers": [{"seed": r.seed, "minimal": str(r.minimal), "replay": r.replay}
+                            for r in results if r.minimal]})
+    return out
 
 
 def across(rows: list[tuple[str, list[SeedResult], float]], settings: NemesisSettings, seeds: int,

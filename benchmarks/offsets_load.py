@@ -1,6 +1,6 @@
 """Loading ``__consumer_offsets`` at broker start: OffsetsLog.load() against a plain replay with kafka-python.
 
-    .venv/bin/python benchmarks/offsets_load.py [--records 100000] [--per-commit 100] [--groups 200]
+    .venv/bin/python benchmarks/offsets_load.py [--records 100000] [--per-commit 100] [--groups 200] [--record FILE]
 
 Writes ``--records`` offset commit records through OffsetsLog.commit (``--per-commit`` partitions per commit,
 round-robin over ``--groups`` groups, each commit fsynced as the coordinator does), closes the log, then times a
@@ -14,14 +14,17 @@ import argparse
 import statistics
 import tempfile
 import time
+from pathlib import Path
 
 from kafka.record.memory_records import MemoryRecords
+from records import write_record
 
 from zkconsumer.assignment.assignors import TopicPartition
 from zkconsumer.coordinator.offsets_codec import OffsetKey, decode_key, decode_offset_value
 from zkconsumer.coordinator.offsets_log import OFFSETS_TOPIC, OffsetsLog
 from zkconsumer.coordinator.store import CommittedOffset
 from zkconsumer.log.storage import LogManager
+from zkconsumer.results.record import Scope
 
 
 def write(data_dir: str, records: int, per_commit: int, groups: int) -> float:
@@ -75,6 +78,7 @@ def main() -> None:
     parser.add_argument("--records", type=int, default=100_000)
     parser.add_argument("--per-commit", type=int, default=100)
     parser.add_argument("--groups", type=int, default=200)
+    parser.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory(prefix="offsets-load-") as data_dir:
         wrote = write(data_dir, args.records, args.per_commit, args.groups)
@@ -87,6 +91,12 @@ def main() -> None:
         a, b = statistics.median(t for t, _ in ours), statistics.median(t for t, _ in theirs)
         print(f"load of {args.records:,} records: OffsetsLog.load {a:.3f}s, kafka-python replay {b:.3f}s "
               f"({b / a:.1f}x)")
+    if args.record:
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {"commits": commits, "write_s": wrote, "commits_per_s": commits / wrote,
+                      "load_s": a, "kafka_python_replay_s": b, "speedup": b / a,
+                      "load_samples_s": [t for t, _ in ours], "kafka_python_replay_samples_s": [t for t, _ in theirs]},
+                     Scope.LAB)
 
 
 if __name__ == "__main__":

@@ -7,21 +7,24 @@ Kafka 0.8's defaults (4 retries, 2,000 ms, 6,000 ms sessions: the baseline, meas
 given up per seed, and the median settle time; and the run's speed (seeds a minute). ``--from DIR`` prints the
 table of a grid already run.
 
-Run: .venv/bin/python benchmarks/settings_grid.py --out grid/ [--seeds 150] [--master local[2]]
+Run: .venv/bin/python benchmarks/settings_grid.py --out grid/ [--seeds 150] [--master local[2]] [--record FILE]
      .venv/bin/python benchmarks/settings_grid.py --from grid/
 """
 
 from __future__ import annotations
 
 import argparse
+import json
 import time
 from pathlib import Path
 
 import pandas as pd
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.cli import main as cli
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 
 #: Kafka 0.8's defaults: the baseline point
 KAFKA_DEFAULTS = {"retries": 4, "backoff_ms": 2000, "session_timeout_ms": 6000}
@@ -47,13 +50,35 @@ def table(points: pd.DataFrame) -> Table:
     return t
 
 
+def record_rows(points: pd.DataFrame) -> list[dict]:
+    """The table's figures for the result record: every column of ``grid_by_point`` (the seeds breaking each
+    invariant as ``breaks_<invariant>``), the breach rate's ratio to the profile's at Kafka's defaults, rebalances
+    given up per seed and the settle times in seconds."""
+    out = []
+    for _, rows in points.groupby("profile", sort=False):
+        at = [rows[k] == v for k, v in KAFKA_DEFAULTS.items()]
+        base = rows[at[0] & at[1] & at[2]]
+        base_rate = float(base["breach_rate"].iloc[0]) if len(base) else None
+        for r in json.loads(rows.to_json(orient="records")):  # plain JSON values, NaN as null
+            p50, p95 = r.get("settle_p50_ms"), r.get("settle_p95_ms")
+            out.append({**r, "breach_rate_vs_defaults": r["breach_rate"] / base_rate if base_rate else None,
+                        "given_up_per_seed": r["given_up"] / max(1, r["seeds"]),
+                        "settle_p50_s": None if p50 is None else p50 / 1000,
+                        "settle_p95_s": None if p95 is None else p95 / 1000})
+    return out
+
+
 def main() -> None:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", type=Path, help="where the grid goes (Parquet, heatmaps, report)")
     ap.add_argument("--from", dest="source", type=Path, help="print the table of a grid already run there")
     ap.add_argument("--seeds", type=int, default=150)
     ap.add_argument("--master", default="local[2]")
+    ap.add_argument("--record", type=Path, metavar="FILE",
+                    help="write the result record (results/README.md) there (a grid run now: not with --from)")
     args = ap.parse_args()
+    if args.record and args.source is not None:
+        ap.error("--record records a grid run now; --from's grid ran on code this run cannot vouch for")
     console = make_console()
     if args.source is None:
         if args.out is None:
@@ -77,6 +102,11 @@ def main() -> None:
     if took is not None:
         speed += f", {took / 60:,.1f} min of wall: {60 * seeds / took:,.0f} seeds a minute"
     console.print(speed, highlight=False)
+    if args.record:
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {"baseline": KAFKA_DEFAULTS, "rows": record_rows(points), "seeds": seeds,
+                      "simulated_core_minutes": float(simulated) / 60, "wall_min": took / 60,
+                      "seeds_per_minute": 60 * seeds / took}, Scope.SIM)
 
 
 if __name__ == "__main__":

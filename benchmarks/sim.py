@@ -5,7 +5,7 @@ it on the simulator with its checkers (zkconsumer/sim/). The baseline, measured 
 schedule run for real by ``benchmarks/nemesis.py``'s machinery (a lab of real processes, judged on Spark), for
 ``--real-seeds`` seeds. Printed: schedules a minute each way, the ratios, each profile's breach rate.
 Run: .venv/bin/python benchmarks/sim.py [--seeds 200] [--duration 60] [--real-seeds 1] [--master local[*]]
-     [--variants default,kafka-0.8,coordinator,cooperative-sticky,static]
+     [--variants default,kafka-0.8,coordinator,cooperative-sticky,static] [--record FILE]
 """
 
 from __future__ import annotations
@@ -16,6 +16,7 @@ import tempfile
 import time
 from pathlib import Path
 
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.analysis.spark import build_session
@@ -23,6 +24,7 @@ from zkconsumer.cli.sim import variant_settings
 from zkconsumer.config import PROFILES
 from zkconsumer.consoles import make_console
 from zkconsumer.lab.nemesis_run import LabJudge, run_nemesis
+from zkconsumer.results.record import Scope
 from zkconsumer.scenario.nemesis import NemesisSettings
 from zkconsumer.sim.many import SimSummary, run_local, run_spark
 from zkconsumer.sim.runs import SimJob, SourceKind
@@ -56,6 +58,7 @@ def main() -> None:
     ap.add_argument("--variants", default="default,kafka-0.8",
                     help="profiles (default, kafka-0.8) or zkconsumer sim's variants (coordinator, cooperative-sticky, "
                          "static), comma-separated (default: the two profiles)")
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     console = make_console()
     logging.disable(logging.WARNING)
@@ -89,6 +92,19 @@ def main() -> None:
     if real:
         console.print(f"baseline: {real:.2f} real schedules a minute (26 s runs, judged on Spark), this run",
                       highlight=False)
+    if args.record:
+        figures = {"rows": [{"variant": profile, "runs": on_spark.runs, "breaking_runs": len(on_spark.breaching),
+                             "verdict": on_spark.rate_text(),
+                             "breaches": {str(i.value): n for i, n in on_spark.breaches().items()},
+                             "local_runs": local.runs, "local_wall_s": local.wall_s,
+                             "local_schedules_per_minute": local.schedules_per_minute,
+                             "spark_wall_s": on_spark.wall_s,
+                             "spark_schedules_per_minute": on_spark.schedules_per_minute,
+                             "spark_to_real_lab": on_spark.schedules_per_minute / real if real else None}
+                            for profile, local, on_spark in rows],
+                   "real_seeds": args.real_seeds, "real_schedules_per_minute": real}
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, figures,
+                     Scope.SIM_AND_LAB if real else Scope.SIM)
 
 
 if __name__ == "__main__":

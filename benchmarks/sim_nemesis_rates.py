@@ -9,7 +9,7 @@ broken. The real runs to set beside it: ``benchmarks/nemesis.py --first-seed S -
 is in docs/simulation.md ("The nemesis's 30 schedules").
 
 Run: flock /tmp/zkc-bench.lock .venv/bin/python benchmarks/sim_nemesis_rates.py [--seeds 30] [--first-seed 0]
-     [--interleavings 20] [--duration 26] [--master local[2]] [--json FILE]
+     [--interleavings 20] [--duration 26] [--master local[2]] [--json FILE] [--record FILE]
 """
 
 from __future__ import annotations
@@ -20,11 +20,13 @@ import logging
 import time
 from pathlib import Path
 
+from records import write_record
 from rich.progress import Progress
 from rich.table import Table
 
 from zkconsumer.analysis.spark import build_session
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 from zkconsumer.scenario import nemesis, writer
 from zkconsumer.sim.many import SimSummary, run_spark
 from zkconsumer.sim.runs import SimJob, SourceKind
@@ -40,6 +42,7 @@ def main() -> None:
     ap.add_argument("--duration", type=float, default=26.0, help="as benchmarks/nemesis.py ran them (default 26)")
     ap.add_argument("--master", default="local[2]")
     ap.add_argument("--json", type=Path, help="write every figure there")
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     logging.disable(logging.WARNING)
     console = make_console()
@@ -74,11 +77,20 @@ def main() -> None:
             cells.append(f"{row['breaking']}/{n}" + (f": {broken}" if broken else ""))
         table.add_row(str(seed), *cells)
     console.print(table)
+    totals = []
     for profile in PROFILES:
         k = sum(r["breaking"] for r in rows[profile].values())
         hit = [s for s, r in rows[profile].items() if r["breaking"]]
         console.print(f"{profile}: {k} of {n * len(seeds)} interleavings break; seeds breaking at least once: "
                       f"{', '.join(map(str, hit)) or 'none'}", highlight=False)
+        totals.append({"profile": profile, "breaking_interleavings": k, "interleavings": n * len(seeds),
+                       "seeds_breaking": hit})
+    if args.record:
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {"interleavings_per_seed": n, "wall_s": wall, "totals": totals,
+                      "rows": [{"profile": p, "seed": s, "breaking_interleavings": r["breaking"],
+                                "per_invariant": r["per_invariant"]} for p in PROFILES for s, r in rows[p].items()]},
+                     Scope.SIM)
     if args.json:
         args.json.write_text(json.dumps({"interleavings": n, "duration": args.duration, "wall_seconds": round(wall, 1),
                                          "seeds": {p: {str(s): r for s, r in v.items()} for p, v in rows.items()}},

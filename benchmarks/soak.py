@@ -7,7 +7,7 @@ kill, two consumers kill -9'd and two fresh ones joining, follower kill, broker 
 off from ZooKeeper (blackhole) until its session expired, a join and a graceful stop, quorum loss. After each
 fault the group must settle (every partition owned, Kafka's verify passing) before the next one.
 
-Run: .venv/bin/python benchmarks/soak.py [--minutes 30] [--profile default] [--out soak-runs/<time>]
+Run: .venv/bin/python benchmarks/soak.py [--minutes 30] [--profile default] [--out soak-runs/<time>] [--record FILE]
 (``make soak``; not part of ``make test``).
 """
 
@@ -19,12 +19,14 @@ import json
 import time
 from pathlib import Path
 
+from records import write_record
 from rich.console import Console
 
 from zkconsumer.analysis.pipeline import run_analysis
 from zkconsumer.analysis.spark import build_session
 from zkconsumer.lab.faults import matrix
 from zkconsumer.lab.faults.lab import FaultLab
+from zkconsumer.results.record import Scope
 from zkconsumer.scenario.plan import RunPlan
 
 
@@ -74,6 +76,7 @@ def main() -> int:
     ap.add_argument("--profile", default="default", choices=("default", "kafka-0.8"))
     ap.add_argument("--rate", type=float, default=50.0)
     ap.add_argument("--out", type=Path, default=Path("soak-runs") / time.strftime("%Y%m%d-%H%M%S"))
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     console = Console()
     plan = RunPlan(consumers=args.consumers, profile=args.profile, topics={"orders": 8, "payments": 4},
@@ -127,6 +130,10 @@ def main() -> int:
     (args.out / "soak.json").write_text(json.dumps(figures, indent=2))
     console.print_json(json.dumps(figures))
     console.print(f"report: {res.report_md}")
+    if args.record:  # soak.json's figures, and each fault's settle time as printed
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {**figures, "settles": [{"fault": f["fault"], "settle_s": f["seconds"]} for f in faults]},
+                     Scope.LAB)
     return 0 if figures["clean"] else 1
 
 

@@ -12,7 +12,7 @@
    Python and JVM, warmed up the same way) right after, and the row says the ratio and whether every output
    table (CSV) is byte-identical.
 
-Run: .venv/bin/python benchmarks/sweep.py [--scenarios N] [--events N] [--compare N] [--master local[2]]
+Run: .venv/bin/python benchmarks/sweep.py [--scenarios N] [--events N] [--compare N] [--master local[2]] [--record FILE]
      .venv/bin/python benchmarks/sweep.py --compare 0 --scenarios 0 --baseline main   # analyze, old vs new
 """
 
@@ -29,7 +29,9 @@ import tempfile
 import time
 from dataclasses import replace
 from pathlib import Path
+from typing import Any
 
+from records import write_record
 from rich.console import Console
 from rich.table import Table
 
@@ -39,6 +41,7 @@ from zkconsumer.analysis.sweep import GRID_FULL, SweepConfig, run_local, run_spa
 from zkconsumer.analysis.sweep_batch import run_batched
 from zkconsumer.analysis.synthetic import generate
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 
 
 def main() -> None:
@@ -53,6 +56,7 @@ def main() -> None:
     ap.add_argument("--tmp", default=None, help="where the trace and outputs go (default: a temp dir)")
     ap.add_argument("--baseline", default=None, metavar="GIT_REF",
                     help="also analyze with the code of this git ref (e.g. main) and print the ratio")
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     console = make_console()
     tmp = Path(args.tmp or tempfile.mkdtemp(prefix="zkc-bench-"))
@@ -63,10 +67,11 @@ def main() -> None:
                         f"{platform.machine()}")
     for col in ("measure", "size", "seconds", "rate"):
         table.add_column(col, justify="right" if col != "measure" else "left")
+    figures: dict[str, Any] = {}
     try:
         n = args.compare
         if n:
-            sweep_comparison(table, spark, cfg, n, args.master)
+            figures["comparison"] = sweep_comparison(table, spark, cfg, n, args.master)
             console.print(table)
         if args.scenarios:
             out = tmp / "sweep.parquet"
@@ -76,27 +81,34 @@ def main() -> None:
             rows = spark.read.parquet(str(out)).count()
             table.add_row(f"largest sweep → Parquet ({rows:,} rows)", f"{args.scenarios:,} scenarios",
                           f"{big_s:.1f}", f"{args.scenarios / big_s:,.0f} scenarios/s")
+            figures["largest_sweep"] = {"scenarios": args.scenarios, "parquet_rows": rows, "seconds": big_s,
+                                        "scenarios_per_s": args.scenarios / big_s}
             console.print(table)
         base = baseline_code(args.baseline, tmp) if args.baseline else None
         if args.tiny_events:  # the fixed cost: a lab run's traces are this small
-            analyze_row(table, spark, console, tmp / "tiny", args.tiny_events, "analyze, tiny trace (fixed cost)",
-                        baseline=base, args=args)
+            figures["analyze_tiny"] = analyze_row(table, spark, console, tmp / "tiny", args.tiny_events,
+                                                  "analyze, tiny trace (fixed cost)", baseline=base, args=args)
         if args.events:
-            analyze_row(table, spark, console, tmp / "big", args.events, "analyze (all stages: tables, plots, report)",
-                        stages=True, baseline=base, args=args,
-                        warm=tmp / "tiny" / "trace" if args.tiny_events else None)
+            figures["analyze"] = analyze_row(table, spark, console, tmp / "big", args.events,
+                                             "analyze (all stages: tables, plots, report)", stages=True,
+                                             baseline=base, args=args,
+                                             warm=tmp / "tiny" / "trace" if args.tiny_events else None)
     finally:
         spark.stop()
         if not args.tmp:
             shutil.rmtree(tmp, ignore_errors=True)
     console.print(table)
+    if args.record:
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, figures,
+                     Scope.LAB)
 
 
 def analyze_row(table: Table, spark, console, where: Path, events: int, label: str,  # noqa: ANN001
                 stages: bool = False, baseline: Path | None = None, args=None,  # noqa: ANN001
-                warm: Path | None = None) -> None:
+                warm: Path | None = None) -> dict[str, Any]:
     """Generate a synthetic trace, analyze it, and add its time, rate and Spark job count to ``table``; with
-    ``baseline`` (a directory holding an older ``zkconsumer``), the same for that code and the ratio."""
+    ``baseline`` (a directory holding an older ``zkconsumer``), the same for that code and the ratio. Returns the
+    figures, for the record."""
     t0 = time.perf_counter()
     lines = generate(where / "trace", events, consumers=8, topics=2, partitions=16, changes=6)
     gen_s = time.perf_counter() - t0
@@ -112,19 +124,27 @@ def analyze_row(table: Table, spark, console, where: Path, events: int, label: s
     jobs = len(sc.statusTracker().getJobIdsForGroup(group))
     sc.setJobGroup("bench", "benchmark")
     table.add_row(f"{label}, {jobs} Spark jobs", f"{lines:,} events", f"{an_s:.1f}", f"{lines / an_s:,.0f} events/s")
+    figures: dict[str, Any] = {"events": lines, "generation_s": gen_s, "generation_lines_per_s": lines / gen_s,
+                               "spark_jobs": jobs, "analyze_s": an_s, "events_per_s": lines / an_s}
     if stages:
         for name, took, _ in res.stages:
             table.add_row(f"  {name}", "", f"{took:.1f}", "")
+        figures["stages"] = [{"stage": name, "seconds": took} for name, took, _ in res.stages]
     if baseline is None:
-        return
+        return figures
     old = run_baseline(baseline, where / "trace", where / "report-baseline", args, warm or where / "trace")
     same = same_tables(where / "report", where / "report-baseline")
     table.add_row(f"  same, previous code ({args.baseline}), {old['jobs']} Spark jobs; tables {same}",
                   f"{lines:,} events", f"{old['seconds']:.1f}",
                   f"{lines / old['seconds']:,.0f} events/s  (new {old['seconds'] / an_s:.2f}x faster)")
+    figures["baseline"] = {"ref": args.baseline, "spark_jobs": old["jobs"], "analyze_s": old["seconds"],
+                           "events_per_s": lines / old["seconds"], "speedup": old["seconds"] / an_s,
+                           "tables_identical": same == "identical", "tables": same}
     if stages:
         for name, took in old["stages"]:
             table.add_row(f"    previous: {name}", "", f"{took:.1f}", "")
+        figures["baseline"]["stages"] = [{"stage": name, "seconds": took} for name, took in old["stages"]]
+    return figures
 
 
 #: Runs in the baseline's own interpreter: warm up on one trace, then time ``analyze`` on another.
@@ -181,9 +201,11 @@ def _timed(fn, *args, **kwargs):  # noqa: ANN001, ANN202
     return out, time.perf_counter() - t0
 
 
-def sweep_comparison(table: Table, spark, cfg: SweepConfig, n: int, master: str) -> None:  # noqa: ANN001
+def sweep_comparison(table: Table, spark, cfg: SweepConfig, n: int, master: str) -> dict[str, Any]:  # noqa: ANN001
     """Scalar loop (the previous approach) against the batched computation, per strategy and for all four, on
-    one core and in Spark; every batched result is checked equal to the scalar one."""
+    one core and in Spark; every batched result is checked equal to the scalar one. Returns the figures, for the
+    record."""
+    rows = []
     for strategy in cfg.strategies:
         one = replace(cfg, strategies=(strategy,))
         ref, scalar_s = _timed(run_local, one, n)
@@ -193,6 +215,7 @@ def sweep_comparison(table: Table, spark, cfg: SweepConfig, n: int, master: str)
                       f"{n / scalar_s:,.0f} scenarios/s")
         table.add_row(f"sweep {strategy}, batched (1 core), rows {same}", f"{n:,} scenarios", f"{batch_s:.1f}",
                       f"{n / batch_s:,.0f} scenarios/s  ({scalar_s / batch_s:.1f}x)")
+        rows.append(_comparison_row(strategy, n, scalar_s, batch_s, same))
     ref, scalar_s = _timed(run_local, cfg, n)
     got, batch_s = _timed(run_batched, cfg, n, chunk=5000)
     same = "identical" if got.equals(ref) else "DIFFERENT"
@@ -208,6 +231,16 @@ def sweep_comparison(table: Table, spark, cfg: SweepConfig, n: int, master: str)
     _, spark_s = _timed(lambda: run_spark(spark, cfg, n).write.format("noop").mode("overwrite").save())
     table.add_row(f"sweep all 4, batched in Spark {master} (noop sink)", f"{n:,} scenarios", f"{spark_s:.1f}",
                   f"{n / spark_s:,.0f} scenarios/s  ({spark_scalar_s / spark_s:.1f}x)")
+    rows.append({**_comparison_row("all", n, scalar_s, batch_s, same),
+                 "spark_scalar_s": spark_scalar_s, "spark_scalar_per_s": n / spark_scalar_s,
+                 "spark_batched_s": spark_s, "spark_batched_per_s": n / spark_s,
+                 "spark_speedup": spark_scalar_s / spark_s})
+    return {"scenarios": n, "rows": rows}
+
+
+def _comparison_row(strategy: str, n: int, scalar_s: float, batch_s: float, same: str) -> dict[str, Any]:
+    return {"strategy": strategy, "scalar_s": scalar_s, "scalar_per_s": n / scalar_s, "batched_s": batch_s,
+            "batched_per_s": n / batch_s, "speedup": scalar_s / batch_s, "identical": same == "identical"}
 
 
 if __name__ == "__main__":

@@ -19,6 +19,7 @@ election), and a killed server started until it serves (its JVM and its sync), e
 10 ms (the time until a client is served again, minus nothing: a client also needs its reconnect).
 
 Run: flock /tmp/zkc-bench.lock .venv/bin/python benchmarks/zk_service_time.py [--requests 2000] [--elections 3]
+     [--record FILE]
 The recorded figures, and the simulator's table (``LAB_SERVICE``) they became, are in benchmarks/README.md.
 """
 
@@ -31,11 +32,15 @@ import time
 import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
 
 from kazoo.client import KazooClient
+from records import write_record
 from rich.table import Table
 
 from zkconsumer.consoles import make_console
+from zkconsumer.results.record import Scope
 from zkconsumer.sim.zk_codes import RequestKind
 from zkconsumer.sim.zk_ensemble import ELECTION_MS, NODE_START_MS
 from zkconsumer.sim.zk_service import LAB_SERVICE
@@ -137,6 +142,7 @@ def main() -> None:
     ap.add_argument("--sessions", type=int, default=100, help="sessions opened and closed per pass (default 100)")
     ap.add_argument("--concurrency", type=int, default=8, help="threads of the second pass (default 8)")
     ap.add_argument("--elections", type=int, default=3, help="rounds of the ensemble's timing (0: none)")
+    ap.add_argument("--record", type=Path, metavar="FILE", help="write the result record (results/README.md) there")
     args = ap.parse_args()
     console = make_console()
     table = Table(title="ZooKeeper's service time per request (µs; the server's own latency, mntr)")
@@ -150,6 +156,7 @@ def main() -> None:
         try:
             next_id = 0
             fitted: dict[str, tuple[float, float]] = {}
+            rows: list[dict[str, Any]] = []
             for name, kind in kinds(zk, f"/bench-{uuid.uuid4().hex[:6]}", server.connect_string).items():
                 n = args.sessions if name.startswith("session") else args.requests
                 measured = []
@@ -165,14 +172,20 @@ def main() -> None:
                 table.add_row(name, f"{alone:.0f}", f"{rtt:.0f}", f"{alone / rtt:.0%}", f"{busy:.0f}", f"{wall:.0f}",
                               f"{work:.0f}", f"{delay:.0f}", "-" if simulated is None else str(simulated),
                               "-" if not simulated else f"{alone / simulated:.2f}")
+                rows.append({"kind": name, "alone_us": alone, "client_p50_us": rtt, "server_share": alone / rtt,
+                             "concurrent_us": busy, "wall_per_request_us": wall, "work_us": work, "delay_us": delay,
+                             "simulator_us": simulated,
+                             "measured_to_simulator": alone / simulated if simulated else None})
         finally:
             zk.stop()
             zk.close()
     console.print(table)
     console.print("As zkconsumer/sim/zk_service.py's table (work, delay):")
     console.print({k: (round(w), round(d)) for k, (w, d) in fitted.items()})
-    if args.elections:
-        ensemble_timing(args.elections, console)
+    ensemble = ensemble_timing(args.elections, console) if args.elections else None
+    if args.record:
+        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+                     {"rows": rows, "ensemble": ensemble}, Scope.SIM_AND_LAB)
 
 
 def _serving(port: int) -> bool:
@@ -191,8 +204,9 @@ def _until(condition: Callable[[], bool], timeout: float = 60.0) -> float:
     return (time.perf_counter() - started) * 1000.0
 
 
-def ensemble_timing(rounds: int, console) -> None:  # noqa: ANN001
-    """The leader's election and a server's start, on a real 3-server ensemble, against the simulator's figures."""
+def ensemble_timing(rounds: int, console) -> list[dict[str, Any]]:  # noqa: ANN001
+    """The leader's election and a server's start, on a real 3-server ensemble, against the simulator's figures
+    (returned as the record's rows)."""
     elections, starts = [], []
     with running_zookeeper(servers=3) as zk:
         for _ in range(rounds):
@@ -206,10 +220,15 @@ def ensemble_timing(rounds: int, console) -> None:  # noqa: ANN001
     table = Table(title=f"the ensemble's faults (3 servers, {rounds} rounds; ms)")
     for col in ("fault", "measured p50", "min–max", "simulator"):
         table.add_column(col, justify="left" if col == "fault" else "right")
-    for name, xs, sim in (("leader killed → survivors serve (election)", elections, ELECTION_MS),
-                          ("a server started → it serves (start and sync)", starts, NODE_START_MS)):
+    rows = []
+    faults = (("election", "leader killed → survivors serve (election)", elections, ELECTION_MS),
+              ("server_start", "a server started → it serves (start and sync)", starts, NODE_START_MS))
+    for key, name, xs, sim in faults:
         table.add_row(name, f"{statistics.median(xs):.0f}", f"{min(xs):.0f}–{max(xs):.0f}", str(sim))
+        rows.append({"fault": key, "p50_ms": statistics.median(xs), "min_ms": min(xs), "max_ms": max(xs),
+                     "simulator_ms": sim, "samples_ms": xs})
     console.print(table)
+    return rows
 
 
 WRITES = {str(k) for k in RequestKind if k.is_write} | {"session open + close"}
