@@ -160,3 +160,7 @@ def test_catalogue_agreement_sets_two_records_side_by_side_and_counts_the_verdic
         [blocks.State.CURRENT]
     with pytest.raises(IllegalArgument, match="reads 2 record"):
         render_view(sim, "catalogue-agreement", "default=zookeeper-default")
+
+
+def test_date_is_the_day_the_run_ended() -> None:
+    assert render_view(_rec({}), "date", None) == "2026-12-07"

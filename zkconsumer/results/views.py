@@ -65,6 +65,11 @@ def figure(rec: Record, arg: str | None) -> str:
     return number(rec.figure(arg))
 
 
+def run_date(rec: Record, arg: str | None) -> str:
+    """The day the run ended, inside a sentence or a table's "run of" column."""
+    return rec.date
+
+
 def sim_rates(rec: Record, arg: str | None) -> str:
     """Nemesis rates per simulated world (``benchmarks/sim_rates.py``: a results.json per world; or one
     ``zkconsumer sim --out`` results.json): the verdict as a rate, the runs that broke each way (only the kinds some
@@ -379,6 +384,7 @@ VIEWS: dict[str, View] = {
     "sim-profile": View(sim_profile),
     "sim-catalogue": View(sim_catalogue),
     "figure": View(figure, inline=True),
+    "date": View(run_date, inline=True),
     "sim-rates": View(sim_rates),
     "replay-sim": View(replay_sim),
     "ratio": View(ratio, inline=True),
