@@ -164,3 +164,11 @@ def test_catalogue_agreement_sets_two_records_side_by_side_and_counts_the_verdic
 
 def test_date_is_the_day_the_run_ended() -> None:
     assert render_view(_rec({}), "date", None) == "2026-12-07"
+
+
+def test_a_figure_may_be_formatted_and_a_bad_format_is_a_clear_error() -> None:
+    rec = _rec({"rows": [{"speedup": 109.34567, "n": 10000}]})
+    assert render_view(rec, "figure", "rows.0.speedup:.1f") == "109.3"
+    assert render_view(rec, "figure", "rows.0.n") == "10,000"
+    with pytest.raises(IllegalArgument, match="cannot be formatted"):
+        render_view(rec, "figure", "rows.0.n:q")

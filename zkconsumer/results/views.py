@@ -60,9 +60,18 @@ def _table(header: list[str], rows: list[list[str]]) -> str:
 
 
 def figure(rec: Record, arg: str | None) -> str:
+    """One recorded figure inside a sentence; ``path:spec`` formats it (``rows.0.speedup:.1f``, ``n:,``), as the
+    record keeps figures unrounded."""
     if not arg:
         raise IllegalArgument(f"results/{rec.name}.json: the figure view needs a dotted path")
-    return number(rec.figure(arg))
+    path, _, spec = arg.partition(":")
+    value = rec.figure(path)
+    if not spec:
+        return number(value)
+    try:
+        return format(value, spec)
+    except (ValueError, TypeError):
+        raise IllegalArgument(f"results/{rec.name}.json: {path} ({value!r}) cannot be formatted as {spec!r}") from None
 
 
 def run_date(rec: Record, arg: str | None) -> str:
