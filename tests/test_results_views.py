@@ -172,3 +172,13 @@ def test_a_figure_may_be_formatted_and_a_bad_format_is_a_clear_error() -> None:
     assert render_view(rec, "figure", "rows.0.n") == "10,000"
     with pytest.raises(IllegalArgument, match="cannot be formatted"):
         render_view(rec, "figure", "rows.0.n:q")
+
+
+def test_a_simulated_catalogue_in_a_sentence_names_the_cells_that_broke() -> None:
+    rec = _rec({"cells": [
+        {"mode": "a", "scenario": "gc-pause", "default": {"k": 0, "n": 200}, "kafka-0.8": {"k": 200, "n": 200}},
+        {"mode": "j", "scenario": "partitions-added", "default": {"k": 0, "n": 200}, "kafka-0.8": {"k": 0, "n": 200}},
+        {"mode": "k", "scenario": "coordinator-kill", "default": {"refused": "x"}, "kafka-0.8": {"refused": "x"}}]})
+    assert render_view(rec, "sim-catalogue-summary", None) == (
+        "`default` holds in all 2 cells (200 seeds each); `kafka-0.8` breaks in a (gc-pause) 200/200 and holds in "
+        "the other 1")

@@ -155,6 +155,24 @@ def sim_catalogue(rec: Record, arg: str | None) -> str:
     return _table(["mode", "scenario", *(f"`{v}`" for v in variants)], rows)
 
 
+def sim_catalogue_summary(rec: Record, arg: str | None) -> str:
+    """A simulated catalogue in a sentence: per variant, the cells that broke ("a 200/200") and that every other
+    cell held; ``arg``: the variants (default: every one the record ran)."""
+    rows = _by_mode(rec.figures["cells"])
+    known = list(dict.fromkeys(v for cells in rows.values() for v in cells))
+    parts = []
+    for v in arg.split(",") if arg else known:
+        ran = {key: c for key, cells in rows.items() if (c := cells.get(v)) and "k" in c}
+        broke = [f"{key[0]} ({key[1]}) {c['k']}/{c['n']}" for key, c in ran.items() if c["k"]]
+        n = sorted({c["n"] for c in ran.values()})
+        seeds = "/".join(map(str, n))
+        if not broke:
+            parts.append(f"`{v}` holds in all {len(ran)} cells ({seeds} seeds each)")
+        else:
+            parts.append(f"`{v}` breaks in {', '.join(broke)} and holds in the other {len(ran) - len(broke)}")
+    return "; ".join(parts)
+
+
 def sim_profile(rec: Record, arg: str | None) -> str:
     """``benchmarks/sim_profile.py``: where a simulated schedule's time goes, per world: each part's share of the
     functions' own time under cProfile, and the simulated seconds a wall second gives."""
@@ -392,6 +410,7 @@ VIEWS: dict[str, View] = {
     "before-after": View(before_after),
     "sim-profile": View(sim_profile),
     "sim-catalogue": View(sim_catalogue),
+    "sim-catalogue-summary": View(sim_catalogue_summary, inline=True),
     "figure": View(figure, inline=True),
     "date": View(run_date, inline=True),
     "sim-rates": View(sim_rates),
