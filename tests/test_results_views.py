@@ -182,3 +182,12 @@ def test_a_simulated_catalogue_in_a_sentence_names_the_cells_that_broke() -> Non
     assert render_view(rec, "sim-catalogue-summary", None) == (
         "`default` holds in all 2 cells (200 seeds each); `kafka-0.8` breaks in a (gc-pause) 200/200 and holds in "
         "the other 1")
+
+
+def test_rebalance_rows_and_each_join_against_zookeepers_floor() -> None:
+    run = {"profile": "kafka-0.8", "size": 200, "cold_s": 9.123, "join_p50_ms": 3988.4, "join_max_ms": 4100.0,
+           "crash_p50_ms": 3500.0, "crash_max_ms": 3600.0, "zk_requests": 43012.0, "cpu_ms": {"consumers": 812.3},
+           "failed_attempts": 0, "claim_conflicts": 12, "failed_rebalances": 0}
+    text = render_view(_rec({"floor_ms": {"rebalance chain": 4.0}, "runs": [run]}), "rebalance", None)
+    assert "| `kafka-0.8` | 200 | 9.12 | 3,988 / 4,100 | 3,500 / 3,600 | 997.1x | 43,012 | 812 | 0 | 12 | 0 |" in text
+    assert "rebalance chain alone in the same run: 4.00 ms" in text

@@ -173,6 +173,31 @@ def sim_catalogue_summary(rec: Record, arg: str | None) -> str:
     return "; ".join(parts)
 
 
+def _ms(value: Any, digits: int = 0) -> str:
+    return "-" if value is None else f"{value:,.{digits}f}"
+
+
+def rebalance(rec: Record, arg: str | None) -> str:
+    """``benchmarks/rebalance.py``: per implementation and group size, the cold start, join and crash convergence
+    (p50 and slowest), ZooKeeper requests and consumer CPU per rebalance, the attempts that failed, and each join's
+    p50 as a multiple of ZooKeeper's own rebalance chain measured alone in the same run (the floor)."""
+    floor = (rec.figures.get("floor_ms") or {}).get("rebalance chain")
+    rows = []
+    for r in rec.figures["runs"]:
+        vs_floor = f"{r['join_p50_ms'] / floor:.1f}x" if floor and r.get("join_p50_ms") is not None else "-"
+        rows.append([f"`{r['profile']}`", number(r["size"]), _ms(r.get("cold_s"), 2),
+                     f"{_ms(r.get('join_p50_ms'))} / {_ms(r.get('join_max_ms'))}",
+                     f"{_ms(r.get('crash_p50_ms'))} / {_ms(r.get('crash_max_ms'))}", vs_floor,
+                     _ms(r.get("zk_requests")), _ms((r.get("cpu_ms") or {}).get("consumers")),
+                     *(number(r[k]) if r.get(k) is not None else "-"
+                       for k in ("failed_attempts", "claim_conflicts", "failed_rebalances"))])
+    table = _table(["implementation", "consumers", "cold start (s)", "join p50 / max (ms)", "crash p50 / max (ms)",
+                    "join p50 ÷ floor", "ZooKeeper requests a rebalance", "consumer CPU a rebalance (ms)",
+                    "failed attempts", "claim conflicts", "rebalances given up"], rows)
+    return table + (f"\n\nZooKeeper's floor, its rebalance chain alone in the same run: {floor:.2f} ms." if floor
+                    else "")
+
+
 def sim_profile(rec: Record, arg: str | None) -> str:
     """``benchmarks/sim_profile.py``: where a simulated schedule's time goes, per world: each part's share of the
     functions' own time under cProfile, and the simulated seconds a wall second gives."""
@@ -410,6 +435,7 @@ VIEWS: dict[str, View] = {
     "before-after": View(before_after),
     "sim-profile": View(sim_profile),
     "sim-catalogue": View(sim_catalogue),
+    "rebalance": View(rebalance),
     "sim-catalogue-summary": View(sim_catalogue_summary, inline=True),
     "figure": View(figure, inline=True),
     "date": View(run_date, inline=True),
