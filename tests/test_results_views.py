@@ -191,3 +191,15 @@ def test_rebalance_rows_and_each_join_against_zookeepers_floor() -> None:
     text = render_view(_rec({"floor_ms": {"rebalance chain": 4.0}, "runs": [run]}), "rebalance", None)
     assert "| `kafka-0.8` | 200 | 9.12 | 3,988 / 4,100 | 3,500 / 3,600 | 997.1x | 43,012 | 812 | 0 | 12 | 0 |" in text
     assert "rebalance chain alone in the same run: 4.00 ms" in text
+
+
+def test_rows_renders_any_recorded_table_with_units_from_its_keys() -> None:
+    rec = _rec({"rows": [{"strategy": "range", "zkconsumer_s": 0.2071, "speedup": 109.34, "note": None},
+                         {"strategy": "roundrobin-relaxed", "zkconsumer_s": 0.5771, "speedup": 11.81, "note": None}],
+                "by": {"x": [{"n": 1200}]}})
+    text = render_view(rec, "rows", "strategy,zkconsumer_s:.3f,speedup:.1f,note")
+    assert text.splitlines()[0] == "| strategy | zkconsumer (s) | speedup | note |"
+    assert "| range | 0.207 | 109.3 | - |" in text and "| `roundrobin-relaxed` | 0.577 | 11.8 | - |" in text
+    assert render_view(rec, "rows", "by.x;n").splitlines()[2] == "| 1,200 |"
+    with pytest.raises(IllegalArgument, match="no figure"):
+        render_view(rec, "rows", "strategy,missing")

@@ -173,6 +173,40 @@ def sim_catalogue_summary(rec: Record, arg: str | None) -> str:
     return "; ".join(parts)
 
 
+#: a figure's key ends in its unit (the benchmarks' convention): the header says the unit
+_UNITS = (("_per_s", "/s"), ("_mb_s", "MB/s"), ("_ms", "ms"), ("_us", "µs"), ("_s", "s"))
+
+
+def _header(key: str) -> str:
+    for suffix, unit in _UNITS:
+        if key.endswith(suffix):
+            return f"{key.removesuffix(suffix).replace('_', ' ')} ({unit})"
+    return key.replace("_", " ")
+
+
+def _cell(value: Any, spec: str) -> str:
+    if value is None:
+        return "-"
+    if spec and not isinstance(value, str):
+        return format(value, spec)
+    return f"`{value}`" if isinstance(value, str) and "-" in value and " " not in value else number(value)
+
+
+def rows_table(rec: Record, arg: str | None) -> str:
+    """Any recorded list of rows as a table: ``arg`` is ``[path;]key[:spec],...`` (the list at ``path``, default
+    ``rows``; each column's key and its format), headers named from the keys, their unit suffix (``_s``, ``_ms``,
+    ``_per_s``...) as the unit."""
+    if not arg:
+        raise IllegalArgument(f"results/{rec.name}.json: the rows view needs its columns, key[:spec],...")
+    path, _, cols = arg.rpartition(";")
+    columns = [c.partition(":")[::2] for c in cols.split(",")]
+    rows = rec.figure(path or "rows")
+    missing = sorted({k for row in rows for k, _ in columns if k not in row})
+    if missing:
+        raise IllegalArgument(f"results/{rec.name}.json has no figure {missing[0]!r} in its {path or 'rows'}")
+    return _table([_header(k) for k, _ in columns], [[_cell(row[k], spec) for k, spec in columns] for row in rows])
+
+
 def _ms(value: Any, digits: int = 0) -> str:
     return "-" if value is None else f"{value:,.{digits}f}"
 
@@ -436,6 +470,7 @@ VIEWS: dict[str, View] = {
     "sim-profile": View(sim_profile),
     "sim-catalogue": View(sim_catalogue),
     "rebalance": View(rebalance),
+    "rows": View(rows_table),
     "sim-catalogue-summary": View(sim_catalogue_summary, inline=True),
     "figure": View(figure, inline=True),
     "date": View(run_date, inline=True),
