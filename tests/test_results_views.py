@@ -203,3 +203,18 @@ def test_rows_renders_any_recorded_table_with_units_from_its_keys() -> None:
     assert render_view(rec, "rows", "by.x;n").splitlines()[2] == "| 1,200 |"
     with pytest.raises(IllegalArgument, match="no figure"):
         render_view(rec, "rows", "strategy,missing")
+
+
+def test_migration_agreement_sets_both_worlds_matrices_side_by_side() -> None:
+    def cell(world: str, k: int, n: int, ended: str) -> dict[str, Any]:
+        other = "real" if world == "simulated" else "simulated"
+        inner = ({"k": k, "n": n, "migrations": {ended: n}} if world == "simulated"
+                 else {"k": k, "n": n, "runs": [{"migration": ended, "duplicates": 0}] * n})
+        return {"scenario": "migration-driver-kill", "fault": "migrate-kill", world: inner,
+                other: {"k": 0, "n": 0, "runs": [], "migrations": {}}}
+    sim = Record("s", {"figures": {"cells": [cell("simulated", 0, 40, "done")]}})
+    real = Record("r", {"figures": {"cells": [cell("real", 1, 2, "done")]}})
+    text = render_view([sim, real], "migration-agreement", None)
+    row = "| `migration-driver-kill` | `migrate-kill` | holds in 40 of 40 | done | breaks in 1 of 2 | done | **no** |"
+    assert row in text
+    assert text.endswith("The same verdict and ending in 0 of 1 scenarios run in both worlds.")

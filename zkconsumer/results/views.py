@@ -410,6 +410,32 @@ def migration_matrix(rec: Record, arg: str | None) -> str:
     return _table(header, rows)
 
 
+def migration_agreement(recs: list[Record], arg: str | None) -> str:
+    """The migration's fault matrix in both worlds (``sim+real``: two ``benchmarks/sim_migration_matrix.py``
+    records, one simulated, one on the real lab): per scenario the two verdicts, how each world's migrations ended,
+    and whether the verdicts and the endings agree; the line under it counts them."""
+    sim, real = recs
+    reals = {c["scenario"]: c["real"] for c in real.figures["cells"]}
+    rows, same, both = [], 0, 0
+    for c in sim.figures["cells"]:
+        s_cell, r_cell = c["simulated"], reals.get(c["scenario"])
+        s_ends = set(s_cell["migrations"])
+        row = [f"`{c['scenario']}`", f"`{c['fault']}`", _verdict(s_cell["k"], s_cell["n"]),
+               ", ".join(sorted(s_ends)) or "-"]
+        if not r_cell or not r_cell["n"]:
+            rows.append([*row, "-", "-", "-"])
+            continue
+        r_ends = {r["migration"] for r in r_cell["runs"]}
+        agree = (s_cell["k"] > 0) == (r_cell["k"] > 0) and s_ends == r_ends
+        both += 1
+        same += agree
+        rows.append([*row, _verdict(r_cell["k"], r_cell["n"]), ", ".join(sorted(r_ends)) or "-",
+                     "yes" if agree else "**no**"])
+    table = _table(["scenario", "fault", "simulated", "ended (simulated)", "real", "ended (real)",
+                    "same verdict and ending"], rows)
+    return f"{table}\n\nThe same verdict and ending in {same} of {both} scenarios run in both worlds."
+
+
 def herd_agreement(rec: Record, arg: str | None) -> str:
     """``benchmarks/herd_agreement.py``: the coordinator's herd, real members against simulated ones, per protocol,
     size and action: group requests a change (real / simulated, means over the rounds), the simulated ÷ real ratios,
@@ -471,6 +497,7 @@ VIEWS: dict[str, View] = {
     "sim-catalogue": View(sim_catalogue),
     "rebalance": View(rebalance),
     "rows": View(rows_table),
+    "migration-agreement": View(migration_agreement, records=2),
     "sim-catalogue-summary": View(sim_catalogue_summary, inline=True),
     "figure": View(figure, inline=True),
     "date": View(run_date, inline=True),
