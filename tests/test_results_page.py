@@ -47,3 +47,22 @@ def test_the_page_opens_in_chromium_with_a_chart_per_recorded_headline(tmp_path)
         assert "No record has this figure yet" in pg.locator("#h-rebalance").inner_text()
         assert pg.locator("#records tbody tr").count() == len(RECORDS)
         assert pg.locator("script").count() >= 1 and log.errors == [] and log.remote == []
+
+
+def test_the_oracle_headlines_read_the_nemesis_and_rebalance_records() -> None:
+    from zkconsumer.results.record import Record
+
+    def seeds(*breaking: int) -> list[dict]:
+        return [{"seed": i, "breaking_runs": b} for i, b in enumerate(breaking)]
+
+    nemesis = Record("n", {"date": "2026-12-07", "figures": {"rows": [
+        {"variant": "zookeeper-kafka-0.8", "per_seed": seeds(1, 0, 2, 0)},
+        {"variant": "kafka-0.8.2.2", "per_seed": seeds(1, 0, 0, 0)}]}})
+    rebalance = Record("r", {"date": "2026-12-07", "figures": {"runs": [
+        {"profile": "kafka-0.8.2.2", "size": 50, "join_p50_ms": 600.0},
+        {"profile": "kafka-0.8", "size": 50, "join_p50_ms": 360.0}]}})
+    by_key = {h.key: h for h in HEADLINES}
+    (agree,) = by_key["oracle"].series([nemesis, rebalance])
+    assert [p.value for p in agree.points] == [75.0] and agree.points[0].detail == "3 of 4 seeds"
+    (time,) = by_key["oracle-time"].series([nemesis, rebalance])
+    assert time.label == "join at 50" and time.points[0].value == 0.6

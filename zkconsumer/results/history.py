@@ -83,11 +83,40 @@ def _rebalance(r: Record) -> Iterator[tuple[str, float, str]]:
             yield f"{row['profile']} at {row['consumers']}", float(row["ratio"]), f"p50 {row['p50_ms']} ms"
 
 
+KAFKA_08 = "kafka-0.8.2.2"  # Apache Kafka's own consumer, the oracle
+
+
 def _oracle(r: Record) -> Iterator[tuple[str, float, str]]:
+    """Seeds where the profile and Kafka's own consumer reach the same verdict: an agreement record's count, or
+    ``benchmarks/nemesis.py``'s rows for both (a seed breaks when one of its runs broke)."""
     f = r.figures
-    if isinstance(f, dict) and "same_verdict" in f and "seeds" in f and f["seeds"]:
+    if not isinstance(f, dict):
+        return
+    if "same_verdict" in f and f.get("seeds"):
         yield "kafka-0.8 against Kafka 0.8.2.2", 100.0 * f["same_verdict"] / f["seeds"], \
             f"{f['same_verdict']} of {f['seeds']} seeds"
+        return
+    rows = {row.get("variant"): row for row in f.get("rows", []) if isinstance(row, dict) and "per_seed" in row}
+    ours, kafka = rows.get("zookeeper-kafka-0.8"), rows.get(KAFKA_08)
+    if ours and kafka:
+        a = {s["seed"]: s["breaking_runs"] > 0 for s in ours["per_seed"]}
+        b = {s["seed"]: s["breaking_runs"] > 0 for s in kafka["per_seed"]}
+        both = sorted(a.keys() & b.keys())
+        if both:
+            same = sum(a[s] == b[s] for s in both)
+            yield "kafka-0.8 against Kafka 0.8.2.2", 100.0 * same / len(both), f"{same} of {len(both)} seeds"
+
+
+def _oracle_time(r: Record) -> Iterator[tuple[str, float, str]]:
+    """``benchmarks/rebalance.py`` with Kafka's own consumer in the run: the profile's join p50 over Kafka's, per
+    group size (1.0: Kafka's own timing)."""
+    f = r.figures
+    runs = f.get("runs", []) if isinstance(f, dict) else []
+    kafka = {x["size"]: x for x in runs if x.get("profile") == KAFKA_08 and x.get("join_p50_ms")}
+    for x in runs:
+        if x.get("profile") == "kafka-0.8" and x["size"] in kafka and x.get("join_p50_ms"):
+            k = kafka[x["size"]]["join_p50_ms"]
+            yield f"join at {x['size']}", x["join_p50_ms"] / k, f"{x['join_p50_ms']:.0f} against {k:.0f} ms"
 
 
 HEADLINES = [
@@ -98,6 +127,8 @@ HEADLINES = [
     Headline("rebalance", "Rebalance p50 as a multiple of ZooKeeper's floor", "× the floor", _rebalance,
              "a rebalance benchmark record with rebalance_vs_floor rows"),
     Headline("oracle", "kafka-0.8 against Kafka 0.8.2.2: nemesis seeds with the same verdict", "% of seeds",
-             _oracle, "a nemesis agreement record with same_verdict and seeds"),
+             _oracle, "benchmarks/nemesis.py --variants zookeeper-kafka-0.8,kafka-0.8.2.2 --record results/…"),
+    Headline("oracle-time", "kafka-0.8's rebalance time as a multiple of Kafka 0.8.2.2's own", "× Kafka's",
+             _oracle_time, "benchmarks/rebalance.py --record results/… (Kafka's own consumer in the run)"),
     Headline("tests", "make test's time", "minutes", _test_time, "benchmarks/ci_time.py --record results/…"),
 ]
