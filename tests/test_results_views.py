@@ -218,3 +218,15 @@ def test_migration_agreement_sets_both_worlds_matrices_side_by_side() -> None:
     row = "| `migration-driver-kill` | `migrate-kill` | holds in 40 of 40 | done | breaks in 1 of 2 | done | **no** |"
     assert row in text
     assert text.endswith("The same verdict and ending in 0 of 1 scenarios run in both worlds.")
+
+
+def test_catalogue_verdict_names_modes_and_broken_invariants_when_one_variant_differs() -> None:
+    def cell(mode: str, scenario: str, overlaps: int) -> dict[str, Any]:
+        return {"mode": mode, "scenario": scenario, "variant": "zookeeper-kafka-0.8", "verdict": "",
+                "rate": {"headline": f"breaks in {overlaps} of 5 runs",
+                         "invariants": {"one-live-owner": {"broken": overlaps, "judged": 5},
+                                        "commits-forward": {"broken": 0, "judged": 5}}}}
+    text = render_view(_rec({"cells": [cell("e", "session-expiry", 5), cell("f", "zk-cut", 4)]}),
+                       "catalogue-verdict", None)
+    assert text == ("e (`session-expiry`) breaks in 5 of 5 runs (two live owners in 5), "
+                    "f (`zk-cut`) breaks in 4 of 5 runs (two live owners in 4)")

@@ -379,12 +379,23 @@ def catalogue_agreement(recs: list[Record], arg: str | None) -> str:
 
 def catalogue_verdict(rec: Record, arg: str | None) -> str:
     """``zkconsumer catalogue``'s cells' verdicts inside a sentence: the one headline ("holds in 5 of 5 runs"),
-    with "each" when several cells share it; else each variant's."""
+    with "each" when several cells share it; else each cell's, named by its variant (by its mode when the cells
+    are one variant's), a breaking cell with the invariants it broke and in how many runs."""
     cells = rec.figures["cells"]
-    heads = [c["rate"]["headline"] if c["rate"] else c["verdict"] for c in cells]
+
+    def head(c: dict[str, Any]) -> str:
+        if not c["rate"]:
+            return c["verdict"]
+        broken = [f"{LAB_BREACHES.get(name, name)} in {v['broken']}" for name, v in
+                  c["rate"].get("invariants", {}).items() if v["broken"]]
+        return c["rate"]["headline"] + (f" ({', '.join(broken)})" if broken else "")
+
+    heads = [head(c) for c in cells]
     if len(set(heads)) == 1:
         return heads[0] + (" each" if len(cells) > 1 else "")
-    return ", ".join(f"`{c['variant']}` {h}" for c, h in zip(cells, heads, strict=True))
+    one_variant = len({c["variant"] for c in cells}) == 1
+    return ", ".join((f"{c['mode']} (`{c['scenario']}`) " if one_variant else f"`{c['variant']}` ") + h
+                     for c, h in zip(cells, heads, strict=True))
 
 
 def migration_matrix(rec: Record, arg: str | None) -> str:
