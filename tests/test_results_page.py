@@ -66,3 +66,13 @@ def test_the_oracle_headlines_read_the_nemesis_and_rebalance_records() -> None:
     assert [p.value for p in agree.points] == [75.0] and agree.points[0].detail == "3 of 4 seeds"
     (time,) = by_key["oracle-time"].series([nemesis, rebalance])
     assert time.label == "join at 50" and time.points[0].value == 0.6
+
+
+def test_every_headline_reads_every_record_in_results_without_failing() -> None:
+    """The page is built from whatever results/ holds: a headline skips records of other kinds (a nemesis summary's
+    ``runs`` is a count, a rebalance record's a list)."""
+    from zkconsumer.results import record
+
+    records = record.load_all()
+    for h in HEADLINES:
+        h.series(records)

@@ -111,7 +111,10 @@ def _oracle_time(r: Record) -> Iterator[tuple[str, float, str]]:
     """``benchmarks/rebalance.py`` with Kafka's own consumer in the run: the profile's join p50 over Kafka's, per
     group size (1.0: Kafka's own timing)."""
     f = r.figures
-    runs = f.get("runs", []) if isinstance(f, dict) else []
+    runs = f.get("runs") if isinstance(f, dict) else None
+    if not isinstance(runs, list):  # a nemesis summary's "runs" is a count
+        return
+    runs = [x for x in runs if isinstance(x, dict) and "profile" in x and "size" in x]
     kafka = {x["size"]: x for x in runs if x.get("profile") == KAFKA_08 and x.get("join_p50_ms")}
     for x in runs:
         if x.get("profile") == "kafka-0.8" and x["size"] in kafka and x.get("join_p50_ms"):
