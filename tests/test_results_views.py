@@ -230,3 +230,12 @@ def test_catalogue_verdict_names_modes_and_broken_invariants_when_one_variant_di
                        "catalogue-verdict", None)
     assert text == ("e (`session-expiry`) breaks in 5 of 5 runs (two live owners in 5), "
                     "f (`zk-cut`) breaks in 4 of 5 runs (two live owners in 4)")
+
+
+def test_a_real_catalogue_in_a_sentence_names_the_cells_that_broke_by_majority() -> None:
+    cells = [_lab("a", "gc-pause", "zookeeper-default", 0, 1), _lab("a", "gc-pause", "zookeeper-kafka-0.8", 1, 1, 1),
+             _lab("j", "partitions-added", "zookeeper-kafka-0.8", 1, 3, 1),
+             {"mode": "k", "scenario": "coordinator-kill", "variant": "zookeeper-default", "rate": None}]
+    assert render_view(_rec({"cells": cells}), "catalogue-summary", None) == (
+        "`zookeeper-default` holds in all 1 cells (1 run each); `zookeeper-kafka-0.8` breaks in a (gc-pause) 1/1 and "
+        "holds in the other 1")

@@ -398,6 +398,21 @@ def catalogue_verdict(rec: Record, arg: str | None) -> str:
                      for c, h in zip(cells, heads, strict=True))
 
 
+def catalogue_summary(rec: Record, arg: str | None) -> str:
+    """A real catalogue (``zkconsumer catalogue --record``) in a sentence: per variant, the cells that broke (by
+    majority of their runs) and that the others held."""
+    parts = []
+    for v in dict.fromkeys(c["variant"] for c in rec.figures["cells"]):
+        ran = [c for c in rec.figures["cells"] if c["variant"] == v and c["rate"]]
+        broke = [f"{c['mode']} ({c['scenario']}) {c['rate']['k']}/{c['rate']['n']}" for c in ran
+                 if 2 * c["rate"]["k"] > c["rate"]["n"]]
+        runs = "/".join(map(str, sorted({c["rate"]["n"] for c in ran})))
+        plural = "" if runs == "1" else "s"
+        parts.append(f"`{v}` holds in all {len(ran)} cells ({runs} run{plural} each)" if not broke else
+                     f"`{v}` breaks in {', '.join(broke)} and holds in the other {len(ran) - len(broke)}")
+    return "; ".join(parts)
+
+
 def migration_matrix(rec: Record, arg: str | None) -> str:
     """``benchmarks/sim_migration_matrix.py``: each fault of the migration's matrix as a scenario, in the world the
     record ran it (simulated seeds, or real lab runs): the verdict and how the migration ended; simulated, the
@@ -518,6 +533,7 @@ VIEWS: dict[str, View] = {
     "k-of-n": View(k_of_n, inline=True),
     "catalogue": View(catalogue),
     "catalogue-verdict": View(catalogue_verdict, inline=True),
+    "catalogue-summary": View(catalogue_summary, inline=True),
     "catalogue-agreement": View(catalogue_agreement, records=2),
     "migration-matrix": View(migration_matrix),
     "herd-agreement": View(herd_agreement),
