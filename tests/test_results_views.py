@@ -198,6 +198,7 @@ def test_rows_renders_any_recorded_table_with_units_from_its_keys() -> None:
                          {"strategy": "roundrobin-relaxed", "zkconsumer_s": 0.5771, "speedup": 11.81, "note": None}],
                 "by": {"x": [{"n": 1200}]}})
     text = render_view(rec, "rows", "strategy,zkconsumer_s:.3f,speedup:.1f,note")
+    assert render_view(rec, "rows", "by.x;n:,.0f").splitlines()[2] == "| 1,200 |"
     assert text.splitlines()[0] == "| strategy | zkconsumer (s) | speedup | note |"
     assert "| range | 0.207 | 109.3 | - |" in text and "| `roundrobin-relaxed` | 0.577 | 11.8 | - |" in text
     assert render_view(rec, "rows", "by.x;n").splitlines()[2] == "| 1,200 |"

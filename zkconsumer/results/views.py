@@ -6,6 +6,7 @@ figures at most), so a rendered number is always one a run measured.
 
 from __future__ import annotations
 
+import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -199,7 +200,7 @@ def rows_table(rec: Record, arg: str | None) -> str:
     if not arg:
         raise IllegalArgument(f"results/{rec.name}.json: the rows view needs its columns, key[:spec],...")
     path, _, cols = arg.rpartition(";")
-    columns = [c.partition(":")[::2] for c in cols.split(",")]
+    columns = [c.partition(":")[::2] for c in re.split(r",(?=[A-Za-z_])", cols)]  # a spec may hold a comma (:,.0f)
     rows = rec.figure(path or "rows")
     missing = sorted({k for row in rows for k, _ in columns if k not in row})
     if missing:
