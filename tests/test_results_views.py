@@ -240,3 +240,9 @@ def test_a_real_catalogue_in_a_sentence_names_the_cells_that_broke_by_majority()
     assert render_view(_rec({"cells": cells}), "catalogue-summary", None) == (
         "`zookeeper-default` holds in all 1 cells (1 run each); `zookeeper-kafka-0.8` breaks in a (gc-pause) 1/1 and "
         "holds in the other 1")
+
+
+def test_rows_headers_name_rates_as_rates() -> None:
+    rec = _rec({"rows": [{"records_per_s": 65735.2, "mb_per_s": 6.57}]})
+    assert render_view(rec, "rows", "records_per_s:,.0f,mb_per_s").splitlines()[:3] == [
+        "| records/s | MB/s |", "|---|---|", "| 65,735 | 6.57 |"]

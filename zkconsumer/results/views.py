@@ -175,10 +175,13 @@ def sim_catalogue_summary(rec: Record, arg: str | None) -> str:
 
 
 #: a figure's key ends in its unit (the benchmarks' convention): the header says the unit
-_UNITS = (("_per_s", "/s"), ("_mb_s", "MB/s"), ("_ms", "ms"), ("_us", "µs"), ("_s", "s"))
+_UNITS = (("_mb_s", "MB/s"), ("_ms", "ms"), ("_us", "µs"), ("_s", "s"))
 
 
 def _header(key: str) -> str:
+    if key.endswith("_per_s"):  # a rate: records/s, MB/s
+        base = key.removesuffix("_per_s").replace("_", " ")
+        return "MB/s" if base == "mb" else f"{base}/s"
     for suffix, unit in _UNITS:
         if key.endswith(suffix):
             return f"{key.removesuffix(suffix).replace('_', ' ')} ({unit})"
