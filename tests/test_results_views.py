@@ -246,3 +246,9 @@ def test_rows_headers_name_rates_as_rates() -> None:
     rec = _rec({"rows": [{"records_per_s": 65735.2, "mb_per_s": 6.57}]})
     assert render_view(rec, "rows", "records_per_s:,.0f,mb_per_s").splitlines()[:3] == [
         "| records/s | MB/s |", "|---|---|", "| 65,735 | 6.57 |"]
+
+
+def test_a_list_figure_reads_as_a_list() -> None:
+    rec = _rec({"seeds": [3, 6, 1000], "none": []})
+    assert render_view(rec, "figure", "seeds") == "3, 6, 1,000"
+    assert render_view(rec, "figure", "none") == "none"

@@ -51,6 +51,8 @@ def number(value: Any) -> str:
         return "yes" if value else "no"
     if isinstance(value, int):
         return f"{value:,}"
+    if isinstance(value, list):  # the seeds that broke, say
+        return ", ".join(map(number, value)) or "none"
     return str(value)
 
 
