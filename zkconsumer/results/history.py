@@ -77,10 +77,14 @@ def _test_time(r: Record) -> Iterator[tuple[str, float, str]]:
 
 
 def _rebalance(r: Record) -> Iterator[tuple[str, float, str]]:
+    """Join p50 over ZooKeeper's floor, one series per profile, size and topic layout (a group with 2 partitions a
+    member moves fewer partitions a join than one on a 200-partition topic: two layouts are two series)."""
     f = r.figures
     if isinstance(f, dict):
+        per_member = (r.data.get("settings") or {}).get("partitions_per_consumer")
+        layout = f", {per_member} partitions each" if per_member else ""
         for row in f.get("rebalance_vs_floor", []):
-            yield f"{row['profile']} at {row['consumers']}", float(row["ratio"]), f"p50 {row['p50_ms']} ms"
+            yield f"{row['profile']} at {row['consumers']}{layout}", float(row["ratio"]), f"p50 {row['p50_ms']} ms"
 
 
 KAFKA_08 = "kafka-0.8.2.2"  # Apache Kafka's own consumer, the oracle
