@@ -252,3 +252,17 @@ def test_a_list_figure_reads_as_a_list() -> None:
     rec = _rec({"seeds": [3, 6, 1000], "none": []})
     assert render_view(rec, "figure", "seeds") == "3, 6, 1,000"
     assert render_view(rec, "figure", "none") == "none"
+
+
+def test_mixed_groups_sets_each_group_in_a_column_and_each_change_in_a_row() -> None:
+    def group(name: str, kind: str, ms: float, total: float, ratio: float) -> dict[str, Any]:
+        return {"group": name, "steps": [{"step": "start m1", "member_kind": kind, "converged_ms": ms}],
+                "total_s": total, "ratio_to_baseline": ratio, "failed_attempts_kafka": 0,
+                "failed_attempts_zkconsumer": 2.0,
+                "joins": [{"join": "start m2", "member_kind": kind, "first_claim_ms": 251.4, "last_release_ms": None}]}
+    rec = _rec({"baseline": "all Kafka", "rows": [group("all Kafka", "kafka-0.8.2.2", 131.2, 1.89, 1.0),
+                                                   group("all default", "zkconsumer", 4.0, 0.3, 0.16)]})
+    text = render_view(rec, "mixed-groups", None)
+    assert "| start m1 | 131 (k) | 4 (z) |" in text and "| ratio to all Kafka | 1.00x | 0.16x |" in text
+    assert "| failed attempts: Kafka / zkconsumer | 0 / 2 | 0 / 2 |" in text
+    assert "| start m2 | 251 / - (k) | 251 / - (z) |" in render_view(rec, "mixed-groups", "joins")

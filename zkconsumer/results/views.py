@@ -238,6 +238,32 @@ def rebalance(rec: Record, arg: str | None) -> str:
                     else "")
 
 
+def mixed_groups(rec: Record, arg: str | None) -> str:
+    """``benchmarks/mixed_groups.py``: one column per group, one row per membership change (ms to converge, median
+    over rounds, (k)/(z) the kind of member that changed), then the total, its ratio to the baseline group and the
+    failed attempts; ``arg`` ``joins``: instead each join's race, the joiner's first claim / the holders' last
+    release, ms after its registration."""
+    groups = rec.figures["rows"]
+    header = ["step", *(g["group"] for g in groups)]
+
+    def kind(k: str) -> str:
+        return "(k)" if k.startswith("kafka") else "(z)"
+
+    if arg == "joins":
+        rows = [[j["join"], *(f"{_ms(g['joins'][i]['first_claim_ms'])} / {_ms(g['joins'][i]['last_release_ms'])} "
+                              f"{kind(g['joins'][i]['member_kind'])}" for g in groups)]
+                for i, j in enumerate(groups[0].get("joins", []))]
+        return _table(["join: first claim / holders' last release (ms)", *header[1:]], rows)
+    rows = [[st["step"], *(f"{_ms(g['steps'][i]['converged_ms'])} {kind(g['steps'][i]['member_kind'])}"
+                           for g in groups)] for i, st in enumerate(groups[0]["steps"])]
+    rows.append(["total (s)", *(f"{g['total_s']:.2f}" for g in groups)])
+    rows.append([f"ratio to {rec.figures['baseline']}",
+                 *("-" if g["ratio_to_baseline"] is None else f"{g['ratio_to_baseline']:.2f}x" for g in groups)])
+    rows.append(["failed attempts: Kafka / zkconsumer",
+                 *(f"{g['failed_attempts_kafka']:.0f} / {g['failed_attempts_zkconsumer']:.0f}" for g in groups)])
+    return _table(header, rows)
+
+
 def sim_profile(rec: Record, arg: str | None) -> str:
     """``benchmarks/sim_profile.py``: where a simulated schedule's time goes, per world: each part's share of the
     functions' own time under cProfile, and the simulated seconds a wall second gives."""
@@ -528,6 +554,7 @@ VIEWS: dict[str, View] = {
     "sim-profile": View(sim_profile),
     "sim-catalogue": View(sim_catalogue),
     "rebalance": View(rebalance),
+    "mixed-groups": View(mixed_groups),
     "rows": View(rows_table),
     "migration-agreement": View(migration_agreement, records=2),
     "sim-catalogue-summary": View(sim_catalogue_summary, inline=True),
