@@ -67,7 +67,7 @@ def main() -> None:
         rows.append({"strategy": strategy, "zkconsumer_s": ours, "kafka_port_s": base, "speedup": base / ours})
     console.print(table)
     if args.record:
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {"threads": args.consumers * args.streams, "partitions_total": args.topics * args.partitions,
                       "rows": rows}, Scope.LAB)
 

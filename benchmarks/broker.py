@@ -157,7 +157,7 @@ def main() -> int:
                              "records_per_s": args.records / seconds, "client_cpu_s": client_cpu,
                              "broker_cpu_s": broker_cpu} for name, (seconds, client_cpu, broker_cpu) in rows],
                    "ratio_produce_to_file": file_s / produce_s, "ratio_consume_to_file": file_s / consume_s}
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, figures,
+        write_record(args.record, vars(args), figures,
                      Scope.LAB)
     return 0
 

@@ -106,7 +106,7 @@ def main() -> None:
     if args.json:
         args.json.write_text(json.dumps(doc, indent=1) + "\n")
     if args.record:
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {"baseline": variants[0], "rows": rows}, Scope.LAB)
 
 

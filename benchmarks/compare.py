@@ -78,7 +78,7 @@ def main() -> None:
                  "invariants": None if r.invariants is None else {i.value.replace("-", "_"): n
                                                                   for i, n in r.invariants.items()},
                  "ratio_to_baseline": ratios.get(r.name)} for r in results]
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {"baseline": BASELINE, "workload": args.workload, "rows": rows}, Scope.LAB)
     console.print(f"runs, reports, compare.csv and compare.png under {out}")
 

@@ -252,7 +252,7 @@ def main() -> None:
     rows = run_all(args.protocols, args.sizes, args.rounds, console, InProcessGroup if args.in_process else Group)
     console.print(table(list(rows.values()), min(args.sizes)))
     if args.record:
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {"base_size": min(args.sizes), "rows": record_rows(list(rows.values()), min(args.sizes))},
                      Scope.LAB)
 

@@ -71,8 +71,7 @@ def main() -> None:
     args = ap.parse_args()
     if args.record and args.sources:
         ap.error("--record measures: not with --from, which only draws")
-    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
-    settings["sources"] = None if args.sources is None else [str(f) for f in args.sources]
+    settings = {**vars(args), "sources": None if args.sources is None else [str(f) for f in args.sources]}
     console = make_console()
     logging.disable(logging.ERROR)
     if args.fit_coordinator:

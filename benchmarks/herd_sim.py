@@ -92,7 +92,7 @@ def main() -> None:
                                                              zk_pid=server.nodes[0].pid)
         if args.real_out:
             args.real_out.write_text(json.dumps(list(real.values()), indent=2, default=str))
-    settings = {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}
+    settings = vars(args)
     if args.fit:
         fitted = fit(console, real, args.rounds)
         if args.record:

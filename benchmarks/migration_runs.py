@@ -157,7 +157,7 @@ def main() -> int:
                                  for r in runs if not r.passed],
                  "run_results": [{k: v for k, v in asdict(r).items() if k != "target"} for r in runs]}
                 for target, runs in results.items()]
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {"consumers": CONSUMERS, "rows": rows}, Scope.LAB)
     return 0 if all(r.passed for runs in results.values() for r in runs) else 1
 

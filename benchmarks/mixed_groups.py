@@ -176,7 +176,7 @@ def main() -> None:
                           highlight=False)
             rows[name]["warm_up_round_ms"] = [statistics.median(r) for r in rounds if r]
     if args.record:
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {"baseline": base, "rows": list(rows.values())}, Scope.LAB)
 
 

@@ -88,7 +88,7 @@ def main() -> None:
                 console.print(f"{variant} seed {r.seed}: {r.minimal}\n  {r.replay}", highlight=False, markup=False)
     console.print(f"runs under {out}", highlight=False)
     if args.record:
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {"rows": record_rows(rows, args.runs)}, Scope.LAB)
 
 

@@ -92,7 +92,7 @@ def main() -> None:
         print(f"load of {args.records:,} records: OffsetsLog.load {a:.3f}s, kafka-python replay {b:.3f}s "
               f"({b / a:.1f}x)")
     if args.record:
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {"commits": commits, "write_s": wrote, "commits_per_s": commits / wrote,
                       "load_s": a, "kafka_python_replay_s": b, "speedup": b / a,
                       "load_samples_s": [t for t, _ in ours], "kafka_python_replay_samples_s": [t for t, _ in theirs]},

@@ -122,7 +122,7 @@ def main() -> None:
         vs_floor = [{"profile": r["profile"], "consumers": r["size"], "p50_ms": round(r["join_p50_ms"], 1),
                      "ratio": round(r["join_p50_ms"] / chain, 2)}
                     for r in results if chain and r.get("join_p50_ms") is not None]
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {"floor_ms": floor, "runs": results, "rebalance_vs_floor": vs_floor}, Scope.LAB)
 
 

@@ -15,6 +15,6 @@ _RECORDER = Recorder()
 
 def write_record(path: Path, settings: dict[str, Any], figures: dict[str, Any],
                  scope: Scope = Scope.SIM_AND_LAB) -> None:
-    """Write ``figures`` as a result record at ``path``; ``scope``: the code they measure (the simulator's, the
-    real lab's, or both)."""
+    """Write ``figures`` as a result record at ``path``; ``settings`` may be a run's ``vars(args)`` (its paths are
+    written as strings); ``scope``: the code they measure (the simulator's, the real lab's, or both)."""
     _RECORDER.write(path, settings, figures, scope)

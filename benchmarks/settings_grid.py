@@ -103,7 +103,7 @@ def main() -> None:
         speed += f", {took / 60:,.1f} min of wall: {60 * seeds / took:,.0f} seeds a minute"
     console.print(speed, highlight=False)
     if args.record:
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {"baseline": KAFKA_DEFAULTS, "rows": record_rows(points), "seeds": seeds,
                       "simulated_core_minutes": float(simulated) / 60, "wall_min": took / 60,
                       "seeds_per_minute": 60 * seeds / took}, Scope.SIM)

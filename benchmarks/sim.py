@@ -103,7 +103,7 @@ def main() -> None:
                              "spark_to_real_lab": on_spark.schedules_per_minute / real if real else None}
                             for profile, local, on_spark in rows],
                    "real_seeds": args.real_seeds, "real_schedules_per_minute": real}
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, figures,
+        write_record(args.record, vars(args), figures,
                      Scope.SIM_AND_LAB if real else Scope.SIM)
 
 

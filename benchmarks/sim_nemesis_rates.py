@@ -86,7 +86,7 @@ def main() -> None:
         totals.append({"profile": profile, "breaking_interleavings": k, "interleavings": n * len(seeds),
                        "seeds_breaking": hit})
     if args.record:
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {"interleavings_per_seed": n, "wall_s": wall, "totals": totals,
                       "rows": [{"profile": p, "seed": s, "breaking_interleavings": r["breaking"],
                                 "per_invariant": r["per_invariant"]} for p in PROFILES for s, r in rows[p].items()]},

@@ -131,7 +131,7 @@ def main() -> int:
     console.print_json(json.dumps(figures))
     console.print(f"report: {res.report_md}")
     if args.record:  # soak.json's figures, and each fault's settle time as printed
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {**figures, "settles": [{"fault": f["fault"], "settle_s": f["seconds"]} for f in faults]},
                      Scope.LAB)
     return 0 if figures["clean"] else 1

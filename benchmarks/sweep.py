@@ -99,7 +99,7 @@ def main() -> None:
             shutil.rmtree(tmp, ignore_errors=True)
     console.print(table)
     if args.record:
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()}, figures,
+        write_record(args.record, vars(args), figures,
                      Scope.LAB)
 
 

@@ -184,7 +184,7 @@ def main() -> None:
     console.print({k: (round(w), round(d)) for k, (w, d) in fitted.items()})
     ensemble = ensemble_timing(args.elections, console) if args.elections else None
     if args.record:
-        write_record(args.record, {k: str(v) if isinstance(v, Path) else v for k, v in vars(args).items()},
+        write_record(args.record, vars(args),
                      {"rows": rows, "ensemble": ensemble}, Scope.SIM_AND_LAB)
 
 

@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from zkconsumer.results.record import Record
+from zkconsumer.scenario.model import MemberKind
 
 
 @dataclass(frozen=True)
@@ -87,9 +88,6 @@ def _rebalance(r: Record) -> Iterator[tuple[str, float, str]]:
             yield f"{row['profile']} at {row['consumers']}{layout}", float(row["ratio"]), f"p50 {row['p50_ms']} ms"
 
 
-KAFKA_08 = "kafka-0.8.2.2"  # Apache Kafka's own consumer, the oracle
-
-
 def _oracle(r: Record) -> Iterator[tuple[str, float, str]]:
     """Seeds where the profile and Kafka's own consumer reach the same verdict: an agreement record's count, or
     ``benchmarks/nemesis.py``'s rows for both (a seed breaks when one of its runs broke)."""
@@ -101,7 +99,7 @@ def _oracle(r: Record) -> Iterator[tuple[str, float, str]]:
             f"{f['same_verdict']} of {f['seeds']} seeds"
         return
     rows = {row.get("variant"): row for row in f.get("rows", []) if isinstance(row, dict) and "per_seed" in row}
-    ours, kafka = rows.get("zookeeper-kafka-0.8"), rows.get(KAFKA_08)
+    ours, kafka = rows.get(f"zookeeper-{MemberKind.KAFKA_08}"), rows.get(MemberKind.KAFKA_0822)
     if ours and kafka:
         a = {s["seed"]: s["breaking_runs"] > 0 for s in ours["per_seed"]}
         b = {s["seed"]: s["breaking_runs"] > 0 for s in kafka["per_seed"]}
@@ -119,9 +117,9 @@ def _oracle_time(r: Record) -> Iterator[tuple[str, float, str]]:
     if not isinstance(runs, list):  # a nemesis summary's "runs" is a count
         return
     runs = [x for x in runs if isinstance(x, dict) and "profile" in x and "size" in x]
-    kafka = {x["size"]: x for x in runs if x.get("profile") == KAFKA_08 and x.get("join_p50_ms")}
+    kafka = {x["size"]: x for x in runs if x.get("profile") == MemberKind.KAFKA_0822 and x.get("join_p50_ms")}
     for x in runs:
-        if x.get("profile") == "kafka-0.8" and x["size"] in kafka and x.get("join_p50_ms"):
+        if x.get("profile") == MemberKind.KAFKA_08 and x["size"] in kafka and x.get("join_p50_ms"):
             k = kafka[x["size"]]["join_p50_ms"]
             yield f"join at {x['size']}", x["join_p50_ms"] / k, f"{x['join_p50_ms']:.0f} against {k:.0f} ms"
 

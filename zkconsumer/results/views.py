@@ -68,7 +68,11 @@ def figure(rec: Record, arg: str | None) -> str:
     if not arg:
         raise IllegalArgument(f"results/{rec.name}.json: the figure view needs a dotted path")
     path, _, spec = arg.partition(":")
-    value = rec.figure(path)
+    return _formatted(rec, path, rec.figure(path), spec)
+
+
+def _formatted(rec: Record, path: str, value: Any, spec: str) -> str:
+    """A figure as ``spec`` says (a format spec), or as :func:`number` writes it without one."""
     if not spec:
         return number(value)
     try:
@@ -141,38 +145,45 @@ def sim_catalogue(rec: Record, arg: str | None) -> str:
     """``benchmarks/sim_catalogue.py``: each catalogue mode's scenario over many interleavings, per variant, as
     "holds n/n" or "breaks k/n" with the runs that broke each way. ``arg``: the variants, comma-separated (default:
     every one the record ran)."""
-    cells: list[dict[str, Any]] = rec.figures["cells"]
-    if cells and "variant" in cells[0]:  # one row per (mode, variant): grouped by mode
-        grouped: dict[tuple[str, str], dict[str, Any]] = {}
-        for c in cells:
-            key = (c["mode"], c["scenario"])  # a mode may have several scenarios (k: quorum-loss, broker-kill)
-            grouped.setdefault(key, {"mode": c["mode"], "scenario": c["scenario"]})[c["variant"]] = c
-        cells = list(grouped.values())
-    known = [k for k in dict.fromkeys(k for c in cells for k in c) if k not in ("mode", "scenario")]
+    by_mode = _by_mode(rec.figures["cells"])
+    variants = _variants(rec, by_mode, arg)
+    rows = [[mode, f"`{scenario}`", *(_cell_text(cells[v]) if v in cells else "-" for v in variants)]
+            for (mode, scenario), cells in by_mode.items()]
+    return _table(["mode", "scenario", *(f"`{v}`" for v in variants)], rows)
+
+
+def _variants(rec: Record, by_mode: dict[tuple[str, str], dict[str, Any]], arg: str | None) -> list[str]:
+    """The variants a view shows: ``arg``'s (comma-separated), or every one the record ran, in its order."""
+    known = list(dict.fromkeys(v for cells in by_mode.values() for v in cells))
     variants = arg.split(",") if arg else known
     missing = [v for v in variants if v not in known]
     if missing:
         raise IllegalArgument(f"results/{rec.name}.json has no variant {', '.join(missing)}")
-    rows = [[c["mode"], f"`{c['scenario']}`", *(_cell_text(c[v]) if v in c else "-" for v in variants)]
-            for c in cells]
-    return _table(["mode", "scenario", *(f"`{v}`" for v in variants)], rows)
+    return variants
+
+
+def _breaks(k: int, n: int) -> bool:
+    """A cell's verdict over its runs: it breaks when more than half of them broke."""
+    return 2 * k > n
+
+
+def _in_a_sentence(variant: str, cells: list[tuple[str, int, int]], broke: list[str], unit: str) -> str:
+    """One variant's catalogue: the cells that broke ("a (gc-pause) 200/200"), or that all of them held."""
+    if broke:
+        return f"`{variant}` breaks in {', '.join(broke)} and holds in the other {len(cells) - len(broke)}"
+    runs = "/".join(map(str, sorted({n for _, _, n in cells})))
+    return f"`{variant}` holds in all {len(cells)} cells ({runs} {unit}{'' if runs == '1' else 's'} each)"
 
 
 def sim_catalogue_summary(rec: Record, arg: str | None) -> str:
     """A simulated catalogue in a sentence: per variant, the cells that broke ("a 200/200") and that every other
     cell held; ``arg``: the variants (default: every one the record ran)."""
-    rows = _by_mode(rec.figures["cells"])
-    known = list(dict.fromkeys(v for cells in rows.values() for v in cells))
+    by_mode = _by_mode(rec.figures["cells"])
     parts = []
-    for v in arg.split(",") if arg else known:
-        ran = {key: c for key, cells in rows.items() if (c := cells.get(v)) and "k" in c}
-        broke = [f"{key[0]} ({key[1]}) {c['k']}/{c['n']}" for key, c in ran.items() if c["k"]]
-        n = sorted({c["n"] for c in ran.values()})
-        seeds = "/".join(map(str, n))
-        if not broke:
-            parts.append(f"`{v}` holds in all {len(ran)} cells ({seeds} seeds each)")
-        else:
-            parts.append(f"`{v}` breaks in {', '.join(broke)} and holds in the other {len(ran) - len(broke)}")
+    for v in _variants(rec, by_mode, arg):
+        ran = [(f"{mode} ({scenario})", c["k"], c["n"]) for (mode, scenario), cells in by_mode.items()
+               if (c := cells.get(v)) and "k" in c]
+        parts.append(_in_a_sentence(v, ran, [f"{name} {k}/{n}" for name, k, n in ran if k], "seed"))
     return "; ".join(parts)
 
 
@@ -190,12 +201,12 @@ def _header(key: str) -> str:
     return key.replace("_", " ")
 
 
-def _cell(value: Any, spec: str) -> str:
+def _cell(rec: Record, key: str, value: Any, spec: str) -> str:
     if value is None:
         return "-"
-    if spec and not isinstance(value, str):
-        return format(value, spec)
-    return f"`{value}`" if isinstance(value, str) and "-" in value and " " not in value else number(value)
+    if isinstance(value, str):  # a name with a hyphen (a profile, a variant) reads as code
+        return f"`{value}`" if "-" in value and " " not in value else value
+    return _formatted(rec, key, value, spec)
 
 
 def rows_table(rec: Record, arg: str | None) -> str:
@@ -210,7 +221,8 @@ def rows_table(rec: Record, arg: str | None) -> str:
     missing = sorted({k for row in rows for k, _ in columns if k not in row})
     if missing:
         raise IllegalArgument(f"results/{rec.name}.json has no figure {missing[0]!r} in its {path or 'rows'}")
-    return _table([_header(k) for k, _ in columns], [[_cell(row[k], spec) for k, spec in columns] for row in rows])
+    return _table([_header(k) for k, _ in columns],
+                  [[_cell(rec, k, row[k], spec) for k, spec in columns] for row in rows])
 
 
 def _ms(value: Any, digits: int = 0) -> str:
@@ -366,13 +378,13 @@ def _lab_cell(c: dict[str, Any] | None) -> tuple[str, bool | None]:
         return f"holds {n}/{n}", False
     how = ", ".join(f"{LAB_BREACHES.get(name, name)} {v['broken']}" for name, v in rate["invariants"].items()
                     if v["broken"])
-    return f"breaks {k}/{n}: {how}", 2 * k > n
+    return f"breaks {k}/{n}: {how}", _breaks(k, n)
 
 
 def _sim_breaks(c: dict[str, Any] | None) -> bool | None:
     if c is None or "n/a" in c or "refused" in c:
         return None
-    return 2 * c["k"] > c["n"]
+    return _breaks(c["k"], c["n"])
 
 
 def catalogue_agreement(recs: list[Record], arg: str | None) -> str:
@@ -435,13 +447,9 @@ def catalogue_summary(rec: Record, arg: str | None) -> str:
     majority of their runs) and that the others held."""
     parts = []
     for v in dict.fromkeys(c["variant"] for c in rec.figures["cells"]):
-        ran = [c for c in rec.figures["cells"] if c["variant"] == v and c["rate"]]
-        broke = [f"{c['mode']} ({c['scenario']}) {c['rate']['k']}/{c['rate']['n']}" for c in ran
-                 if 2 * c["rate"]["k"] > c["rate"]["n"]]
-        runs = "/".join(map(str, sorted({c["rate"]["n"] for c in ran})))
-        plural = "" if runs == "1" else "s"
-        parts.append(f"`{v}` holds in all {len(ran)} cells ({runs} run{plural} each)" if not broke else
-                     f"`{v}` breaks in {', '.join(broke)} and holds in the other {len(ran) - len(broke)}")
+        ran = [(f"{c['mode']} ({c['scenario']})", c["rate"]["k"], c["rate"]["n"]) for c in rec.figures["cells"]
+               if c["variant"] == v and c["rate"]]
+        parts.append(_in_a_sentence(v, ran, [f"{name} {k}/{n}" for name, k, n in ran if _breaks(k, n)], "run"))
     return "; ".join(parts)
 
 
