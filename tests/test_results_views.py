@@ -266,3 +266,51 @@ def test_mixed_groups_sets_each_group_in_a_column_and_each_change_in_a_row() -> 
     assert "| start m1 | 131 (k) | 4 (z) |" in text and "| ratio to all Kafka | 1.00x | 0.16x |" in text
     assert "| failed attempts: Kafka / zkconsumer | 0 / 2 | 0 / 2 |" in text
     assert "| start m2 | 251 / - (k) | 251 / - (z) |" in render_view(rec, "mixed-groups", "joins")
+
+
+def test_oracle_agreement_sets_a_profile_beside_kafkas_consumer_with_the_claims_timing() -> None:
+    """One real catalogue and the claims' timing read from its runs: verdicts side by side, a disagreement shown,
+    the waits' medians (the later registrations' where there are any) and the conflicts' range."""
+    ours, theirs = "zookeeper-kafka-0.8", "kafka-0.8.2.2"
+    cat = Record("cat", {"command": "zkconsumer catalogue --runs 3", "date": "2026-12-07T12:00:00+00:00",
+                         "commit": "abc1234", "figures": {"cells": [
+                             _lab("a", "gc-pause", ours, 3, 3, overlaps=3), _lab("a", "gc-pause", theirs, 3, 3, 3),
+                             _lab("d", "stale-view", ours, 0, 3), _lab("d", "stale-view", theirs, 2, 3, overlaps=2)]}})
+    timing = Record("timing", {"command": "python benchmarks/claim_timing.py DIR", "date": "2026-12-07T13:00:00+00:00",
+                               "commit": "abc1234", "figures": {"baseline": theirs, "rows": [
+                                   {"scenario": "gc-pause", "variant": ours, "to_claim_p50_ms": 44.2,
+                                    "later_registrations": 3, "later_to_claim_p50_ms": 47.0,
+                                    "claim_conflicts_per_run": [4, 13, 9]},
+                                   {"scenario": "gc-pause", "variant": theirs, "to_claim_p50_ms": 435.0,
+                                    "later_registrations": 3, "later_to_claim_p50_ms": 121.0,
+                                    "claim_conflicts_per_run": [0, 0, 0]}]}})
+    text = render_view([cat, timing], "oracle-agreement", f"{ours}={theirs}")
+    assert "| a `gc-pause` | breaks 3/3: two live owners 3 | breaks 3/3: two live owners 3 | yes | 44 / 435 " \
+           "(later: 47 / 121) | 4–13 / 0 |" in text
+    assert "| d `stale-view` | holds 3/3 | breaks 2/3: two live owners 2 | **no** | - / - | - / - |" in text
+    assert "The same verdict (by majority of runs) in 1 of 2 modes run on both." in text
+    with pytest.raises(IllegalArgument, match="profile=kafka"):
+        render_view([cat, timing], "oracle-agreement", None)
+
+
+def test_pause_delta_puts_each_batch_real_beside_simulated() -> None:
+    def world(runs: int, past: int, dropped: int, lost: int, kept: int, shortest: int | None) -> dict[str, Any]:
+        return {"runs": runs, "delta_past_drop": past, "dropped": dropped, "expired_of_delta_past_drop": lost,
+                "longest_kept_ms": kept, "shortest_lost_ms": shortest}
+
+    first = Record("first", {"command": "c", "date": "2026-12-07T12:00:00+00:00", "commit": "abc1234", "figures": {
+        "real": world(16, 3, 3, 0, 4303, None), "simulated": world(160, 54, 53, 27, 4294, 4272)}})
+    second = Record("second", {"command": "c", "date": "2026-12-07T12:00:00+00:00", "commit": "abc1234", "figures": {
+        "real": world(32, 10, 9, 4, 4344, 4182), "simulated": world(160, 54, 53, 27, 4294, 4272)}})
+    text = render_view([first, second], "pause-delta", None)
+    assert "| real, batch 1 (first) | 16 | 3 | 3 | 0 of 3 | 4.303 s, - |" in text
+    assert "| real, batch 2 (second) | 32 | 10 | 9 | 4 of 10 | 4.344 s, 4.182 s |" in text
+    assert "| simulated, batch 2 (second) | 160 | 54 | 53 | 27 of 54 | 4.294 s, 4.272 s |" in text
+
+
+def test_replay_sim_without_the_schedules_or_the_real_half_leaves_their_columns_out() -> None:
+    rows = [{"reproducer": "seed6-sim-kafka-0.8-6.toml", "simulated_k": 20, "simulated_n": 20,
+             "simulated_invariants": {"overlaps": 20}}]
+    text = render_view(_rec({"rows": rows}), "replay-sim", None)
+    assert text.splitlines()[0] == "| reproducer | simulated | how (simulated) |"
+    assert "| seed6 | 20/20 | two live owners 20 |" in text

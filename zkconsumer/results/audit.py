@@ -31,6 +31,12 @@ FIGURE = re.compile(
     rf"|(?<![\w.\-/]){_NUM}/{_NUM}(?![\w/]|\.\d)"  # 200/200
     rf"|(?<![\w.\-/]){_NUM} (?:a|per) (?:minute|second|run|rebalance|seed)s?\b"  # 215 a minute
 )
+#: a duration followed by the setting it is: the session timeout, a fault's pause, a retry's backoff, a schedule's
+#: length, a checkpoint's or a tick's period ("4 s sessions", "a 2 s pause", "6 s session timeout")
+SETTING = re.compile(
+    rf"(?<![\w.\-/]){_NUM}\s?(?:ms|s|min)[ -](?:sessions?|session timeouts?|pauses?|backoffs?|schedules?"
+    rf"|checkpoints?|ticks?)\b"
+)
 _INLINE_CODE = re.compile(r"`[^`\n]*`")
 _COMMENT = re.compile(r"<!--.*?-->", re.S)
 _HEADING = re.compile(r"^(#{1,6}) (.*)$", re.M)
@@ -57,12 +63,13 @@ def _blank(text: str, spans: list[tuple[int, int]]) -> str:
 
 
 def readable(text: str) -> str:
-    """The prose and tables a reader sees as typed: fenced and inline code, rendered blocks and other comments
-    blanked out."""
+    """The prose and tables a reader sees as typed: fenced and inline code, rendered blocks, other comments and
+    settings (:data:`SETTING`) blanked out."""
     text = _blank(text, [m.span() for m in FENCE.finditer(text)])
     text = _blank(text, [m.span() for m in BLOCK.finditer(text)])
     text = _blank(text, [m.span() for m in _COMMENT.finditer(text)])
-    return _blank(text, [m.span() for m in _INLINE_CODE.finditer(text)])
+    text = _blank(text, [m.span() for m in _INLINE_CODE.finditer(text)])
+    return _blank(text, [m.span() for m in SETTING.finditer(text)])
 
 
 def typed_figures(path: str, text: str) -> list[Typed]:

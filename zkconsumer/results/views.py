@@ -119,11 +119,14 @@ def replay_sim(rec: Record, arg: str | None) -> str:
     real lab, where the record has real runs)."""
     rows = rec.figures["rows"]
     real = any("real_n" in r for r in rows)
-    header = ["reproducer", "actions", "simulated", "how (simulated)"] + (["real", "how (real)"] if real else [])
+    actions = any("actions" in r for r in rows)  # the simulated-only half of a replay records no schedule
+    header = (["reproducer"] + (["actions"] if actions else []) + ["simulated", "how (simulated)"]
+              + (["real", "how (real)"] if real else []))
     body = []
     for r in rows:
         how = ", ".join(f"{BREACH_COLUMNS.get(k, k)} {v}" for k, v in sorted(r["simulated_invariants"].items()))
-        row = [r["reproducer"].split("-")[0], r["actions"], f"{r['simulated_k']}/{r['simulated_n']}", how or "-"]
+        row = ([r["reproducer"].split("-")[0]] + ([r.get("actions", "-")] if actions else [])
+               + [f"{r['simulated_k']}/{r['simulated_n']}", how or "-"])
         if real:
             row += [f"{r['real_k']}/{r['real_n']}", r.get("real_broken") or "-"]
         body.append(row)
@@ -421,6 +424,42 @@ def catalogue_agreement(recs: list[Record], arg: str | None) -> str:
     return f"{table}\n\nThe same verdict (by majority of runs) in {agree} of {compared} cells run in both worlds."
 
 
+def oracle_agreement(recs: list[Record], arg: str | None) -> str:
+    """A profile beside Kafka's own consumer in one real catalogue (``zkconsumer catalogue --record``), with the
+    claims' timing read from the same runs (``benchmarks/claim_timing.py DIR --record``): ``catalogue+timing``
+    in the block, ``arg`` the pair ``profile=kafka``. Per mode: each side's verdict over its runs, whether they
+    agree (by majority), each side's median wait from registering to the first claim (and of the later
+    registrations, a member's return on a new session), and the claim conflicts a run."""
+    cat, timing = recs
+    if not arg or "=" not in arg:
+        raise IllegalArgument("the oracle-agreement view needs its pair: profile=kafka")
+    ours, theirs = arg.split("=", 1)
+    waits = {(r["scenario"], r["variant"]): r for r in timing.figures["rows"]}
+    rows, agree, compared = [], 0, 0
+    for (mode, scenario), cells in _by_mode(cat.figures["cells"]).items():
+        (a_text, a_breaks), (b_text, b_breaks) = _lab_cell(cells.get(ours)), _lab_cell(cells.get(theirs))
+        if a_breaks is None or b_breaks is None:
+            same = "-"
+        else:
+            compared += 1
+            agree += a_breaks == b_breaks
+            same = "yes" if a_breaks == b_breaks else "**no**"
+        wa, wb = waits.get((scenario, ours), {}), waits.get((scenario, theirs), {})
+
+        def ms(w: dict[str, Any], key: str) -> str:
+            return "-" if w.get(key) is None else f"{w[key]:,.0f}"
+
+        wait = f"{ms(wa, 'to_claim_p50_ms')} / {ms(wb, 'to_claim_p50_ms')}"
+        if wa.get("later_registrations") or wb.get("later_registrations"):
+            wait += f" (later: {ms(wa, 'later_to_claim_p50_ms')} / {ms(wb, 'later_to_claim_p50_ms')})"
+        conflicts = " / ".join(_span(w.get("claim_conflicts_per_run") or []) for w in (wa, wb))
+        rows.append([f"{mode} `{scenario}`", a_text, b_text, same, wait, conflicts])
+    pair = f"{ours} / {theirs}"
+    table = _table(["mode", f"`{ours}`", f"`{theirs}`", "same verdict",
+                    f"registration → first claim, ms, median ({pair})", f"claim conflicts a run ({pair})"], rows)
+    return f"{table}\n\nThe same verdict (by majority of runs) in {agree} of {compared} modes run on both."
+
+
 def catalogue_verdict(rec: Record, arg: str | None) -> str:
     """``zkconsumer catalogue``'s cells' verdicts inside a sentence: the one headline ("holds in 5 of 5 runs"),
     with "each" when several cells share it; else each cell's, named by its variant (by its mode when the cells
@@ -557,6 +596,24 @@ def zombie_window(rec: Record, arg: str | None) -> str:
     return _table(["run", "paused", "two live owners", "overlap ms", "handed out after waking",
                    "of them fetched after waking", "learned it was fenced after (ms)", "commit refused"], rows)
 
+def pause_delta(recs: list[Record], arg: str | None) -> str:
+    """``benchmarks/pause_delta.py``: per batch of runs (one record each, ``a+b``), the real runs and the simulated
+    interleavings of the same files read run by run: δ (the last answer's age at the pause) past the read timeout's
+    share, the connection dropped on waking, the session lost, and the longest kept and shortest lost stretch from
+    the last answer to the reconnect."""
+    rows = []
+    for i, rec in enumerate(recs, 1):
+        for world in ("real", "simulated"):
+            w = rec.figures[world]
+            kept_lost = ", ".join("-" if v is None else f"{v / 1000:.3f} s"
+                                  for v in (w["longest_kept_ms"], w["shortest_lost_ms"]))
+            rows.append([f"{world}, batch {i} ({rec.name})", number(w["runs"]), number(w["delta_past_drop"]),
+                         number(w["dropped"]), f"{w['expired_of_delta_past_drop']} of {w['delta_past_drop']}",
+                         kept_lost])
+    return _table(["world", "runs", "δ past the drop", "dropped on waking", "session lost, of δ past the drop",
+                   "last heard → reconnected: longest kept, shortest lost"], rows)
+
+
 VIEWS: dict[str, View] = {
     "before-after": View(before_after),
     "sim-profile": View(sim_profile),
@@ -581,6 +638,8 @@ VIEWS: dict[str, View] = {
     "herd-rounds": View(herd_rounds),
     "offsets-compaction": View(offsets_compaction),
     "zombie-window": View(zombie_window),
+    "pause-delta": View(pause_delta, records=2),
+    "oracle-agreement": View(oracle_agreement, records=2),
 }
 
 
