@@ -314,3 +314,37 @@ def test_replay_sim_without_the_schedules_or_the_real_half_leaves_their_columns_
     text = render_view(_rec({"rows": rows}), "replay-sim", None)
     assert text.splitlines()[0] == "| reproducer | simulated | how (simulated) |"
     assert "| seed6 | 20/20 | two live owners 20 |" in text
+
+
+def _nemesis_row(variant: str, broke: dict[int, list[str]], seeds: int = 4) -> dict[str, Any]:
+    per_seed = [{"seed": s, "breaking_runs": 1 if s in broke else 0, "judged_runs": 1, "broken": broke.get(s, [])}
+                for s in range(seeds)]
+    by_inv = {k: sum(1 for b in broke.values() if k in b) for k in ("zero_lost", "one_live_owner")}
+    return {"variant": variant, "seeds": seeds, "breaching_seeds": len(broke), "seeds_by_invariant": by_inv,
+            "failed_to_run_seeds": 0, "run_wall_p50_s": 33.4, "total_s": 1074.0, "per_seed": per_seed}
+
+
+def test_nemesis_per_variant_and_seed_by_seed() -> None:
+    rec = _rec({"rows": [_nemesis_row("zookeeper-kafka-0.8", {1: ["one_live_owner"], 3: ["one_live_owner"]}),
+                         _nemesis_row("kafka-0.8.2.2", {1: ["one_live_owner"], 2: ["one_live_owner"]})]})
+    text = render_view(rec, "nemesis", None)
+    assert "| `zookeeper-kafka-0.8` | 4 | 2 of 4 | 1, 3 | two live owners 2 | 0 | 33 | 17.9 |" in text
+    seeds = render_view(rec, "nemesis-seeds", None)
+    assert "| 1 | 1/1: two live owners | 1/1: two live owners | yes |" in seeds
+    assert "| 2 | 0/1 | 1/1: two live owners | **no** |" in seeds
+    assert "| 0 |" not in seeds
+    assert "The same verdict on 2 of 4 seeds." in seeds
+
+
+def test_compare_measures_in_rows_variants_in_columns_with_ratios() -> None:
+    base = {"variant": "zookeeper-default", "unowned_ms_total": 3029, "rebalance_ms_p50": 118, "verify_ok": True,
+            "not_applicable": [], "ratio_to_baseline": None}
+    other = {"variant": "cooperative-sticky", "unowned_ms_total": 16780, "rebalance_ms_p50": 3, "verify_ok": True,
+             "not_applicable": ["rebalance_ms_p50"], "ratio_to_baseline": {"unowned_ms_total": 5.54,
+                                                                           "rebalance_ms_p50": None}}
+    text = render_view(_rec({"baseline": "zookeeper-default", "rows": [base, other]}), "compare", "unowned_ms_total")
+    assert "| partition-time unowned (ms, sum) | 3,029 | 16,780 |" in text
+    assert "| rebalance latency p50 (ms) | 118 | n/a |" in text
+    assert "| group rebalances | - | - |" in text
+    assert "| every partition owned once at the end | yes | yes |" in text
+    assert "| partition-time unowned (ms, sum), ÷ `zookeeper-default` | 1 | 5.54 |" in text

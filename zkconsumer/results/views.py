@@ -13,6 +13,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from zkconsumer.errors import IllegalArgument
+from zkconsumer.lab.variants import Measure
 from zkconsumer.results.history import nemesis_summaries
 from zkconsumer.results.record import Record
 from zkconsumer.scenario.nemesis import Invariant as LabInvariant
@@ -460,6 +461,73 @@ def oracle_agreement(recs: list[Record], arg: str | None) -> str:
     return f"{table}\n\nThe same verdict (by majority of runs) in {agree} of {compared} modes run on both."
 
 
+def _nemesis_breaches(row: dict[str, Any]) -> str:
+    """A nemesis row's seeds that broke, each invariant with its seeds ("two live owners 8")."""
+    by = {k.replace("_", "-"): v for k, v in row["seeds_by_invariant"].items()}
+    return ", ".join(f"{LAB_BREACHES.get(k, k)} {v}" for k, v in by.items() if v) or "-"
+
+
+def nemesis(rec: Record, arg: str | None) -> str:
+    """``benchmarks/nemesis.py``: per variant, the seeds run, the seeds that broke and which (a seed breaks when one
+    of its runs broke), the invariants broken with their seeds, and the run's wall time."""
+    rows = []
+    for r in rec.figures["rows"]:
+        broke = [str(s["seed"]) for s in r["per_seed"] if s["breaking_runs"]]
+        p50 = r["run_wall_p50_s"]
+        rows.append([f"`{r['variant']}`", number(r["seeds"]), f"{r['breaching_seeds']} of {r['seeds']}",
+                     ", ".join(broke) or "none", _nemesis_breaches(r), number(r["failed_to_run_seeds"]),
+                     "-" if p50 is None else f"{p50:.0f}", f"{r['total_s'] / 60:.1f}"])
+    return _table(["variant", "seeds", "breaking seeds", "which", "seeds breaking each invariant",
+                   "failed to run", "run wall p50 (s)", "total (min)"], rows)
+
+
+def nemesis_seeds(rec: Record, arg: str | None) -> str:
+    """``benchmarks/nemesis.py`` seed by seed, for the seeds where some variant broke: each variant's runs that
+    broke and the invariants, and whether all variants reach the same verdict (a seed breaks when more than half
+    of its runs broke); the line under the table counts the seeds of the whole run with the same verdict."""
+    rows_in = rec.figures["rows"]
+    per = [{s["seed"]: s for s in r["per_seed"]} for r in rows_in]
+    seeds = sorted(set().union(*per)) if per else []
+    rows, same = [], 0
+    for seed in seeds:
+        cells = [p.get(seed) for p in per]
+        verdicts = {None if c is None or not c["judged_runs"] else _breaks(c["breaking_runs"], c["judged_runs"])
+                    for c in cells}
+        agrees = len(verdicts) == 1 and None not in verdicts
+        same += agrees
+        if not any(c and c["breaking_runs"] for c in cells):
+            continue
+        texts = ["-" if c is None else f"{c['breaking_runs']}/{c['judged_runs']}" + (
+            ": " + ", ".join(LAB_BREACHES.get(b.replace("_", "-"), b) for b in c["broken"]) if c["broken"] else "")
+            for c in cells]
+        rows.append([str(seed), *texts, "yes" if agrees else "**no**"])
+    table = _table(["seed", *(f"`{r['variant']}`" for r in rows_in), "same verdict"], rows)
+    return (f"{table}\n\nThe seeds where no variant broke are not shown. The same verdict on {same} of {len(seeds)} "
+            "seeds.")
+
+
+def compare(rec: Record, arg: str | None) -> str:
+    """``benchmarks/compare.py``: every measure of one workload, variants in columns as ``zkconsumer compare`` prints
+    them ("n/a" where the measure means nothing for a variant, "-" where it was not counted), then each variant's
+    ratio to the baseline on the measures ``arg`` names (comma-separated keys; none: no ratio rows)."""
+    rows_in = rec.figures["rows"]
+    body = []
+    for m in Measure:
+        cells = []
+        for r in rows_in:
+            v = r.get(m.value)
+            cells.append("n/a" if m.value in r.get("not_applicable", []) else
+                         "-" if v is None else ("yes" if v is True else "no" if v is False else number(v)))
+        body.append([m.label, *cells])
+    for key in (arg.split(",") if arg else []):
+        label = Measure(key).label
+        body.append([f"{label}, ÷ `{rec.figures['baseline']}`", *(
+            "1" if r["variant"] == rec.figures["baseline"] else
+            "-" if (r.get("ratio_to_baseline") or {}).get(key) is None else f"{r['ratio_to_baseline'][key]:.2f}"
+            for r in rows_in)])
+    return _table(["measure", *(f"`{r['variant']}`" for r in rows_in)], body)
+
+
 def catalogue_verdict(rec: Record, arg: str | None) -> str:
     """``zkconsumer catalogue``'s cells' verdicts inside a sentence: the one headline ("holds in 5 of 5 runs"),
     with "each" when several cells share it; else each cell's, named by its variant (by its mode when the cells
@@ -640,6 +708,9 @@ VIEWS: dict[str, View] = {
     "zombie-window": View(zombie_window),
     "pause-delta": View(pause_delta, records=2),
     "oracle-agreement": View(oracle_agreement, records=2),
+    "nemesis": View(nemesis),
+    "compare": View(compare),
+    "nemesis-seeds": View(nemesis_seeds),
 }
 
 
