@@ -348,3 +348,24 @@ def test_compare_measures_in_rows_variants_in_columns_with_ratios() -> None:
     assert "| group rebalances | - | - |" in text
     assert "| every partition owned once at the end | yes | yes |" in text
     assert "| partition-time unowned (ms, sum), ÷ `zookeeper-default` | 1 | 5.54 |" in text
+
+
+def test_nemesis_agreement_sets_simulated_rates_beside_real_runs_seed_by_seed() -> None:
+    sim = Record("sim", {"command": "c", "date": "2026-12-07T12:00:00+00:00", "commit": "abc1234", "figures": {
+        "interleavings_per_seed": 20, "rows": [
+            {"profile": "kafka-0.8", "seed": 0, "breaking_interleavings": 1, "per_invariant": {"overlaps": 1}},
+            {"profile": "kafka-0.8", "seed": 1, "breaking_interleavings": 0, "per_invariant": {}},
+            {"profile": "kafka-0.8", "seed": 2, "breaking_interleavings": 20, "per_invariant": {"overlaps": 20}},
+            {"profile": "kafka-0.8", "seed": 3, "breaking_interleavings": 0, "per_invariant": {}},
+            {"profile": "default", "seed": 0, "breaking_interleavings": 0, "per_invariant": {}}]}})
+    real = _rec({"rows": [_nemesis_row("kafka-0.8.2.2", {2: ["one_live_owner"], 3: ["one_live_owner"]}),
+                          _nemesis_row("zookeeper-kafka-0.8", {2: ["one_live_owner"]})]})
+    text = render_view([sim, real], "nemesis-agreement", "kafka-0.8=zookeeper-kafka-0.8")
+    assert text.splitlines()[0] == ("| seed | `kafka-0.8`: simulated | `zookeeper-kafka-0.8`: real "
+                                     "| `kafka-0.8.2.2`: real |")
+    assert "| 0 | 1/20: two live owners 1 | 0/1 | 0/1 |" in text
+    assert "| 2 | 20/20: two live owners 20 | 1/1: two live owners | 1/1: two live owners |" in text
+    assert "| 3 | 0/20 | 0/1 | 1/1: two live owners |" in text
+    assert "| 1 |" not in text
+    assert "broke on 1 of 4 seeds, 1 of them breaking in simulation too; the simulator broke at some rate on 1 " \
+           "seeds where the real runs held." in text

@@ -506,6 +506,48 @@ def nemesis_seeds(rec: Record, arg: str | None) -> str:
             "seeds.")
 
 
+def nemesis_agreement(recs: list[Record], arg: str | None) -> str:
+    """The nemesis's schedules in both worlds: each seed's rate over simulated interleavings
+    (``benchmarks/sim_nemesis_rates.py``) beside the real runs of the same seeds (``benchmarks/nemesis.py``),
+    ``sim+real`` in the block. ``arg``: ``profile=variant``, the simulated profile and the real variant it is
+    compared with; the real record's other variants (Kafka's own consumer) get a column each. Only the seeds where
+    something broke are shown; the line under the table counts the real breaks the simulator also found."""
+    sim, real = recs
+    if not arg or "=" not in arg:
+        raise IllegalArgument("the nemesis-agreement view needs its pair: profile=variant")
+    profile, variant = arg.split("=", 1)
+    per_sim = {r["seed"]: r for r in sim.figures["rows"] if r["profile"] == profile}
+    n_sim = sim.figures["interleavings_per_seed"]
+    reals = [(r["variant"], {s["seed"]: s for s in r["per_seed"]}) for r in real.figures["rows"]]
+    ours = dict(reals).get(variant)
+    if ours is None:
+        raise IllegalArgument(f"results/{real.name}.json has no variant {variant!r}")
+    reals.sort(key=lambda vr: vr[0] != variant)
+
+    def real_cell(s: dict[str, Any] | None) -> str:
+        if s is None:
+            return "-"
+        how = ", ".join(LAB_BREACHES.get(b.replace("_", "-"), b) for b in s["broken"])
+        return f"{s['breaking_runs']}/{s['judged_runs']}" + (f": {how}" if how else "")
+
+    rows = []
+    for seed in sorted(set(per_sim) | set(ours)):
+        sc = per_sim.get(seed)
+        broke = (sc and sc["breaking_interleavings"]) or any(r.get(seed, {}).get("breaking_runs") for _, r in reals)
+        if not broke:
+            continue
+        sim_text = "-" if sc is None else f"{sc['breaking_interleavings']}/{n_sim}" + (
+            ": " + ", ".join(f"{BREACH_COLUMNS.get(k, k)} {v}" for k, v in sorted(sc["per_invariant"].items()))
+            if sc["per_invariant"] else "")
+        rows.append([str(seed), sim_text, *(real_cell(r.get(seed)) for _, r in reals)])
+    table = _table(["seed", f"`{profile}`: simulated", *(f"`{v}`: real" for v, _ in reals)], rows)
+    real_broke = {s for s, c in ours.items() if c["breaking_runs"]}
+    sim_some = {s for s, c in per_sim.items() if c["breaking_interleavings"]}
+    return (f"{table}\n\nThe real `{variant}` runs broke on {len(real_broke)} of {len(ours)} seeds, "
+            f"{len(real_broke & sim_some)} of them breaking in simulation too; the simulator broke at some rate on "
+            f"{len(sim_some - real_broke)} seeds where the real runs held.")
+
+
 def compare(rec: Record, arg: str | None) -> str:
     """``benchmarks/compare.py``: every measure of one workload, variants in columns as ``zkconsumer compare`` prints
     them ("n/a" where the measure means nothing for a variant, "-" where it was not counted), then each variant's
@@ -710,6 +752,7 @@ VIEWS: dict[str, View] = {
     "oracle-agreement": View(oracle_agreement, records=2),
     "nemesis": View(nemesis),
     "compare": View(compare),
+    "nemesis-agreement": View(nemesis_agreement, records=2),
     "nemesis-seeds": View(nemesis_seeds),
 }
 
