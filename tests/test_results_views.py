@@ -60,6 +60,11 @@ def test_catalogue_verdict_says_each_when_the_cells_agree_and_names_them_when_no
         "`coordinator` holds in 2 of 2 runs, `static` holds in 2 of 2 runs, `kafka-4` n/a"
     alike = _rec({"cells": CELLS["cells"][:2]})
     assert render_view(alike, "catalogue-verdict", None) == "holds in 2 of 2 runs each"
+    assert render_view(_rec(CELLS), "catalogue-verdict", "broker-kill/static") == "holds in 2 of 2 runs"
+    assert render_view(_rec(CELLS), "catalogue-verdict", "static,kafka-4") == \
+        "`static` holds in 2 of 2 runs, `kafka-4` n/a"
+    with pytest.raises(IllegalArgument, match="no catalogue cell"):
+        render_view(_rec(CELLS), "catalogue-verdict", "gc-pause")
 
 
 def test_migration_matrix_shows_the_world_the_record_ran() -> None:

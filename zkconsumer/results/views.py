@@ -573,8 +573,14 @@ def compare(rec: Record, arg: str | None) -> str:
 def catalogue_verdict(rec: Record, arg: str | None) -> str:
     """``zkconsumer catalogue``'s cells' verdicts inside a sentence: the one headline ("holds in 5 of 5 runs"),
     with "each" when several cells share it; else each cell's, named by its variant (by its mode when the cells
-    are one variant's), a breaking cell with the invariants it broke and in how many runs."""
+    are one variant's), a breaking cell with the invariants it broke and in how many runs. ``arg`` keeps some
+    cells: comma-separated scenarios, variants or ``scenario/variant`` pairs (a cell is kept when one names it)."""
     cells = rec.figures["cells"]
+    if arg:
+        wanted = set(arg.split(","))
+        cells = [c for c in cells if wanted & {c["scenario"], c["variant"], f"{c['scenario']}/{c['variant']}"}]
+        if not cells:
+            raise IllegalArgument(f"results/{rec.name}.json has no catalogue cell named by {arg!r}")
 
     def head(c: dict[str, Any]) -> str:
         if not c["rate"]:
