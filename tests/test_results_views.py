@@ -342,15 +342,17 @@ def test_nemesis_per_variant_and_seed_by_seed() -> None:
 
 
 def test_compare_measures_in_rows_variants_in_columns_with_ratios() -> None:
-    base = {"variant": "zookeeper-default", "unowned_ms_total": 3029, "rebalance_ms_p50": 118, "verify_ok": True,
+    base = {"variant": "zookeeper-default", "unowned_ms_total": 3029, "rebalance_ms_p50": 2110.5, "verify_ok": True,
             "not_applicable": [], "ratio_to_baseline": None}
+    base["group_requests_per_rebalance"] = 0.0
     other = {"variant": "cooperative-sticky", "unowned_ms_total": 16780, "rebalance_ms_p50": 3, "verify_ok": True,
              "not_applicable": ["rebalance_ms_p50"], "ratio_to_baseline": {"unowned_ms_total": 5.54,
                                                                            "rebalance_ms_p50": None}}
     text = render_view(_rec({"baseline": "zookeeper-default", "rows": [base, other]}), "compare", "unowned_ms_total")
     assert "| partition-time unowned (ms, sum) | 3,029 | 16,780 |" in text
-    assert "| rebalance latency p50 (ms) | 118 | n/a |" in text
+    assert "| rebalance latency p50 (ms) | 2,110.5 | n/a |" in text
     assert "| group rebalances | - | - |" in text
+    assert "| broker group requests per rebalance | 0 | - |" in text
     assert "| every partition owned once at the end | yes | yes |" in text
     assert "| partition-time unowned (ms, sum), ÷ `zookeeper-default` | 1 | 5.54 |" in text
 

@@ -558,8 +558,9 @@ def compare(rec: Record, arg: str | None) -> str:
         cells = []
         for r in rows_in:
             v = r.get(m.value)
-            cells.append("n/a" if m.value in r.get("not_applicable", []) else
-                         "-" if v is None else ("yes" if v is True else "no" if v is False else number(v)))
+            if isinstance(v, float):  # medians and means: whole ones as integers, others to a tenth
+                v = int(v) if v.is_integer() else f"{v:,.1f}"
+            cells.append("n/a" if m.value in r.get("not_applicable", []) else "-" if v is None else number(v))
         body.append([m.label, *cells])
     for key in (arg.split(",") if arg else []):
         label = Measure(key).label
