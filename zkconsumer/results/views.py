@@ -446,13 +446,9 @@ def oracle_agreement(recs: list[Record], arg: str | None) -> str:
             agree += a_breaks == b_breaks
             same = "yes" if a_breaks == b_breaks else "**no**"
         wa, wb = waits.get((scenario, ours), {}), waits.get((scenario, theirs), {})
-
-        def ms(w: dict[str, Any], key: str) -> str:
-            return "-" if w.get(key) is None else f"{w[key]:,.0f}"
-
-        wait = f"{ms(wa, 'to_claim_p50_ms')} / {ms(wb, 'to_claim_p50_ms')}"
+        wait = f"{_ms(wa.get('to_claim_p50_ms'))} / {_ms(wb.get('to_claim_p50_ms'))}"
         if wa.get("later_registrations") or wb.get("later_registrations"):
-            wait += f" (later: {ms(wa, 'later_to_claim_p50_ms')} / {ms(wb, 'later_to_claim_p50_ms')})"
+            wait += f" (later: {_ms(wa.get('later_to_claim_p50_ms'))} / {_ms(wb.get('later_to_claim_p50_ms'))})"
         conflicts = " / ".join(_span(w.get("claim_conflicts_per_run") or []) for w in (wa, wb))
         rows.append([f"{mode} `{scenario}`", a_text, b_text, same, wait, conflicts])
     pair = f"{ours} / {theirs}"
@@ -461,10 +457,22 @@ def oracle_agreement(recs: list[Record], arg: str | None) -> str:
     return f"{table}\n\nThe same verdict (by majority of runs) in {agree} of {compared} modes run on both."
 
 
+def _nemesis_words(key: str) -> str:
+    """An invariant as ``benchmarks/nemesis.py`` keys it (``one_live_owner``), in the tables' words."""
+    return LAB_BREACHES.get(key.replace("_", "-"), key)
+
+
 def _nemesis_breaches(row: dict[str, Any]) -> str:
     """A nemesis row's seeds that broke, each invariant with its seeds ("two live owners 8")."""
-    by = {k.replace("_", "-"): v for k, v in row["seeds_by_invariant"].items()}
-    return ", ".join(f"{LAB_BREACHES.get(k, k)} {v}" for k, v in by.items() if v) or "-"
+    return ", ".join(f"{_nemesis_words(k)} {v}" for k, v in row["seeds_by_invariant"].items() if v) or "-"
+
+
+def _nemesis_seed(s: dict[str, Any] | None) -> str:
+    """One seed of a nemesis row: its runs that broke of those judged, and how ("1/1: two live owners")."""
+    if s is None:
+        return "-"
+    how = ", ".join(map(_nemesis_words, s["broken"]))
+    return f"{s['breaking_runs']}/{s['judged_runs']}" + (f": {how}" if how else "")
 
 
 def nemesis(rec: Record, arg: str | None) -> str:
@@ -497,10 +505,7 @@ def nemesis_seeds(rec: Record, arg: str | None) -> str:
         same += agrees
         if not any(c and c["breaking_runs"] for c in cells):
             continue
-        texts = ["-" if c is None else f"{c['breaking_runs']}/{c['judged_runs']}" + (
-            ": " + ", ".join(LAB_BREACHES.get(b.replace("_", "-"), b) for b in c["broken"]) if c["broken"] else "")
-            for c in cells]
-        rows.append([str(seed), *texts, "yes" if agrees else "**no**"])
+        rows.append([str(seed), *map(_nemesis_seed, cells), "yes" if agrees else "**no**"])
     table = _table(["seed", *(f"`{r['variant']}`" for r in rows_in), "same verdict"], rows)
     return (f"{table}\n\nThe seeds where no variant broke are not shown. The same verdict on {same} of {len(seeds)} "
             "seeds.")
@@ -524,12 +529,6 @@ def nemesis_agreement(recs: list[Record], arg: str | None) -> str:
         raise IllegalArgument(f"results/{real.name}.json has no variant {variant!r}")
     reals.sort(key=lambda vr: vr[0] != variant)
 
-    def real_cell(s: dict[str, Any] | None) -> str:
-        if s is None:
-            return "-"
-        how = ", ".join(LAB_BREACHES.get(b.replace("_", "-"), b) for b in s["broken"])
-        return f"{s['breaking_runs']}/{s['judged_runs']}" + (f": {how}" if how else "")
-
     rows = []
     for seed in sorted(set(per_sim) | set(ours)):
         sc = per_sim.get(seed)
@@ -539,7 +538,7 @@ def nemesis_agreement(recs: list[Record], arg: str | None) -> str:
         sim_text = "-" if sc is None else f"{sc['breaking_interleavings']}/{n_sim}" + (
             ": " + ", ".join(f"{BREACH_COLUMNS.get(k, k)} {v}" for k, v in sorted(sc["per_invariant"].items()))
             if sc["per_invariant"] else "")
-        rows.append([str(seed), sim_text, *(real_cell(r.get(seed)) for _, r in reals)])
+        rows.append([str(seed), sim_text, *(_nemesis_seed(r.get(seed)) for _, r in reals)])
     table = _table(["seed", f"`{profile}`: simulated", *(f"`{v}`: real" for v, _ in reals)], rows)
     real_broke = {s for s, c in ours.items() if c["breaking_runs"]}
     sim_some = {s for s, c in per_sim.items() if c["breaking_interleavings"]}
@@ -712,6 +711,7 @@ def zombie_window(rec: Record, arg: str | None) -> str:
             for w in rec.figures["runs"]]
     return _table(["run", "paused", "two live owners", "overlap ms", "handed out after waking",
                    "of them fetched after waking", "learned it was fenced after (ms)", "commit refused"], rows)
+
 
 def pause_delta(recs: list[Record], arg: str | None) -> str:
     """``benchmarks/pause_delta.py``: per batch of runs (one record each, ``a+b``), the real runs and the simulated
