@@ -376,3 +376,28 @@ def test_nemesis_agreement_sets_simulated_rates_beside_real_runs_seed_by_seed() 
     assert "| 1 |" not in text
     assert "broke on 1 of 4 seeds, 1 of them breaking in simulation too; the simulator broke at some rate on 1 " \
            "seeds where the real runs held." in text
+
+
+def _grid_point(profile: str, session: int, retries: int, backoff: int, breaking: int) -> dict[str, Any]:
+    return {"profile": profile, "session_timeout_ms": session, "retries": retries, "backoff_ms": backoff,
+            "faq_rule": retries * backoff > session, "seeds": 80, "breaking": breaking,
+            "breaks_overlaps": breaking, "breaks_duplicates_committed": 1, "breaks_unowned_after_heal": 0,
+            "breach_rate_vs_defaults": breaking / 19, "given_up_per_seed": 0.05, "settle_p50_s": 2.6,
+            "settle_p95_s": 7.0}
+
+
+def test_settings_map_renders_a_profile_the_point_beside_the_defaults_and_spans() -> None:
+    rec = _rec({"baseline": {"retries": 4, "backoff_ms": 2000, "session_timeout_ms": 6000},
+                "rows": [_grid_point("kafka-0.8", 6000, 4, 2000, 19), _grid_point("kafka-0.8", 2000, 4, 250, 26),
+                         _grid_point("kafka-0.8", 2000, 10, 250, 30), _grid_point("default", 6000, 4, 2000, 0)],
+                "point": _grid_point("kafka-0.8", 6000, 10, 1000, 20)})
+    table = render_view(rec, "settings-map", None)
+    assert "| 6,000 | 4 | 2,000 | yes | 19 of 80 | 1.00 |" in table
+    assert len(table.splitlines()) == 2 + 3  # kafka-0.8's three points, not the default profile's
+    point = render_view(rec, "settings-map", "point").splitlines()
+    assert point[2].startswith("| 6,000 | 4 | 2,000 |") and point[3].startswith("| 6,000 | 10 | 1,000 |")
+    assert render_view(rec, "settings-span", "kafka-0.8,2000,4|10,*,breaking") == "26–30"
+    assert render_view(rec, "settings-span", "default,*,*,*,breaking") == "0"
+    assert render_view(rec, "settings-span", "kafka-0.8,6000,4,2000,settle_p50_s:.1f") == "2.6"
+    with pytest.raises(IllegalArgument, match="no settings-grid point"):
+        render_view(rec, "settings-span", "kafka-0.8,30000,*,*,breaking")

@@ -731,6 +731,54 @@ def pause_delta(recs: list[Record], arg: str | None) -> str:
                    "last heard → reconnected: longest kept, shortest lost"], rows)
 
 
+#: the settings grid's point, as ``benchmarks/settings_grid.py`` records each row
+GRID_AXES = ("profile", "session_timeout_ms", "retries", "backoff_ms")
+
+
+def _grid_row(r: dict[str, Any]) -> list[str]:
+    settle = "-" if r.get("settle_p50_s") is None else f"{r['settle_p50_s']:.1f} / {r['settle_p95_s']:.1f}"
+    ratio = r.get("breach_rate_vs_defaults")
+    return [number(r["session_timeout_ms"]), number(r["retries"]), number(r["backoff_ms"]), number(r["faq_rule"]),
+            f"{r['breaking']:,} of {r['seeds']:,}", "-" if ratio is None else f"{ratio:.2f}",
+            *(number(r[f"breaks_{k}"]) for k in ("overlaps", "duplicates_committed", "unowned_after_heal")),
+            f"{r['given_up_per_seed']:.2f}", settle]
+
+
+def settings_map(rec: Record, arg: str | None) -> str:
+    """``benchmarks/settings_grid.py``: one profile's points (``arg``, default ``kafka-0.8``), the seeds breaking
+    any invariant and the main ones, the rate as a multiple of the profile's at Kafka's defaults, rebalances given
+    up a seed and the settle time; ``arg`` ``point``: the point run on its own (``--point``) beside the defaults."""
+    if arg == "point":
+        base = rec.figures["baseline"]
+        rows = [r for r in rec.figures["rows"] if r["profile"] == "kafka-0.8"
+                and all(r[k] == v for k, v in base.items())] + [rec.figure("point")]
+    else:
+        rows = [r for r in rec.figures["rows"] if r["profile"] == (arg or "kafka-0.8")]
+    if not rows:
+        raise IllegalArgument(f"results/{rec.name}.json has no settings-grid rows for {arg!r}")
+    return _table(["session (ms)", "retries", "backoff (ms)", "FAQ rule", "breaking", "÷ Kafka's defaults",
+                   "two live owners", "duplicates of committed", "unowned after heal", "given up / seed",
+                   "settle p50 / p95 (s)"], [_grid_row(r) for r in rows])
+
+
+def settings_span(rec: Record, arg: str | None) -> str:
+    """A figure of the settings grid in a sentence, over the points ``arg`` names: ``profile,session,retries,
+    backoff,key[:spec]``, each axis a value, values joined by ``|``, or ``*``; one value, or ``lo–hi`` where the
+    points differ."""
+    parts = (arg or "").split(",")
+    if len(parts) != 5:
+        raise IllegalArgument(f"results/{rec.name}.json: settings-span needs profile,session,retries,backoff,key")
+    key, _, spec = parts[4].partition(":")
+    axes = [None if p == "*" else {(v if i == 0 else int(v)) for v in p.split("|")} for i, p in enumerate(parts[:4])]
+    values = [r[key] for r in rec.figures["rows"]
+              if all(want is None or r[name] in want for name, want in zip(GRID_AXES, axes, strict=True))]
+    if not values:
+        raise IllegalArgument(f"results/{rec.name}.json has no settings-grid point {arg!r}")
+    lo, hi = min(values), max(values)
+    one = _formatted(rec, key, lo, spec)
+    return one if lo == hi else f"{one}–{_formatted(rec, key, hi, spec)}"
+
+
 VIEWS: dict[str, View] = {
     "before-after": View(before_after),
     "sim-profile": View(sim_profile),
@@ -761,6 +809,8 @@ VIEWS: dict[str, View] = {
     "compare": View(compare),
     "nemesis-agreement": View(nemesis_agreement, records=2),
     "nemesis-seeds": View(nemesis_seeds),
+    "settings-map": View(settings_map),
+    "settings-span": View(settings_span, inline=True),
 }
 
 
