@@ -53,6 +53,8 @@ def test_catalogue_rows_as_the_catalogue_writes_them() -> None:
            "| 0 | - |" in text
     assert "| k | `broker-kill` | `static` | holds in 2 of 2 runs | 0 | 0 | 0 | 3 | 36,150 (6,026) | 0 | - |" in text
     assert "| k | `broker-kill` | `kafka-4` | n/a: not our broker |" + "  |" * 7 in text
+    one = render_view(_rec(CELLS), "catalogue", "static").splitlines()
+    assert len(one) == 3 and "`static`" in one[2]
 
 
 def test_catalogue_verdict_says_each_when_the_cells_agree_and_names_them_when_not() -> None:

@@ -337,11 +337,25 @@ def _span(values: list[Any]) -> str:
     return number(lo) if lo == hi else f"{number(lo)}–{number(hi)}"
 
 
+def _named_cells(rec: Record, arg: str | None) -> list[dict[str, Any]]:
+    """A real catalogue's cells, or those ``arg`` names: comma-separated scenarios, variants or
+    ``scenario/variant`` pairs (a cell is kept when one names it)."""
+    cells = rec.figures["cells"]
+    if not arg:
+        return cells
+    wanted = set(arg.split(","))
+    cells = [c for c in cells if wanted & {c["scenario"], c["variant"], f"{c['scenario']}/{c['variant']}"}]
+    if not cells:
+        raise IllegalArgument(f"results/{rec.name}.json has no catalogue cell named by {arg!r}")
+    return cells
+
+
 def catalogue(rec: Record, arg: str | None) -> str:
     """``zkconsumer catalogue``'s cells (its catalogue.json): one row per mode and variant as its catalogue.md
-    writes them, a figure that differs between the runs as its range."""
+    writes them, a figure that differs between the runs as its range; ``arg`` keeps the cells it names, as
+    ``catalogue-verdict`` does."""
     rows = []
-    for c in rec.figures["cells"]:
+    for c in _named_cells(rec, arg):
         head = [c["mode"], f"`{c['scenario']}`", f"`{c['variant']}`"]
         if c["not_applicable"]:
             rows.append([*head, f"n/a: {c['not_applicable']}", *[""] * 7])
@@ -575,12 +589,7 @@ def catalogue_verdict(rec: Record, arg: str | None) -> str:
     with "each" when several cells share it; else each cell's, named by its variant (by its mode when the cells
     are one variant's), a breaking cell with the invariants it broke and in how many runs. ``arg`` keeps some
     cells: comma-separated scenarios, variants or ``scenario/variant`` pairs (a cell is kept when one names it)."""
-    cells = rec.figures["cells"]
-    if arg:
-        wanted = set(arg.split(","))
-        cells = [c for c in cells if wanted & {c["scenario"], c["variant"], f"{c['scenario']}/{c['variant']}"}]
-        if not cells:
-            raise IllegalArgument(f"results/{rec.name}.json has no catalogue cell named by {arg!r}")
+    cells = _named_cells(rec, arg)
 
     def head(c: dict[str, Any]) -> str:
         if not c["rate"]:
