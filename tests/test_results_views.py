@@ -403,3 +403,15 @@ def test_settings_map_renders_a_profile_the_point_beside_the_defaults_and_spans(
     assert render_view(rec, "settings-span", "kafka-0.8,6000,4,2000,settle_p50_s:.1f") == "2.6"
     with pytest.raises(IllegalArgument, match="no settings-grid point"):
         render_view(rec, "settings-span", "kafka-0.8,30000,*,*,breaking")
+
+
+def test_herd_scale_rows_and_a_skipped_size() -> None:
+    row = {"design": "kafka-0.8", "size": 200, "requests_per_action": 43010.0, "requests_vs_default": 47.5,
+           "join_ms": 3871.0, "leave_ms": 3832.0, "join_ms_vs_default": 80.6, "attempts_per_action": 200.5,
+           "kb_from_server_per_action": 8779.2, "given_up": 0, "wall_cold_s": 11.1, "wall_join_s": 11.4,
+           "wall_leave_s": 11.6}
+    text = render_view(_rec({"rows": [row, {"design": "eager", "size": 1000, "skipped_estimate_s": 714725}]}),
+                       "herd-scale", None)
+    assert ("| `kafka-0.8` | 200 | 43,010.0 | 47.50 | 3,871 / 3,832 | 80.6 | 200.50 | 8,779.2 | 0 "
+            "| 11.1 / 11.4 / 11.6 |") in text
+    assert "| eager | 1,000 | skipped: about 714,725 s of wall |" in text

@@ -740,6 +740,30 @@ def pause_delta(recs: list[Record], arg: str | None) -> str:
                    "last heard → reconnected: longest kept, shortest lost"], rows)
 
 
+def herd_scale(rec: Record, arg: str | None) -> str:
+    """``benchmarks/herd_scale.py``: per design and size, the server's requests per change (a join or a leave) and
+    their ratio to the default profile's at the same size in the same run, the simulated time to a settled group
+    after a join and a leave, attempts (0.8) or generations (the coordinator) per change, the bytes from the server,
+    the rebalances given up and the wall of the cold start, a join and a leave; a size over the run's budget as
+    skipped, with the wall it would have taken."""
+    rows = []
+    for r in rec.figures["rows"]:
+        head = [f"`{r['design']}`" if "-" in r["design"] else r["design"], number(r["size"])]
+        if "skipped_estimate_s" in r:
+            rows.append([*head, f"skipped: about {r['skipped_estimate_s']:,} s of wall", *[""] * 8])
+            continue
+        vs = r.get("requests_vs_default")
+        join_vs = r.get("join_ms_vs_default")
+        rows.append([*head, f"{r['requests_per_action']:,.1f}", "-" if vs is None else f"{vs:.2f}",
+                     f"{_ms(r['join_ms'])} / {_ms(r['leave_ms'])}", "-" if join_vs is None else f"{join_vs:.1f}",
+                     f"{r['attempts_per_action']:,.2f}", f"{r['kb_from_server_per_action']:,.1f}",
+                     number(r["given_up"]),
+                     f"{r['wall_cold_s']:.1f} / {_ms(r['wall_join_s'], 1)} / {r['wall_leave_s']:.1f}"])
+    return _table(["design", "members", "requests / change", "÷ default", "join / leave settled (ms, sim)",
+                   "join ÷ default", "attempts or generations / change", "KB from server / change", "given up",
+                   "wall: cold / join / leave (s)"], rows)
+
+
 #: the settings grid's point, as ``benchmarks/settings_grid.py`` records each row
 GRID_AXES = ("profile", "session_timeout_ms", "retries", "backoff_ms")
 
@@ -819,6 +843,7 @@ VIEWS: dict[str, View] = {
     "nemesis-agreement": View(nemesis_agreement, records=2),
     "nemesis-seeds": View(nemesis_seeds),
     "settings-map": View(settings_map),
+    "herd-scale": View(herd_scale),
     "settings-span": View(settings_span, inline=True),
 }
 
