@@ -403,6 +403,10 @@ def test_settings_map_renders_a_profile_the_point_beside_the_defaults_and_spans(
     assert render_view(rec, "settings-span", "kafka-0.8,6000,4,2000,settle_p50_s:.1f") == "2.6"
     with pytest.raises(IllegalArgument, match="no settings-grid point"):
         render_view(rec, "settings-span", "kafka-0.8,30000,*,*,breaking")
+    with pytest.raises(IllegalArgument, match="are numbers"):
+        render_view(rec, "settings-span", "kafka-0.8,6s,*,*,breaking")
+    with pytest.raises(IllegalArgument, match="no settings-grid figure"):
+        render_view(rec, "settings-span", "kafka-0.8,*,*,*,brekaing")
 
 
 def test_herd_scale_rows_and_a_skipped_size() -> None:

@@ -802,11 +802,19 @@ def settings_span(rec: Record, arg: str | None) -> str:
     if len(parts) != 5:
         raise IllegalArgument(f"results/{rec.name}.json: settings-span needs profile,session,retries,backoff,key")
     key, _, spec = parts[4].partition(":")
-    axes = [None if p == "*" else {(v if i == 0 else int(v)) for v in p.split("|")} for i, p in enumerate(parts[:4])]
-    values = [r[key] for r in rec.figures["rows"]
+    try:
+        axes = [None if p == "*" else {(v if i == 0 else int(v)) for v in p.split("|")}
+                for i, p in enumerate(parts[:4])]
+    except ValueError:
+        raise IllegalArgument(f"results/{rec.name}.json: settings-span {arg!r}: the session, retries and backoff are "
+                              "numbers, values joined by |, or *") from None
+    points = [r for r in rec.figures["rows"]
               if all(want is None or r[name] in want for name, want in zip(GRID_AXES, axes, strict=True))]
+    if points and key not in points[0]:
+        raise IllegalArgument(f"results/{rec.name}.json has no settings-grid figure {key!r}")
+    values = [r[key] for r in points if r[key] is not None]  # a point with no settle has none to show
     if not values:
-        raise IllegalArgument(f"results/{rec.name}.json has no settings-grid point {arg!r}")
+        raise IllegalArgument(f"results/{rec.name}.json has no settings-grid point {arg!r} with {key!r}")
     lo, hi = min(values), max(values)
     one = _formatted(rec, key, lo, spec)
     return one if lo == hi else f"{one}–{_formatted(rec, key, hi, spec)}"
