@@ -35,6 +35,12 @@ from zkconsumer.results.record import Scope
 KAFKA_DEFAULTS = {"retries": 4, "backoff_ms": 2000, "session_timeout_ms": 6000}
 
 
+def at_defaults(rows: pd.DataFrame) -> pd.DataFrame:
+    """The rows at Kafka's defaults (:data:`KAFKA_DEFAULTS`): each profile's baseline."""
+    return rows[(rows["retries"] == KAFKA_DEFAULTS["retries"]) & (rows["backoff_ms"] == KAFKA_DEFAULTS["backoff_ms"])
+                & (rows["session_timeout_ms"] == KAFKA_DEFAULTS["session_timeout_ms"])]
+
+
 def table(points: pd.DataFrame) -> Table:
     t = Table(title="The settings map: seeds breaking an invariant, by point (÷ the profile's at Kafka's defaults)")
     for col in ("profile", "session ms", "retries", "backoff ms", "FAQ rule", "breaking", "÷ defaults",
@@ -42,8 +48,7 @@ def table(points: pd.DataFrame) -> Table:
         t.add_column(col)
     inv = [c for c in points.columns if c.startswith("breaks_")]
     for profile, rows in points.groupby("profile", sort=False):
-        at = [rows[k] == v for k, v in KAFKA_DEFAULTS.items()]
-        base = rows[at[0] & at[1] & at[2]]
+        base = at_defaults(rows)
         base_rate = float(base["breach_rate"].iloc[0]) if len(base) else None
         for r in rows.itertuples(index=False):
             ratio = "–" if not base_rate else f"{r.breach_rate / base_rate:.2f}"
@@ -61,8 +66,7 @@ def record_rows(points: pd.DataFrame) -> list[dict]:
     given up per seed and the settle times in seconds."""
     out = []
     for _, rows in points.groupby("profile", sort=False):
-        at = [rows[k] == v for k, v in KAFKA_DEFAULTS.items()]
-        base = rows[at[0] & at[1] & at[2]]
+        base = at_defaults(rows)
         base_rate = float(base["breach_rate"].iloc[0]) if len(base) else None
         for r in json.loads(rows.to_json(orient="records")):  # plain JSON values, NaN as null
             p50, p95 = r.get("settle_p50_ms"), r.get("settle_p95_ms")
@@ -132,9 +136,7 @@ def main() -> None:
         speed += f", {took / 60:,.1f} min of wall: {60 * seeds / took:,.0f} seeds a minute"
     console.print(speed, highlight=False)
     if extra is not None:
-        baseline = points[(points["profile"] == "kafka-0.8") & (points["retries"] == KAFKA_DEFAULTS["retries"])
-                          & (points["backoff_ms"] == KAFKA_DEFAULTS["backoff_ms"])
-                          & (points["session_timeout_ms"] == KAFKA_DEFAULTS["session_timeout_ms"])]
+        baseline = at_defaults(points[points["profile"] == "kafka-0.8"])
         console.print(table(pd.concat([baseline, extra])))
     if args.record:
         figures = {"baseline": KAFKA_DEFAULTS, "rows": record_rows(points), "seeds": seeds,
